@@ -1,0 +1,1 @@
+"""redactopt: design, prove and apply local redaction mechanisms for correlated data."""

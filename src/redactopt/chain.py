@@ -1,0 +1,133 @@
+"""The two-state stationary Markov chain that correlates the records.
+
+The paper (Section II) models the records X_1..X_n as a stationary chain with
+P(0 -> 1) = alpha and P(1 -> 0) = beta.  Everything else in redactopt takes a
+:class:`MarkovChain` and never re-derives these quantities.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from redactopt._validate import check_delta, check_probability_open
+
+__all__ = ["MarkovChain"]
+
+ChainKind = Literal["lazy", "independent", "oscillating"]
+
+
+@dataclass(frozen=True)
+class MarkovChain:
+    r"""Stationary binary Markov chain with transition matrix
+
+    .. math::
+        P = \begin{pmatrix} 1-\alpha & \alpha \\ \beta & 1-\beta \end{pmatrix}
+
+    Parameters
+    ----------
+    alpha : float
+        :math:`\Pr(X_{t+1}=1 \mid X_t=0)`, strictly between 0 and 1.
+    beta : float
+        :math:`\Pr(X_{t+1}=0 \mid X_t=1)`, strictly between 0 and 1.
+
+    Notes
+    -----
+    The paper assumes :math:`\alpha \le \beta`; here any pair in (0, 1) works
+    (for :math:`\alpha > \beta` the roles of 0 and 1 swap).  The chain is
+    *lazy* when :math:`\alpha+\beta<1`, *independent* when
+    :math:`\alpha+\beta=1` and *oscillating* when :math:`\alpha+\beta>1`.
+    A stationary chain is reversible, so backward and forward transitions
+    coincide (Section II), which lets left and right of the private record be
+    treated alike.
+    """
+
+    alpha: float
+    beta: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "alpha", check_probability_open(self.alpha, "alpha"))
+        object.__setattr__(self, "beta", check_probability_open(self.beta, "beta"))
+
+    # --- basic quantities -------------------------------------------------
+    @property
+    def lam(self) -> float:
+        r"""Second eigenvalue :math:`\lambda = 1-\alpha-\beta` of :math:`P`."""
+        return 1.0 - self.alpha - self.beta
+
+    @property
+    def kind(self) -> ChainKind:
+        """``"lazy"`` (alpha+beta < 1), ``"independent"`` (= 1) or ``"oscillating"`` (> 1)."""
+        s = self.alpha + self.beta
+        if s < 1.0:
+            return "lazy"
+        if s > 1.0:
+            return "oscillating"
+        return "independent"
+
+    @property
+    def stationary(self) -> np.ndarray:
+        r"""Stationary law :math:`(\Pr(X=0), \Pr(X=1)) = (\beta, \alpha)/(\alpha+\beta)`."""
+        s = self.alpha + self.beta
+        return np.array([self.beta / s, self.alpha / s])
+
+    @property
+    def transition_matrix(self) -> np.ndarray:
+        """The one-step matrix P (rows: current state, columns: next state)."""
+        a, b = self.alpha, self.beta
+        return np.array([[1.0 - a, a], [b, 1.0 - b]])
+
+    # --- n-step transitions (Appendix A) ----------------------------------
+    def lam_power(self, delta: int) -> float:
+        r""":math:`\lambda^\Delta` computed through logarithms, accurate for huge Delta."""
+        delta = check_delta(delta, "delta", allow_zero=True)
+        if delta == 0:
+            return 1.0
+        lam = self.lam
+        if lam == 0.0:
+            return 0.0
+        if lam > 0.0:
+            return math.exp(delta * math.log1p(-(self.alpha + self.beta)))
+        magnitude = math.exp(delta * math.log(self.alpha + self.beta - 1.0))
+        return -magnitude if delta % 2 else magnitude
+
+    def one_minus_lam_power(self, delta: int) -> float:
+        r""":math:`1-\lambda^\Delta` without cancellation when :math:`\lambda^\Delta \approx 1`."""
+        delta = check_delta(delta, "delta", allow_zero=True)
+        if delta == 0:
+            return 0.0
+        lam = self.lam
+        if lam == 0.0:
+            return 1.0
+        if lam > 0.0:
+            return -math.expm1(delta * math.log1p(-(self.alpha + self.beta)))
+        return 1.0 - self.lam_power(delta)
+
+    def n_step(self, delta: int) -> tuple[float, float]:
+        r"""Closed-form :math:`(\alpha_\Delta, \beta_\Delta)` of Appendix A.
+
+        .. math::
+            \alpha_\Delta = \tfrac{\alpha}{\alpha+\beta}(1-\lambda^\Delta),\quad
+            \beta_\Delta = \tfrac{\beta}{\alpha+\beta}(1-\lambda^\Delta),
+
+        so that :math:`P^\Delta = \begin{pmatrix}1-\alpha_\Delta & \alpha_\Delta\\
+        \beta_\Delta & 1-\beta_\Delta\end{pmatrix}`.  Accurate for Delta in the
+        millions and for oscillating chains.
+        """
+        s = self.alpha + self.beta
+        one_minus = self.one_minus_lam_power(delta)
+        return self.alpha / s * one_minus, self.beta / s * one_minus
+
+    def n_step_matrix(self, delta: int) -> np.ndarray:
+        r""":math:`P^\Delta` from the closed form (Appendix A).
+
+        The diagonal entries are formed as :math:`\pi_x + \pi_{\bar x}\lambda^\Delta`
+        so that they keep full relative accuracy when they are tiny.
+        """
+        a_d, b_d = self.n_step(delta)
+        pi0, pi1 = self.stationary
+        lp = self.lam_power(delta)
+        return np.array([[pi0 + pi1 * lp, a_d], [b_d, pi1 + pi0 * lp]])
