@@ -252,6 +252,10 @@ def _side(chain: MarkovChain, q_side: np.ndarray) -> _Side:
         qb = np.empty((2, _BLOCK + 1, n_blocks))
         qb[:, :_BLOCK] = padded[:-1].reshape(n_blocks, _BLOCK, 2).transpose(2, 1, 0)
         qb[:, _BLOCK] = padded[_BLOCK::_BLOCK].T
+        # pattern k = bB+j+1 publishes record bB+j+1, the next one in qb
+        closed = qb[:, 1:] >= 1.0
+        if k_max < n_blocks * _BLOCK:  # record k_max ends the scan; it may be unredactable
+            qb[:, k_max % _BLOCK, k_max // _BLOCK] = 1.0
         cur = qb[:, :_BLOCK]
         scale = np.maximum(cur[0], cur[1])
         np.divide(1.0, scale, out=scale)
@@ -271,8 +275,7 @@ def _side(chain: MarkovChain, q_side: np.ndarray) -> _Side:
             # rho = row 0 over row 1 of column v, written over local[v] (no longer needed)
             with np.errstate(divide="ignore", invalid="ignore"):
                 rho = np.divide(local[v], local[2 + v], out=local[v])
-            # pattern k = bB+j+1 publishes record bB+j+1, the next one in qb
-            np.copyto(rho, np.nan, where=qb[v, 1:] >= 1.0)
+            np.copyto(rho, np.nan, where=closed[v])
             hi = np.fmax.reduce(rho, axis=0)
             lo = np.fmin.reduce(rho, axis=0)
             g_hi, g_lo = _mobius(Fb, hi), _mobius(Fb, lo)

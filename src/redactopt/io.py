@@ -1,0 +1,174 @@
+"""The mechanism file format ``redactopt.mechanism/1`` (DESIGN.md, "Conventions").
+
+Files count records from 1 (``private`` is 1-based); the Python API counts from 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from redactopt._validate import check_eps, check_redact_prob
+from redactopt.chain import MarkovChain
+from redactopt.leakage import check_mechanism
+
+__all__ = [
+    "FORMAT",
+    "MechanismFile",
+    "mechanism_to_dict",
+    "mechanism_from_dict",
+    "read_mechanism",
+    "write_json_atomic",
+]
+
+FORMAT = "redactopt.mechanism/1"
+
+
+@dataclass(frozen=True)
+class MechanismFile:
+    """A parsed mechanism file; ``private`` is 0-based here.
+
+    ``utility``, ``leakage`` and ``certificate`` are what the file *claims*; audits
+    recompute them.
+    """
+
+    chain: MarkovChain
+    redact_prob: np.ndarray
+    private: tuple[int, ...]
+    eps: float
+    method: str
+    utility: float | None
+    leakage: float | None
+    certificate: dict | None
+
+
+def _finite_or_none(x: float | None) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def mechanism_to_dict(
+    chain: MarkovChain,
+    redact_prob: np.ndarray,
+    *,
+    private: tuple[int, ...] | list[int],
+    eps: float,
+    method: str,
+    utility: float,
+    leakage: float,
+) -> dict[str, Any]:
+    """The JSON object of DESIGN.md for a mechanism (``private`` given 0-based)."""
+    q = np.asarray(redact_prob, dtype=float)
+    return {
+        "format": FORMAT,
+        "chain": {"alpha": chain.alpha, "beta": chain.beta},
+        "n": int(q.shape[0]),
+        "private": [int(p) + 1 for p in private],
+        "eps": float(eps),
+        "redact_prob": q.tolist(),
+        "method": method,
+        "utility": _finite_or_none(utility),
+        "leakage": _finite_or_none(leakage),
+    }
+
+
+def _require(d: dict, key: str, where: str) -> Any:
+    if key not in d:
+        raise ValueError(f"{where}: missing field '{key}'")
+    return d[key]
+
+
+def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
+    """Validate and parse a mechanism object; errors name the field."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}")
+    fmt = _require(d, "format", where)
+    if fmt != FORMAT:
+        raise ValueError(f"{where}: field 'format' must be {FORMAT!r}, got {fmt!r}")
+    chain_d = _require(d, "chain", where)
+    if not isinstance(chain_d, dict):
+        raise ValueError(f"{where}: field 'chain' must be an object with alpha and beta")
+    try:
+        chain = MarkovChain(_require(chain_d, "alpha", where + ".chain"), _require(chain_d, "beta", where + ".chain"))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: field 'chain': {exc}") from None
+    n = _require(d, "n", where)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"{where}: field 'n' must be an integer >= 1, got {n!r}")
+    try:
+        q = check_redact_prob(_require(d, "redact_prob", where), "redact_prob", n=n)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: field 'redact_prob': {exc}") from None
+    priv_raw = _require(d, "private", where)
+    if not isinstance(priv_raw, list) or not priv_raw:
+        raise ValueError(f"{where}: field 'private' must be a non-empty list of 1-based positions")
+    priv = []
+    for v in priv_raw:
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= n:
+            raise ValueError(f"{where}: field 'private' must hold positions in 1..{n}, got {v!r}")
+        priv.append(v - 1)
+    try:
+        eps = check_eps(_require(d, "eps", where))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: field 'eps': {exc}") from None
+    try:
+        q, privt = check_mechanism(q, priv)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    method = d.get("method", "unknown")
+    if not isinstance(method, str):
+        raise ValueError(f"{where}: field 'method' must be a string, got {method!r}")
+    cert = d.get("certificate")
+    if cert is not None and not isinstance(cert, dict):
+        raise ValueError(f"{where}: field 'certificate' must be an object")
+    util = d.get("utility")
+    leak = d.get("leakage")
+    for key, val in (("utility", util), ("leakage", leak)):
+        if val is not None and (isinstance(val, bool) or not isinstance(val, (int, float))):
+            raise ValueError(f"{where}: field '{key}' must be a number or null, got {val!r}")
+    return MechanismFile(chain, q, privt, eps, method, util, leak, cert)
+
+
+def read_mechanism(path: str | os.PathLike[str]) -> MechanismFile:
+    """Read and validate a mechanism JSON file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"{p}: is a directory, expected a mechanism JSON file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{p}: cannot read: {exc}") from None
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{p}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return mechanism_from_dict(d, where=str(p))
+
+
+def write_json_atomic(path: str | os.PathLike[str], obj: Any, *, force: bool = False) -> None:
+    """Write JSON through a temporary file and a rename; refuse to overwrite unless ``force``."""
+    p = Path(path)
+    if p.exists() and not force:
+        raise FileExistsError(f"{p}: exists; pass --force to overwrite")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(obj, fh, indent=2)
+            fh.write("\n")
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
