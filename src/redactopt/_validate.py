@@ -88,6 +88,8 @@ def check_private(value: object, n: int, name: str = "private") -> tuple[int, ..
     """One 0-based private index or a non-empty collection of them, sorted and unique."""
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return (check_index(value, n, name),)
+    if isinstance(value, (numbers.Real, bool)):
+        raise TypeError(f"{name} must be an integer index, got {value!r}")
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise TypeError(f"{name} must be an index or a list of indices, got {value!r}")
     items = tuple(check_index(v, n, name) for v in value)

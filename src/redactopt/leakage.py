@@ -85,14 +85,16 @@ class LeakageResult:
 # --------------------------------------------------------------------------
 # validation
 # --------------------------------------------------------------------------
-def check_mechanism(redact_prob: object, private: object) -> tuple[np.ndarray, tuple[int, ...]]:
+def check_mechanism(
+    redact_prob: object, private: object, name: str = "private"
+) -> tuple[np.ndarray, tuple[int, ...]]:
     """Validate an ``(n, 2)`` mechanism and its 0-based private record(s).
 
     Every private record must be redacted with probability 1 whatever its value:
     publishing it, even rarely, makes the leakage infinite.
     """
     q = check_redact_prob(redact_prob)
-    priv = check_private(private, q.shape[0])
+    priv = check_private(private, q.shape[0], name)
     for p in priv:
         if not (q[p, 0] == 1.0 and q[p, 1] == 1.0):
             raise ValueError(
@@ -244,19 +246,21 @@ def _side(chain: MarkovChain, q_side: np.ndarray) -> _Side:
     k_max = n_patterns - 1
     last_V: Mat = Pm
     if k_max:
-        n_blocks = -(-k_max // _BLOCK)
+        # about sqrt(k) blocks of about sqrt(k) records each (at most _BLOCK)
+        size = min(_BLOCK, max(1, math.isqrt(k_max)))
+        n_blocks = -(-k_max // size)
         # One transposing copy lays records 1..k_max+1 out block by block: qb[v, j, b]
         # is record bB+j (0-based distance index) and qb[v, B, b] the one after the block.
-        padded = np.ones((n_blocks * _BLOCK + 1, 2))
+        padded = np.ones((n_blocks * size + 1, 2))
         padded[: k_max + 1] = q_side[: k_max + 1]
-        qb = np.empty((2, _BLOCK + 1, n_blocks))
-        qb[:, :_BLOCK] = padded[:-1].reshape(n_blocks, _BLOCK, 2).transpose(2, 1, 0)
-        qb[:, _BLOCK] = padded[_BLOCK::_BLOCK].T
+        qb = np.empty((2, size + 1, n_blocks))
+        qb[:, :size] = padded[:-1].reshape(n_blocks, size, 2).transpose(2, 1, 0)
+        qb[:, size] = padded[size::size].T
         # pattern k = bB+j+1 publishes record bB+j+1, the next one in qb
         closed = qb[:, 1:] >= 1.0
-        if k_max < n_blocks * _BLOCK:  # record k_max ends the scan; it may be unredactable
-            qb[:, k_max % _BLOCK, k_max // _BLOCK] = 1.0
-        cur = qb[:, :_BLOCK]
+        if k_max < n_blocks * size:  # record k_max ends the scan; it may be unredactable
+            qb[:, k_max % size, k_max // size] = 1.0
+        cur = qb[:, :size]
         scale = np.maximum(cur[0], cur[1])
         np.divide(1.0, scale, out=scale)
         s0 = cur[0] * scale
@@ -266,7 +270,7 @@ def _side(chain: MarkovChain, q_side: np.ndarray) -> _Side:
         del N, s0, s1
         F = _block_starts(local, Pm)
         Fb = (F[0][0], F[1][0], F[2][0], F[3][0])
-        b_last, j_last = divmod(k_max - 1, _BLOCK)
+        b_last, j_last = divmod(k_max - 1, size)
         last_V = _mul(
             (Fb[0][b_last], Fb[1][b_last], Fb[2][b_last], Fb[3][b_last]),
             tuple(float(local[e, j_last, b_last]) for e in range(4)),  # type: ignore[arg-type]
@@ -285,7 +289,7 @@ def _side(chain: MarkovChain, q_side: np.ndarray) -> _Side:
                 b = int(pick(blk))
                 exact = _mobius((Fb[0][b], Fb[1][b], Fb[2][b], Fb[3][b]), rho[:, b])
                 j = int(pick(exact))
-                candidates.append((float(exact[j]), b * _BLOCK + j + 1, v))
+                candidates.append((float(exact[j]), b * size + j + 1, v))
     if reach == m:
         sm = q_side[m - 1] / top[m - 1]
         num = last_V[0] * sm[0] + last_V[1] * sm[1]
@@ -341,7 +345,7 @@ def leakage(chain: MarkovChain, redact_prob: object, p: int) -> LeakageResult:
     result agrees with :func:`leakage_bruteforce` (all 3^n outputs) to ~1e-12
     (``tests/test_leakage.py``).
     """
-    q, (p,) = check_mechanism(redact_prob, p)
+    q, (p,) = check_mechanism(redact_prob, p, "p")
     n = q.shape[0]
     left = _side(chain, q[:p][::-1])
     right = _side(chain, q[p + 1 :])
@@ -394,7 +398,7 @@ def leakage_bruteforce(chain: MarkovChain, redact_prob: object, p: int) -> Leaka
     over the whole output tree, keeps the outputs of positive probability and takes
     the largest absolute log-ratio.  It shares no code with :func:`leakage`.
     """
-    q, (p,) = check_mechanism(redact_prob, p)
+    q, (p,) = check_mechanism(redact_prob, p, "p")
     n = q.shape[0]
     if n > 12:
         raise ValueError(f"leakage_bruteforce enumerates 3^n outputs; n must be <= 12, got {n}")
@@ -440,7 +444,7 @@ def output_log_ratio(chain: MarkovChain, redact_prob: object, p: int, output: ob
     Raises ``ValueError`` when the output has probability 0.  ``output`` holds 0, 1 or
     ``None`` (⊥) per record, index 0 first; a numpy array may use -1 for ⊥.
     """
-    q, (p,) = check_mechanism(redact_prob, p)
+    q, (p,) = check_mechanism(redact_prob, p, "p")
     n = q.shape[0]
     y = list(output)  # type: ignore[call-overload]
     if len(y) != n:

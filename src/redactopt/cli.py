@@ -1,0 +1,172 @@
+"""Command-line interface: a thin layer over the library (no mathematics here).
+
+Exit codes (DESIGN.md): 0 success, 1 a privacy check failed, 2 bad usage or input
+(one line on stderr, never a traceback).  Positions on the command line and in files
+are 1-based; the library is 0-based.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from redactopt import __version__
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+DEFAULT_ALPHA = 0.01
+DEFAULT_BETA = 0.8
+DEFAULT_P = 1
+
+
+class UsageError(Exception):
+    """Bad usage or input: reported on one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line on stderr and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _add_chain_options(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                    help=f"P(X_t+1=1 | X_t=0), in (0, 1) (default {DEFAULT_ALPHA}, the paper's Fig. 3)")
+    ap.add_argument("--beta", type=float, default=DEFAULT_BETA,
+                    help=f"P(X_t+1=0 | X_t=1), in (0, 1) (default {DEFAULT_BETA})")
+
+
+def _add_problem_options(ap: argparse.ArgumentParser, *, required: bool) -> None:
+    ap.add_argument("--n", type=int, required=required, default=None, help="number of records (>= 1)")
+    ap.add_argument("--eps", type=float, required=required, default=None,
+                    help="privacy budget in nats (> 0)")
+    _add_chain_options(ap)
+    ap.add_argument("--p", type=int, default=DEFAULT_P,
+                    help=f"1-based position of the private record (default {DEFAULT_P})")
+
+
+def _private_index(n: int, p: int) -> int:
+    if not 1 <= p <= n:
+        raise UsageError(f"--p must be a 1-based position in 1..{n}, got {p}")
+    return p - 1
+
+
+def _witness_text(w: list[int | None]) -> str:
+    return " ".join("⊥" if v is None else str(v) for v in w)
+
+
+def _emit(obj: dict[str, Any], fmt: str, text: Callable[[dict[str, Any]], str]) -> None:
+    if fmt == "json":
+        print(json.dumps(obj, indent=2))
+    else:
+        print(text(obj))
+
+
+# ---------------------------------------------------------------------------
+# audit
+# ---------------------------------------------------------------------------
+def _audit_parser(sub: argparse._SubParsersAction) -> None:
+    ap = sub.add_parser(
+        "audit",
+        help="exact leakage, witness output and utility of a mechanism; PASS/FAIL",
+        description=(
+            "Compute the exact leakage L(X_p -> Y) (Definition 1) of a mechanism, an output that "
+            "attains it (the witness), and its utility. Give a mechanism file (format "
+            "redactopt.mechanism/1, as written by 'redactopt design --format json'), or build one "
+            "of the paper's mechanisms with --method. Exit status 0 if the leakage is <= eps, 1 if "
+            "it is above, 2 on bad input."
+        ),
+    )
+    ap.add_argument("mechanism", nargs="?", help="mechanism JSON file")
+    ap.add_argument("--method", choices=["3r", "mq"], help="build the paper's 3R or MQ mechanism")
+    _add_problem_options(ap, required=False)
+    ap.add_argument("--reading", choices=["section4", "theorem1", "algorithm2"], default="section4",
+                    help="which reading of the paper's 3R (default section4: Eqs. 1-2 with the side budgets)")
+    ap.add_argument("--eps-left", type=float, default=None,
+                    help="3R left budget (section4 reading); the right gets eps - eps_left")
+    ap.add_argument("--format", choices=["text", "json"], default="text", help="output format")
+    ap.set_defaults(func=_cmd_audit)
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from redactopt import audit as audit_mod
+    from redactopt.chain import MarkovChain
+    from redactopt.io import read_mechanism
+    from redactopt.mechanisms import markov_quilt, three_region
+
+    if args.mechanism and args.method:
+        raise UsageError("give either a mechanism file or --method, not both")
+    if args.mechanism:
+        mf = read_mechanism(args.mechanism)
+        report = audit_mod.audit(mf.chain, mf.redact_prob, private=mf.private, eps=mf.eps, method=mf.method)
+    elif args.method:
+        if args.n is None or args.eps is None:
+            raise UsageError("--method needs --n and --eps")
+        chain = MarkovChain(args.alpha, args.beta)
+        from redactopt._validate import check_n
+
+        n = check_n(args.n, "--n")
+        p = _private_index(n, args.p)
+        if args.method == "3r":
+            mech = three_region(chain, n, eps=args.eps, p=p, eps_left=args.eps_left, reading=args.reading)
+        else:
+            mech = markov_quilt(chain, n, eps=args.eps, p=p)
+        report = audit_mod.audit(chain, mech.redact_prob, private=mech.private, eps=mech.eps,
+                                 method=mech.method, info=mech.info)
+    else:
+        raise UsageError("give a mechanism file or --method 3r|mq with --n and --eps")
+    _emit(report, args.format, audit_mod.audit_text)
+    return EXIT_OK if report["passed"] else EXIT_FAIL
+
+
+# ---------------------------------------------------------------------------
+# entry point
+# ---------------------------------------------------------------------------
+_SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_audit_parser]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(
+        prog="redactopt",
+        description=(
+            "Design, prove and apply local redaction mechanisms for Markov-correlated binary "
+            "records. Positions are 1-based; budgets are in nats."
+        ),
+    )
+    ap.add_argument("--version", action="version", version=f"redactopt {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for add in _SUBCOMMANDS:
+        add(sub)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (also used as the console script)."""
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if not getattr(args, "func", None):
+        ap.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.func(args))
+    except (UsageError, ValueError, TypeError, FileExistsError, FileNotFoundError,
+            IsADirectoryError, PermissionError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        sys.stderr.write(f"redactopt {args.command}: error: {msg}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("redactopt: interrupted\n")
+        return 130
+
+
+def _entry() -> NoReturn:  # pragma: no cover - console script wrapper
+    raise SystemExit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,26 @@
+"""Shared test helpers: independent references that share no code with the library."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def matrix_power_P(alpha: float, beta: float, delta: int) -> np.ndarray:
+    P = np.array([[1 - alpha, alpha], [beta, 1 - beta]])
+    return np.linalg.matrix_power(P, delta)
+
+
+def random_mechanism(rng: np.random.Generator, n: int, p: int) -> np.ndarray:
+    """Random (n, 2) redaction probabilities with exact 0 and 1 entries mixed in."""
+    q = rng.random((n, 2))
+    u = rng.random((n, 2))
+    q[u < 0.2] = 0.0
+    q[u > 0.8] = 1.0
+    q[p] = 1.0
+    return q
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20261130)
