@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from redactopt import __version__
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 DEFAULT_ALPHA = 0.01
 DEFAULT_BETA = 0.8
@@ -125,9 +126,154 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------
+# design
+# ---------------------------------------------------------------------------
+def _positive_float(name: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            return float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+    return parse
+
+
+def _design_parser(sub: argparse._SubParsersAction) -> None:
+    from redactopt.design import METHODS
+
+    ap = sub.add_parser(
+        "design",
+        help="design the mechanism with the most utility whose exact leakage is <= eps",
+        description=(
+            "Design a local redaction mechanism for n records of a binary Markov chain with the "
+            "private record at --p, maximising utility subject to exact leakage <= eps. Prints the "
+            "redaction probabilities per record, the utility, the exact leakage (re-verified after "
+            "rounding), a certified upper bound on the best achievable utility with the gap, and the "
+            "paper's mechanisms for comparison. Defaults: the paper's Fig. 3 setting "
+            "(alpha=0.01, beta=0.8, p=1) and --method optimal."
+        ),
+    )
+    _add_problem_options(ap, required=True)
+    ap.add_argument("--method", choices=list(METHODS), default="optimal",
+                    help="optimal (default: best verified of global/SGP optimum, calibrated 3R, DIM), "
+                         "3r (paper, as printed), 3r-calibrated, mq (Algorithm 1), dim (exact window optimum), "
+                         "global (PySCIPOpt only), sgp (CVXPY only)")
+    ap.add_argument("--split", default="auto",
+                    help="3R budget split: auto (tuned, default), half (eps/2 per side) or eps_left as a number")
+    ap.add_argument("--format", choices=["table", "json", "csv"], default="table",
+                    help="table (default), json (the mechanism file format plus certificate) or csv")
+    ap.add_argument("--out", help="write the output to this file instead of standard output")
+    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per optimiser (default 60)")
+    ap.add_argument("--no-compare", action="store_true", help="table format: skip the comparison lines")
+    ap.set_defaults(func=_cmd_design)
+
+
+def _write_output(text: str, out: str | None, force: bool) -> None:
+    if out is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    from redactopt.io import write_text_atomic
+
+    write_text_atomic(out, text if text.endswith("\n") else text + "\n", force=force)
+
+
+def _cmd_design(args: argparse.Namespace) -> int:
+    from redactopt._validate import check_n
+    from redactopt.certify import PrivacyCheckError
+    from redactopt.chain import MarkovChain
+    from redactopt.design import design
+    from redactopt import report
+
+    chain = MarkovChain(args.alpha, args.beta)
+    n = check_n(args.n, "--n")
+    p = _private_index(n, args.p)
+    if args.out and not args.force:
+        from pathlib import Path
+
+        if Path(args.out).exists():
+            raise UsageError(f"{args.out}: exists; pass --force to overwrite")
+    try:
+        res = design(chain, n, eps=args.eps, p=p, method=args.method, split=args.split,
+                     time_limit=args.time_limit)
+    except PrivacyCheckError as exc:
+        sys.stderr.write(f"redactopt design: privacy check failed: {exc}\n")
+        return EXIT_FAIL
+    if args.format == "json":
+        text = json.dumps(res.to_json_dict(), indent=2)
+    elif args.format == "csv":
+        text = report.design_csv(res)
+    else:
+        alts = None if args.no_compare else report.alternatives_for(res, time_limit=args.time_limit)
+        text = report.design_table(res, alts)
+    _write_output(text, args.out, args.force)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# compare
+# ---------------------------------------------------------------------------
+def _list_of(kind: Callable[[str], Any], name: str) -> Callable[[str], list[Any]]:
+    def parse(text: str) -> list[Any]:
+        items = [t for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"{name} needs at least one value")
+        try:
+            return [kind(t) for t in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a comma-separated list, got {text!r}") from None
+    return parse
+
+
+def _compare_parser(sub: argparse._SubParsersAction) -> None:
+    ap = sub.add_parser(
+        "compare",
+        help="optimum vs calibrated 3R, 3R, MQ, DIM optimum and Theorem 2 over lists of parameters",
+        description=(
+            "Compare the certified optimum with calibrated 3R, the paper's 3R and MQ (as printed, with "
+            "their exact leakage), the exact data-independent optimum and Theorem 2's bound, for every "
+            "combination of the comma-separated lists. Example: redactopt compare --n 10 "
+            "--eps 0.25,0.5,1,2,4"
+        ),
+    )
+    ap.add_argument("--n", type=_list_of(int, "--n"), required=True, help="number(s) of records")
+    ap.add_argument("--eps", type=_list_of(float, "--eps"), required=True, help="budget(s), e.g. 0.25,0.5,1")
+    ap.add_argument("--alpha", type=_list_of(float, "--alpha"), default=[DEFAULT_ALPHA], help="alpha value(s)")
+    ap.add_argument("--beta", type=_list_of(float, "--beta"), default=[DEFAULT_BETA], help="beta value(s)")
+    ap.add_argument("--p", type=_list_of(int, "--p"), default=[DEFAULT_P], help="1-based private position(s)")
+    ap.add_argument("--format", choices=["markdown", "csv"], default="markdown", help="markdown (default) or csv")
+    ap.add_argument("--out", help="write to this file instead of standard output")
+    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per optimiser (default 60)")
+    ap.set_defaults(func=_cmd_compare)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    import itertools
+
+    from redactopt._validate import check_n
+    from redactopt.chain import MarkovChain
+    from redactopt.compare import compare_point
+    from redactopt import report
+
+    if args.out and not args.force:
+        from pathlib import Path
+
+        if Path(args.out).exists():
+            raise UsageError(f"{args.out}: exists; pass --force to overwrite")
+    rows = []
+    for n, a, b, p, eps in itertools.product(args.n, args.alpha, args.beta, args.p, args.eps):
+        n = check_n(n, "--n")
+        chain = MarkovChain(a, b)
+        rows.append(compare_point(chain, n, eps=eps, p=_private_index(n, p), time_limit=args.time_limit))
+    text = report.rows_csv(rows) if args.format == "csv" else report.rows_markdown(rows)
+    _write_output(text, args.out, args.force)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
 # entry point
 # ---------------------------------------------------------------------------
-_SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_audit_parser]
+_SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_design_parser, _audit_parser, _compare_parser]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -162,6 +308,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("redactopt: interrupted\n")
         return 130
+    except Exception as exc:  # a bug, not bad input: one line, traceback on request
+        if os.environ.get("REDACTOPT_DEBUG"):
+            raise
+        sys.stderr.write(f"redactopt {args.command}: internal error: {type(exc).__name__}: {exc} "
+                         "(set REDACTOPT_DEBUG=1 for the traceback)\n")
+        return EXIT_INTERNAL
 
 
 def _entry() -> NoReturn:  # pragma: no cover - console script wrapper

@@ -26,6 +26,7 @@ __all__ = [
     "mechanism_from_dict",
     "read_mechanism",
     "write_json_atomic",
+    "write_text_atomic",
 ]
 
 FORMAT = "redactopt.mechanism/1"
@@ -158,6 +159,11 @@ def read_mechanism(path: str | os.PathLike[str]) -> MechanismFile:
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, *, force: bool = False) -> None:
     """Write JSON through a temporary file and a rename; refuse to overwrite unless ``force``."""
+    write_text_atomic(path, json.dumps(obj, indent=2) + "\n", force=force)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str, *, force: bool = False) -> None:
+    """Write text through a temporary file and a rename; refuse to overwrite unless ``force``."""
     p = Path(path)
     if p.exists() and not force:
         raise FileExistsError(f"{p}: exists; pass --force to overwrite")
@@ -165,8 +171,7 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any, *, force: bool = F
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2)
-            fh.write("\n")
+            fh.write(text)
         os.replace(tmp, p)
     except BaseException:
         if os.path.exists(tmp):
