@@ -74,6 +74,21 @@ def audit_text(report: dict[str, Any]) -> str:
         f"witness   : {shown}",
         f"            attains log {ratio_dir}",
         f"utility   : {report['utility']:.10g}",
-        f"result    : {'PASS' if report['passed'] else 'FAIL: leakage exceeds eps'}",
     ]
+    if "exact" in report:
+        ex = report["exact"]
+        lines.append(f"exact     : {ex['status']} (rational arithmetic on the numbers as written; "
+                     f"L = {ex['leakage']:.10g})")
+    if "attack" in report:
+        at = report["attack"]
+        lines.append(f"attack    : leakage >= {at['lower_bound']:.6g} with confidence {at['confidence']:g} "
+                     f"({at['samples']} chains per value of X_p; largest observed |log ratio| "
+                     f"{at['max_observed']:.6g})" + ("  -> violation shown" if at["violation_shown"] else ""))
+    if report["passed"]:
+        verdict = "PASS"
+    elif report["leakage"] > report["eps"]:
+        verdict = "FAIL: leakage exceeds eps"
+    else:
+        verdict = "FAIL: not certified exactly"
+    lines.append(f"result    : {verdict}")
     return "\n".join(lines)
