@@ -24,3 +24,16 @@ def random_mechanism(rng: np.random.Generator, n: int, p: int) -> np.ndarray:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261130)
+
+
+# Hypothesis profiles: "ci" (default, fast) and "slow" (>= 10,000 examples per property).
+# Select with HYPOTHESIS_PROFILE=slow python -m pytest tests/test_properties.py -m "slow or not slow"
+import os  # noqa: E402
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile("ci", max_examples=60, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("slow", max_examples=10_000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

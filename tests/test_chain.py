@@ -59,3 +59,12 @@ def test_n_step_accurate_for_huge_delta(a, b, delta):
     ad_ref, bd_ref = _decimal_n_step(a, b, delta)
     assert ad == pytest.approx(float(ad_ref), rel=1e-9)
     assert bd == pytest.approx(float(bd_ref), rel=1e-9)
+
+
+@pytest.mark.parametrize("a,b", [(0.999999, 1e-6), (0.5, 0.5 + 1e-16), (1e-9, 1 - 1e-9), (1 - 1e-9, 1 - 1e-9), (1e-9, 1e-9)])
+def test_extreme_parameters_stay_finite(a, b):
+    ch = MarkovChain(a, b)
+    for d in (1, 2, 3, 10**6):
+        m = ch.n_step_matrix(d)
+        assert np.all(np.isfinite(m)) and np.all(m >= 0)
+        assert m.sum(axis=1) == pytest.approx([1, 1], abs=1e-12)

@@ -56,7 +56,20 @@ class MarkovChain:
     @property
     def lam(self) -> float:
         r"""Second eigenvalue :math:`\lambda = 1-\alpha-\beta` of :math:`P`."""
-        return 1.0 - self.alpha - self.beta
+        return (1.0 - self.alpha) - self.beta
+
+    @property
+    def log_abs_lam(self) -> float:
+        r""":math:`\log|\lambda|` to full relative accuracy (``-inf`` when :math:`\lambda=0`)."""
+        lam = self.lam
+        if lam == 0.0:
+            return -math.inf
+        s = self.alpha + self.beta
+        if s < 0.5:
+            return math.log1p(-s)
+        if s > 1.5:
+            return math.log1p(-((1.0 - self.alpha) + (1.0 - self.beta)))
+        return math.log(abs(lam))
 
     @property
     def kind(self) -> ChainKind:
@@ -89,10 +102,8 @@ class MarkovChain:
         lam = self.lam
         if lam == 0.0:
             return 0.0
-        if lam > 0.0:
-            return math.exp(delta * math.log1p(-(self.alpha + self.beta)))
-        magnitude = math.exp(delta * math.log(self.alpha + self.beta - 1.0))
-        return -magnitude if delta % 2 else magnitude
+        magnitude = math.exp(delta * self.log_abs_lam)
+        return -magnitude if (lam < 0.0 and delta % 2) else magnitude
 
     def one_minus_lam_power(self, delta: int) -> float:
         r""":math:`1-\lambda^\Delta` without cancellation when :math:`\lambda^\Delta \approx 1`."""
@@ -102,8 +113,8 @@ class MarkovChain:
         lam = self.lam
         if lam == 0.0:
             return 1.0
-        if lam > 0.0:
-            return -math.expm1(delta * math.log1p(-(self.alpha + self.beta)))
+        if lam > 0.0 or delta % 2 == 0:
+            return -math.expm1(delta * self.log_abs_lam)
         return 1.0 - self.lam_power(delta)
 
     def n_step(self, delta: int) -> tuple[float, float]:

@@ -53,13 +53,12 @@ def _influence_c(chain: MarkovChain, deltas: np.ndarray, c: float) -> np.ndarray
     lam = chain.lam
     if lam == 0.0:
         return np.zeros_like(deltas)
+    log_abs = chain.log_abs_lam
+    mag = np.exp(deltas * log_abs)
     if lam > 0.0:
-        log_abs = math.log1p(-(chain.alpha + chain.beta))
-        lp = np.exp(deltas * log_abs)
+        lp = mag
         one_minus = -np.expm1(deltas * log_abs)
     else:
-        log_abs = math.log1p(-((1.0 - chain.alpha) + (1.0 - chain.beta)))
-        mag = np.exp(deltas * log_abs)
         odd = np.mod(deltas, 2.0) == 1.0
         lp = np.where(odd, -mag, mag)
         one_minus = np.where(odd, 1.0 + mag, -np.expm1(deltas * log_abs))
@@ -182,7 +181,7 @@ def delta_star(chain: MarkovChain, eps: float) -> int:
     if max_influence(chain, 1) <= eps:
         return 1
     c = max(chain.alpha / chain.beta, chain.beta / chain.alpha)
-    log_abs_lam = math.log(abs(chain.lam))
+    log_abs_lam = chain.log_abs_lam
     em1 = math.expm1(eps)
     thresholds = [em1 / (em1 + 1.0 + c)]
     if chain.lam < 0.0:

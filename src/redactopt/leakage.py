@@ -261,10 +261,9 @@ def _side(chain: MarkovChain, q_side: np.ndarray) -> _Side:
         if k_max < n_blocks * size:  # record k_max ends the scan; it may be unredactable
             qb[:, k_max % size, k_max // size] = 1.0
         cur = qb[:, :size]
-        scale = np.maximum(cur[0], cur[1])
-        np.divide(1.0, scale, out=scale)
-        s0 = cur[0] * scale
-        s1 = np.multiply(cur[1], scale, out=scale)
+        scale = np.maximum(cur[0], cur[1])  # > 0: divide (not multiply by 1/scale: subnormals)
+        s0 = cur[0] / scale
+        s1 = np.divide(cur[1], scale, out=scale)
         N = (s0 * P[0, 0], np.multiply(s0, P[0, 1], out=s0), s1 * P[1, 0], np.multiply(s1, P[1, 1], out=s1))
         local = _local_scan(N, _renorm_interval(chain))
         del N, s0, s1
