@@ -1,0 +1,378 @@
+r"""The Three-Region mechanism with a tuned budget split, and 3R calibrated to be private.
+
+Two library calls on top of :func:`redactopt.mechanisms.three_region`:
+
+* :func:`tuned_three_region` — the split :math:`\epsilon_\ell+\epsilon_r=\epsilon` that
+  maximises 3R's utility as the paper computes it (Theorem 1's closed form with side
+  budgets, Section IV), found exactly.  The mechanism is **not** necessarily private
+  (the paper's Eq. 20 ignores the first published record after a run of redactions);
+  its exact leakage is reported beside the utility.
+* :func:`calibrated_three_region` — 3R's structure (regions from the split, the
+  high-influence value always redacted in :math:`R_M`, :math:`R_L` redacted,
+  :math:`R_S` published) with the redaction probability of the low value in
+  :math:`R_M` chosen so that the **exact** leakage (Definition 1) is at most
+  :math:`\epsilon`; the result is verified by :func:`redactopt.certify.finalize`.
+
+Indices are 0-based.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from redactopt._validate import check_eps, check_index, check_n, check_real
+from redactopt.certify import DesignResult, finalize, lemma2_upper_bound, snap
+from redactopt.chain import MarkovChain
+from redactopt.influence import low_value, pointwise_influence, regions
+from redactopt.leakage import leakage
+from redactopt.mechanisms import Mechanism, default_split, three_region, three_region_utility
+
+__all__ = ["TunedSplit", "tuned_three_region", "calibrated_three_region"]
+
+
+@dataclass(frozen=True)
+class TunedSplit:
+    """The best budget split for the 3R mechanism and what it gives.
+
+    Attributes
+    ----------
+    eps_left, eps_right : float
+        The split, ``eps_left + eps_right == eps`` (``eps_right`` is computed as
+        ``eps - eps_left``, exactly as :func:`~redactopt.mechanisms.three_region` does).
+    mechanism : Mechanism
+        ``three_region(chain, n, eps=eps, p=p, eps_left=eps_left)`` (reading ``"section4"``).
+    utility : float
+        Theorem 1's utility of that mechanism (:func:`~redactopt.mechanisms.three_region_utility`).
+    leakage : float
+        Its exact leakage (Definition 1); it may exceed ``eps``.
+    """
+
+    eps_left: float
+    eps_right: float
+    mechanism: Mechanism
+    utility: float
+    leakage: float
+
+
+def _check(chain: MarkovChain, n: object, eps: object, p: object) -> tuple[int, float, int]:
+    if not isinstance(chain, MarkovChain):
+        raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
+    n = check_n(n)
+    eps = check_eps(eps)
+    p = check_index(p, n, "p")
+    return n, eps, p
+
+
+def _side_thresholds(chain: MarkovChain, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted min and max pointwise influences of the ``m`` records on one side (Def. 3)."""
+    if m == 0:
+        return np.zeros(0), np.zeros(0)
+    d = np.arange(1, m + 1)
+    i0 = np.asarray(pointwise_influence(chain, d, 0))
+    i1 = np.asarray(pointwise_influence(chain, d, 1))
+    return np.sort(np.minimum(i0, i1)), np.sort(np.maximum(i0, i1))
+
+
+def _side_utility(lo: np.ndarray, hi: np.ndarray, budget: np.ndarray, pi_low: float) -> np.ndarray:
+    r"""Published records on one side for each budget: :math:`|R_S| + \pi_{low}|R_M|(1-e^{-b/|R_M|})`.
+
+    Region rules of :func:`redactopt.influence.regions`: ``S`` iff ``max_x i <= b``,
+    ``M`` iff ``min_x i <= b < max_x i``.
+    """
+    s = np.searchsorted(hi, budget, side="right")
+    m = np.searchsorted(lo, budget, side="right") - s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        med = np.where(m > 0, m * -np.expm1(-budget / np.maximum(m, 1)), 0.0)
+    return s + pi_low * med
+
+
+def tuned_three_region(chain: MarkovChain, n: int, *, eps: float, p: int = 0) -> TunedSplit:
+    r"""The split :math:`\epsilon_\ell+\epsilon_r=\epsilon` maximising 3R's utility, found exactly.
+
+    With :math:`e=\epsilon_\ell`, Theorem 1's utility (Section IV reading) is
+
+    .. math::
+        n\,\nu(e) = |R_S^{(\ell)}(e)| + |R_S^{(r)}(\epsilon-e)|
+        + \pi_{low}\sum_{s} |R_M^{(s)}|\big(1-e^{-\epsilon_s/|R_M^{(s)}|}\big).
+
+    Region membership changes only at the breakpoints :math:`e=i_x(d)` (left records) and
+    :math:`e=\epsilon-i_x(d)` (right records).  Between two breakpoints the region sizes
+    :math:`M_\ell, M_r` are fixed and :math:`\nu` is concave with derivative
+    :math:`\pi_{low}(e^{-e/M_\ell}-e^{-(\epsilon-e)/M_r})`, so its maximiser is
+    :math:`e^\star=\epsilon M_\ell/(M_\ell+M_r)` clipped to the interval (the left end if
+    :math:`M_\ell=0`, the right end if :math:`M_r=0`).  Each side's utility only grows
+    with its budget, and at a breakpoint the sizes are those of the better neighbouring
+    interval for the side that jumps, so the supremum over each closed interval is
+    attained at :math:`e^\star` or an endpoint.  All these candidates (and the floats next
+    to each breakpoint, so that :math:`\epsilon-(\epsilon-i)` rounding cannot miss a
+    jump) are evaluated and the best is returned.
+
+    Parameters
+    ----------
+    chain : MarkovChain
+    n : int
+        Number of records.
+    eps : float
+        Total budget.
+    p : int
+        0-based index of the private record.
+
+    Returns
+    -------
+    TunedSplit
+        Ties are broken towards the default split (:func:`~redactopt.mechanisms.default_split`).
+        The mechanism is 3R as the paper defines it and may leak more than ``eps``; see
+        ``leakage``.
+    """
+    n, eps, p = _check(chain, n, eps, p)
+    lo_l, hi_l = _side_thresholds(chain, p)
+    lo_r, hi_r = _side_thresholds(chain, n - 1 - p)
+    pi_low = float(chain.stationary[low_value(chain)])
+
+    breaks = np.concatenate([[0.0, eps], lo_l, hi_l, eps - lo_r, eps - hi_r])
+    breaks = np.unique(breaks[(breaks >= 0.0) & (breaks <= eps)])
+    near = np.concatenate([np.nextafter(breaks, -np.inf), np.nextafter(breaks, np.inf)])
+    cands = [breaks, near[(near >= 0.0) & (near <= eps)]]
+    if breaks.size > 1:
+        mid = 0.5 * (breaks[:-1] + breaks[1:])
+        m_l = np.searchsorted(lo_l, mid, side="right") - np.searchsorted(hi_l, mid, side="right")
+        m_r = np.searchsorted(lo_r, eps - mid, side="right") - np.searchsorted(hi_r, eps - mid, side="right")
+        tot = m_l + m_r
+        with np.errstate(divide="ignore", invalid="ignore"):
+            star = np.where(tot > 0, eps * m_l / np.maximum(tot, 1), mid)
+        cands.append(np.clip(star, breaks[:-1], breaks[1:]))
+    default_left = default_split(n, p, eps)[0]
+    cands.append(np.array([default_left]))
+    e = np.unique(np.clip(np.concatenate(cands), 0.0, eps))
+    value = _side_utility(lo_l, hi_l, e, pi_low) + _side_utility(lo_r, hi_r, eps - e, pi_low)
+    top = value.max()
+    ties = e[value >= top - 1e-12 * max(1.0, top)]
+    best = float(ties[np.argmin(np.abs(ties - default_left))])
+
+    mech = three_region(chain, n, eps=eps, p=p, eps_left=best)
+    util = three_region_utility(chain, n, eps=eps, p=p, eps_left=best)
+    return TunedSplit(
+        eps_left=best,
+        eps_right=float(mech.info["eps_right"]),
+        mechanism=mech,
+        utility=util,
+        leakage=mech.leakage().leakage,
+    )
+
+
+# ---------------------------------------------------------------------------
+# calibrated 3R
+# ---------------------------------------------------------------------------
+_GRID = 32
+_BISECT = 56
+
+
+def _structure(chain: MarkovChain, n: int, p: int, eps_left: float, eps_right: float):
+    """3R's fixed part for a split: the base array (``R_M`` low value published) and
+    the ``R_M`` indices of each side."""
+    reg = regions(chain, n, p, eps_left, eps_right)
+    q = np.zeros((n, 2))
+    q[(reg.labels == "L") | (reg.labels == "P")] = 1.0
+    lo = reg.low_value
+    med = (reg.medium_left(), reg.medium_right())
+    for idx in med:
+        q[idx, 1 - lo] = 1.0
+    return q, med, lo, reg
+
+
+def _with_probs(base: np.ndarray, med, lo: int, probs: tuple[float, float]) -> np.ndarray:
+    q = base.copy()
+    for idx, pr in zip(med, probs):
+        q[idx, lo] = pr
+    return snap(q)
+
+
+def _smallest_feasible(h, upper: float, budget: float) -> float:
+    """Smallest ``x`` in ``[0, upper]`` with ``h(x) <= budget`` on a grid, refined by bisection.
+
+    ``h(upper) <= budget`` must hold.  The exact leakage need not be monotone in ``x``,
+    so the grid locates the first feasible grid point and bisection refines the
+    boundary between it and the infeasible grid point before it, always keeping a
+    feasible end.  A feasible island narrower than the grid step may be missed; the
+    answer is feasible regardless.
+    """
+    if upper == 0.0:
+        return 0.0
+    grid = np.linspace(0.0, upper, _GRID + 1)
+    ok = np.array([h(x) <= budget for x in grid[:-1]] + [True])
+    k = int(np.argmax(ok))
+    if k == 0:
+        return 0.0
+    bad, good = float(grid[k - 1]), float(grid[k])
+    for _ in range(_BISECT):
+        mid = 0.5 * (bad + good)
+        if mid in (bad, good):
+            break
+        if h(mid) <= budget:
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float) -> tuple[np.ndarray, dict]:
+    r"""Calibrate the common low-value redaction probability per side for one split.
+
+    Stage 1 gives each side its own budget: with the other side fully redacted (its
+    factor is then 1), the smallest :math:`p_s` with exact one-sided leakage
+    :math:`\le\epsilon_s`.  Since the two sides' log-ratios add (independence given
+    :math:`X_p`), the joint leakage is then :math:`\le\epsilon_\ell+\epsilon_r=\epsilon`.
+    :math:`p_s=1` (all of :math:`R_M` redacted) is always feasible for the side: what
+    is left is the window mechanism whose nearest published record is the nearest
+    :math:`R_S` record, and :math:`R_S` is defined by :math:`\hat i\le\epsilon_s`
+    (Lemma 1).  Should floating rounding make it fail, the nearest :math:`R_S` records
+    are moved to the redacted set one by one (``shrunk`` in the info).
+    Stage 2 spends the slack left by the split (the two sides may be tight in opposite
+    directions): holding one side fixed, lower the other's :math:`p_s` while the exact
+    joint leakage stays :math:`\le\epsilon`; two rounds of this coordinate descent.
+    """
+    eps_right = eps - eps_left
+    base, med, lo, reg = _structure(chain, n, p, eps_left, eps_right)
+    side_masks = (np.arange(n) < p, np.arange(n) > p)
+    shrunk = [0, 0]
+    probs = [1.0, 1.0]
+    for s, budget in ((0, eps_left), (1, eps_right)):
+        if med[s].size == 0 and not np.any(base[side_masks[s]] == 0.0):
+            continue
+        other = side_masks[1 - s]
+
+        def one_sided(x: float, s: int = s, other: np.ndarray = other) -> float:
+            pr = [1.0, 1.0]
+            pr[s] = x
+            q = _with_probs(base, med, lo, (pr[0], pr[1]))
+            q[other] = 1.0
+            return leakage(chain, q, p).leakage
+
+        while one_sided(1.0) > budget:
+            # Floating tie only: redact the nearest published record of this side.
+            published = np.flatnonzero(side_masks[s] & (base[:, 0] == 0.0) & (base[:, 1] == 0.0))
+            nearest = published[np.argmin(np.abs(published - p))]
+            base[nearest] = 1.0
+            shrunk[s] += 1
+        if med[s].size:
+            # A relative margin of 1e-12 keeps the sum of the two sides, evaluated
+            # jointly, from landing a rounding error above eps.
+            target = budget * (1.0 - 1e-12)
+            probs[s] = _smallest_feasible(one_sided, 1.0, target if one_sided(1.0) <= target else budget)
+
+    def joint(pr: list[float]) -> float:
+        return leakage(chain, _with_probs(base, med, lo, (pr[0], pr[1])), p).leakage
+
+    stage1 = tuple(probs)
+    # Stage 2 only when the split left slack (joint leakage strictly below eps).
+    rounds = 2 if joint(probs) < eps * (1.0 - 1e-12) else 0
+    for _ in range(rounds):
+        for s in (0, 1):
+            if med[s].size == 0 or probs[s] == 0.0:
+                continue
+
+            def h(x: float, s: int = s) -> float:
+                pr = list(probs)
+                pr[s] = x
+                return joint(pr)
+
+            probs[s] = _smallest_feasible(h, probs[s], eps)
+    q = _with_probs(base, med, lo, (probs[0], probs[1]))
+    info = {
+        "eps_left": float(eps_left),
+        "eps_right": float(eps_right),
+        "p_left": float(probs[0]),
+        "p_right": float(probs[1]),
+        "p_left_stage1": float(stage1[0]),
+        "p_right_stage1": float(stage1[1]),
+        "regions": "".join(reg.labels.tolist()),
+        "low_value": int(lo),
+        "shrunk_left": shrunk[0],
+        "shrunk_right": shrunk[1],
+    }
+    return q, info
+
+
+def calibrated_three_region(
+    chain: MarkovChain,
+    n: int,
+    *,
+    eps: float,
+    p: int = 0,
+    eps_left: float | None = None,
+) -> DesignResult:
+    r"""3R with the low value's redaction probability in :math:`R_M` calibrated to exact leakage.
+
+    Keeps the structure of the 3R mechanism (Section IV, Eqs. 1–2): regions from the
+    split, :math:`R_L` and the high-influence value in :math:`R_M` always redacted,
+    :math:`R_S` published.  Instead of :math:`p_t=e^{-\epsilon_s/|R_M^{(s)}|}`, whose
+    privacy argument (Eq. 20) is incomplete, one common :math:`p_s` per side is chosen
+    so that the exact leakage (Definition 1, :func:`redactopt.leakage.leakage`) is at
+    most :math:`\epsilon` — first each side within its own budget, then the remaining
+    slack is spent jointly (see the notes).
+
+    Parameters
+    ----------
+    chain : MarkovChain
+    n : int
+        Number of records.
+    eps : float
+        Total budget.
+    p : int
+        0-based index of the private record.
+    eps_left : float, optional
+        Use this split.  By default both the default split
+        (:func:`~redactopt.mechanisms.default_split`) and the tuned split
+        (:func:`tuned_three_region`) are calibrated and the better is returned.
+
+    Returns
+    -------
+    DesignResult
+        Method ``"3r-calibrated"``, verified by :func:`~redactopt.certify.finalize`; the
+        certificate is Lemma 2's bound (:func:`~redactopt.certify.lemma2_upper_bound`).
+        ``info`` holds the split, the per-side probabilities and the regions.
+
+    Notes
+    -----
+    Per side, with the other side fully redacted, the smallest feasible probability is
+    found on a 33-point grid refined by bisection; the exact leakage is not assumed
+    monotone in :math:`p_s`.  :math:`p_s=1` is always feasible for a side because the
+    nearest published record is then the nearest :math:`R_S` record, whose
+    max-influence is at most :math:`\epsilon_s` by definition of :math:`R_S`; the sides'
+    log-ratios add, so the two per-side guarantees give :math:`\epsilon`.  A second
+    stage lowers each :math:`p_s` in turn while the joint exact leakage stays
+    :math:`\le\epsilon`.
+    """
+    n, eps, p = _check(chain, n, eps, p)
+    if eps_left is None:
+        splits = {"default": default_split(n, p, eps)[0]}
+        tuned = tuned_three_region(chain, n, eps=eps, p=p).eps_left
+        if tuned != splits["default"]:
+            splits["tuned"] = tuned
+    else:
+        el = check_real(eps_left, "eps_left")
+        if not 0.0 <= el <= eps:
+            raise ValueError(f"eps_left must lie in [0, eps] = [0, {eps}], got {el!r}")
+        splits = {"given": el}
+    ub = lemma2_upper_bound(chain, n, eps=eps, private=(p,))
+    best: DesignResult | None = None
+    for name, el in splits.items():
+        q, info = _calibrate(chain, n, p, eps, el)
+        info["split"] = name
+        res = finalize(
+            chain,
+            q,
+            private=(p,),
+            eps=eps,
+            method="3r-calibrated",
+            upper_bound=ub,
+            solver="lemma2",
+            info=info,
+        )
+        if best is None or res.utility > best.utility:
+            best = res
+    assert best is not None
+    return best
