@@ -39,7 +39,7 @@ def _summary(res: DesignResult) -> list[tuple[str, str]]:
     return [
         ("method", res.method + (f" (best candidate: {src})" if src else "")),
         ("utility", f"{res.utility:.10g}"),
-        ("leakage", f"{res.leakage:.10g} (exact, re-verified after rounding; eps = {res.eps:g})"),
+        ("leakage", f"{res.leakage:.15g} (exact, re-verified after rounding; eps = {res.eps:g})"),
         ("upper bound", f"{c.upper_bound:.10g} ({c.solver}; valid for {c.scope} local redaction mechanisms)"),
         ("gap", f"{c.gap:.3g}"),
     ]
@@ -66,7 +66,7 @@ def design_table(res: DesignResult, alts: list[dict[str, Any]] | None, *, max_ro
             leak = "—" if a["leakage"] is None else f"{a['leakage']:.6g}"
             mark = "ok" if a["passed"] else "VIOLATION"
             note = f"  ({a['note']})" if a.get("note") and not a["passed"] else ""
-            out.append(f"  {a['name']:<{width}}  utility {a['utility']:.6g}  leakage {leak:>10}  {mark}{note}")
+            out.append(f"  {a['name']:<{width}}  utility {a['utility']:<10.6g} leakage {leak:>10}  {mark}{note}")
     return "\n".join(out)
 
 
