@@ -1,0 +1,562 @@
+r"""Designs that protect several private records at once, and designs for long sequences.
+
+The paper's footnote 1 protects a set :math:`\mathcal P` of private records by designing
+for each :math:`p\in\mathcal P` separately and "choosing the most conservative redaction
+model locally", i.e. the elementwise maximum :math:`q=\max_p q^{(p)}`.
+
+**Why the maximum is private** (checked exactly anyway).  Raising a redaction probability
+is post-processing: if :math:`q'_t[x]\ge q_t[x]`, the output of :math:`q'` is obtained from
+the output of :math:`q` by redacting a published :math:`Y_t=v` with probability
+:math:`(q'_t[v]-q_t[v])/(1-q_t[v])`, which needs only :math:`Y`.  For any output
+:math:`z` of the post-processed mechanism,
+:math:`\Pr(z\mid X_p=x)=\sum_y K(z\mid y)\Pr(y\mid X_p=x)` is a mixture over outputs
+:math:`y` in the support of :math:`q`, so its likelihood ratio is a mediant of theirs
+and cannot exceed their supremum: Definition 1's leakage is non-increasing in every
+entry of :math:`q` (``tests/test_joint.py::test_leakage_monotone_bruteforce`` checks it
+against enumeration of all outputs).  Hence :math:`\max_p q^{(p)}` leaks at most
+:math:`\epsilon` about every :math:`p`.  It wastes utility, though: the design for
+:math:`p` spends budget protecting :math:`p` against records next to other private
+records, which are redacted anyway.
+
+**Joint data-independent windows** (:func:`joint_dim`).  A data-independent mechanism
+with probabilities in {0, 1} publishes a set :math:`S`; by the Markov property the
+leakage about :math:`p` depends only on the nearest published records on each side
+(Lemma 1), :math:`\max_x[\ell_x(a)+\ell_x(b)]` with :math:`\ell_x` of
+:mod:`redactopt.solvers.dim`.  Private records whose windows overlap are merged into a
+*cluster* with one window :math:`[L, R]` constrained for all its members at once, and
+the window of each cluster minimises its length exactly (for every :math:`L`, the
+smallest feasible :math:`R` by binary search; :math:`\ell_x` is non-increasing in the
+distance by data processing).  **The union of the cluster windows is always valid**:
+it publishes a subset of what each cluster's window publishes, so (post-processing, as
+above) its leakage about every member is at most that of its own cluster's window,
+which is :math:`\le\epsilon`.  Clusters whose windows overlap are merged and
+re-optimised until no two overlap; the joint window of a cluster uses the fact that
+its members are redacted anyway, which the footnote's per-record windows cannot.
+
+**Joint local improvement** (:func:`improve_locally`).  Starting from a valid design,
+the redaction probabilities of the outermost redacted records of each cluster are
+lowered one at a time, each to the smallest value that keeps the exact leakage
+(Definition 1, :func:`redactopt.leakage.leakage`) about every private record of the
+cluster at most :math:`\epsilon`; by the monotonicity above the feasible values of one
+coordinate form an interval, so bisection finds its end.  Only the records between the
+nearest always-published records matter for a private record (a record published with
+certainty cuts every output pattern), so each check runs on that segment.
+
+**Long sequences** (:func:`design_local`).  A design for one private record is computed
+on a window of the sequence around it and embedded (records outside published).  If
+the window's outermost records are published with certainty, the embedding has exactly
+the window's leakage (the same cut argument); otherwise the window is doubled.  Every
+result is re-verified on the whole sequence by :func:`redactopt.certify.finalize`.
+
+Indices are 0-based here; the CLI and files are 1-based.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from redactopt._validate import check_eps, check_n, check_private
+from redactopt.certify import DesignResult, PrivacyCheckError, finalize, lemma2_upper_bound
+from redactopt.chain import MarkovChain
+from redactopt.influence import delta_star
+from redactopt.leakage import leakage
+
+__all__ = [
+    "JOINT_METHODS",
+    "side_log_ratio_table",
+    "design_local",
+    "combine_max",
+    "joint_dim",
+    "improve_locally",
+    "design_joint",
+]
+
+#: ``method`` values of :func:`design_joint`: ``"auto"`` plus those of :func:`redactopt.design.design`.
+JOINT_METHODS: tuple[str, ...] = ("auto", "dim", "3r-calibrated", "optimal", "sgp", "global", "mq", "3r")
+
+#: ``method="auto"`` adds footnote-style calibrated-3R candidates up to this many private records.
+AUTO_CALIBRATED_MAX = 3
+
+#: Summaries of a design kept in ``DesignResult.info`` (large per-record strings are dropped).
+_INFO_MAX_STR = 200
+
+
+def _check_chain(chain: object) -> MarkovChain:
+    if not isinstance(chain, MarkovChain):
+        raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
+    return chain
+
+
+def _small_info(info: dict) -> dict:
+    out = {}
+    for k, v in info.items():
+        if isinstance(v, str) and len(v) > _INFO_MAX_STR:
+            continue
+        if isinstance(v, np.ndarray):
+            continue
+        out[k] = v
+    return out
+
+
+# --------------------------------------------------------------------------
+# one-sided log-ratio maxima, vectorised
+# --------------------------------------------------------------------------
+def side_log_ratio_table(chain: MarkovChain, m: int) -> np.ndarray:
+    r""":math:`\ell_x(d)=\max_v\log (P^d)_{xv}/(P^d)_{\bar xv}` for ``d = 0..m``, made non-increasing.
+
+    Row ``d`` holds :math:`(\ell_0(d), \ell_1(d))` (row 0 is ``inf``: distance 0 is the
+    private record itself).  The closed form of Appendix A gives
+    :math:`P^d` for all ``d`` at once; a suffix maximum removes floating wiggles so that
+    binary search never accepts an infeasible distance (the exact values are
+    non-increasing by data processing).  Same quantity as
+    :func:`redactopt.solvers.dim.side_log_ratio_maxima`, in numpy.
+    """
+    chain = _check_chain(chain)
+    m = int(m)
+    d = np.arange(1, m + 1, dtype=float)
+    s = chain.alpha + chain.beta
+    lam = chain.lam
+    if lam == 0.0:
+        lp = np.zeros_like(d)
+        om = np.ones_like(d)
+    elif lam > 0.0:
+        log_lam = math.log1p(-s)
+        lp = np.exp(d * log_lam)
+        om = -np.expm1(d * log_lam)
+    else:
+        mag = np.exp(d * math.log(s - 1.0))
+        lp = np.where(d % 2 == 1, -mag, mag)
+        om = 1.0 - lp
+    pi0, pi1 = chain.stationary
+    p00 = pi0 + pi1 * lp
+    p01 = pi1 * om
+    p10 = pi0 * om
+    p11 = pi1 + pi0 * lp
+    r0 = np.log(p00) - np.log(p10)  # published value 0
+    r1 = np.log(p01) - np.log(p11)  # published value 1
+    ell0 = np.maximum(r0, r1)
+    ell1 = np.maximum(-r0, -r1)
+    out = np.empty((m + 1, 2))
+    out[0] = np.inf
+    out[1:, 0] = np.maximum.accumulate(ell0[::-1])[::-1] if m else ell0
+    out[1:, 1] = np.maximum.accumulate(ell1[::-1])[::-1] if m else ell1
+    return np.maximum(out, 0.0)
+
+
+# --------------------------------------------------------------------------
+# joint data-independent windows
+# --------------------------------------------------------------------------
+def _right_needed(T: np.ndarray, n: int, p: int, budget: np.ndarray) -> np.ndarray:
+    """Smallest window end ``R`` (0-based) meeting ``T[R+1-p] <= budget`` for one x.
+
+    ``T`` is the non-increasing table for one x (index = distance).  Returns ``n - 1``
+    (nothing published on the right, leakage 0) when no published distance works and
+    ``budget >= 0``, and ``n`` (infeasible) when ``budget < 0``.
+    """
+    m_right = n - 1 - p  # records right of p
+    if m_right == 0:
+        return np.where(budget >= 0.0, n - 1, n)
+    neg = -T[1 : m_right + 1]  # ascending
+    dmin = np.searchsorted(neg, -budget, side="left") + 1  # first distance with T <= budget
+    r = p + dmin - 1
+    r = np.where(dmin > m_right, n - 1, r)
+    return np.where(budget >= 0.0, r, n)
+
+
+def _cluster_window(T: np.ndarray, n: int, members: Sequence[int], eps: float) -> tuple[int, int]:
+    """Shortest window ``[L, R]`` containing ``members`` that is eps-private for each of them."""
+    f, g = int(members[0]), int(members[-1])
+
+    def best_r(Ls: np.ndarray) -> np.ndarray:
+        need = np.full(Ls.shape, g, dtype=np.int64)
+        for p in members:
+            dl = p - Ls + 1
+            for x in (0, 1):
+                left = np.where(Ls == 0, 0.0, T[np.minimum(dl, T.shape[0] - 1), x])
+                need = np.maximum(need, _right_needed(T[:, x], n, p, eps - left))
+        return need
+
+    probe = np.array(sorted({0, f}), dtype=np.int64)
+    r_probe = best_r(probe)
+    sizes = np.where(r_probe < n, r_probe - probe + 1, n + 1)
+    w0 = int(sizes.min())
+    lo = max(0, g - w0 + 1)
+    Ls = np.arange(lo, f + 1, dtype=np.int64)
+    Rs = best_r(Ls)
+    ok = Rs < n
+    size = np.where(ok, Rs - Ls + 1, n + 1)
+    imbalance = np.abs((f - Ls) - (Rs - g))
+    order = np.lexsort((imbalance, size))
+    j = int(order[0])
+    return int(Ls[j]), int(Rs[j])
+
+
+def _window_mask(n: int, windows: list[tuple[int, int]]) -> np.ndarray:
+    q = np.zeros((n, 2))
+    for L, R in windows:
+        q[L : R + 1] = 1.0
+    return q
+
+
+def joint_dim(chain: MarkovChain, n: int, *, eps: float, private: object) -> DesignResult:
+    """Joint data-independent windows for several private records (see the module docstring).
+
+    ``private`` holds 0-based indices.  Returns a :class:`DesignResult` (method
+    ``"joint-dim"``) verified exactly on the whole sequence; ``info["windows"]`` lists the
+    0-based ``[L, R]`` of every cluster.
+    """
+    chain = _check_chain(chain)
+    n = check_n(n)
+    eps = check_eps(eps)
+    priv = check_private(private, n)
+    T = side_log_ratio_table(chain, n)
+    clusters: list[list[int]] = [[p] for p in priv]
+    while True:
+        windows = [_cluster_window(T, n, c, eps) for c in clusters]
+        merged: list[list[int]] = [clusters[0]]
+        last = windows[0]
+        changed = False
+        for c, w in zip(clusters[1:], windows[1:]):
+            if w[0] <= last[1] + 1:  # overlapping or touching: no published record between
+                merged[-1] = merged[-1] + c
+                last = (last[0], max(last[1], w[1]))
+                changed = True
+            else:
+                merged.append(c)
+                last = w
+        clusters = merged
+        if not changed:
+            break
+    bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)
+    for _ in range(n + 1):
+        q = _window_mask(n, windows)
+        try:
+            return finalize(chain, q, private=priv, eps=eps, method="joint-dim", upper_bound=bound,
+                            solver="lemma2", info={"windows": [list(w) for w in windows],
+                                                   "clusters": len(windows)})
+        except PrivacyCheckError:
+            # Only a floating tie between eps and the closed form gets here: widen by one.
+            windows = [(max(0, L - 1), min(n - 1, R + 1)) for L, R in windows]
+    raise PrivacyCheckError("joint-dim: no window passed the exact check")  # pragma: no cover
+
+
+# --------------------------------------------------------------------------
+# one private record on a window of a long sequence
+# --------------------------------------------------------------------------
+def _initial_radius(chain: MarkovChain, eps: float, n: int) -> int:
+    return min(n, 2 * delta_star(chain, eps / 2.0) + 16)
+
+
+def design_local(
+    chain: MarkovChain,
+    n: int,
+    *,
+    eps: float,
+    p: int,
+    method: str = "dim",
+    radius: int | None = None,
+    time_limit: float = 60.0,
+) -> DesignResult:
+    """:func:`redactopt.design.design` for record ``p`` (0-based) on a window, embedded in ``n`` records.
+
+    The window ``[p - radius, p + radius]`` (default ``2 Δ*(ε/2) + 16``) is doubled until
+    the design publishes its outermost records with certainty (or it covers the whole
+    sequence), so that records outside it can be published without changing the leakage.
+    The result is re-verified on all ``n`` records, and its certificate is Lemma 2's bound
+    for the whole sequence.
+    """
+    from redactopt.design import design
+
+    chain = _check_chain(chain)
+    n = check_n(n)
+    eps = check_eps(eps)
+    (p,) = check_private(p, n, "p")
+    R = _initial_radius(chain, eps, n) if radius is None else max(1, int(radius))
+    while True:
+        lo, hi = max(0, p - R), min(n - 1, p + R)
+        res = design(chain, hi - lo + 1, eps=eps, p=p - lo, method=method, time_limit=time_limit)  # type: ignore[arg-type]
+        qw = np.asarray(res.redact_prob)
+        left_ok = lo == 0 or not qw[0].any()
+        right_ok = hi == n - 1 or not qw[-1].any()
+        if (left_ok and right_ok) or (lo == 0 and hi == n - 1):
+            break
+        R *= 2
+    q = np.zeros((n, 2))
+    q[lo : hi + 1] = qw
+    info = _small_info(dict(res.info))
+    info.update(window=[lo, hi], window_method=res.method)
+    bound = lemma2_upper_bound(chain, n, eps=eps, private=[p])
+    return finalize(chain, q, private=[p], eps=eps, method=res.method, upper_bound=bound,
+                    solver="lemma2", info=info)
+
+
+def combine_max(
+    chain: MarkovChain,
+    n: int,
+    *,
+    eps: float,
+    private: object,
+    method: str = "dim",
+    time_limit: float = 60.0,
+) -> DesignResult:
+    """The paper's footnote 1: the elementwise maximum of per-record designs, verified exactly.
+
+    Each private record (0-based) gets :func:`design_local` with ``method``; the maximum
+    is private by the post-processing argument of the module docstring, and
+    :func:`~redactopt.certify.finalize` checks every private record exactly.
+    """
+    chain = _check_chain(chain)
+    n = check_n(n)
+    eps = check_eps(eps)
+    priv = check_private(private, n)
+    q = np.zeros((n, 2))
+    windows = []
+    for p in priv:
+        res = design_local(chain, n, eps=eps, p=p, method=method, time_limit=time_limit)
+        q = np.maximum(q, res.redact_prob)
+        windows.append(res.info.get("window"))
+    q[list(priv)] = 1.0
+    bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)
+    name = method if len(priv) == 1 else f"max-{method}"
+    return finalize(chain, q, private=priv, eps=eps, method=name, upper_bound=bound, solver="lemma2",
+                    info={"per_record_method": method, "windows": windows})
+
+
+# --------------------------------------------------------------------------
+# joint local improvement
+# --------------------------------------------------------------------------
+def _segments(q: np.ndarray, priv: Sequence[int]) -> list[tuple[int, int, list[int]]]:
+    """Groups of private records sharing the stretch between two always-published records.
+
+    Returns ``(lo, hi, members)`` with ``lo``/``hi`` the always-published rows bounding the
+    stretch (or the sequence ends), inclusive.
+    """
+    n = q.shape[0]
+    published = np.flatnonzero(~q.any(axis=1))
+    groups: dict[tuple[int, int], list[int]] = {}
+    for p in priv:
+        k = int(np.searchsorted(published, p))
+        lo = int(published[k - 1]) if k > 0 else 0
+        hi = int(published[k]) if k < published.size else n - 1
+        groups.setdefault((lo, hi), []).append(int(p))
+    return [(lo, hi, members) for (lo, hi), members in sorted(groups.items())]
+
+
+class _SegmentCheck:
+    """Exact leakage check of a group of private records on its segment.
+
+    ``quick`` checks the records most likely to bind (the ends of the group and any
+    record that failed before); ``full`` checks every record.  Bisection runs on
+    ``quick``; its result is accepted only after ``full`` passes, else the failing record
+    joins the quick set and the bisection is repeated.
+    """
+
+    def __init__(self, chain: MarkovChain, eps: float, lo: int, members: list[int]) -> None:
+        self.chain, self.eps, self.lo = chain, eps, lo
+        self.members = list(members)
+        self.binding = sorted({members[0], members[-1]})
+        self.evaluations = 0
+
+    def _fails(self, seg: np.ndarray, p: int) -> bool:
+        self.evaluations += 1
+        return leakage(self.chain, seg, p - self.lo).leakage > self.eps
+
+    def quick(self, seg: np.ndarray) -> bool:
+        for i, p in enumerate(self.binding):
+            if self._fails(seg, p):
+                if i:
+                    self.binding.insert(0, self.binding.pop(i))
+                return False
+        return True
+
+    def full(self, seg: np.ndarray) -> bool:
+        for p in self.members:
+            if p not in self.binding and self._fails(seg, p):
+                self.binding.insert(0, p)
+                return False
+        return True
+
+
+def _lower(seg: np.ndarray, t: int, v: int, ok: _SegmentCheck, steps: int) -> float:
+    """Lower ``seg[t, v]`` to (almost) the smallest value that passes the exact check.
+
+    Returns the decrease (0 when nothing could be gained); ``seg`` is left valid.
+    """
+    cur = float(seg[t, v])
+    if cur <= 0.0:
+        return 0.0
+    while True:
+        seg[t, v] = 0.0
+        if ok.quick(seg):
+            hi = 0.0
+        else:
+            lo, hi = 0.0, cur
+            for _ in range(steps):
+                mid = 0.5 * (lo + hi)
+                seg[t, v] = mid
+                if ok.quick(seg):
+                    hi = mid
+                else:
+                    lo = mid
+            # Stay clear of finalize's snapping to 0 (a value it would round down is not checked).
+            hi = max(hi, min(cur, 4e-9))
+        if hi >= cur:
+            seg[t, v] = cur
+            return 0.0
+        seg[t, v] = hi
+        if ok.full(seg):
+            return cur - hi
+        seg[t, v] = cur  # a record outside the quick set binds: it is in the set now
+
+
+def improve_locally(
+    chain: MarkovChain,
+    redact_prob: object,
+    *,
+    eps: float,
+    private: object,
+    max_records: int = 8,
+    steps: int = 30,
+) -> tuple[np.ndarray, dict]:
+    """Lower redaction probabilities at the edges of each cluster while the exact leakage allows.
+
+    For every group of private records (0-based) sharing a stretch between two
+    always-published records, walk inwards from each end of the stretch: at each
+    record try both values, lowering the one with the larger utility gain first (each
+    to the end of its feasible interval, by bisection with the exact evaluator), and
+    stop a side after ``max_records`` records or at the first record that gains
+    nothing.  Returns the new ``(n, 2)`` array and a summary; the caller must still
+    pass it through :func:`~redactopt.certify.finalize`.
+    """
+    chain = _check_chain(chain)
+    eps = check_eps(eps)
+    q = np.array(redact_prob, dtype=float)
+    priv = check_private(private, q.shape[0])
+    pi = chain.stationary
+    gained = 0.0
+    evaluations = 0
+    changed = 0
+    for lo, hi, members in _segments(q, priv):
+        seg = q[lo : hi + 1]  # a view: edits land in q
+        ok = _SegmentCheck(chain, eps, lo, members)
+        if not (ok.quick(seg) and ok.full(seg)):  # the start must itself be valid
+            raise PrivacyCheckError("improve_locally: the starting design is above eps")
+        first, last = members[0], members[-1]
+        for start, inward in ((lo, 1), (hi, -1)):
+            t = start
+            if not seg[t - lo].any():
+                t += inward  # the always-published row that bounds the stretch
+            for _ in range(max_records):
+                if not (lo <= t <= hi) or first <= t <= last:
+                    break
+                # Lower each value alone, then apply them in the order of the larger gain.
+                trial = []
+                for v in (0, 1):
+                    saved = seg[t - lo].copy()
+                    trial.append((_lower(seg, t - lo, v, ok, steps) * pi[v], v))
+                    seg[t - lo] = saved
+                trial.sort(reverse=True)
+                gain_here = sum(_lower(seg, t - lo, v, ok, steps) * pi[v] for _, v in trial)
+                if gain_here <= 1e-15:
+                    break
+                gained += gain_here
+                changed += 1
+                t += inward
+        evaluations += ok.evaluations
+    return q, {"records_changed": changed, "utility_gain": gained / q.shape[0], "leakage_evaluations": evaluations}
+
+
+# --------------------------------------------------------------------------
+# the entry point
+# --------------------------------------------------------------------------
+def design_joint(
+    chain: MarkovChain,
+    n: int,
+    *,
+    eps: float,
+    private: object,
+    method: str = "auto",
+    improve: bool = True,
+    time_limit: float = 60.0,
+) -> DesignResult:
+    r"""Design a mechanism whose exact leakage about **every** private record is at most ``eps``.
+
+    Parameters
+    ----------
+    chain : MarkovChain
+    n : int
+        Number of records (may be large: designs are computed on windows, see
+        :func:`design_local`).
+    eps : float
+        Privacy budget (nats), for each private record.
+    private : int or sequence of int
+        0-based indices of the private records.
+    method : str
+        ``"auto"`` (default): the best of the joint data-independent windows
+        (:func:`joint_dim`), the footnote's maximum of per-record exact DIM windows
+        and, for at most three private records, of per-record calibrated 3R designs;
+        then :func:`improve_locally`.  Any method of :func:`redactopt.design.design`
+        (``"dim"``, ``"3r-calibrated"``, ``"optimal"``, ...): per-record designs on
+        windows combined by the footnote's maximum (:func:`combine_max`).
+    improve : bool
+        Run the joint local improvement (``method="auto"`` only).
+    time_limit : float
+        Seconds per optimiser call of :func:`redactopt.design.design`.
+
+    Returns
+    -------
+    DesignResult
+        Built by :func:`~redactopt.certify.finalize` with ``private`` = all private
+        records: the exact leakage is the worst over them and never above ``eps``.  The
+        certificate is Lemma 2's bound for the whole sequence (scope ``"all"``).
+    """
+    chain = _check_chain(chain)
+    n = check_n(n)
+    eps = check_eps(eps)
+    priv = check_private(private, n)
+    if method not in JOINT_METHODS:
+        raise ValueError(f"method must be one of {', '.join(JOINT_METHODS)}, got {method!r}")
+    t0 = time.perf_counter()
+    if method != "auto":
+        return combine_max(chain, n, eps=eps, private=priv, method=method, time_limit=time_limit)
+
+    candidates: list[DesignResult] = []
+    errors: dict[str, str] = {}
+    runs = [("joint-dim", lambda: joint_dim(chain, n, eps=eps, private=priv)),
+            ("max-dim", lambda: combine_max(chain, n, eps=eps, private=priv, method="dim"))]
+    if len(priv) <= AUTO_CALIBRATED_MAX:
+        runs.append(("max-3r-calibrated", lambda: combine_max(chain, n, eps=eps, private=priv,
+                                                              method="3r-calibrated", time_limit=time_limit)))
+    for name, run in runs:
+        try:
+            candidates.append(run())
+        except PrivacyCheckError as exc:
+            errors[name] = str(exc)
+    if not candidates:
+        raise PrivacyCheckError("no candidate passed the exact check: " + "; ".join(errors.values()))
+    best = max(candidates, key=lambda r: r.utility)
+    info: dict = {
+        "candidates": {r.method: r.utility for r in candidates},
+        "start": best.method,
+    }
+    if errors:
+        info["failed"] = errors
+    q = np.asarray(best.redact_prob)
+    if improve:
+        q_new, summary = improve_locally(chain, q, eps=eps, private=priv)
+        info["improvement"] = summary
+        q = q_new
+    bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)
+    info["seconds"] = time.perf_counter() - t0
+    try:
+        return finalize(chain, q, private=priv, eps=eps, method="auto", upper_bound=bound,
+                        solver="lemma2", info=info)
+    except PrivacyCheckError:
+        # The improvement's bisection is exact up to the evaluator; keep the verified start.
+        info["improvement"] = {"rejected_by_final_check": True}
+        return finalize(chain, best.redact_prob, private=priv, eps=eps, method="auto",
+                        upper_bound=bound, solver="lemma2", info=info)

@@ -1,0 +1,255 @@
+"""Fitting (alpha, beta): hand counts, textbook intervals, an independent order test, the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from redactopt import cli
+from redactopt.chain import MarkovChain
+from redactopt.cli_data import add_apply_parser, add_fit_parser
+from redactopt.fit import fit_chain
+from redactopt.leakage import sample_chains
+
+
+@pytest.fixture
+def run(monkeypatch):
+    """``redactopt.cli.main`` with the data subcommands (registered here if cli.py does not yet)."""
+    if not _registered():
+        monkeypatch.setattr(cli, "_SUBCOMMANDS", cli._SUBCOMMANDS + [add_fit_parser, add_apply_parser])
+    return cli.main
+
+
+def _registered() -> bool:
+    import argparse
+
+    ap = cli.build_parser()
+    subs = [a for a in ap._actions if isinstance(a, argparse._SubParsersAction)]
+    return bool(subs) and "fit" in subs[0].choices
+
+
+# --------------------------------------------------------------------------
+# estimates from hand-counted transitions
+# --------------------------------------------------------------------------
+def test_mle_hand_counts():
+    # 0 0 1 1 0 1: 0->0 once, 0->1 twice, 1->1 once, 1->0 once
+    f = fit_chain([0, 0, 1, 1, 0, 1])
+    assert f.counts.tolist() == [[1, 2], [1, 1]]
+    assert f.alpha == pytest.approx(2 / 3)
+    assert f.beta == pytest.approx(1 / 2)
+    assert f.records == 6 and f.sequences == 1
+
+
+def test_pooling_never_crosses_sequences():
+    # joined, the pair (..1)(0..) would add a 1->0 transition
+    f = fit_chain([[0, 1, 1], [0, 0, 1]])
+    assert f.counts.tolist() == [[1, 2], [0, 1]]
+    # beta has no 1->0 observed: boundary estimate clamped, with a warning
+    assert f.beta_mle == 0.0
+    assert f.beta == pytest.approx(0.5 / 2.0)  # (0 + 1/2) / (1 + 1)
+    assert any("beta MLE is 0" in w for w in f.warnings)
+    assert 0.0 < f.beta < 1.0
+
+
+def test_two_dimensional_array_is_many_sequences():
+    f = fit_chain(np.array([[0, 1, 0], [1, 1, 0]]))
+    assert f.counts.tolist() == [[0, 1], [2, 1]]
+    assert f.sequences == 2
+
+
+def test_short_data_warning():
+    f = fit_chain([0, 1] * 10)
+    assert any("only" in w and "state 0" in w for w in f.warnings)
+
+
+def test_no_transition_out_of_a_state_is_an_error():
+    with pytest.raises(ValueError, match="alpha"):
+        fit_chain([1, 1, 1, 0])  # the only 0 is last: nothing leaves state 0
+
+
+def test_non_binary_value_names_the_index():
+    with pytest.raises(ValueError, match=r"\[2\]"):
+        fit_chain([0, 1, 2, 1])
+
+
+# --------------------------------------------------------------------------
+# intervals: textbook values and coverage
+# --------------------------------------------------------------------------
+def test_wilson_interval_textbook_values():
+    # Wilson (1927) score interval, z = 1.959964: k=0, m=10 -> [0, z^2/(m+z^2)] = [0, 0.27753];
+    # k=5, m=10 -> 0.5 -+ 0.26341 = [0.23659, 0.76341] (Brown, Cai & DasGupta 2001).
+    f0 = fit_chain([[0] * 11, [1, 0]])  # out of 0: ten 0->0 and no 0->1
+    assert (int(f0.counts[0, 1]), int(f0.counts[0].sum())) == (0, 10)
+    assert f0.alpha_ci[0] == 0.0
+    assert f0.alpha_ci[1] == pytest.approx(0.27753, abs=5e-5)
+    f5 = fit_chain([[0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0], [0] * 6])  # out of 0: five 0->1, five 0->0
+    assert (int(f5.counts[0, 1]), int(f5.counts[0].sum())) == (5, 10)
+    assert f5.alpha_ci == pytest.approx((0.23659, 0.76341), abs=5e-5)
+    assert f5.alpha == 0.5
+
+
+def test_likelihood_ratio_interval_solves_its_equation():
+    from scipy.stats import chi2
+
+    f = fit_chain([0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0], interval="lr")
+    k, m = int(f.counts[0, 1]), int(f.counts[0].sum())
+    phat = k / m
+
+    def ll(a: float) -> float:
+        return k * math.log(a) + (m - k) * math.log(1 - a)
+
+    crit = chi2.ppf(0.95, 1)
+    for end in f.alpha_ci:
+        assert 2 * (ll(phat) - ll(end)) == pytest.approx(crit, abs=1e-6)
+    assert f.alpha_ci[0] < phat < f.alpha_ci[1]
+
+
+def test_interval_coverage_simulated():
+    rng = np.random.default_rng(5)
+    chain = MarkovChain(0.05, 0.2)
+    hits_a = hits_b = 0
+    reps = 300
+    x = sample_chains(chain, 1500, reps, rng)
+    for row in x:
+        f = fit_chain(row)
+        hits_a += f.alpha_ci[0] <= 0.05 <= f.alpha_ci[1]
+        hits_b += f.beta_ci[0] <= 0.2 <= f.beta_ci[1]
+    # nominal 0.95; binomial sd over 300 reps ~ 0.0126
+    assert 0.90 <= hits_a / reps <= 0.99
+    assert 0.90 <= hits_b / reps <= 0.99
+
+
+# --------------------------------------------------------------------------
+# first- vs second-order test
+# --------------------------------------------------------------------------
+def _g2_direct(x: list[int]) -> float:
+    """2 (max loglik of the 2nd-order chain - max loglik of the 1st-order chain) on the triples."""
+    from collections import Counter
+
+    tri = Counter(zip(x[:-2], x[1:-1], x[2:]))
+    ctx2 = Counter()
+    ctx1 = Counter()
+    pair = Counter()
+    for (i, j, k), c in tri.items():
+        ctx2[(i, j)] += c
+        ctx1[j] += c
+        pair[(j, k)] += c
+    ll2 = sum(c * math.log(c / ctx2[(i, j)]) for (i, j, k), c in tri.items())
+    ll1 = sum(c * math.log(pair[(j, k)] / ctx1[j]) for (i, j, k), c in tri.items())
+    return 2 * (ll2 - ll1)
+
+
+def test_order_test_matches_direct_likelihoods():
+    rng = np.random.default_rng(9)
+    x = sample_chains(MarkovChain(0.2, 0.4), 3000, 1, rng)[0].tolist()
+    f = fit_chain(x)
+    assert f.lr_test.statistic == pytest.approx(_g2_direct(x), rel=1e-9, abs=1e-9)
+    assert f.lr_test.df == 2
+    assert f.lr_test.p_value > 1e-3  # a first-order chain is not rejected
+
+
+def test_order_test_detects_second_order_dependence():
+    rng = np.random.default_rng(2)
+    x = [0, 1]
+    for _ in range(4000):  # X_t copies X_{t-2} with probability 0.9: strongly second order
+        x.append(x[-2] if rng.random() < 0.9 else 1 - x[-2])
+    f = fit_chain(x)
+    assert f.lr_test.p_value < 1e-6
+    assert any("second-order" in w for w in f.warnings)
+
+
+# --------------------------------------------------------------------------
+# the CLI
+# --------------------------------------------------------------------------
+def _write_csv(path, column_values, extra=True):
+    df = pd.DataFrame({"t": range(1, len(column_values) + 1), "occ": column_values})
+    if extra:
+        df["note"] = "a"
+    df.to_csv(path, index=False)
+
+
+def test_cli_fit_text_and_json(tmp_path, run, capsys):
+    p = tmp_path / "d.csv"
+    _write_csv(p, [0, 0, 1, 1, 0, 1])
+    assert run(["fit", str(p), "--column", "occ"]) == 0
+    out = capsys.readouterr().out
+    assert "alpha" in out and "0.666667" in out
+    assert run(["fit", str(p), "--column", "occ", "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["counts"] == {"00": 1, "01": 2, "10": 1, "11": 1}
+    assert d["alpha"] == pytest.approx(2 / 3) and d["beta"] == pytest.approx(0.5)
+
+
+def test_cli_fit_by_and_parquet(tmp_path, run, capsys):
+    df = pd.DataFrame({"id": ["a", "b", "a", "b", "a", "b"], "v": [0, 1, 1, 1, 1, 0]})
+    # a: 0 1 1 ; b: 1 1 0 -> 0->1 once, 1->1 twice, 1->0 once
+    p = tmp_path / "d.parquet"
+    df.to_parquet(p)
+    assert run(["fit", str(p), "--column", "v", "--by", "id", "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["counts"] == {"00": 0, "01": 1, "10": 1, "11": 2}
+    assert d["sequences"] == 2
+
+
+def test_cli_fit_chunks_give_the_same_counts(tmp_path, run, capsys):
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, 3, 500)
+    v = rng.integers(0, 2, 500)
+    p = tmp_path / "d.csv"
+    pd.DataFrame({"id": ids, "v": v}).to_csv(p, index=False)
+    outs = []
+    for chunk in ("7", "1000"):
+        assert run(["fit", str(p), "--column", "v", "--by", "id", "--format", "json", "--chunk-rows", chunk]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0]["counts"] == outs[1]["counts"]
+    assert outs[0]["lr_test_second_order"] == outs[1]["lr_test_second_order"]
+    # independent count with pandas
+    df = pd.DataFrame({"id": ids, "v": v})
+    nxt = df.groupby("id")["v"].shift(-1)
+    ok = nxt.notna()
+    n01 = int(((df["v"] == 0) & (nxt == 1) & ok).sum())
+    assert outs[0]["counts"]["01"] == n01
+
+
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ("t,occ\n1,0\n2,1\n3,2\n", "row 3, column 'occ': value '2'"),
+        ("t,occ\n1,0\n2,\n3,1\n", "row 2, column 'occ': missing value"),
+        ("t,occ\n1,0\n2,x\n", "row 2, column 'occ': value 'x'"),
+        ("t,occ\n1,0\n2,1,9,9\n", "malformed CSV"),
+    ],
+)
+def test_cli_fit_malformed_rows_exit_2_one_line(tmp_path, run, capsys, content, needle):
+    p = tmp_path / "bad.csv"
+    p.write_text(content)
+    assert run(["fit", str(p), "--column", "occ"]) == 2
+    err = capsys.readouterr().err
+    assert needle in err
+    assert err.count("\n") == 1
+
+
+def test_cli_fit_unknown_column_and_unreadable_files(tmp_path, run, capsys):
+    p = tmp_path / "d.csv"
+    _write_csv(p, [0, 1, 0])
+    assert run(["fit", str(p), "--column", "nope"]) == 2
+    assert "no column 'nope'" in capsys.readouterr().err
+    assert run(["fit", str(tmp_path / "missing.csv"), "--column", "occ"]) == 2
+    assert "no such file" in capsys.readouterr().err
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not parquet at all")
+    assert run(["fit", str(bad), "--column", "occ"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read as Parquet" in err and err.count("\n") == 1
+    binary = tmp_path / "bin.csv"
+    binary.write_bytes(b"\xff\xfe\x00\x01garbage\n\x80\x81")
+    assert run(["fit", str(binary), "--column", "occ"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    unknown = tmp_path / "d.xlsx"
+    unknown.write_text("x")
+    assert run(["fit", str(unknown), "--column", "occ"]) == 2
+    assert "unknown table format" in capsys.readouterr().err
