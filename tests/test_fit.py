@@ -21,7 +21,14 @@ def run(monkeypatch):
     """``redactopt.cli.main`` with the data subcommands (registered here if cli.py does not yet)."""
     if not _registered():
         monkeypatch.setattr(cli, "_SUBCOMMANDS", cli._SUBCOMMANDS + [add_fit_parser, add_apply_parser])
-    return cli.main
+
+    def main(argv: list[str]) -> int:
+        try:
+            return cli.main(argv)
+        except SystemExit as exc:  # argparse errors exit 2 from inside main
+            return int(exc.code)
+
+    return main
 
 
 def _registered() -> bool:

@@ -122,7 +122,7 @@ def _parse_numeric(arr: np.ndarray, *, column: str, first_row: int, where: str) 
     bad = np.flatnonzero((arr != 0) & (arr != 1))
     if bad.size:
         i = int(bad[0])
-        raise ValueError(f"{where}: row {first_row + i}, column '{column}': value {arr[i]!r} is not 0 or 1")
+        raise ValueError(f"{where}: row {first_row + i}, column '{column}': value {arr[i].item()!r} is not 0 or 1")
     return arr.astype(np.int8)
 
 

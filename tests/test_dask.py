@@ -1,0 +1,99 @@
+"""The Dask back-end on a real distributed cluster gives the in-memory release, row for row."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from redactopt.apply import apply_table
+from redactopt.chain import MarkovChain
+from redactopt.leakage import sample_chains
+
+dd = pytest.importorskip("dask.dataframe", reason="the optional 'dask' extra is not installed")
+distributed = pytest.importorskip("distributed", reason="the optional 'dask' extra is not installed")
+
+from redactopt.dask_backend import EXTRA_MESSAGE, apply_parquet_dask  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def _interleaved(rng, n_seq=4, length=600):
+    chain = MarkovChain(0.1, 0.3)
+    labels = np.repeat(np.arange(n_seq), length)
+    rng.shuffle(labels)
+    df = pd.DataFrame({"sid": labels, "x": np.zeros(labels.size, dtype=np.int64),
+                       "priv": np.zeros(labels.size, dtype=np.int64), "val": rng.random(labels.size)})
+    for s in range(n_seq):
+        rows = np.flatnonzero(labels == s)
+        df.loc[rows, "x"] = sample_chains(chain, length, 1, rng)[0].astype(np.int64)
+        if s != 2:
+            df.loc[rows[[250]], "priv"] = 1
+    return df
+
+
+def test_dask_matches_in_memory_with_sequences(tmp_path, client):
+    rng = np.random.default_rng(17)
+    df = _interleaved(rng)
+    single = tmp_path / "all.parquet"
+    df.to_parquet(single)
+    dataset = tmp_path / "ds"
+    dd.from_pandas(df, npartitions=5).to_parquet(dataset)  # sequences span partitions
+    kw = dict(column="x", eps=1.0, private_column="priv", by="sid", seed=99)
+    mem = apply_table(single, tmp_path / "mem.parquet", chunk_rows=257, **kw)
+    dsk = apply_parquet_dask(dataset, tmp_path / "dask_out", **kw)
+    assert dsk["partitions"] == 5
+    a = pd.read_parquet(tmp_path / "mem.parquet")
+    b = pd.read_parquet(tmp_path / "dask_out").reset_index(drop=True)
+    assert np.array_equal(a["x"].isna().to_numpy(), b["x"].isna().to_numpy())
+    assert a.drop(columns="x").equals(b.drop(columns="x"))
+    assert mem["utility"] == dsk["utility"]
+    assert mem["chain"]["alpha"] == dsk["chain"]["alpha"] and mem["chain"]["beta"] == dsk["chain"]["beta"]
+    for sm, sd in zip(mem["sequences"], dsk["sequences"]):
+        assert sm["id"] == sd["id"] and sm["private"] == sd["private"]
+        if sm["mechanism"] is not None:
+            assert sm["mechanism"]["redact_prob"] == sd["mechanism"]["redact_prob"]
+    qs = np.concatenate([np.array(s["mechanism"]["redact_prob"]) for s in mem["sequences"] if s["mechanism"]])
+    assert ((qs > 0) & (qs < 1)).any()  # the comparison covers random draws, not only 0/1
+
+
+def test_dask_single_sequence_private_positions(tmp_path, client):
+    rng = np.random.default_rng(2)
+    x = sample_chains(MarkovChain(0.1, 0.3), 1500, 1, rng)[0].astype(np.int64)
+    df = pd.DataFrame({"x": x, "t": np.arange(1500)})
+    df.to_parquet(tmp_path / "one.parquet")
+    dd.from_pandas(df, npartitions=3).to_parquet(tmp_path / "ds")
+    kw = dict(column="x", eps=1.0, private=[740, 760], seed=5, method="dim")
+    apply_table(tmp_path / "one.parquet", tmp_path / "m.parquet", chunk_rows=400, **kw)
+    apply_parquet_dask(tmp_path / "ds", tmp_path / "d", **kw)
+    a = pd.read_parquet(tmp_path / "m.parquet")
+    b = pd.read_parquet(tmp_path / "d").reset_index(drop=True)
+    assert np.array_equal(a["x"].isna().to_numpy(), b["x"].isna().to_numpy())
+    assert b["x"].isna().to_numpy()[[740, 760]].all()
+
+
+def test_dask_refuses_overwrite_and_leaves_nothing_on_bad_data(tmp_path, client):
+    df = pd.DataFrame({"x": [0, 1, 1, 0, 3, 1, 0, 0], "t": range(8)})
+    dd.from_pandas(df, npartitions=2).to_parquet(tmp_path / "ds")
+    with pytest.raises(ValueError, match="column 'x': value 3"):
+        apply_parquet_dask(tmp_path / "ds", tmp_path / "out", column="x", eps=1.0, private=[1],
+                           alpha=0.2, beta=0.3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
+    (tmp_path / "out").mkdir()
+    with pytest.raises(FileExistsError):
+        apply_parquet_dask(tmp_path / "ds", tmp_path / "out", column="x", eps=1.0, private=[1])
+
+
+def test_missing_extra_names_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask", None)
+    with pytest.raises(ImportError) as info:
+        apply_parquet_dask(tmp_path / "x", tmp_path / "y", column="x", eps=1.0, private=[1])
+    assert str(info.value) == EXTRA_MESSAGE
+    assert "redactopt[dask]" in EXTRA_MESSAGE
