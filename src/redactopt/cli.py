@@ -352,7 +352,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------
 # entry point
 # ---------------------------------------------------------------------------
-_SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_design_parser, _audit_parser, _compare_parser, _bench_parser]
+
+
+def _data_parsers(sub: argparse._SubParsersAction) -> None:
+    from redactopt.cli_data import add_apply_parser, add_fit_parser
+
+    add_fit_parser(sub)
+    add_apply_parser(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -365,7 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--version", action="version", version=f"redactopt {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for add in _SUBCOMMANDS:
+    for add in (_design_parser, _audit_parser, _compare_parser, _bench_parser, _data_parsers):
         add(sub)
     return ap
 
