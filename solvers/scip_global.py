@@ -1,0 +1,672 @@
+r"""Certified global optimum over all local redaction mechanisms, by PySCIPOpt.
+
+The design problem (Definitions 1 and 2) is
+
+.. math::
+    \max_{q\in[0,1]^{n\times 2},\ q_p=(1,1)} \frac1n\sum_t\sum_x \pi_x(1-q_t[x])
+    \quad\text{s.t.}\quad \mathcal L(X_p\to\mathbf Y)\le\epsilon ,
+
+a small non-convex program that SCIP solves by spatial branch and bound; its dual
+bound is the certificate.  The formulation is chosen so that every model quantity
+is O(1) (solver tolerances cannot hide tiny path sums) and the tree stays small.
+
+**Pattern ratios as compositions of Möbius maps.**  Number one side's records by
+distance ``k = 1..m`` from ``p`` (the chain is reversible, so both sides use the same
+``P``), let :math:`\rho_k = q_k[0]/q_k[1]` and :math:`\varphi(\gamma) =
+(P_{00}\gamma+P_{01})/(P_{10}\gamma+P_{11})`, a monotone map of :math:`[0,\infty]` onto
+the hull :math:`[R_{lo},R_{hi}]` of :math:`R_1(v)=P_{0v}/P_{1v}`.  Reading the path sum
+of a pattern backwards (:math:`\beta_k = P\,\mathrm{diag}(q_k)\,\beta_{k+1}`), the ratio
+of "records ``1..d-1`` are ⊥, record ``d`` shows ``v``" (the per-pattern form of
+Appendix E, Eq. 19) is
+
+.. math:: r_d(v) = f_1\circ\cdots\circ f_{d-1}\big(R_1(v)\big),\qquad f_k(\omega)=\varphi(\rho_k\,\omega),
+
+and that of "all ``m`` are ⊥" is :math:`f_1\circ\cdots\circ f_m(1)`.  Every
+:math:`f_k` is monotone, so :math:`r_d(v)\in[1/B, A]` iff :math:`R_1(v)\in I_{d-1}`
+with the *requirement intervals*
+
+.. math:: I_0=[1/B, A],\qquad I_k = f_k^{-1}(I_{k-1}) = \varphi^{-1}(I_{k-1})/\rho_k ,
+
+two scalars per record instead of a 2x2 path matrix.  With
+:math:`\varphi^{-1}(w) = a(w)/b(w)`, :math:`a(w)=P_{01}-P_{11}w`, :math:`b(w)=P_{10}w-P_{00}`,
+the model carries :math:`I_k=[\lambda_k,\Lambda_k]\subseteq[R_{lo},R_{hi}]` through the
+degree-3 polynomial inequalities (lazy chain, :math:`\varphi` increasing)
+
+.. math:: \lambda_k q_k[0]\,(-b(\lambda_{k-1})) \ge (-a(\lambda_{k-1}))\,q_k[1],\qquad
+          \Lambda_k q_k[0]\,(-b(\Lambda_{k-1})) \le (-a(\Lambda_{k-1}))\,q_k[1],
+
+and with the ends swapped for an oscillating chain (:math:`\varphi` decreasing).  They
+hold with ``q_k[x] = 0`` too (publishing a value always), and because
+:math:`\varphi^{-1}` is monotone a model solution can only over-state the requirements,
+so the projection on ``q`` is exact.  Clipping to :math:`[R_{lo},R_{hi}]` loses nothing:
+every threshold (:math:`R_1(v)` and 1) lies in the hull.
+
+**Support.**  Binary ``z[k,v] = 1`` iff ``v`` may be published at ``k``: ``z = 0`` forces
+``q[k,v] = 1``; ``z = 1`` requires :math:`R_1(v)\in I_{k-1}` (linear big-M, valid
+constants from the hull).  Lemma 2 (Appendix D) fixes ``z = 0`` wherever
+:math:`i(X_p\rightsquigarrow X_k=v)>\epsilon`.  The all-⊥ pattern requires
+:math:`1\in I_m` unless a record of the side is never redacted.
+
+**Structure (dominance, exact).**  On each side let ``k*`` be the first record with
+both values publishable.  Setting ``q = (0,0)`` at ``k*`` and beyond keeps every
+pattern at distance ``<= k*`` with its ratio and removes the rest, so the side's
+extreme ratios cannot get worse and the utility cannot drop.  Hence some optimum has
+the form: records before ``k*`` publish at most one value, records from ``k*`` on are
+always published.  A continuous ``u[k] = z[k,0] AND z[k,1]`` (monotone in ``k``) marks
+this cut; it switches off the pattern checks beyond it and the all-⊥ pattern.  The
+optimal value is unchanged, so SCIP's dual bound is a bound over *all* mechanisms.
+
+**Two-sided.**  The leakage is :math:`\max(\log M_\ell+\log M_r, -\log m_\ell-\log m_r)`
+with :math:`M_s\ge 1\ge m_s` the extreme ratios of side ``s`` (Section II).  The start
+intervals :math:`I_0^{(s)}=[1/B_s, A_s]` are variables with :math:`A_\ell A_r\le e^\epsilon`
+and :math:`(1/B_\ell)(1/B_r)\ge e^{-\epsilon}`: an exact budget split, no grid.
+
+**Verification.**  The solution is read with ``q = 1`` wherever ``z = 0`` and ``q = 0``
+beyond the cut, snapped and checked by the exact evaluator.  If SCIP's feasibility
+tolerance let a requirement slip, the partly published values are pushed minimally
+toward redaction and re-checked; failing that the model is re-solved with a slightly
+smaller budget, and the exactly verified incumbent is the last resort.  Nothing above
+``eps`` is returned (:func:`redactopt.certify.finalize`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from redactopt._validate import check_eps, check_index, check_n, check_real
+from redactopt.certify import DesignResult, finalize, lemma2_upper_bound, snap
+from redactopt.chain import MarkovChain
+from redactopt.influence import pointwise_influence
+from redactopt.leakage import leakage, utility
+
+__all__ = ["design_global", "DUAL_MARGIN"]
+
+#: Safety margin (utility units) added to SCIP's dual bound for its feasibility tolerance.
+DUAL_MARGIN = 1e-7
+
+#: Lemma 2 excludes a value only if its influence exceeds eps by this relative margin,
+#: so rounding in the closed form never excludes a publishable value.
+_LEMMA2_RTOL = 1e-9
+
+#: SCIP feasibility tolerance (all model quantities are O(1)).
+_FEASTOL = 1e-9
+
+#: How far the partly published values are pushed toward 1 when repairing.
+_REPAIR_STEPS = tuple(10.0 ** -k for k in range(10, 0, -1))
+
+#: Relative budget reductions tried when the answer cannot be repaired locally.
+_RESOLVE_SHRINK = (1e-6, 1e-5, 1e-4)
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence C-level stderr while SCIP runs.
+
+    With a feasibility tolerance of 1e-9 SoPlex occasionally reports that it cannot
+    go below 1e-10 when SCIP retries an LP with a tighter tolerance; the message is
+    harmless (the answer is re-verified exactly) and would only clutter the CLI.
+    """
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), fd)
+            yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
+def _import_scip():
+    try:
+        import pyscipopt
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "design_global needs PySCIPOpt; install it with `pip install pyscipopt`"
+        ) from None
+    return pyscipopt
+
+
+# --------------------------------------------------------------------------
+# geometry of the chain and of the two sides
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Geometry:
+    """``P``, the one-step ratios ``R_1(v) = P[0,v]/P[1,v]`` and their hull."""
+
+    P: np.ndarray
+    r1: np.ndarray
+    lo: float
+    hi: float
+    lazy: bool
+
+    @classmethod
+    def of(cls, chain: MarkovChain) -> "_Geometry":
+        P = chain.transition_matrix
+        r1 = P[0] / P[1]
+        return cls(P, r1, float(r1.min()), float(r1.max()), chain.lam > 0.0)
+
+    def inverse(self, w: float) -> float:
+        r""":math:`\varphi^{-1}(w)` extended to :math:`[0,\infty]` outside the open hull."""
+        P = self.P
+        if w <= self.lo:
+            return 0.0 if self.lazy else math.inf
+        if w >= self.hi:
+            return math.inf if self.lazy else 0.0
+        return (P[0, 1] - P[1, 1] * w) / (P[1, 0] * w - P[0, 0])
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One side of the private record: 0-based record indices ordered by distance."""
+
+    name: str
+    records: tuple[int, ...]
+    allowed: np.ndarray  # (m, 2) bool: Lemma 2 admits value v at distance k = row + 1
+
+    @property
+    def m(self) -> int:
+        return len(self.records)
+
+
+def _sides(chain: MarkovChain, n: int, p: int, eps: float) -> tuple[_Side, _Side]:
+    out = []
+    for name, recs in (("left", tuple(range(p - 1, -1, -1))), ("right", tuple(range(p + 1, n)))):
+        allowed = np.zeros((len(recs), 2), dtype=bool)
+        if recs:
+            d = np.arange(1, len(recs) + 1)
+            for v in (0, 1):
+                infl = np.atleast_1d(pointwise_influence(chain, d, v))
+                allowed[:, v] = infl <= eps * (1.0 + _LEMMA2_RTOL)
+        out.append(_Side(name, recs, allowed))
+    return out[0], out[1]
+
+
+def _side_extremes(P: np.ndarray, qs: np.ndarray) -> tuple[float, float]:
+    """Smallest and largest ratio over one side's supported patterns (1 if there are none).
+
+    Forward recursion on the path matrix ``U_k`` renormalised at every step (only
+    ratios of its rows matter), as in :mod:`redactopt.leakage`.
+    """
+    ratios = [1.0]
+    u = np.eye(2)
+    for k in range(qs.shape[0]):
+        h = u @ P
+        for v in (0, 1):
+            if qs[k, v] < 1.0:
+                ratios.append(h[0, v] / h[1, v])
+        if qs[k].max() <= 0.0:
+            return min(ratios), max(ratios)
+        u = h * qs[k][None, :]
+        u = u / u.max()
+    tot = u.sum(axis=1)
+    ratios.append(tot[0] / tot[1])
+    return min(ratios), max(ratios)
+
+
+def _intervals(geo: _Geometry, qs: np.ndarray, lam0: float, Lam0: float) -> tuple[np.ndarray, np.ndarray]:
+    """The clipped requirement intervals ``I_k = [lam[k], Lam[k]]`` of one side for ``qs``.
+
+    Rows from the first never-redacted record on are left at the full hull (the model
+    leaves them free there).
+    """
+    m = qs.shape[0]
+    lam = np.full(m, geo.lo)
+    Lam = np.full(m, geo.hi)
+    lp, Lp = lam0, Lam0
+    for k in range(m):
+        q0, q1 = float(qs[k, 0]), float(qs[k, 1])
+        if q0 == 0.0 and q1 == 0.0:
+            break
+        ends = sorted((geo.inverse(lp), geo.inverse(Lp)))
+        if q0 == 0.0 or q1 == 0.0:
+            lo_w, hi_w = geo.lo, geo.hi  # rho in {0, inf}: the next record is unconstrained
+        else:
+            lo_w = ends[0] * q1 / q0
+            hi_w = ends[1] * q1 / q0 if math.isfinite(ends[1]) else math.inf
+        lam[k] = min(geo.hi, max(geo.lo, lo_w))
+        Lam[k] = min(geo.hi, max(geo.lo, hi_w))
+        lp, Lp = lam[k], Lam[k]
+    return lam, Lam
+
+
+# --------------------------------------------------------------------------
+# incumbent: windows and 3R shapes calibrated by bisection (exact check)
+# --------------------------------------------------------------------------
+def _structured_q(side: _Side, P: np.ndarray, cut: int, s: float) -> np.ndarray:
+    """A one-parameter family in dominance form: 3R-like before ``cut``, published from it.
+
+    Before the cut (distance ``< cut``) a value excluded by Lemma 2 is always
+    redacted; if both are admitted the one with the larger one-step ratio distortion
+    is; the other value is redacted with probability ``s``.
+    """
+    q = np.zeros((side.m, 2))
+    distortion = np.abs(np.log(P[0] / P[1]))
+    for k in range(min(cut - 1, side.m)):
+        a = side.allowed[k]
+        if not a.any():
+            q[k] = 1.0
+            continue
+        keep = int(np.argmin(distortion)) if a.all() else int(np.argmax(a))
+        q[k, 1 - keep] = 1.0
+        q[k, keep] = s
+    return q
+
+
+def _assemble(n: int, p: int, left: _Side, right: _Side, ql: np.ndarray, qr: np.ndarray) -> np.ndarray:
+    q = np.zeros((n, 2))
+    q[p] = 1.0
+    for side, qs in ((left, ql), (right, qr)):
+        for k, t in enumerate(side.records):
+            q[t] = qs[k]
+    return q
+
+
+def _cuts(side: _Side) -> list[int]:
+    """Admissible cut distances: both values admitted by Lemma 2, or ``m + 1`` (no cut)."""
+    return [k + 1 for k in range(side.m) if side.allowed[k].all()] + [side.m + 1]
+
+
+def _incumbent(
+    chain: MarkovChain, n: int, p: int, eps: float, left: _Side, right: _Side
+) -> tuple[np.ndarray, str]:
+    """Best exactly verified mechanism among windows and bisection-calibrated 3R shapes.
+
+    For every pair of cut distances the common redaction probability ``s`` of the
+    partly published values is bisected (``s = 1`` is the data-independent window with
+    the same cuts); each candidate is checked by :func:`redactopt.leakage.leakage`.
+    Full redaction (leakage 0) is the fallback.
+    """
+    P = chain.transition_matrix
+    best_q = np.ones((n, 2))
+    best_u = utility(chain, best_q)
+    best_label = "full-redaction"
+
+    def ok(q: np.ndarray) -> bool:
+        return leakage(chain, q, p).leakage <= eps
+
+    for cl in _cuts(left):
+        for cr in _cuts(right):
+
+            def build(s: float) -> np.ndarray:
+                return _assemble(
+                    n, p, left, right, _structured_q(left, P, cl, s), _structured_q(right, P, cr, s)
+                )
+
+            if utility(chain, build(0.0)) <= best_u or not ok(build(1.0)):
+                continue
+            if ok(build(0.0)):
+                cand, label = build(0.0), "calibrated-3r"
+            else:
+                lo, hi = 0.0, 1.0
+                for _ in range(40):
+                    mid = 0.5 * (lo + hi)
+                    if ok(build(mid)):
+                        hi = mid
+                    else:
+                        lo = mid
+                cand = build(hi)
+                label = "window" if hi == 1.0 else "calibrated-3r"
+            u = utility(chain, cand)
+            if u > best_u:
+                best_q, best_u, best_label = cand, u, label
+    return best_q, best_label
+
+
+# --------------------------------------------------------------------------
+# the SCIP model
+# --------------------------------------------------------------------------
+class _Model:
+    """The mixed-integer polynomial program of the module docstring for one ``(n, p, eps)``."""
+
+    def __init__(self, chain: MarkovChain, n: int, p: int, eps: float, left: _Side, right: _Side):
+        scip = _import_scip()
+        self.n, self.p, self.eps = n, p, eps
+        self.sides = [s for s in (left, right) if s.m]
+        geo = _Geometry.of(chain)
+        self.geo = geo
+        P, lo, hi, r1 = geo.P, geo.lo, geo.hi, geo.r1
+        m = scip.Model("redactopt_global")
+        m.hideOutput()
+        self.model = m
+        self.two_sided = len(self.sides) == 2
+        e = math.exp(eps)
+        start_lo, start_hi = max(1.0 / e, lo), min(e, hi)
+        self.starts = []
+        for s in self.sides:
+            if self.two_sided:
+                lam0 = m.addVar(f"lam0_{s.name}", lb=start_lo, ub=1.0)
+                Lam0 = m.addVar(f"Lam0_{s.name}", lb=1.0, ub=start_hi)
+            else:
+                lam0, Lam0 = start_lo, start_hi
+            self.starts.append((lam0, Lam0))
+        if self.two_sided:
+            (lamL, LamL), (lamR, LamR) = self.starts
+            m.addCons(LamL * LamR <= e, name="budget_max")
+            m.addCons(lamL * lamR >= 1.0 / e, name="budget_min")
+        pi = chain.stationary
+        obj = 0.0
+        self.side_vars = []
+        for si, s in enumerate(self.sides):
+            lam_prev, Lam_prev = self.starts[si]
+            u_prev = 0.0
+            q, z, u, lam, Lam, mu, nu = [], [], [], [], [], [], []
+            for k in range(s.m):
+                d = k + 1
+                tag = f"{s.name}{d}"
+                qk = [m.addVar(f"q_{tag}_{v}", lb=0.0, ub=1.0) for v in (0, 1)]
+                zk = [
+                    m.addVar(f"z_{tag}_{v}", vtype="B", lb=0.0, ub=1.0 if s.allowed[k, v] else 0.0)
+                    for v in (0, 1)
+                ]
+                for v in (0, 1):
+                    m.chgVarBranchPriority(zk[v], 100)
+                    m.chgVarBranchPriority(qk[v], 10)
+                uk = m.addVar(f"u_{tag}", lb=0.0, ub=1.0)
+                # support and dominance structure
+                for v in (0, 1):
+                    m.addCons(qk[v] + zk[v] >= 1.0, name=f"supp_{tag}_{v}")
+                    m.addCons(qk[v] + uk <= 1.0, name=f"cutq_{tag}_{v}")
+                    m.addCons(uk <= zk[v], name=f"cutz_{tag}_{v}")
+                m.addCons(uk >= zk[0] + zk[1] - 1.0, name=f"cutand_{tag}")
+                if k:
+                    m.addCons(uk >= u_prev, name=f"cutmono_{tag}")
+                # publishing v at distance d needs R_1(v) in I_{d-1}
+                for v in (0, 1):
+                    if not s.allowed[k, v]:
+                        continue
+                    off = 1.0 - zk[v] + u_prev
+                    rv = float(r1[v])
+                    if not isinstance(lam_prev, float):
+                        m.addCons(lam_prev <= rv + (hi - rv) * off, name=f"pub_lo_{tag}_{v}")
+                    elif lam_prev > rv * (1.0 + _LEMMA2_RTOL):
+                        m.chgVarUb(zk[v], 0.0)
+                    if not isinstance(Lam_prev, float):
+                        m.addCons(Lam_prev >= rv - (rv - lo) * off, name=f"pub_hi_{tag}_{v}")
+                    elif Lam_prev < rv * (1.0 - _LEMMA2_RTOL):
+                        m.chgVarUb(zk[v], 0.0)
+                # requirement intervals I_d = phi^{-1}(I_{d-1}) / rho_d
+                lam_k, Lam_k, mu_k, nu_k = self._step(m, tag, qk, lam_prev, Lam_prev, uk)
+                for v in (0, 1):
+                    obj = obj + float(pi[v]) * (1.0 - qk[v])
+                q.append(qk), z.append(zk), u.append(uk), lam.append(lam_k), Lam.append(Lam_k)
+                mu.append(mu_k), nu.append(nu_k)
+                lam_prev, Lam_prev, u_prev = lam_k, Lam_k, uk
+            # all-⊥ pattern: 1 in I_m unless the side has a never-redacted record
+            if not isinstance(lam_prev, float):
+                m.addCons(lam_prev <= 1.0 + (hi - 1.0) * u_prev, name=f"allbot_lo_{s.name}")
+            elif lam_prev > 1.0:
+                m.addCons(u_prev >= 1.0, name=f"allbot_lo_{s.name}")
+            if not isinstance(Lam_prev, float):
+                m.addCons(Lam_prev >= 1.0 - (1.0 - lo) * u_prev, name=f"allbot_hi_{s.name}")
+            elif Lam_prev < 1.0:
+                m.addCons(u_prev >= 1.0, name=f"allbot_hi_{s.name}")
+            self.side_vars.append(dict(q=q, z=z, u=u, lam=lam, Lam=Lam, mu=mu, nu=nu))
+        m.setObjective(obj * (1.0 / n), sense="maximize")
+
+    def _step(self, m, tag: str, qk: list, lam_prev, Lam_prev, uk):
+        """Add the interval recursion for one record; return its ``(lam, Lam)``.
+
+        An end that is pinned to the hull stays a constant: for a lazy chain
+        ``lam = R_lo`` forces no requirement on the next record and ``Lam = R_hi``
+        neither; for an oscillating chain the ends swap roles.
+        """
+        geo = self.geo
+        P, lo, hi = geo.P, geo.lo, geo.hi
+
+        def a(w):
+            return float(P[0, 1]) - float(P[1, 1]) * w
+
+        def b(w):
+            return float(P[1, 0]) * w - float(P[0, 0])
+
+        # the end of I_{d-1} that bounds each end of I_d
+        src_lo, src_hi = (lam_prev, Lam_prev) if geo.lazy else (Lam_prev, lam_prev)
+        pinned_lo = isinstance(src_lo, float) and src_lo == (lo if geo.lazy else hi)
+        pinned_hi = isinstance(src_hi, float) and src_hi == (hi if geo.lazy else lo)
+        sign = -1.0 if geo.lazy else 1.0  # -a, -b >= 0 on the hull for lazy chains; a, b >= 0 otherwise
+        mu = nu = None
+        if pinned_lo:
+            lam_k = lo
+        else:
+            lam_k = m.addVar(f"lam_{tag}", lb=lo, ub=hi)
+            # the product lam_k q_k[0] only needs its concave side: mu <= lam_k q_k[0]
+            mu = m.addVar(f"mu_{tag}", lb=0.0, ub=hi)
+            m.addCons(mu <= lam_k * qk[0], name=f"mu_{tag}")
+            m.addCons(mu * (sign * b(src_lo)) - (sign * a(src_lo)) * qk[1] >= 0.0, name=f"req_lo_{tag}")
+        if pinned_hi:
+            Lam_k = hi
+        else:
+            Lam_k = m.addVar(f"Lam_{tag}", lb=lo, ub=hi)
+            nu = m.addVar(f"nu_{tag}", lb=0.0, ub=hi)
+            m.addCons(nu >= Lam_k * qk[0], name=f"nu_{tag}")
+            m.addCons(nu * (sign * b(src_hi)) - (sign * a(src_hi)) * qk[1] <= 0.0, name=f"req_hi_{tag}")
+        if not (isinstance(lam_k, float) or isinstance(Lam_k, float)):
+            m.addCons(lam_k <= Lam_k + (hi - lo) * uk, name=f"nonempty_{tag}")
+        return lam_k, Lam_k, mu, nu
+
+    # ---------------------------------------------------------------
+    def add_start(self, q_full: np.ndarray) -> bool:
+        """Offer an exactly verified structured mechanism to SCIP as a starting solution."""
+        m = self.model
+        sol = m.createSol()
+        geo = self.geo
+        e = math.exp(self.eps)
+        starts = []
+        for si, s in enumerate(self.sides):
+            qs = np.array([q_full[t] for t in s.records])
+            if self.two_sided:
+                lo_r, hi_r = _side_extremes(geo.P, qs)
+                lam0 = min(1.0, max(max(1.0 / e, geo.lo), lo_r))
+                Lam0 = max(1.0, min(min(e, geo.hi), hi_r))
+                lam0_var, Lam0_var = self.starts[si]
+                m.setSolVal(sol, lam0_var, lam0)
+                m.setSolVal(sol, Lam0_var, Lam0)
+            else:
+                lam0, Lam0 = self.starts[si]
+            starts.append((qs, lam0, Lam0))
+        for si, (qs, lam0, Lam0) in enumerate(starts):
+            sv = self.side_vars[si]
+            lam, Lam = _intervals(geo, qs, lam0, Lam0)
+            cut = False
+            for k in range(qs.shape[0]):
+                cut = cut or (qs[k, 0] == 0.0 and qs[k, 1] == 0.0)
+                for v in (0, 1):
+                    m.setSolVal(sol, sv["q"][k][v], float(qs[k, v]))
+                    m.setSolVal(sol, sv["z"][k][v], 1.0 if qs[k, v] < 1.0 else 0.0)
+                m.setSolVal(sol, sv["u"][k], 1.0 if cut else 0.0)
+                if not isinstance(sv["lam"][k], float):
+                    m.setSolVal(sol, sv["lam"][k], float(lam[k]))
+                    m.setSolVal(sol, sv["mu"][k], float(lam[k] * qs[k, 0]))
+                if not isinstance(sv["Lam"][k], float):
+                    m.setSolVal(sol, sv["Lam"][k], float(Lam[k]))
+                    m.setSolVal(sol, sv["nu"][k], float(Lam[k] * qs[k, 0]))
+        return bool(m.addSol(sol, free=True))
+
+    def read_q(self) -> np.ndarray:
+        """The best solution's ``q`` with support read from ``z`` and the cut from ``u``."""
+        m = self.model
+        sol = m.getBestSol()
+        q = np.zeros((self.n, 2))
+        q[self.p] = 1.0
+        for si, s in enumerate(self.sides):
+            sv = self.side_vars[si]
+            for k, t in enumerate(s.records):
+                if m.getSolVal(sol, sv["u"][k]) > 0.5:
+                    q[t] = 0.0
+                    continue
+                for v in (0, 1):
+                    if m.getSolVal(sol, sv["z"][k][v]) < 0.5:
+                        q[t, v] = 1.0
+                    else:
+                        q[t, v] = min(1.0, max(0.0, m.getSolVal(sol, sv["q"][k][v])))
+        return q
+
+
+def _solve(
+    chain: MarkovChain,
+    n: int,
+    p: int,
+    eps_model: float,
+    left: _Side,
+    right: _Side,
+    start: np.ndarray,
+    time_limit: float,
+    gap_limit: float,
+) -> tuple[np.ndarray | None, dict]:
+    mod = _Model(chain, n, p, eps_model, left, right)
+    m = mod.model
+    m.setParam("limits/time", max(0.5, float(time_limit)))
+    m.setParam("limits/gap", float(gap_limit))
+    m.setParam("numerics/feastol", _FEASTOL)
+    # bound tightening by LP at every node pays for itself on these small models
+    m.setParam("propagating/obbt/freq", 1)
+    accepted = mod.add_start(start)
+    with _quiet_stderr():
+        m.optimize()
+    stats = {
+        "status": m.getStatus(),
+        "dual_bound": float(m.getDualbound()),
+        "primal_bound": float(m.getPrimalbound()) if m.getNSols() else math.nan,
+        "nodes": int(m.getNNodes()),
+        "solve_seconds": float(m.getSolvingTime()),
+        "start_accepted": accepted,
+    }
+    q = mod.read_q() if m.getNSols() else None
+    return q, stats
+
+
+def _repair(chain: MarkovChain, q: np.ndarray, p: int, eps: float) -> tuple[np.ndarray | None, float]:
+    """Smallest push of the partly published values toward 1 that passes the exact check.
+
+    Only rows with one value always redacted are touched, so the support does not
+    change.
+    """
+    q = snap(q)
+    if leakage(chain, q, p).leakage <= eps:
+        return q, 0.0
+    movable = (np.max(q, axis=1) >= 1.0)[:, None] & (q < 1.0)
+    movable[p] = False
+    if not movable.any():
+        return None, math.nan
+    for step in _REPAIR_STEPS:
+        cand = np.where(movable, q + step * (1.0 - q), q)
+        if leakage(chain, cand, p).leakage <= eps:
+            return cand, step
+    return None, math.nan
+
+
+def design_global(
+    chain: MarkovChain,
+    n: int,
+    *,
+    eps: float,
+    p: int = 0,
+    time_limit: float = 60.0,
+    gap_limit: float = 1e-6,
+) -> DesignResult:
+    r"""Certified global optimum over all local redaction mechanisms (PySCIPOpt).
+
+    Maximises the utility (Definition 2) subject to the exact leakage
+    :math:`\mathcal L(X_p\to\mathbf Y)\le\epsilon` (Definition 1) over every
+    :math:`q\in[0,1]^{n\times2}` with private row ``[1, 1]``, by spatial branch and
+    bound on the requirement-interval model of the module docstring (the per-pattern
+    form of Appendix E, Eq. 19, for every output pattern, both sides coupled by an
+    exact budget split).
+
+    Parameters
+    ----------
+    chain : MarkovChain
+    n : int
+        Number of records.  Intended for one-sided ``n <= 12`` and two-sided
+        ``n <= 8``; larger ``n`` works but may stop at ``time_limit`` with a gap.
+    eps : float
+        Privacy budget (nats), ``> 0``.
+    p : int
+        0-based index of the private record.
+    time_limit : float
+        Overall time limit in seconds for SCIP (shared with any re-solve).
+    gap_limit : float
+        Relative gap at which SCIP stops (``limits/gap``).
+
+    Returns
+    -------
+    DesignResult
+        Built by :func:`redactopt.certify.finalize` (snapped, exactly re-verified).
+        ``certificate.upper_bound`` is SCIP's dual bound plus :data:`DUAL_MARGIN`, capped
+        by the Lemma 2 bound; ``solver="scip"``, ``scope="all"``.  ``info`` holds the
+        SCIP status, nodes and time, the starting solution and any repair applied.
+
+    Notes
+    -----
+    Independent records (``alpha + beta = 1``) leak nothing: every non-private record
+    is published, which is optimal by inspection (``solver="closed-form"``).
+    """
+    if not isinstance(chain, MarkovChain):
+        raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
+    n = check_n(n)
+    eps = check_eps(eps)
+    p = check_index(p, n, "p")
+    time_limit = check_real(time_limit, "time_limit")
+    if time_limit <= 0.0:
+        raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
+    gap_limit = check_real(gap_limit, "gap_limit")
+    if gap_limit < 0.0:
+        raise ValueError(f"gap_limit must be >= 0, got {gap_limit!r}")
+
+    started = time.perf_counter()
+    lemma2 = lemma2_upper_bound(chain, n, eps=eps, private=p)
+    if n == 1 or chain.lam == 0.0:
+        q = np.zeros((n, 2))
+        q[p] = 1.0
+        return finalize(
+            chain, q, private=p, eps=eps, method="scip-global", upper_bound=utility(chain, q),
+            solver="closed-form", scope="all", info={"lemma2_bound": lemma2},
+        )
+    left, right = _sides(chain, n, p, eps)
+    start_q, start_label = _incumbent(chain, n, p, eps, left, right)
+    info: dict = {"start": start_label, "start_utility": utility(chain, start_q), "lemma2_bound": lemma2}
+    q, stats = _solve(chain, n, p, eps, left, right, start_q, time_limit, gap_limit)
+    info.update(stats)
+    upper = min(stats["dual_bound"] + DUAL_MARGIN, lemma2)
+    final_q, step = (None, math.nan) if q is None else _repair(chain, q, p, eps)
+    info["repair"] = None if final_q is None or step == 0.0 else {"push": step}
+    if final_q is None:
+        for shrink in _RESOLVE_SHRINK:
+            remaining = time_limit - (time.perf_counter() - started)
+            if remaining <= 0.0:
+                break
+            eps2 = eps * (1.0 - shrink)
+            q2, stats2 = _solve(chain, n, p, eps2, left, right, start_q, remaining, gap_limit)
+            if q2 is not None:
+                final_q, step = _repair(chain, q2, p, eps)
+                if final_q is not None:
+                    info["repair"] = {"resolve_eps": eps2, "push": step, "status": stats2["status"]}
+                    break
+    if final_q is None or utility(chain, final_q) < info["start_utility"]:
+        final_q = start_q
+        info["repair"] = {"fallback": start_label}
+    info["seconds"] = time.perf_counter() - started
+    return finalize(
+        chain,
+        final_q,
+        private=p,
+        eps=eps,
+        method="scip-global",
+        upper_bound=upper,
+        solver="scip",
+        scope="all",
+        info=info,
+    )
