@@ -59,11 +59,17 @@ def _check_int(value: object, name: str) -> int:
     return int(value)
 
 
+#: Largest number of records a mechanism may describe (an (n, 2) float array in memory).
+MAX_N = 10**8
+
+
 def check_n(value: object, name: str = "n") -> int:
-    """A number of records, at least 1."""
+    """A number of records, at least 1 and at most :data:`MAX_N`."""
     n = _check_int(value, name)
     if n < 1:
         raise ValueError(f"{name} must be >= 1, got {n}")
+    if n > MAX_N:
+        raise ValueError(f"{name} must be <= {MAX_N} (an (n, 2) mechanism must fit in memory), got {n}")
     return n
 
 
