@@ -168,3 +168,15 @@ def test_every_private_record_of_a_cluster_is_checked():
 @pytest.mark.slow
 def test_every_private_record_of_a_cluster_is_checked_all_subsets():
     _check_all_subsets(itertools.combinations(range(7), 3))
+
+
+@pytest.mark.parametrize("chain", CHAINS + [MarkovChain(0.003, 0.012)], ids=lambda c: f"{c.alpha}-{c.beta}")
+@pytest.mark.parametrize("eps", [0.3, 1.0, 3.0])
+def test_windowed_lemma2_bound_equals_the_library_bound(chain, eps):
+    from redactopt.certify import lemma2_upper_bound
+    from redactopt.joint import lemma2_bound
+
+    n = 3000
+    for priv in ([0], [n - 1], [1500], [10, 11, 12, 2000], [700, 2300]):
+        assert lemma2_bound(chain, n, eps=eps, private=priv) == pytest.approx(
+            lemma2_upper_bound(chain, n, eps=eps, private=priv), rel=1e-12, abs=1e-15)

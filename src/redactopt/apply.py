@@ -15,7 +15,10 @@ because :math:`T/2^k` has only :math:`k` fraction bits).  So: :math:`U<Q` redact
 (:math:`Q=2^{53}>U`); no floating comparison is involved.
 
 **Randomness.**  By default the words come from the operating system's secure source
-(``os.urandom``).  With a seed (``--seed``, for tests and reproducible examples only —
+(``os.urandom``), which is slow (some hundred MB/s), so a secure draw first compares
+one random byte ``B`` with ``floor(256 q)`` and falls back to the 53-bit comparison for
+the fractional part ``256 q - floor(256 q)`` (also an exact double) only when they are
+equal (probability 1/256): still exact, at about one byte a draw.  With a seed (``--seed``, for tests and reproducible examples only —
 labelled "not for real releases" in the report), record ``t`` (0-based position in its
 sequence) of the sequence with id ``s`` uses word ``t`` of a PCG64 stream seeded by
 ``SeedSequence(seed, spawn_key=(key(s),))`` (``key`` is a hash of the id, see
@@ -66,6 +69,8 @@ __all__ = [
     "plan_release",
     "parse_positions",
     "apply_table",
+    "mechanism_json",
+    "write_report",
     "NOT_FOR_RELEASE",
 ]
 
@@ -93,18 +98,58 @@ class BitSource(Protocol):
 
 
 class SecureBits:
-    """The operating system's secure source (``os.urandom``): the default for real releases."""
+    """The operating system's secure source (``os.urandom``): the default for real releases.
+
+    :meth:`bernoulli` spends one byte per draw in the common case (see the module
+    docstring), because ``os.urandom`` delivers only some hundred MB/s.
+    """
 
     secure = True
     description = "os.urandom (operating-system secure source)"
 
+    def random_bytes(self, m: int) -> bytes:
+        return os.urandom(m)
+
     def words(self, key: int, positions: np.ndarray) -> np.ndarray:
         m = int(np.asarray(positions).shape[0])
-        return np.frombuffer(os.urandom(8 * m), dtype=np.uint64) if m else np.zeros(0, dtype=np.uint64)
+        return np.frombuffer(self.random_bytes(8 * m), dtype=np.uint64) if m else np.zeros(0, dtype=np.uint64)
 
     def tie_bits(self, key: int, position: int, nbits: int) -> int:
         nbytes = (nbits + 7) // 8
-        return int.from_bytes(os.urandom(nbytes), "little") >> (8 * nbytes - nbits)
+        return int.from_bytes(self.random_bytes(nbytes), "little") >> (8 * nbytes - nbits)
+
+    def bernoulli(self, prob: np.ndarray) -> np.ndarray:
+        """Exact draws for probabilities strictly inside (0, 1), one random byte each first.
+
+        With ``V = (B + V')/256`` (``B`` a uniform byte, ``V'`` uniform and independent),
+        ``V < q`` iff ``B < floor(256 q)``, or ``B = floor(256 q)`` and
+        ``V' < frac(256 q)``.  Both ``256 q`` and its fractional part are exact doubles,
+        so the tie (probability 1/256) is an exact draw of its own, done with 53-bit words.
+        """
+        q = np.asarray(prob, dtype=float)
+        scaled = q * 256.0  # exact: a power-of-two scaling
+        top = np.floor(scaled)
+        b = np.frombuffer(self.random_bytes(q.shape[0]), dtype=np.uint8).astype(np.float64)
+        out = b < top
+        tie = np.flatnonzero(b == top)
+        if tie.size:
+            out[tie] = bernoulli_exact(scaled[tie] - top[tie], _WordsOnly(self))
+        return out
+
+
+class _WordsOnly:
+    """A view of a source without its ``bernoulli`` shortcut (for the tie stage)."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self.secure = source.secure
+        self.description = source.description
+
+    def words(self, key: int, positions: np.ndarray) -> np.ndarray:
+        return self.source.words(key, positions)
+
+    def tie_bits(self, key: int, position: int, nbits: int) -> int:
+        return self.source.tie_bits(key, position, nbits)
 
 
 class SeededBits:
@@ -123,22 +168,28 @@ class SeededBits:
 
     def words(self, key: int, positions: np.ndarray) -> np.ndarray:
         pos = np.asarray(positions, dtype=np.int64)
-        out = np.empty(pos.shape[0], dtype=np.uint64)
         if not pos.size:
-            return out
+            return np.empty(0, dtype=np.uint64)
+        first, last = int(pos[0]), int(pos[-1])
+        if last - first + 1 == pos.size and (pos.size == 1 or bool(np.all(np.diff(pos) == 1))):
+            bg = self._stream(key)  # the common case: a contiguous run of positions
+            if first:
+                bg.advance(first)
+            return bg.random_raw(pos.size)
+        out = np.empty(pos.shape[0], dtype=np.uint64)
         order = np.argsort(pos, kind="stable")
         sp = pos[order]
-        # contiguous runs (gaps up to 4096 words are read through rather than jumped)
+        # runs of nearby positions (gaps up to 4096 words are read through rather than jumped)
         cut = np.flatnonzero(np.diff(sp) > 4096) + 1
         starts = np.r_[0, cut]
         ends = np.r_[cut, sp.size]
         for a, b in zip(starts.tolist(), ends.tolist()):
             bg = self._stream(key)
-            first = int(sp[a])
-            if first:
-                bg.advance(first)
-            raw = bg.random_raw(int(sp[b - 1]) - first + 1)
-            out[order[a:b]] = raw[sp[a:b] - first]
+            lo = int(sp[a])
+            if lo:
+                bg.advance(lo)
+            raw = bg.random_raw(int(sp[b - 1]) - lo + 1)
+            out[order[a:b]] = raw[sp[a:b] - lo]
         return out
 
     def tie_bits(self, key: int, position: int, nbits: int) -> int:
@@ -179,12 +230,20 @@ def exact_thresholds(prob: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _decide(words: np.ndarray, Q: np.ndarray, k: np.ndarray, T: np.ndarray, tie: Any) -> np.ndarray:
-    """Redact (True) iff the uniform behind ``words`` is below ``Q + T/2^k`` (over 2^53)."""
+    """Redact (True) iff the uniform behind ``words`` is below ``Q + T/2^k`` (over 2^53).
+
+    ``k`` and ``T`` may be callables ``f(indices)`` returning the entries at ``indices``
+    (they are needed only at ties, which have probability ``2^-53`` each).
+    """
     U = words >> np.uint64(11)
     out = U < Q
-    ties = np.flatnonzero((U == Q) & (T != 0))
-    for j in ties.tolist():
-        out[j] = tie(j, int(k[j])) < int(T[j])
+    eq = np.flatnonzero(U == Q)
+    if eq.size:
+        k_eq = k(eq) if callable(k) else k[eq]
+        T_eq = T(eq) if callable(T) else T[eq]
+        for j, kj, tj in zip(eq.tolist(), k_eq.tolist(), T_eq.tolist()):
+            if tj:
+                out[j] = tie(j, int(kj)) < int(tj)
     return out
 
 
@@ -202,9 +261,12 @@ def bernoulli_exact(prob: object, source: BitSource | None = None, *, key: int =
     out = Q >= np.uint64(TWO53)
     need = np.flatnonzero(((Q > 0) | (T != 0)) & ~out)
     if need.size:
-        w = src.words(key, pos[need])
-        out[need] = _decide(w, Q[need], k[need], T[need],
-                            lambda j, nb: src.tie_bits(key, int(pos[need[j]]), nb))
+        if hasattr(src, "bernoulli"):
+            out[need] = src.bernoulli(q[need])
+        else:
+            w = src.words(key, pos[need])
+            out[need] = _decide(w, Q[need], k[need], T[need],
+                                lambda j, nb: src.tie_bits(key, int(pos[need[j]]), nb))
     return out
 
 
@@ -252,7 +314,10 @@ class Redactor:
             tables.append(q)
             offset += q.shape[0]
         qt = np.concatenate(tables) if tables else np.zeros((0, 2))
-        self.Q, self.k, self.T = exact_thresholds(qt)
+        Q, k, T = exact_thresholds(qt)
+        # flat tables indexed by 2 * row + value: one gather per record
+        self.qf = np.ascontiguousarray(qt).reshape(-1)
+        self.Q, self.k, self.T = Q.reshape(-1), k.reshape(-1), T.reshape(-1)
 
     def redact(self, codes: np.ndarray | None, positions: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Boolean mask of redacted records for one chunk (``codes=None``: all in sequence 0)."""
@@ -267,29 +332,36 @@ class Redactor:
             b = min(m, hi - int(positions[0]) + 1)
             if b <= a:
                 return out
-            rows = np.arange(a, b)
-            tidx = base + positions[a:b] - lo
+            rows = slice(a, b)
+            flat = 2 * (base - lo + positions[a:b]) + values[a:b]
             seg_codes = None
         else:
-            lo, hi = self.lo[codes], self.hi[codes]
-            rows = np.flatnonzero((positions >= lo) & (positions <= hi))
+            lo_c, hi_c = self.lo[codes], self.hi[codes]
+            rows = np.flatnonzero((positions >= lo_c) & (positions <= hi_c))
             if not rows.size:
                 return out
-            tidx = self.base[codes[rows]] + positions[rows] - lo[rows]
+            flat = 2 * (self.base[codes[rows]] + positions[rows] - lo_c[rows]) + values[rows]
             seg_codes = codes[rows]
-        v = values[rows].astype(np.int64)
-        Q = self.Q[tidx, v]
-        k = self.k[tidx, v]
-        T = self.T[tidx, v]
-        always = Q >= np.uint64(TWO53)
-        res = always.copy()
-        need = np.flatnonzero(((Q > 0) | (T != 0)) & ~always)
+        qv = self.qf[flat]
+        res = qv >= 1.0
+        need = np.flatnonzero((qv > 0.0) & ~res)
         if need.size:
-            pos = positions[rows[need]]
-            if seg_codes is None:
+            fn = flat[need]
+            pos = positions[rows][need]
+            Qn = self.Q[fn]
+
+            def k_at(idx: np.ndarray, fn: np.ndarray = fn) -> np.ndarray:
+                return self.k[fn[idx]]
+
+            def T_at(idx: np.ndarray, fn: np.ndarray = fn) -> np.ndarray:
+                return self.T[fn[idx]]
+
+            if hasattr(self.source, "bernoulli"):  # order-free source: no keys, no positions
+                res[need] = self.source.bernoulli(qv[need])
+            elif seg_codes is None:
                 key = self.keys[0]
                 w = self.source.words(key, pos)
-                res[need] = _decide(w, Q[need], k[need], T[need],
+                res[need] = _decide(w, Qn, k_at, T_at,
                                     lambda j, nb: self.source.tie_bits(key, int(pos[j]), nb))
             else:
                 nc = seg_codes[need]
@@ -298,9 +370,10 @@ class Redactor:
                     key = self.keys[c]
                     p_sel = pos[sel]
                     w = self.source.words(key, p_sel)
-                    res[need[sel]] = _decide(w, Q[need[sel]], k[need[sel]], T[need[sel]],
-                                             lambda j, nb, key=key, p_sel=p_sel:
-                                             self.source.tie_bits(key, int(p_sel[j]), nb))
+                    fs = fn[sel]
+                    res[need[sel]] = _decide(
+                        w, Qn[sel], lambda idx, fs=fs: self.k[fs[idx]], lambda idx, fs=fs: self.T[fs[idx]],
+                        lambda j, nb, key=key, p_sel=p_sel: self.source.tie_bits(key, int(p_sel[j]), nb))
         out[rows] = res
         return out
 
@@ -443,10 +516,97 @@ def _sequence_report(plan: SequencePlan, chain: MarkovChain, redacted: int) -> d
     d["expected_utility"] = res.utility
     d["leakage"] = [{"private": p + 1, "leakage": leakage(chain, q, p).leakage} for p in res.private]
     d["window"] = [plan.lo + 1, plan.hi + 1]
-    mech = res.to_json_dict()
     d["design_info"] = _jsonable(res.info)
-    d["mechanism"] = mech
+    d["mechanism"] = mechanism_json(res)
     return d
+
+
+def mechanism_json(res: DesignResult) -> dict[str, Any]:
+    """``res.to_json_dict()`` (the mechanism file of DESIGN.md) with ``redact_prob`` kept as an array.
+
+    :func:`write_report` streams the array row by row, so a long sequence never becomes
+    a list of Python floats in memory.
+    """
+    from redactopt.io import FORMAT
+
+    def finite(x: float) -> float | None:
+        return float(x) if math.isfinite(x) else None
+
+    return {
+        "format": FORMAT,
+        "chain": {"alpha": res.chain.alpha, "beta": res.chain.beta},
+        "n": int(res.redact_prob.shape[0]),
+        "private": [int(p) + 1 for p in res.private],
+        "eps": float(res.eps),
+        "redact_prob": np.asarray(res.redact_prob),
+        "method": res.method,
+        "utility": finite(res.utility),
+        "leakage": finite(res.leakage),
+        "certificate": res.certificate.to_dict(),
+    }
+
+
+_COMMON_ROWS = {(0.0, 0.0): "[0.0, 0.0]", (1.0, 1.0): "[1.0, 1.0]"}
+
+
+def _write_json(obj: Any, fh: Any, level: int = 0) -> None:
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(obj, np.ndarray) and obj.ndim == 2:
+        if obj.shape[0] == 0:
+            fh.write("[]")
+            return
+        fh.write("[\n")
+        n = obj.shape[0]
+        for a in range(0, n, 65536):
+            rows = obj[a : a + 65536].tolist()
+            parts = [_COMMON_ROWS.get((r[0], r[1])) or f"[{float(r[0])!r}, {float(r[1])!r}]" for r in rows]
+            sep = ",\n" + inner
+            fh.write(inner + sep.join(parts))
+            fh.write(",\n" if a + 65536 < n else "\n")
+        fh.write(pad + "]")
+    elif isinstance(obj, dict):
+        if not obj:
+            fh.write("{}")
+            return
+        fh.write("{\n")
+        items = list(obj.items())
+        for i, (k, v) in enumerate(items):
+            fh.write(f"{inner}{json.dumps(str(k))}: ")
+            _write_json(v, fh, level + 1)
+            fh.write(",\n" if i < len(items) - 1 else "\n")
+        fh.write(pad + "}")
+    elif isinstance(obj, (list, tuple)):
+        if not obj:
+            fh.write("[]")
+            return
+        fh.write("[\n")
+        for i, v in enumerate(obj):
+            fh.write(inner)
+            _write_json(v, fh, level + 1)
+            fh.write(",\n" if i < len(obj) - 1 else "\n")
+        fh.write(pad + "]")
+    else:
+        fh.write(json.dumps(_jsonable(obj)))
+
+
+def write_report(path: str | os.PathLike[str], report: dict[str, Any], *, force: bool = False) -> None:
+    """Write a report as JSON through a temporary file and a rename (arrays streamed row by row)."""
+    import tempfile
+
+    p = Path(path)
+    if p.exists() and not force:
+        raise FileExistsError(f"{p}: exists; pass --force to overwrite")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            _write_json(report, fh)
+            fh.write("\n")
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def _jsonable(obj: Any) -> Any:
@@ -694,10 +854,7 @@ def apply_table(
             "input": str(src), "output": str(dst), "column": column, "by": by,
             "private_column": private_column})
         rep["apply_seconds"] = time.perf_counter() - t0
-        text = json.dumps(_jsonable(rep), indent=2) + "\n"
         writer.commit()
     if rep_path is not None:
-        from redactopt.io import write_text_atomic
-
-        write_text_atomic(rep_path, text, force=True)
+        write_report(rep_path, rep, force=True)
     return rep

@@ -23,7 +23,6 @@ in dataset order.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -33,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from redactopt.apply import Redactor, _jsonable, bit_source, build_report, plan_release
+from redactopt.apply import Redactor, bit_source, build_report, plan_release, write_report
 from redactopt.data import ScanState, _group_ranks, _id_key, parse_binary
 
 __all__ = ["apply_parquet_dask", "EXTRA_MESSAGE"]
@@ -189,7 +188,6 @@ def apply_parquet_dask(
             "input": str(src), "output": str(dst), "column": column, "by": by,
             "private_column": private_column, "backend": "dask", "partitions": len(parts)})
         rep["apply_seconds"] = time.perf_counter() - t0
-        text = json.dumps(_jsonable(rep), indent=2) + "\n"
         if dst.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old.", dir=dst.parent))
             os.rmdir(old)
@@ -206,7 +204,5 @@ def apply_parquet_dask(
             shutil.rmtree(tmp)
         raise
     if rep_path is not None:
-        from redactopt.io import write_text_atomic
-
-        write_text_atomic(rep_path, text, force=True)
+        write_report(rep_path, rep, force=True)
     return rep

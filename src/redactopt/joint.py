@@ -73,6 +73,7 @@ __all__ = [
     "joint_dim",
     "improve_locally",
     "design_joint",
+    "lemma2_bound",
 ]
 
 #: ``method`` values of :func:`design_joint`: ``"auto"`` plus those of :func:`redactopt.design.design`.
@@ -100,6 +101,27 @@ def _small_info(info: dict) -> dict:
             continue
         out[k] = v
     return out
+
+
+def lemma2_bound(chain: MarkovChain, n: int, *, eps: float, private: Sequence[int]) -> float:
+    r""":func:`redactopt.certify.lemma2_upper_bound`, computed on the records near the private ones.
+
+    Lemma 2 forbids publishing value ``x`` at ``t`` only if some private ``p`` has
+    :math:`i(X_p\rightsquigarrow X_t=x) > \epsilon`; both pointwise influences are at most
+    the max-influence :math:`\hat i(|t-p|)`, which is non-increasing in the distance and
+    at most ``eps`` from :math:`\Delta^\star(\epsilon)` on
+    (:func:`redactopt.influence.delta_star`).  Records farther than that from every
+    private record are therefore allowed both values, and the bound of the whole sequence
+    is the bound of the stretch around the private records plus one per record outside
+    it — the same number as :func:`~redactopt.certify.lemma2_upper_bound`, in time
+    independent of ``n``.
+    """
+    priv = sorted(int(p) for p in private)
+    reach = delta_star(chain, eps)
+    lo, hi = max(0, priv[0] - reach), min(n - 1, priv[-1] + reach)
+    m = hi - lo + 1
+    inner = lemma2_upper_bound(chain, m, eps=eps, private=[p - lo for p in priv])
+    return (inner * m + (n - m)) / n
 
 
 # --------------------------------------------------------------------------
@@ -150,37 +172,44 @@ def side_log_ratio_table(chain: MarkovChain, m: int) -> np.ndarray:
 # --------------------------------------------------------------------------
 # joint data-independent windows
 # --------------------------------------------------------------------------
-def _right_needed(T: np.ndarray, n: int, p: int, budget: np.ndarray) -> np.ndarray:
+def _right_needed(neg: np.ndarray, n: int, p: int, budget: np.ndarray) -> np.ndarray:
     """Smallest window end ``R`` (0-based) meeting ``T[R+1-p] <= budget`` for one x.
 
-    ``T`` is the non-increasing table for one x (index = distance).  Returns ``n - 1``
-    (nothing published on the right, leakage 0) when no published distance works and
-    ``budget >= 0``, and ``n`` (infeasible) when ``budget < 0``.
+    ``neg[d - 1] = -T[d]`` for the non-increasing table ``T`` of one x (so ``neg`` is
+    ascending).  Returns ``n - 1`` (nothing published on the right, leakage 0) when no
+    published distance works and ``budget >= 0``, and ``n`` (infeasible) when
+    ``budget < 0``.
     """
     m_right = n - 1 - p  # records right of p
     if m_right == 0:
         return np.where(budget >= 0.0, n - 1, n)
-    neg = -T[1 : m_right + 1]  # ascending
-    dmin = np.searchsorted(neg, -budget, side="left") + 1  # first distance with T <= budget
-    r = p + dmin - 1
-    r = np.where(dmin > m_right, n - 1, r)
+    dmin = np.searchsorted(neg[:m_right], -budget, side="left") + 1  # first distance with T <= budget
+    r = np.where(dmin > m_right, n - 1, p + dmin - 1)
     return np.where(budget >= 0.0, r, n)
 
 
-def _cluster_window(T: np.ndarray, n: int, members: Sequence[int], eps: float) -> tuple[int, int]:
-    """Shortest window ``[L, R]`` containing ``members`` that is eps-private for each of them."""
+def _cluster_window(T: np.ndarray, neg: tuple[np.ndarray, np.ndarray], n: int, members: Sequence[int],
+                    eps: float, half_radius: int) -> tuple[int, int]:
+    r"""Shortest window ``[L, R]`` containing ``members`` that is eps-private for each of them.
+
+    For every left end ``L`` the smallest feasible right end is found by binary search;
+    only left ends that can beat a known feasible window are tried.  The symmetric window
+    of radius ``half_radius = Δ*(ε/2) - 1`` is feasible (each side leaks at most
+    :math:`\hat i(\Delta^\star(\epsilon/2)) \le \epsilon/2` about every member), which bounds
+    the search to about ``2 Δ*(ε/2)`` left ends.
+    """
     f, g = int(members[0]), int(members[-1])
 
     def best_r(Ls: np.ndarray) -> np.ndarray:
         need = np.full(Ls.shape, g, dtype=np.int64)
         for p in members:
-            dl = p - Ls + 1
+            dl = np.minimum(p - Ls + 1, T.shape[0] - 1)
             for x in (0, 1):
-                left = np.where(Ls == 0, 0.0, T[np.minimum(dl, T.shape[0] - 1), x])
-                need = np.maximum(need, _right_needed(T[:, x], n, p, eps - left))
+                left = np.where(Ls == 0, 0.0, T[dl, x])
+                need = np.maximum(need, _right_needed(neg[x], n, p, eps - left))
         return need
 
-    probe = np.array(sorted({0, f}), dtype=np.int64)
+    probe = np.array(sorted({0, f, max(0, f - half_radius)}), dtype=np.int64)
     r_probe = best_r(probe)
     sizes = np.where(r_probe < n, r_probe - probe + 1, n + 1)
     w0 = int(sizes.min())
@@ -202,21 +231,14 @@ def _window_mask(n: int, windows: list[tuple[int, int]]) -> np.ndarray:
     return q
 
 
-def joint_dim(chain: MarkovChain, n: int, *, eps: float, private: object) -> DesignResult:
-    """Joint data-independent windows for several private records (see the module docstring).
-
-    ``private`` holds 0-based indices.  Returns a :class:`DesignResult` (method
-    ``"joint-dim"``) verified exactly on the whole sequence; ``info["windows"]`` lists the
-    0-based ``[L, R]`` of every cluster.
-    """
-    chain = _check_chain(chain)
-    n = check_n(n)
-    eps = check_eps(eps)
-    priv = check_private(private, n)
+def _joint_windows(chain: MarkovChain, n: int, eps: float, priv: Sequence[int]) -> list[tuple[int, int]]:
+    """Cluster windows (0-based, inclusive), merged until no two touch."""
     T = side_log_ratio_table(chain, n)
+    neg = (np.ascontiguousarray(-T[1:, 0]), np.ascontiguousarray(-T[1:, 1]))
+    half_radius = delta_star(chain, eps / 2.0) - 1
     clusters: list[list[int]] = [[p] for p in priv]
     while True:
-        windows = [_cluster_window(T, n, c, eps) for c in clusters]
+        windows = [_cluster_window(T, neg, n, c, eps, half_radius) for c in clusters]
         merged: list[list[int]] = [clusters[0]]
         last = windows[0]
         changed = False
@@ -230,8 +252,22 @@ def joint_dim(chain: MarkovChain, n: int, *, eps: float, private: object) -> Des
                 last = w
         clusters = merged
         if not changed:
-            break
-    bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)
+            return windows
+
+
+def joint_dim(chain: MarkovChain, n: int, *, eps: float, private: object) -> DesignResult:
+    """Joint data-independent windows for several private records (see the module docstring).
+
+    ``private`` holds 0-based indices.  Returns a :class:`DesignResult` (method
+    ``"joint-dim"``) verified exactly on the whole sequence; ``info["windows"]`` lists the
+    0-based ``[L, R]`` of every cluster.
+    """
+    chain = _check_chain(chain)
+    n = check_n(n)
+    eps = check_eps(eps)
+    priv = check_private(private, n)
+    windows = _joint_windows(chain, n, eps, priv)
+    bound = lemma2_bound(chain, n, eps=eps, private=priv)
     for _ in range(n + 1):
         q = _window_mask(n, windows)
         try:
@@ -249,6 +285,28 @@ def joint_dim(chain: MarkovChain, n: int, *, eps: float, private: object) -> Des
 # --------------------------------------------------------------------------
 def _initial_radius(chain: MarkovChain, eps: float, n: int) -> int:
     return min(n, 2 * delta_star(chain, eps / 2.0) + 16)
+
+
+def _local_window(chain: MarkovChain, n: int, eps: float, p: int, method: str, radius: int | None,
+                  time_limit: float) -> tuple[int, int, DesignResult]:
+    """A design for ``p`` on a window whose outer records are published with certainty.
+
+    Returns ``(lo, hi, result)``: ``result`` is :func:`redactopt.design.design` on the
+    records ``lo..hi`` (verified there by ``finalize``); embedding it needs a check on
+    the whole sequence, which the callers do.
+    """
+    from redactopt.design import design
+
+    R = _initial_radius(chain, eps, n) if radius is None else max(1, int(radius))
+    while True:
+        lo, hi = max(0, p - R), min(n - 1, p + R)
+        res = design(chain, hi - lo + 1, eps=eps, p=p - lo, method=method, time_limit=time_limit)  # type: ignore[arg-type]
+        qw = np.asarray(res.redact_prob)
+        left_ok = lo == 0 or not qw[0].any()
+        right_ok = hi == n - 1 or not qw[-1].any()
+        if (left_ok and right_ok) or (lo == 0 and hi == n - 1):
+            return lo, hi, res
+        R *= 2
 
 
 def design_local(
@@ -269,29 +327,29 @@ def design_local(
     The result is re-verified on all ``n`` records, and its certificate is Lemma 2's bound
     for the whole sequence.
     """
-    from redactopt.design import design
-
     chain = _check_chain(chain)
     n = check_n(n)
     eps = check_eps(eps)
     (p,) = check_private(p, n, "p")
-    R = _initial_radius(chain, eps, n) if radius is None else max(1, int(radius))
-    while True:
-        lo, hi = max(0, p - R), min(n - 1, p + R)
-        res = design(chain, hi - lo + 1, eps=eps, p=p - lo, method=method, time_limit=time_limit)  # type: ignore[arg-type]
-        qw = np.asarray(res.redact_prob)
-        left_ok = lo == 0 or not qw[0].any()
-        right_ok = hi == n - 1 or not qw[-1].any()
-        if (left_ok and right_ok) or (lo == 0 and hi == n - 1):
-            break
-        R *= 2
+    lo, hi, res = _local_window(chain, n, eps, p, method, radius, time_limit)
     q = np.zeros((n, 2))
-    q[lo : hi + 1] = qw
+    q[lo : hi + 1] = res.redact_prob
     info = _small_info(dict(res.info))
     info.update(window=[lo, hi], window_method=res.method)
-    bound = lemma2_upper_bound(chain, n, eps=eps, private=[p])
-    return finalize(chain, q, private=[p], eps=eps, method=res.method, upper_bound=bound,
-                    solver="lemma2", info=info)
+    return finalize(chain, q, private=[p], eps=eps, method=res.method,
+                    upper_bound=lemma2_bound(chain, n, eps=eps, private=[p]), solver="lemma2", info=info)
+
+
+def _max_of_local(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], method: str,
+                  time_limit: float) -> tuple[np.ndarray, list]:
+    q = np.zeros((n, 2))
+    windows = []
+    for p in priv:
+        lo, hi, res = _local_window(chain, n, eps, p, method, None, time_limit)
+        np.maximum(q[lo : hi + 1], res.redact_prob, out=q[lo : hi + 1])
+        windows.append([lo, hi])
+    q[list(priv)] = 1.0
+    return q, windows
 
 
 def combine_max(
@@ -305,24 +363,19 @@ def combine_max(
 ) -> DesignResult:
     """The paper's footnote 1: the elementwise maximum of per-record designs, verified exactly.
 
-    Each private record (0-based) gets :func:`design_local` with ``method``; the maximum
-    is private by the post-processing argument of the module docstring, and
-    :func:`~redactopt.certify.finalize` checks every private record exactly.
+    Each private record (0-based) gets a design with ``method`` on a window
+    (:func:`design_local`); the maximum is private by the post-processing argument of
+    the module docstring, and :func:`~redactopt.certify.finalize` checks every private
+    record exactly on the whole sequence.
     """
     chain = _check_chain(chain)
     n = check_n(n)
     eps = check_eps(eps)
     priv = check_private(private, n)
-    q = np.zeros((n, 2))
-    windows = []
-    for p in priv:
-        res = design_local(chain, n, eps=eps, p=p, method=method, time_limit=time_limit)
-        q = np.maximum(q, res.redact_prob)
-        windows.append(res.info.get("window"))
-    q[list(priv)] = 1.0
-    bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)
+    q, windows = _max_of_local(chain, n, eps, priv, method, time_limit)
     name = method if len(priv) == 1 else f"max-{method}"
-    return finalize(chain, q, private=priv, eps=eps, method=name, upper_bound=bound, solver="lemma2",
+    return finalize(chain, q, private=priv, eps=eps, method=name,
+                    upper_bound=lemma2_bound(chain, n, eps=eps, private=priv), solver="lemma2",
                     info={"per_record_method": method, "windows": windows})
 
 
@@ -524,39 +577,54 @@ def design_joint(
     if method != "auto":
         return combine_max(chain, n, eps=eps, private=priv, method=method, time_limit=time_limit)
 
-    candidates: list[DesignResult] = []
-    errors: dict[str, str] = {}
-    runs = [("joint-dim", lambda: joint_dim(chain, n, eps=eps, private=priv)),
-            ("max-dim", lambda: combine_max(chain, n, eps=eps, private=priv, method="dim"))]
+    # Candidates as arrays (each private by construction, see the module docstring); only
+    # the best is kept in memory, and the chosen one is verified exactly once, on the whole
+    # sequence, by finalize (a rejected one makes way for the next, rebuilt on demand).
+    makers = {
+        "joint-dim": lambda: _window_mask(n, _joint_windows(chain, n, eps, priv)),
+        "max-dim": lambda: _max_of_local(chain, n, eps, priv, "dim", time_limit)[0],
+    }
     if len(priv) <= AUTO_CALIBRATED_MAX:
-        runs.append(("max-3r-calibrated", lambda: combine_max(chain, n, eps=eps, private=priv,
-                                                              method="3r-calibrated", time_limit=time_limit)))
-    for name, run in runs:
+        makers["max-3r-calibrated"] = lambda: _max_of_local(chain, n, eps, priv, "3r-calibrated", time_limit)[0]
+    pi = chain.stationary
+    errors: dict[str, str] = {}
+    utilities: dict[str, float] = {}
+    best_name, best_q = "", None
+    for name, make in makers.items():
         try:
-            candidates.append(run())
+            q_c = make()
         except PrivacyCheckError as exc:
             errors[name] = str(exc)
-    if not candidates:
-        raise PrivacyCheckError("no candidate passed the exact check: " + "; ".join(errors.values()))
-    best = max(candidates, key=lambda r: r.utility)
-    info: dict = {
-        "candidates": {r.method: r.utility for r in candidates},
-        "start": best.method,
-    }
+            continue
+        utilities[name] = float(((1.0 - q_c) @ pi).mean())
+        if best_q is None or utilities[name] > utilities[best_name]:
+            best_name, best_q = name, q_c
+        del q_c
+    if best_q is None:
+        raise PrivacyCheckError("no candidate design: " + "; ".join(errors.values()))
+    order = sorted(utilities, key=lambda k: -utilities[k])
+    info: dict = {"candidates": utilities, "start": best_name}
     if errors:
         info["failed"] = errors
-    q = np.asarray(best.redact_prob)
+    bound = lemma2_bound(chain, n, eps=eps, private=priv)
+    tries: list[tuple[str, object]] = []
     if improve:
-        q_new, summary = improve_locally(chain, q, eps=eps, private=priv)
-        info["improvement"] = summary
-        q = q_new
-    bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)
-    info["seconds"] = time.perf_counter() - t0
-    try:
-        return finalize(chain, q, private=priv, eps=eps, method="auto", upper_bound=bound,
-                        solver="lemma2", info=info)
-    except PrivacyCheckError:
-        # The improvement's bisection is exact up to the evaluator; keep the verified start.
-        info["improvement"] = {"rejected_by_final_check": True}
-        return finalize(chain, best.redact_prob, private=priv, eps=eps, method="auto",
-                        upper_bound=bound, solver="lemma2", info=info)
+        try:
+            q_new, summary = improve_locally(chain, best_q, eps=eps, private=priv)
+            info["improvement"] = summary
+            tries.append(("improved " + best_name, q_new))
+        except PrivacyCheckError as exc:
+            info["improvement"] = {"skipped": str(exc)}
+    tries.append((best_name, best_q))
+    tries += [(k, makers[k]) for k in order if k != best_name]
+    failures = []
+    for name, cand in tries:
+        q = cand() if callable(cand) else cand
+        info["source"] = name
+        info["seconds"] = time.perf_counter() - t0
+        try:
+            return finalize(chain, q, private=priv, eps=eps, method="auto", upper_bound=bound,
+                            solver="lemma2", info=dict(info))
+        except PrivacyCheckError as exc:
+            failures.append(f"{name}: {exc}")
+    raise PrivacyCheckError("no candidate passed the exact check: " + "; ".join(failures))

@@ -1,0 +1,148 @@
+"""Speed of the redaction step (values + q -> released column with nulls) and of whole releases.
+
+Usage: python benchmarks/apply_speed.py [--out DIR] [--quick]
+
+Writes apply_speed.csv / .md into DIR (default benchmarks/results).  Target (issue 5):
+the redaction step runs at >= 2e7 records/s on one core.  Cases:
+
+* ``window``: one long sequence with a block of 60 private records designed at eps = 1 for
+  the occupancy chain (alpha = 0.003, beta = 0.012): only the few hundred records of the
+  design window can be redacted, everything else is published without a draw.
+* ``dense``: the worst case, every record has 0 < q < 1 and needs a random draw.
+
+Each is run with the seeded PCG64 source and the secure source (``os.urandom``).  The
+step is ``Redactor.redact`` (exact Bernoulli draws) plus building the released column as
+an Arrow ``int8`` array with nulls, per chunk of 1e6 records.  Whole releases
+(``apply_table``: two streaming passes, fit, design, write) are timed on generated CSV
+and Parquet files, in a fresh process each, with the peak resident memory, to show that
+memory does not grow with the number of rows.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import out_dir, write_table  # noqa: E402
+
+from redactopt.apply import Redactor, SecureBits, SeededBits, SequencePlan  # noqa: E402
+from redactopt.chain import MarkovChain  # noqa: E402
+from redactopt.joint import design_joint  # noqa: E402
+
+CHUNK = 1_000_000
+
+
+class _Table:
+    """Stands in for a DesignResult where only ``redact_prob`` is read."""
+
+    def __init__(self, q: np.ndarray) -> None:
+        self.redact_prob = q
+        self.utility = float("nan")
+
+
+def _step(redactor: Redactor, values: np.ndarray, n_chunks: int, cycle: bool = False) -> tuple[float, int]:
+    import pyarrow as pa
+
+    redacted = 0
+    t = time.perf_counter()
+    for i in range(n_chunks):
+        j = 0 if cycle else i  # cycle: every chunk reuses positions 0..CHUNK-1 (a table of one chunk)
+        pos = np.arange(j * CHUNK, (j + 1) * CHUNK, dtype=np.int64)
+        mask = redactor.redact(None, pos, values)
+        valid = np.packbits(~mask, bitorder="little")
+        col = pa.Array.from_buffers(pa.int8(), CHUNK, [pa.py_buffer(valid), pa.py_buffer(values)])
+        redacted += col.null_count
+    return time.perf_counter() - t, redacted
+
+
+_GENERATE = """
+import numpy as np, pandas as pd
+from redactopt.chain import MarkovChain
+from redactopt.leakage import sample_chains
+n, path = {n}, r"{path}"
+rng = np.random.default_rng(1)
+x = np.empty(n, dtype=np.int8)
+for a in range(0, n, 200_000):
+    m = min(200_000, n - a)
+    x[a:a + m] = sample_chains(MarkovChain(0.003, 0.012), m, 1, rng)[0]
+df = pd.DataFrame({{"t": np.arange(n), "temp": rng.random(n).round(4), "occ": x}})
+df.to_csv(path, index=False) if path.endswith(".csv") else df.to_parquet(path)
+"""
+
+_APPLY = """
+import json, resource, time
+from redactopt.apply import apply_table
+n, src = {n}, r"{path}"
+t = time.perf_counter()
+rep = apply_table(src, src.replace("in_", "out_"), column="occ", eps=1.0,
+                  private=list(range(n // 2, n // 2 + 60)), seed=1, chunk_rows=250_000, force=True)
+print(json.dumps({{"seconds": time.perf_counter() - t, "design_seconds": rep["design_seconds"],
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def _release(kind: str, n: int, folder: Path) -> dict:
+    """Generate a file in one process, release it in a fresh one: seconds and peak memory."""
+    path = folder / f"in_{kind}_{n}.{'csv' if kind == 'csv' else 'parquet'}"
+    subprocess.run([sys.executable, "-c", _GENERATE.format(n=n, path=path)], check=True)
+    out = subprocess.run([sys.executable, "-c", _APPLY.format(n=n, path=path)], capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> list[dict]:
+    quick = "--quick" in sys.argv
+    out = out_dir()
+    rng = np.random.default_rng(0)
+    n_chunks = 5 if quick else 20
+    n = n_chunks * CHUNK
+    values = rng.integers(0, 2, CHUNK).astype(np.int8)
+    chain = MarkovChain(0.003, 0.012)
+    block = list(range(n // 2, n // 2 + 60))
+    design = design_joint(chain, n, eps=1.0, private=block, method="dim")
+    nz = np.flatnonzero(np.asarray(design.redact_prob).any(axis=1))
+    window_plan = SequencePlan(None, n, tuple(block), design, int(nz.min()), int(nz.max()))
+    dense_q = rng.uniform(0.0, 1.0, (CHUNK, 2))
+    dense_q[dense_q == 0.0] = 0.5
+    dense_plan = SequencePlan(None, CHUNK, (), _Table(dense_q), 0, CHUNK - 1)  # type: ignore[arg-type]
+    rows = []
+    for case, plan in (("window", window_plan), ("dense", dense_plan)):
+        for name, src in (("seeded PCG64", SeededBits(1)), ("secure os.urandom", SecureBits())):
+            redactor = Redactor([plan], src)
+            cycle = case == "dense"
+            _step(redactor, values, 1, cycle)  # warm-up
+            best = min(_step(redactor, values, n_chunks, cycle) for _ in range(3))
+            sec, red = best
+            rows.append({"benchmark": "redaction step", "case": case, "source": name, "records": n,
+                         "seconds": sec, "records_per_s": n / sec, "redacted": red,
+                         "meets_2e7": bool(n / sec >= 2e7)})
+            print(rows[-1], flush=True)
+    folder = out / "_apply_tmp"
+    folder.mkdir(exist_ok=True)
+    sizes = (10**6,) if quick else (10**6, 4 * 10**6)
+    for kind in ("csv", "parquet"):
+        for size in sizes:
+            r = _release(kind, size, folder)
+            rows.append({"benchmark": f"apply_table {kind}", "case": "window", "source": "seeded PCG64",
+                         "records": size, "seconds": r["seconds"], "records_per_s": size / r["seconds"],
+                         "redacted": "", "meets_2e7": "", "design_s": r["design_seconds"],
+                         "peak_rss_mb": r["peak_rss_mb"]})
+            print(rows[-1], flush=True)
+    for f in folder.iterdir():
+        f.unlink()
+    folder.rmdir()
+    keys = ["benchmark", "case", "source", "records", "seconds", "records_per_s", "redacted", "meets_2e7",
+            "design_s", "peak_rss_mb"]
+    rows = [{k: r.get(k, "") for k in keys} for r in rows]
+    write_table(rows, out / "apply_speed", "Apply: redaction step and whole releases")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
