@@ -345,17 +345,24 @@ class _Model:
         e = math.exp(eps)
         start_lo, start_hi = max(1.0 / e, lo), min(e, hi)
         self.starts = []
-        for s in self.sides:
-            if self.two_sided:
-                lam0 = m.addVar(f"lam0_{s.name}", lb=start_lo, ub=1.0)
-                Lam0 = m.addVar(f"Lam0_{s.name}", lb=1.0, ub=start_hi)
-            else:
-                lam0, Lam0 = start_lo, start_hi
-            self.starts.append((lam0, Lam0))
         if self.two_sided:
+            # Valid dominance bounds on the split: a side's ratios never leave [lo, hi],
+            # so raising Lam0 to e/hi (or lowering lam0 to 1/(e lo)) keeps the product
+            # constraint and only relaxes that side.
+            Lam_floor = max(1.0, min(hi, e / hi))
+            lam_ceil = min(1.0, max(lo, 1.0 / (e * lo)))
+            for s in self.sides:
+                lam0 = lo if lam_ceil <= lo else m.addVar(f"lam0_{s.name}", lb=start_lo, ub=lam_ceil)
+                Lam0 = hi if Lam_floor >= hi else m.addVar(f"Lam0_{s.name}", lb=Lam_floor, ub=start_hi)
+                self.starts.append((lam0, Lam0))
             (lamL, LamL), (lamR, LamR) = self.starts
-            m.addCons(LamL * LamR <= e, name="budget_max")
-            m.addCons(lamL * lamR >= 1.0 / e, name="budget_min")
+            if not isinstance(LamL, float):
+                m.addCons(LamL * LamR <= e, name="budget_max")
+            if not isinstance(lamL, float):
+                # log-concave form: a convex constraint
+                m.addCons(scip.log(lamL) + scip.log(lamR) >= -eps, name="budget_min")
+        else:
+            self.starts = [(start_lo, start_hi)]
         pi = chain.stationary
         obj = 0.0
         self.side_vars = []
@@ -463,19 +470,20 @@ class _Model:
         m = self.model
         sol = m.createSol()
         geo = self.geo
-        e = math.exp(self.eps)
         starts = []
         for si, s in enumerate(self.sides):
             qs = np.array([q_full[t] for t in s.records])
+            lam0, Lam0 = self.starts[si]
             if self.two_sided:
                 lo_r, hi_r = _side_extremes(geo.P, qs)
-                lam0 = min(1.0, max(max(1.0 / e, geo.lo), lo_r))
-                Lam0 = max(1.0, min(min(e, geo.hi), hi_r))
-                lam0_var, Lam0_var = self.starts[si]
-                m.setSolVal(sol, lam0_var, lam0)
-                m.setSolVal(sol, Lam0_var, Lam0)
-            else:
-                lam0, Lam0 = self.starts[si]
+                if not isinstance(lam0, float):
+                    val = min(lam0.getUbOriginal(), max(lam0.getLbOriginal(), lo_r))
+                    m.setSolVal(sol, lam0, val)
+                    lam0 = val
+                if not isinstance(Lam0, float):
+                    val = max(Lam0.getLbOriginal(), min(Lam0.getUbOriginal(), hi_r))
+                    m.setSolVal(sol, Lam0, val)
+                    Lam0 = val
             starts.append((qs, lam0, Lam0))
         for si, (qs, lam0, Lam0) in enumerate(starts):
             sv = self.side_vars[si]
@@ -597,7 +605,8 @@ def design_global(
     p : int
         0-based index of the private record.
     time_limit : float
-        Overall time limit in seconds for SCIP (shared with any re-solve).
+        Time limit in seconds for the SCIP solve; a re-solve after a failed repair
+        only gets what is left of it.
     gap_limit : float
         Relative gap at which SCIP stops (``limits/gap``).
 
@@ -640,7 +649,13 @@ def design_global(
     info: dict = {"start": start_label, "start_utility": utility(chain, start_q), "lemma2_bound": lemma2}
     q, stats = _solve(chain, n, p, eps, left, right, start_q, time_limit, gap_limit)
     info.update(stats)
-    upper = min(stats["dual_bound"] + DUAL_MARGIN, lemma2)
+    dual = stats["dual_bound"]
+    if math.isnan(dual) or dual < info["start_utility"] - 1e-6:
+        # a dual bound below a verified feasible utility can only come from numerical
+        # trouble; it certifies nothing, so fall back to the Lemma 2 bound
+        info["dual_bound_rejected"] = dual
+        dual = math.inf
+    upper = min(dual + DUAL_MARGIN, lemma2)
     final_q, step = (None, math.nan) if q is None else _repair(chain, q, p, eps)
     info["repair"] = None if final_q is None or step == 0.0 else {"push": step}
     if final_q is None:
@@ -655,9 +670,11 @@ def design_global(
                 if final_q is not None:
                     info["repair"] = {"resolve_eps": eps2, "push": step, "status": stats2["status"]}
                     break
-    if final_q is None or utility(chain, final_q) < info["start_utility"]:
+    if final_q is None or utility(chain, final_q) < info["start_utility"] - 1e-12:
+        # the solver's answer could not be verified (or verifies below the start): keep
+        # the exactly verified starting mechanism; the dual bound still certifies it
         final_q = start_q
-        info["repair"] = {"fallback": start_label}
+        info["repair"] = {"kept_start": start_label}
     info["seconds"] = time.perf_counter() - started
     return finalize(
         chain,
