@@ -107,6 +107,37 @@ def test_comparison_at_the_threshold_of_an_ordinary_q():
     assert bernoulli_exact([q], Rigged(Q << 11, tie=lambda nb: 1)).tolist() == [False]
 
 
+class RiggedSecure(SecureBits):
+    """The secure source's byte-first path with prepared bytes."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = bytearray(data)
+
+    def random_bytes(self, m: int) -> bytes:
+        out, self.data = bytes(self.data[:m]), self.data[m:]
+        assert len(out) == m
+        return out
+
+
+def test_secure_byte_first_path_is_exact():
+    # q = 0.3: 256 q = 76.8 (as doubles: 76.79999999999999715...), so the first byte decides
+    # unless it is 76; then the fraction 0.79999999999999715... is drawn with a 53-bit word.
+    q = np.array([0.3])
+    assert bernoulli_exact(q, RiggedSecure(bytes([75]))).tolist() == [True]
+    assert bernoulli_exact(q, RiggedSecure(bytes([77]))).tolist() == [False]
+    frac = Fraction(0.3) * 256 - 76
+    Q = int(frac * 2**53)  # an integer: 76.8 as a double has 46 fraction bits
+    below = ((Q - 1) << 11).to_bytes(8, "little")
+    above = ((Q + 1) << 11).to_bytes(8, "little")
+    assert bernoulli_exact(q, RiggedSecure(bytes([76]) + below)).tolist() == [True]
+    assert bernoulli_exact(q, RiggedSecure(bytes([76]) + above)).tolist() == [False]
+    # q = 2^-60: byte 0 ties (floor(256 q) = 0), then 2^-52 needs U < 2 among 53 bits
+    tiny = np.array([2.0**-60])
+    assert bernoulli_exact(tiny, RiggedSecure(bytes([0]) + (1 << 11).to_bytes(8, "little"))).tolist() == [True]
+    assert bernoulli_exact(tiny, RiggedSecure(bytes([0]) + (2 << 11).to_bytes(8, "little"))).tolist() == [False]
+    assert bernoulli_exact(tiny, RiggedSecure(bytes([1]))).tolist() == [False]
+
+
 @pytest.mark.parametrize("source", ["seeded", "secure"])
 def test_empirical_frequencies_chi_square(source):
     qs = np.array([1e-3, 0.1, 0.3, 0.5, 0.77, 0.999])

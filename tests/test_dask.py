@@ -97,3 +97,18 @@ def test_missing_extra_names_it(tmp_path, monkeypatch):
         apply_parquet_dask(tmp_path / "x", tmp_path / "y", column="x", eps=1.0, private=[1])
     assert str(info.value) == EXTRA_MESSAGE
     assert "redactopt[dask]" in EXTRA_MESSAGE
+
+
+def test_cli_backend_dask(tmp_path, client, capsys):
+    from redactopt.cli import main
+
+    rng = np.random.default_rng(4)
+    x = sample_chains(MarkovChain(0.2, 0.4), 800, 1, rng)[0].astype(np.int64)
+    dd.from_pandas(pd.DataFrame({"x": x}), npartitions=2).to_parquet(tmp_path / "ds")
+    rep = tmp_path / "r.json"
+    code = main(["apply", str(tmp_path / "ds"), "--column", "x", "--private", "400", "--eps", "1", "--seed", "1",
+                 "--out", str(tmp_path / "out"), "--report", str(rep), "--backend", "dask", "--method", "dim"])
+    assert code == 0, capsys.readouterr().err
+    b = pd.read_parquet(tmp_path / "out").reset_index(drop=True)
+    assert b["x"].isna().to_numpy()[399]
+    assert (tmp_path / "out" / "part.00000.parquet").exists()

@@ -14,26 +14,28 @@ because :math:`T/2^k` has only :math:`k` fraction bits).  So: :math:`U<Q` redact
 :math:`q=0` never redacts (:math:`Q=T=0`) and :math:`q=1` always does
 (:math:`Q=2^{53}>U`); no floating comparison is involved.
 
-**Randomness.**  By default the words come from the operating system's secure source
-(``os.urandom``), which is slow (some hundred MB/s), so a secure draw first compares
-one random byte ``B`` with ``floor(256 q)`` and falls back to the 53-bit comparison for
-the fractional part ``256 q - floor(256 q)`` (also an exact double) only when they are
-equal (probability 1/256): still exact, at about one byte a draw.  With a seed (``--seed``, for tests and reproducible examples only —
-labelled "not for real releases" in the report), record ``t`` (0-based position in its
-sequence) of the sequence with id ``s`` uses word ``t`` of a PCG64 stream seeded by
+**Randomness.**  By default the bits come from the operating system's secure source
+(``os.urandom``).  It delivers only some hundred MB/s, so a secure draw first compares
+one random byte ``B`` with ``floor(256 q)`` and only when they are equal (probability
+1/256) draws the fractional part ``256 q - floor(256 q)`` (an exact double) with the
+53-bit comparison above: still exact, at about one byte a draw.  With a seed
+(``--seed``, for tests and reproducible examples only — labelled "not for real
+releases" in the report), record ``t`` (0-based position in its sequence) of the
+sequence with id ``s`` uses word ``t`` of a PCG64 stream seeded by
 ``SeedSequence(seed, spawn_key=(key(s),))`` (``key`` is a hash of the id, see
 :func:`redactopt.data.sequence_key`), reached with ``PCG64.advance``; tie bits use
-``spawn_key=(key(s), t)``.  The draws therefore do not depend on how the data are cut
-into chunks or partitions, which makes the in-memory and Dask back-ends agree record for
-record.
+``spawn_key=(key(s), t + 1)``.  Seeded draws therefore do not depend on how the data are
+cut into chunks or partitions, which makes the in-memory and Dask back-ends agree
+record for record.
 
 **Streaming.**  :func:`apply_table` reads the input twice in chunks: the first pass
 checks every value, counts the records of each sequence, the transitions (for the fit)
-and the private flags; designs are made per sequence that has private records
-(:func:`redactopt.joint.design_joint`: every private record protected at ``eps``,
-exact leakage verified on the whole sequence); the second pass redacts and writes.  The
-data are never held in memory; a designed sequence's ``(n, 2)`` redaction table is
-(16 bytes a record), because its exact verification needs it.
+and the private flags; every sequence that has private records is designed
+(:func:`redactopt.joint.design_joint`: each private record protected at ``eps``, exact
+leakage verified on the whole sequence); the second pass redacts and writes.  The data
+are never held in memory.  What does grow with the length of a *designed* sequence is
+its ``(n, 2)`` redaction table (16 bytes a record, a few transient copies while it is
+designed and verified), because the exact verification runs on the whole sequence.
 
 Positions are 0-based in the Python API and 1-based on the command line and in files.
 """
@@ -717,7 +719,7 @@ def _positions(codes: np.ndarray | None, counter: np.ndarray, m: int) -> np.ndar
     return pos
 
 
-def _codes_of(ids: np.ndarray, index: dict, where: str, first_row: int) -> np.ndarray:
+def _codes_of(ids: np.ndarray, index: dict, where: str) -> np.ndarray:
     from redactopt.data import _id_key
 
     try:
@@ -747,7 +749,7 @@ def write_redacted(reader: TableReader, writer: TableWriter, redactor: Redactor,
     for chunk in reader.chunks(None):
         m = len(chunk)
         values = parse_binary(chunk.column(column), column=column, first_row=chunk.first_row, where=where)
-        codes = None if single else _codes_of(_ids_of(chunk, by, where), index, where, chunk.first_row)  # type: ignore[arg-type]
+        codes = None if single else _codes_of(_ids_of(chunk, by, where), index, where)  # type: ignore[arg-type]
         pos = _positions(codes, counter, m)
         mask = redactor.redact(codes, pos, values)
         redacted += np.bincount(np.zeros(int(mask.sum()), dtype=np.int64) if single else codes[mask], minlength=k)

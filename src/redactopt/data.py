@@ -90,11 +90,10 @@ def parse_binary(values: Any, *, column: str, first_row: int, where: str) -> np.
     if arr.dtype.kind in "biuf":
         return _parse_numeric(arr, column=column, first_row=first_row, where=where)
     out = np.full(arr.shape[0], -1, dtype=np.int8)
-    stripped = arr
     for tok in _TRUE_TOKENS:
-        out[stripped == tok] = 1
+        out[arr == tok] = 1
     for tok in _FALSE_TOKENS:
-        out[stripped == tok] = 0
+        out[arr == tok] = 0
     bad = np.flatnonzero(out < 0)
     if bad.size:  # allow surrounding blanks before giving up
         stripped = np.array([str(v).strip() for v in arr[bad]], dtype=object)
@@ -168,11 +167,10 @@ def _csv_layout(path: Path) -> tuple[list[str], bool, str]:
     """Header names, whether rows carry one extra leading field (a row id), and the delimiter."""
     import io
 
-    opener = open
     if path.suffix in (".gz", ".bz2", ".xz", ".zst"):
         return _csv_layout_pandas(path)
     try:
-        with opener(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8") as fh:
             head = fh.read(1 << 16)
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not a UTF-8 text file") from None
@@ -215,8 +213,6 @@ class TableReader:
         self.delimiter = ","
         if self.format == "csv":
             self.columns, self.implicit_index, self.delimiter = _csv_layout(self.path)
-            if self.implicit_index:
-                self.columns = list(self.columns)
         else:
             self.columns = self._parquet_file().schema_arrow.names
 
@@ -228,7 +224,7 @@ class TableReader:
         except Exception as exc:  # pyarrow raises several types for unreadable files
             raise ValueError(f"{self.path}: cannot read as Parquet: {exc}") from None
 
-    def require(self, *names: str | None, option: str = "--column") -> None:
+    def require(self, *names: str | None) -> None:
         """Raise naming the column when one of ``names`` is not in the table."""
         for name in names:
             if name is not None and name not in self.columns:

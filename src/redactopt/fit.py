@@ -325,7 +325,7 @@ def fit_counts(
         if m == 0:
             raise ValueError(
                 f"cannot fit {name}: no transition out of state {i} was observed "
-                f"(every {i} is the last record of its sequence); give {name} explicitly"
+                f"(every {i} is the last record of its sequence); give alpha and beta explicitly (--alpha, --beta)"
             )
         mle = k / m
         est = mle

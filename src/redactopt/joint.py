@@ -183,7 +183,9 @@ def _right_needed(neg: np.ndarray, n: int, p: int, budget: np.ndarray) -> np.nda
     m_right = n - 1 - p  # records right of p
     if m_right == 0:
         return np.where(budget >= 0.0, n - 1, n)
-    dmin = np.searchsorted(neg[:m_right], -budget, side="left") + 1  # first distance with T <= budget
+    # The table may stop early where it has reached 0 (see _table_length): beyond it T = 0.
+    k = min(m_right, neg.shape[0])
+    dmin = np.searchsorted(neg[:k], -budget, side="left") + 1  # first distance with T <= budget
     r = np.where(dmin > m_right, n - 1, p + dmin - 1)
     return np.where(budget >= 0.0, r, n)
 
@@ -231,9 +233,22 @@ def _window_mask(n: int, windows: list[tuple[int, int]]) -> np.ndarray:
     return q
 
 
+def _table_length(chain: MarkovChain, n: int) -> int:
+    """Smallest ``m <= n`` whose table ends in 0 for both x (farther distances are 0 too), else ``n``.
+
+    Long sequences then need a table of a few thousand distances, not ``n``.
+    """
+    m = min(n, 4096)
+    while True:
+        T = side_log_ratio_table(chain, m)
+        if m >= n or (m >= 1 and not T[m].any()):
+            return m
+        m = min(n, 4 * m)
+
+
 def _joint_windows(chain: MarkovChain, n: int, eps: float, priv: Sequence[int]) -> list[tuple[int, int]]:
     """Cluster windows (0-based, inclusive), merged until no two touch."""
-    T = side_log_ratio_table(chain, n)
+    T = side_log_ratio_table(chain, _table_length(chain, n))
     neg = (np.ascontiguousarray(-T[1:, 0]), np.ascontiguousarray(-T[1:, 1]))
     half_radius = delta_star(chain, eps / 2.0) - 1
     clusters: list[list[int]] = [[p] for p in priv]
@@ -340,16 +355,57 @@ def design_local(
                     upper_bound=lemma2_bound(chain, n, eps=eps, private=[p]), solver="lemma2", info=info)
 
 
+def _local_parts(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], method: str,
+                 time_limit: float) -> list[tuple[int, int, np.ndarray]]:
+    return [(lo, hi, np.asarray(res.redact_prob))
+            for lo, hi, res in (_local_window(chain, n, eps, p, method, None, time_limit) for p in priv)]
+
+
 def _max_of_local(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], method: str,
                   time_limit: float) -> tuple[np.ndarray, list]:
     q = np.zeros((n, 2))
     windows = []
-    for p in priv:
-        lo, hi, res = _local_window(chain, n, eps, p, method, None, time_limit)
-        np.maximum(q[lo : hi + 1], res.redact_prob, out=q[lo : hi + 1])
+    for lo, hi, block in _local_parts(chain, n, eps, priv, method, time_limit):
+        np.maximum(q[lo : hi + 1], block, out=q[lo : hi + 1])
         windows.append([lo, hi])
     q[list(priv)] = 1.0
     return q, windows
+
+
+class _Span:
+    """A mechanism that is zero outside ``lo..hi``: ``block`` holds rows ``lo..hi``.
+
+    Candidates of :func:`design_joint` are kept in this form, so that only the chosen one
+    is ever expanded to ``n`` rows (long sequences).
+    """
+
+    def __init__(self, n: int, lo: int, block: np.ndarray) -> None:
+        self.n, self.lo, self.block = n, lo, block
+
+    @staticmethod
+    def of_windows(n: int, windows: list[tuple[int, int]]) -> "_Span":
+        lo, hi = min(w[0] for w in windows), max(w[1] for w in windows)
+        block = np.zeros((hi - lo + 1, 2))
+        for L, R in windows:
+            block[L - lo : R - lo + 1] = 1.0
+        return _Span(n, lo, block)
+
+    @staticmethod
+    def of_max(n: int, parts: list[tuple[int, int, np.ndarray]], priv: Sequence[int]) -> "_Span":
+        lo, hi = min(p[0] for p in parts), max(p[1] for p in parts)
+        block = np.zeros((hi - lo + 1, 2))
+        for a, b, qb in parts:
+            np.maximum(block[a - lo : b - lo + 1], qb, out=block[a - lo : b - lo + 1])
+        block[[p - lo for p in priv]] = 1.0
+        return _Span(n, lo, block)
+
+    def utility(self, pi: np.ndarray) -> float:
+        return 1.0 - float((self.block @ pi).sum()) / self.n
+
+    def full(self) -> np.ndarray:
+        q = np.zeros((self.n, 2))
+        q[self.lo : self.lo + self.block.shape[0]] = self.block
+        return q
 
 
 def combine_max(
@@ -474,6 +530,7 @@ def improve_locally(
     private: object,
     max_records: int = 8,
     steps: int = 30,
+    inplace: bool = False,
 ) -> tuple[np.ndarray, dict]:
     """Lower redaction probabilities at the edges of each cluster while the exact leakage allows.
 
@@ -483,11 +540,15 @@ def improve_locally(
     to the end of its feasible interval, by bisection with the exact evaluator), and
     stop a side after ``max_records`` records or at the first record that gains
     nothing.  Returns the new ``(n, 2)`` array and a summary; the caller must still
-    pass it through :func:`~redactopt.certify.finalize`.
+    pass it through :func:`~redactopt.certify.finalize`.  With ``inplace`` a float
+    array is modified instead of copied (long sequences).
     """
     chain = _check_chain(chain)
     eps = check_eps(eps)
-    q = np.array(redact_prob, dtype=float)
+    if inplace and isinstance(redact_prob, np.ndarray) and redact_prob.dtype == float and redact_prob.flags.writeable:
+        q = redact_prob
+    else:
+        q = np.array(redact_prob, dtype=float)
     priv = check_private(private, q.shape[0])
     pi = chain.stationary
     gained = 0.0
@@ -581,25 +642,26 @@ def design_joint(
     # the best is kept in memory, and the chosen one is verified exactly once, on the whole
     # sequence, by finalize (a rejected one makes way for the next, rebuilt on demand).
     makers = {
-        "joint-dim": lambda: _window_mask(n, _joint_windows(chain, n, eps, priv)),
-        "max-dim": lambda: _max_of_local(chain, n, eps, priv, "dim", time_limit)[0],
+        "joint-dim": lambda: _Span.of_windows(n, _joint_windows(chain, n, eps, priv)),
+        "max-dim": lambda: _Span.of_max(n, _local_parts(chain, n, eps, priv, "dim", time_limit), priv),
     }
     if len(priv) <= AUTO_CALIBRATED_MAX:
-        makers["max-3r-calibrated"] = lambda: _max_of_local(chain, n, eps, priv, "3r-calibrated", time_limit)[0]
+        makers["max-3r-calibrated"] = lambda: _Span.of_max(
+            n, _local_parts(chain, n, eps, priv, "3r-calibrated", time_limit), priv)
     pi = chain.stationary
     errors: dict[str, str] = {}
     utilities: dict[str, float] = {}
-    best_name, best_q = "", None
+    best_name, best_span = "", None
     for name, make in makers.items():
         try:
-            q_c = make()
+            span = make()
         except PrivacyCheckError as exc:
             errors[name] = str(exc)
             continue
-        utilities[name] = float(((1.0 - q_c) @ pi).mean())
-        if best_q is None or utilities[name] > utilities[best_name]:
-            best_name, best_q = name, q_c
-        del q_c
+        utilities[name] = span.utility(pi)
+        if best_span is None or utilities[name] > utilities[best_name]:
+            best_name, best_span = name, span
+    best_q = None if best_span is None else best_span.full()
     if best_q is None:
         raise PrivacyCheckError("no candidate design: " + "; ".join(errors.values()))
     order = sorted(utilities, key=lambda k: -utilities[k])
@@ -610,16 +672,21 @@ def design_joint(
     tries: list[tuple[str, object]] = []
     if improve:
         try:
-            q_new, summary = improve_locally(chain, best_q, eps=eps, private=priv)
+            q_new, summary = improve_locally(chain, best_q, eps=eps, private=priv, inplace=True)
             info["improvement"] = summary
-            tries.append(("improved " + best_name, q_new))
+            tries += [("improved " + best_name, q_new), (best_name, best_span.full)]
         except PrivacyCheckError as exc:
             info["improvement"] = {"skipped": str(exc)}
-    tries.append((best_name, best_q))
-    tries += [(k, makers[k]) for k in order if k != best_name]
+            tries.append((best_name, best_q))
+    else:
+        tries.append((best_name, best_q))
+    del best_q
+    tries += [(k, lambda k=k: makers[k]().full()) for k in order if k != best_name]
     failures = []
-    for name, cand in tries:
+    while tries:
+        name, cand = tries.pop(0)
         q = cand() if callable(cand) else cand
+        del cand
         info["source"] = name
         info["seconds"] = time.perf_counter() - t0
         try:
