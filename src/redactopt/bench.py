@@ -129,6 +129,8 @@ def fig3(out: Path, eps_grid: Iterable[float], time_limit: float, progress: bool
     ax.plot(e, [r["mq"] for r in rows], "v--", label="MQ as printed (Alg. 1)")
     ax.plot(e, [r["thm2_bound"] for r in rows], "x:", label="Theorem 2 bound as printed")
     ax.set_xscale("log")
+    ax.minorticks_off()
+    ax.set_xticks(e, [f"{v:g}" for v in e])
     ax.set_xlabel(r"privacy budget $\epsilon$ (nats)")
     ax.set_ylabel("utility (expected fraction published)")
     ax.set_title(r"Utility vs $\epsilon$ ($n=10$, $p=1$, $\alpha=0.01$, $\beta=0.8$)")
