@@ -40,6 +40,7 @@ import numpy as np
 from redactopt._validate import check_eps, check_index, check_n, check_real
 from redactopt.certify import DesignResult, PrivacyCheckError, finalize
 from redactopt.chain import MarkovChain
+from redactopt.influence import side_log_ratio_maxima as side_terms
 
 __all__ = ["side_log_ratio_maxima", "dim_enumerate", "dim_milp"]
 
@@ -65,17 +66,8 @@ def side_log_ratio_maxima(chain: MarkovChain, m: int) -> np.ndarray:
         :math:`\ell_0(a)+\ell_0(b)`, :math:`\ell_1(a)+\ell_1(b)` are the two terms of
         :func:`redactopt.influence.set_max_influence`.
     """
-    if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
-        raise TypeError(f"m must be an integer, got {m!r} ({type(m).__name__})")
-    if m < 0:
-        raise ValueError(f"m must be >= 0, got {m}")
-    out = np.zeros((int(m) + 1, 2))
-    for d in range(1, int(m) + 1):
-        pd = chain.n_step_matrix(d)
-        lr = np.log(pd[0]) - np.log(pd[1])
-        out[d - 1, 0] = lr.max()
-        out[d - 1, 1] = (-lr).max()
-    return out
+    table = side_terms(chain, m)
+    return np.vstack([table, np.zeros((1, 2))])
 
 
 def _check(chain: MarkovChain, n: object, eps: object, p: object) -> tuple[int, float, int]:

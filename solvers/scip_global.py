@@ -337,7 +337,7 @@ class _Model:
         self.sides = [s for s in (left, right) if s.m]
         geo = _Geometry.of(chain)
         self.geo = geo
-        P, lo, hi, r1 = geo.P, geo.lo, geo.hi, geo.r1
+        lo, hi, r1 = geo.lo, geo.hi, geo.r1
         m = scip.Model("redactopt_global")
         m.hideOutput()
         self.model = m

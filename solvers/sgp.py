@@ -66,7 +66,7 @@ import math
 import numbers
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import cvxpy as cp
 import numpy as np

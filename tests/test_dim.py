@@ -1,6 +1,5 @@
 """Exact data-independent optimum: enumeration, MILP, brute force over all published sets."""
 
-import math
 import time
 
 import numpy as np

@@ -2,7 +2,6 @@ import json
 import math
 from fractions import Fraction
 
-import numpy as np
 import pytest
 
 from redactopt.chain import MarkovChain

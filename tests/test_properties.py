@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 from redactopt.certify import LEAKAGE_RTOL
@@ -48,7 +48,6 @@ def test_fast_evaluator_equals_bruteforce(chain, mech):
 
 @given(chains, mechanisms(max_n=7, values=wide_entry))
 def test_fast_evaluator_equals_rational_evaluator(chain, mech):
-    from fractions import Fraction
 
     from redactopt.exact import exact_leakage_ratio
 

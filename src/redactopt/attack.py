@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta as beta_dist
 
-from redactopt._validate import check_eps
 from redactopt.chain import MarkovChain
 from redactopt.leakage import check_mechanism
 

@@ -24,6 +24,7 @@ __all__ = [
     "Regions",
     "regions",
     "low_value",
+    "side_log_ratio_maxima",
 ]
 
 
@@ -118,6 +119,25 @@ def _side_log_ratios(chain: MarkovChain, delta: int) -> np.ndarray:
     """log P^delta[0, v] / P^delta[1, v] for v = 0, 1."""
     m = chain.n_step_matrix(delta)
     return np.log(m[0]) - np.log(m[1])
+
+
+def side_log_ratio_maxima(chain: MarkovChain, m: int) -> np.ndarray:
+    r"""One-sided terms of Lemma 1 for the nearest published record at distance ``d = 1..m``.
+
+    Row ``d - 1`` holds :math:`(\ell_0(d), \ell_1(d))` with
+    :math:`\ell_x(d)=\max_v\log (P^d)_{xv}/(P^d)_{\bar x v}`: the largest log-ratio in favour
+    of :math:`X_p=x` that publishing a record at distance ``d`` (and nothing nearer) allows.
+    Given :math:`X_p` the two sides are independent, so a window's leakage is
+    :math:`\max_x[\ell_x(d_\ell)+\ell_x(d_r)]` (cf. :func:`set_max_influence`), and
+    :math:`\max_x\ell_x(d)=\hat i(d)`.  Vectorised closed form (Appendix A).
+    """
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
+        raise TypeError(f"m must be an integer, got {m!r} ({type(m).__name__})")
+    if m < 0:
+        raise ValueError(f"m must be >= 0, got {m}")
+    Pd = chain.n_step_matrices(np.arange(1, int(m) + 1))
+    r = np.log(Pd[:, 0, :]) - np.log(Pd[:, 1, :])  # [d, v]: log P^d[0,v] / P^d[1,v]
+    return np.column_stack([r.max(axis=1), (-r).max(axis=1)]) if m else np.zeros((0, 2))
 
 
 def set_max_influence(chain: MarkovChain, p: int, records: Iterable[int], n: int | None = None) -> float:

@@ -53,7 +53,6 @@ Indices are 0-based here; the CLI and files are 1-based.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 
@@ -62,7 +61,7 @@ import numpy as np
 from redactopt._validate import check_eps, check_n, check_private
 from redactopt.certify import DesignResult, PrivacyCheckError, finalize, lemma2_upper_bound
 from redactopt.chain import MarkovChain
-from redactopt.influence import delta_star
+from redactopt.influence import delta_star, side_log_ratio_maxima
 from redactopt.leakage import leakage
 
 __all__ = [
@@ -138,34 +137,11 @@ def side_log_ratio_table(chain: MarkovChain, m: int) -> np.ndarray:
     :func:`redactopt.solvers.dim.side_log_ratio_maxima`, in numpy.
     """
     chain = _check_chain(chain)
-    m = int(m)
-    d = np.arange(1, m + 1, dtype=float)
-    s = chain.alpha + chain.beta
-    lam = chain.lam
-    if lam == 0.0:
-        lp = np.zeros_like(d)
-        om = np.ones_like(d)
-    elif lam > 0.0:
-        log_lam = math.log1p(-s)
-        lp = np.exp(d * log_lam)
-        om = -np.expm1(d * log_lam)
-    else:
-        mag = np.exp(d * math.log(s - 1.0))
-        lp = np.where(d % 2 == 1, -mag, mag)
-        om = 1.0 - lp
-    pi0, pi1 = chain.stationary
-    p00 = pi0 + pi1 * lp
-    p01 = pi1 * om
-    p10 = pi0 * om
-    p11 = pi1 + pi0 * lp
-    r0 = np.log(p00) - np.log(p10)  # published value 0
-    r1 = np.log(p01) - np.log(p11)  # published value 1
-    ell0 = np.maximum(r0, r1)
-    ell1 = np.maximum(-r0, -r1)
-    out = np.empty((m + 1, 2))
+    ell = side_log_ratio_maxima(chain, int(m))
+    out = np.empty((int(m) + 1, 2))
     out[0] = np.inf
-    out[1:, 0] = np.maximum.accumulate(ell0[::-1])[::-1] if m else ell0
-    out[1:, 1] = np.maximum.accumulate(ell1[::-1])[::-1] if m else ell1
+    if m:
+        out[1:] = np.maximum.accumulate(ell[::-1], axis=0)[::-1]
     return np.maximum(out, 0.0)
 
 

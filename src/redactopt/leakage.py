@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from redactopt._validate import check_index, check_private, check_redact_prob
+from redactopt._validate import check_private, check_redact_prob
 from redactopt.chain import MarkovChain
 
 __all__ = [

@@ -15,7 +15,7 @@ import numpy as np
 
 from redactopt._validate import check_eps, check_index, check_n, check_real
 from redactopt.chain import MarkovChain
-from redactopt.influence import delta_star, low_value, max_influence, regions, Regions
+from redactopt.influence import delta_star, max_influence, regions, Regions
 from redactopt.leakage import LeakageResult, check_mechanism, max_leakage, utility
 
 __all__ = [

@@ -18,7 +18,6 @@ Indices are 0-based.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
