@@ -203,9 +203,6 @@ class _Side:
         pat[:rows] = ~self.closed[:rows]
         return pat
 
-    def key(self) -> tuple:
-        return (self.m, self.W, self.closed.tobytes(), self.zero.tobytes())
-
 
 def _forward(P: np.ndarray, q: np.ndarray, side: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Normalised forward recursion :math:`F_k = F_{k-1}\\mathrm{diag}(q_k)P/s_k`, ``F_0 = P``.
@@ -408,14 +405,18 @@ class _LogGP:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     lK = np.where(w > 0.0, w * (lpn[:, None] - np.log(w)), 0.0).sum(axis=3)
 
-                def condensed(R: _Rows, rows: np.ndarray, ks: np.ndarray, x: int, j: int, sign: float) -> None:
+                def condensed(
+                    R: _Rows, rows: np.ndarray, ks: np.ndarray, x: int, j: int, sign: float, lay=lay, w=w, lK=lK
+                ) -> None:
                     """``sign`` times the condensation of step ``k = ks + 1``, entry ``(x, j)``."""
                     R.constant(rows, sign * lK[ks, x, j])
                     for i in (0, 1):
                         R.add(rows, lay.Y[x, i, ks], lay.Yc[x, i, ks], sign * w[ks, x, j, i])
                         R.add(rows, lay.u[ks, i], 0.0, sign * w[ks, x, j, i])
 
-                def chain_term(R: _Rows, ks: np.ndarray, x: int, j: int, i: int) -> np.ndarray:
+                def chain_term(
+                    R: _Rows, ks: np.ndarray, x: int, j: int, i: int, lay=lay, lpn=lpn, condensed=condensed
+                ) -> np.ndarray:
                     """``log z_{k-1}[x, i] + log q_k[i] + log(P_ij / s_k) - log nu_k - log z_k[x, j]``."""
                     rows = R.new(ks.size)
                     R.add(rows, lay.Z[x, i, ks], lay.Zc[x, i, ks], 1.0)
@@ -850,7 +851,7 @@ def _resolve_window(chain: MarkovChain, ms: list[int], eps: float, window: objec
     if window is None:
         two = all(m > 0 for m in ms)
         base = delta_star(chain, eps / 2.0 if two else eps)
-        return [min(m, int(math.ceil(1.5 * base)) + 1) for m in ms]
+        return [min(m, math.ceil(1.5 * base) + 1) for m in ms]
     if isinstance(window, (tuple, list)):
         if len(window) != 2:
             raise ValueError(f"window must be an integer or a (left, right) pair, got {window!r}")
