@@ -81,7 +81,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from redactopt._validate import check_eps, check_index, check_n, check_real
-from redactopt.certify import DesignResult, finalize, lemma2_upper_bound, snap
+from redactopt.certify import SAFE_FRACTION, DesignResult, finalize, lemma2_upper_bound, snap
 from redactopt.chain import MarkovChain
 from redactopt.influence import pointwise_influence
 from redactopt.leakage import leakage, utility
@@ -295,7 +295,7 @@ def _incumbent(
     best_label = "full-redaction"
 
     def ok(q: np.ndarray) -> bool:
-        return leakage(chain, q, p).leakage <= eps
+        return leakage(chain, q, p).leakage <= eps * SAFE_FRACTION
 
     for cl in _cuts(left):
         for cr in _cuts(right):
@@ -563,7 +563,7 @@ def _repair(chain: MarkovChain, q: np.ndarray, p: int, eps: float) -> tuple[np.n
     change.
     """
     q = snap(q)
-    if leakage(chain, q, p).leakage <= eps:
+    if leakage(chain, q, p).leakage <= eps * SAFE_FRACTION:
         return q, 0.0
     movable = (np.max(q, axis=1) >= 1.0)[:, None] & (q < 1.0)
     movable[p] = False
@@ -571,7 +571,7 @@ def _repair(chain: MarkovChain, q: np.ndarray, p: int, eps: float) -> tuple[np.n
         return None, math.nan
     for step in _REPAIR_STEPS:
         cand = np.where(movable, q + step * (1.0 - q), q)
-        if leakage(chain, cand, p).leakage <= eps:
+        if leakage(chain, cand, p).leakage <= eps * SAFE_FRACTION:
             return cand, step
     return None, math.nan
 

@@ -121,3 +121,37 @@ def test_design_compare_bad_usage(capsys, argv):
     assert code == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("method", ["global", "sgp", "optimal"])
+def test_optimisers_from_the_cli(method, capsys):
+    assert main(["design", "--n", "6", "--eps", "1", "--alpha", "0.2", "--beta", "0.5", "--method", method,
+                 "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    ch = MarkovChain(0.2, 0.5)
+    q = np.array(d["redact_prob"])
+    assert leakage_bruteforce(ch, q, 0).leakage <= 1.0 * (1 + 1e-12)
+    assert d["certificate"]["upper_bound"] >= d["utility"] - 1e-12
+    if method in ("global", "optimal"):  # certified: SCIP's dual bound, or Lemma 2's when it is tighter
+        assert d["certificate"]["solver"] in ("scip", "lemma2") and d["certificate"]["gap"] < 1e-5
+
+
+@pytest.mark.parametrize("split", ["half", "auto", "0.3"])
+def test_split_options_two_sided(split, capsys):
+    assert main(["design", "--n", "9", "--p", "5", "--eps", "1", "--alpha", "0.05", "--beta", "0.4",
+                 "--method", "3r-calibrated", "--split", split, "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    ch = MarkovChain(0.05, 0.4)
+    assert leakage_bruteforce(ch, np.array(d["redact_prob"]), 4).leakage <= 1.0 * (1 + 1e-12)
+
+
+def test_global_beats_or_matches_every_alternative_in_fig3_setting():
+    for eps in (0.25, 0.5, 1.0, 2.0, 4.0):
+        opt = design(FIG3, 10, eps=eps, p=0, method="optimal")
+        cal = design(FIG3, 10, eps=eps, p=0, method="3r-calibrated")
+        dim = design(FIG3, 10, eps=eps, p=0, method="dim")
+        assert opt.utility >= max(cal.utility, dim.utility) - 1e-9
+        assert opt.certificate.upper_bound >= opt.utility
+        for r in (opt, cal, dim):  # the certificate bounds every design
+            assert r.utility <= opt.certificate.upper_bound + 1e-12
+        assert leakage_bruteforce(FIG3, opt.redact_prob, 0).leakage <= eps * (1 + 1e-12)

@@ -26,6 +26,8 @@ __all__ = [
     "finalize",
     "snap",
     "lemma2_upper_bound",
+    "verify",
+    "SAFE_FRACTION",
 ]
 
 #: Probabilities within this distance of 0 or 1 are snapped to 0 or 1 before the
@@ -143,8 +145,8 @@ def finalize(
     eps = check_eps(eps)
     q = snap(np.asarray(redact_prob, dtype=float), tol)
     q, priv = check_mechanism(q, private)
-    res = max_leakage(chain, q, priv)
-    if res.leakage > eps * (1.0 + LEAKAGE_RTOL):
+    res, ok = verify(chain, q, priv, eps)
+    if not ok:
         raise PrivacyCheckError(
             f"{method}: exact leakage {res.leakage:.12g} exceeds eps={eps:.12g} after snapping"
         )
@@ -163,6 +165,37 @@ def finalize(
         certificate=Certificate(upper_bound=ub, gap=max(0.0, ub - u), solver=solver, scope=scope),
         info=dict(info or {}),
     )
+
+
+#: Float leakages this close to eps (relative) are re-decided in rational arithmetic when n is small.
+BOUNDARY_RTOL = 1e-9
+
+#: Optimisers that search up to the budget (bisection and the like) aim at ``eps * SAFE_FRACTION``
+#: so that their answers lie outside the boundary zone and rounding can never decide them.
+SAFE_FRACTION = 1.0 - 2.0 * BOUNDARY_RTOL
+
+
+def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...], eps: float
+           ) -> tuple[LeakageResult, bool]:
+    """Exact leakage (worst over ``private``) and whether it is at most ``eps``.
+
+    Far from the boundary the float evaluation decides.  Within a relative
+    :data:`BOUNDARY_RTOL` of ``eps`` and for ``n <= 64`` the verdict is taken in rational
+    arithmetic on the stored floats (:func:`redactopt.exact.certify_exact`), so rounding
+    cannot pass a mechanism whose true leakage is above ``eps``; longer mechanisms
+    there pass only up to a relative :data:`LEAKAGE_RTOL`.
+    """
+    res = max_leakage(chain, redact_prob, private)
+    if res.leakage <= eps * (1.0 - BOUNDARY_RTOL):
+        return res, True
+    if res.leakage > eps * (1.0 + BOUNDARY_RTOL):
+        return res, False
+    from redactopt.exact import MAX_EXACT_N, certify_exact
+
+    if redact_prob.shape[0] <= MAX_EXACT_N:
+        cert = certify_exact(chain.alpha, chain.beta, redact_prob.tolist(), list(private), eps)
+        return res, cert.status == "certified"
+    return res, res.leakage <= eps * (1.0 + LEAKAGE_RTOL)
 
 
 def lemma2_upper_bound(chain: MarkovChain, n: int, *, eps: float, private: object) -> float:

@@ -59,7 +59,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from redactopt._validate import check_eps, check_n, check_private
-from redactopt.certify import DesignResult, PrivacyCheckError, finalize, lemma2_upper_bound
+from redactopt.certify import SAFE_FRACTION, DesignResult, PrivacyCheckError, finalize, lemma2_upper_bound
 from redactopt.chain import MarkovChain
 from redactopt.influence import delta_star, side_log_ratio_maxima
 from redactopt.leakage import leakage
@@ -448,7 +448,7 @@ class _SegmentCheck:
 
     def _fails(self, seg: np.ndarray, p: int) -> bool:
         self.evaluations += 1
-        return leakage(self.chain, seg, p - self.lo).leakage > self.eps
+        return leakage(self.chain, seg, p - self.lo).leakage > self.eps * SAFE_FRACTION
 
     def quick(self, seg: np.ndarray) -> bool:
         for i, p in enumerate(self.binding):

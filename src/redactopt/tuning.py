@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from redactopt._validate import check_eps, check_index, check_n, check_real
-from redactopt.certify import DesignResult, finalize, lemma2_upper_bound, snap
+from redactopt.certify import SAFE_FRACTION, DesignResult, finalize, lemma2_upper_bound, snap
 from redactopt.chain import MarkovChain
 from redactopt.influence import low_value, pointwise_influence, regions
 from redactopt.leakage import leakage
@@ -257,9 +257,9 @@ def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float) 
             base[nearest] = 1.0
             shrunk[s] += 1
         if med[s].size:
-            # A relative margin of 1e-12 keeps the sum of the two sides, evaluated
-            # jointly, from landing a rounding error above eps.
-            target = budget * (1.0 - 1e-12)
+            # The safety margin keeps the sum of the two sides, evaluated jointly, out of
+            # the boundary zone where rounding could decide (certify.SAFE_FRACTION).
+            target = budget * SAFE_FRACTION
             probs[s] = _smallest_feasible(one_sided, 1.0, target if one_sided(1.0) <= target else budget)
 
     def joint(pr: list[float]) -> float:
@@ -267,7 +267,7 @@ def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float) 
 
     stage1 = tuple(probs)
     # Stage 2 only when the split left slack (joint leakage strictly below eps).
-    rounds = 2 if joint(probs) < eps * (1.0 - 1e-12) else 0
+    rounds = 2 if joint(probs) < eps * SAFE_FRACTION else 0
     for _ in range(rounds):
         for s in (0, 1):
             if med[s].size == 0 or probs[s] == 0.0:
@@ -278,7 +278,7 @@ def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float) 
                 pr[s] = x
                 return joint(pr)
 
-            probs[s] = _smallest_feasible(h, probs[s], eps)
+            probs[s] = _smallest_feasible(h, probs[s], eps * SAFE_FRACTION)
     q = _with_probs(base, med, lo, (probs[0], probs[1]))
     info = {
         "eps_left": float(eps_left),
