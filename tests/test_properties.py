@@ -70,3 +70,38 @@ def test_markov_quilt_is_private(chain, n, data, eps):
     p = data.draw(st.integers(0, n - 1))
     m = markov_quilt(chain, n, eps=eps, p=p)
     assert m.leakage().leakage <= eps * (1 + LEAKAGE_RTOL)
+
+
+# --- every mechanism any method returns is private -------------------------------------
+from hypothesis import settings  # noqa: E402
+
+from redactopt.design import design  # noqa: E402
+from redactopt.joint import design_joint  # noqa: E402
+
+design_chains = st.builds(MarkovChain, st.floats(0.005, 0.995), st.floats(0.005, 0.995))
+
+
+@given(design_chains, st.integers(1, 9), st.data(), st.floats(0.05, 6.0),
+       st.sampled_from(["3r-calibrated", "dim", "mq"]))
+def test_every_fast_design_is_private(chain, n, data, eps, method):
+    p = data.draw(st.integers(0, n - 1))
+    r = design(chain, n, eps=eps, p=p, method=method)
+    assert leakage_bruteforce(chain, r.redact_prob, p).leakage <= eps * (1 + 1e-12)
+    assert r.utility <= r.certificate.upper_bound + 1e-12
+
+
+@settings(max_examples=8)
+@given(design_chains, st.integers(2, 7), st.data(), st.floats(0.1, 4.0), st.sampled_from(["global", "sgp"]))
+def test_every_optimiser_design_is_private(chain, n, data, eps, method):
+    p = data.draw(st.integers(0, n - 1))
+    r = design(chain, n, eps=eps, p=p, method=method, time_limit=30)
+    assert leakage_bruteforce(chain, r.redact_prob, p).leakage <= eps * (1 + 1e-12)
+
+
+@settings(max_examples=25)
+@given(design_chains, st.integers(2, 9), st.data(), st.floats(0.1, 4.0))
+def test_joint_designs_protect_every_private_record(chain, n, data, eps):
+    private = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=3)))
+    r = design_joint(chain, n, eps=eps, private=private)
+    for p in private:
+        assert leakage_bruteforce(chain, r.redact_prob, p).leakage <= eps * (1 + 1e-12)
