@@ -37,7 +37,7 @@ import time
 
 import numpy as np
 
-from redactopt._validate import check_eps, check_index, check_n, check_real
+from redactopt._validate import check_problem, check_real
 from redactopt.certify import DesignResult, PrivacyCheckError, finalize
 from redactopt.chain import MarkovChain
 from redactopt.influence import side_log_ratio_maxima as side_terms
@@ -68,15 +68,6 @@ def side_log_ratio_maxima(chain: MarkovChain, m: int) -> np.ndarray:
     """
     table = side_terms(chain, m)
     return np.vstack([table, np.zeros((1, 2))])
-
-
-def _check(chain: MarkovChain, n: object, eps: object, p: object) -> tuple[int, float, int]:
-    if not isinstance(chain, MarkovChain):
-        raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
-    n = check_n(n)
-    eps = check_eps(eps)
-    p = check_index(p, n, "p")
-    return n, eps, p
 
 
 def _counts(m: int) -> np.ndarray:
@@ -151,7 +142,7 @@ def dim_enumerate(chain: MarkovChain, n: int, *, eps: float, p: int) -> DesignRe
         ``"enumeration"``, scope ``"data-independent"``).  ``info`` holds the window
         radii and the number of windows checked.
     """
-    n, eps, p = _check(chain, n, eps, p)
+    n, eps, p = check_problem(chain, n, eps, p)
     t0 = time.perf_counter()
     m_left, m_right = p, n - 1 - p
     left = side_log_ratio_maxima(chain, m_left)
@@ -256,7 +247,7 @@ def dim_milp(
         Method ``"dim"``; certificate from the MILP dual bound (solver
         ``"ortools-mathopt-<solver>"``, scope ``"data-independent"``).
     """
-    n, eps, p = _check(chain, n, eps, p)
+    n, eps, p = check_problem(chain, n, eps, p)
     time_limit = check_real(time_limit, "time_limit")
     if time_limit <= 0.0:
         raise ValueError(f"time_limit must be > 0, got {time_limit!r}")

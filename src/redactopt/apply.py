@@ -593,22 +593,11 @@ def _write_json(obj: Any, fh: Any, level: int = 0) -> None:
 
 def write_report(path: str | os.PathLike[str], report: dict[str, Any], *, force: bool = False) -> None:
     """Write a report as JSON through a temporary file and a rename (arrays streamed row by row)."""
-    import tempfile
+    from redactopt.io import atomic_open
 
-    p = Path(path)
-    if p.exists() and not force:
-        raise FileExistsError(f"{p}: exists; pass --force to overwrite")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            _write_json(report, fh)
-            fh.write("\n")
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_open(path, force=force) as fh:
+        _write_json(report, fh)
+        fh.write("\n")
 
 
 def _jsonable(obj: Any) -> Any:

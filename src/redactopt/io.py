@@ -5,13 +5,15 @@ Files count records from 1 (``private`` is 1-based); the Python API counts from 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -27,6 +29,7 @@ __all__ = [
     "read_mechanism",
     "write_json_atomic",
     "write_text_atomic",
+    "atomic_open",
 ]
 
 FORMAT = "redactopt.mechanism/1"
@@ -164,6 +167,17 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any, *, force: bool = F
 
 def write_text_atomic(path: str | os.PathLike[str], text: str, *, force: bool = False) -> None:
     """Write text through a temporary file and a rename; refuse to overwrite unless ``force``."""
+    with atomic_open(path, force=force) as fh:
+        fh.write(text)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], *, force: bool = False) -> Iterator[TextIO]:
+    """A text file that appears at ``path`` only when the ``with`` block completes.
+
+    Writes go to a temporary file in the same folder, renamed over ``path`` at the end
+    and removed on any error; an existing ``path`` is refused unless ``force``.
+    """
     p = Path(path)
     if p.exists() and not force:
         raise FileExistsError(f"{p}: exists; pass --force to overwrite")
@@ -171,7 +185,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, *, force: bool = 
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            yield fh
         os.replace(tmp, p)
     except BaseException:
         if os.path.exists(tmp):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from redactopt._validate import check_eps, check_index, check_n, check_real
+from redactopt._validate import check_problem, check_real
 from redactopt.certify import SAFE_FRACTION, DesignResult, finalize, lemma2_upper_bound, snap
 from redactopt.chain import MarkovChain
 from redactopt.influence import low_value, pointwise_influence, regions
@@ -54,15 +54,6 @@ class TunedSplit:
     mechanism: Mechanism
     utility: float
     leakage: float
-
-
-def _check(chain: MarkovChain, n: object, eps: object, p: object) -> tuple[int, float, int]:
-    if not isinstance(chain, MarkovChain):
-        raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
-    n = check_n(n)
-    eps = check_eps(eps)
-    p = check_index(p, n, "p")
-    return n, eps, p
 
 
 def _side_thresholds(chain: MarkovChain, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -126,7 +117,7 @@ def tuned_three_region(chain: MarkovChain, n: int, *, eps: float, p: int = 0) ->
         The mechanism is 3R as the paper defines it and may leak more than ``eps``; see
         ``leakage``.
     """
-    n, eps, p = _check(chain, n, eps, p)
+    n, eps, p = check_problem(chain, n, eps, p)
     lo_l, hi_l = _side_thresholds(chain, p)
     lo_r, hi_r = _side_thresholds(chain, n - 1 - p)
     pi_low = float(chain.stationary[low_value(chain)])
@@ -345,7 +336,7 @@ def calibrated_three_region(
     stage lowers each :math:`p_s` in turn while the joint exact leakage stays
     :math:`\le\epsilon`.
     """
-    n, eps, p = _check(chain, n, eps, p)
+    n, eps, p = check_problem(chain, n, eps, p)
     if eps_left is None:
         splits = {"default": default_split(n, p, eps)[0]}
         tuned = tuned_three_region(chain, n, eps=eps, p=p).eps_left
