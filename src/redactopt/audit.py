@@ -34,7 +34,7 @@ def audit(
     q, priv = check_mechanism(redact_prob, private)
     per = [leakage(chain, q, p) for p in priv]
     worst = max(per, key=lambda r: r.leakage)
-    _, ok = verify(chain, q, priv, eps)
+    _, ok = verify(chain, q, priv, eps, worst)
     report: dict[str, Any] = {
         "method": method,
         "n": int(q.shape[0]),

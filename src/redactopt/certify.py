@@ -175,17 +175,18 @@ BOUNDARY_RTOL = 1e-9
 SAFE_FRACTION = 1.0 - 2.0 * BOUNDARY_RTOL
 
 
-def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...], eps: float
-           ) -> tuple[LeakageResult, bool]:
+def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...], eps: float,
+           worst: LeakageResult | None = None) -> tuple[LeakageResult, bool]:
     """Exact leakage (worst over ``private``) and whether it is at most ``eps``.
 
     Far from the boundary the float evaluation decides.  Within a relative
     :data:`BOUNDARY_RTOL` of ``eps`` and for ``n <= 64`` the verdict is taken in rational
     arithmetic on the stored floats (:func:`redactopt.exact.certify_exact`), so rounding
     cannot pass a mechanism whose true leakage is above ``eps``; longer mechanisms
-    there pass only up to a relative :data:`LEAKAGE_RTOL`.
+    there pass only up to a relative :data:`LEAKAGE_RTOL`.  ``worst``, when given, is the
+    already computed worst :class:`~redactopt.leakage.LeakageResult` over ``private``.
     """
-    res = max_leakage(chain, redact_prob, private)
+    res = worst if worst is not None else max_leakage(chain, redact_prob, private)
     if res.leakage <= eps * (1.0 - BOUNDARY_RTOL):
         return res, True
     if res.leakage > eps * (1.0 + BOUNDARY_RTOL):
