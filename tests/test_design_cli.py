@@ -155,3 +155,18 @@ def test_global_beats_or_matches_every_alternative_in_fig3_setting():
         for r in (opt, cal, dim):  # the certificate bounds every design
             assert r.utility <= opt.certificate.upper_bound + 1e-12
         assert leakage_bruteforce(FIG3, opt.redact_prob, 0).leakage <= eps * (1 + 1e-12)
+
+
+def test_certify_time_tightens_the_bound_beyond_the_default_global_sizes():
+    from redactopt.certify import lemma2_upper_bound
+
+    ch = MarkovChain(0.05, 0.4)
+    plain = design(ch, 10, eps=1.0, p=4, method="optimal")
+    cert = design(ch, 10, eps=1.0, p=4, method="optimal", certify_time=3.0)
+    lemma2 = lemma2_upper_bound(ch, 10, eps=1.0, private=[4])
+    assert plain.certificate.solver == "lemma2" and plain.certificate.upper_bound == pytest.approx(lemma2)
+    assert cert.certificate.upper_bound <= lemma2 + 1e-12
+    assert cert.utility >= plain.utility - 1e-12
+    assert cert.utility <= cert.certificate.upper_bound + 1e-12
+    assert plain.utility <= cert.certificate.upper_bound + 1e-12  # the bound covers every design
+    assert leakage_bruteforce(ch, cert.redact_prob, 4).leakage <= 1.0 * (1 + 1e-12)

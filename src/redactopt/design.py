@@ -70,6 +70,7 @@ def design(
     split: str | float | None = "auto",
     time_limit: float = 60.0,
     rng: np.random.Generator | None = None,
+    certify_time: float = 0.0,
 ) -> DesignResult:
     r"""Design a local redaction mechanism with exact leakage at most ``eps``.
 
@@ -98,6 +99,10 @@ def design(
         Seconds allowed to each optimiser.
     rng : numpy.random.Generator, optional
         Random starts of the local optimiser.
+    certify_time : float
+        ``method="optimal"`` on problems too large for the global solver: also run it for
+        this many seconds (0 = not at); its dual bound replaces Lemma 2's when tighter
+        and its incumbent joins the candidates.
 
     Returns
     -------
@@ -114,6 +119,9 @@ def design(
     tl = check_real(time_limit, "time_limit")
     if tl <= 0:
         raise ValueError(f"time_limit must be > 0, got {tl!r}")
+    ct = check_real(certify_time, "certify_time")
+    if ct < 0:
+        raise ValueError(f"certify_time must be >= 0, got {ct!r}")
     eps_left = resolve_split(split, n, p, eps)
     bound = lemma2_upper_bound(chain, n, eps=eps, private=[p])
 
@@ -138,7 +146,7 @@ def design(
         return _global(chain, n, eps, p, tl)
     if method == "sgp":
         return _with_certificate(_sgp(chain, n, eps, p, tl, rng), bound, "lemma2")
-    return _optimal(chain, n, eps, p, eps_left, tl, rng, bound)
+    return _optimal(chain, n, eps, p, eps_left, tl, rng, bound, ct)
 
 
 def _dim(chain: MarkovChain, n: int, eps: float, p: int, time_limit: float) -> DesignResult:
@@ -166,7 +174,7 @@ def _sgp(chain, n, eps, p, time_limit, rng) -> DesignResult:
     return design_sgp(chain, n, eps=eps, p=p, rng=rng)
 
 
-def _optimal(chain, n, eps, p, eps_left, time_limit, rng, bound) -> DesignResult:
+def _optimal(chain, n, eps, p, eps_left, time_limit, rng, bound, certify_time=0.0) -> DesignResult:
     candidates: list[DesignResult] = []
     errors: list[str] = []
     certified: DesignResult | None = None
@@ -176,6 +184,8 @@ def _optimal(chain, n, eps, p, eps_left, time_limit, rng, bound) -> DesignResult
         runners.append(("global", lambda: _global(chain, n, eps, p, time_limit)))
     else:
         runners.append(("sgp", lambda: _sgp(chain, n, eps, p, time_limit, rng)))
+        if certify_time > 0:
+            runners.append(("global", lambda: _global(chain, n, eps, p, certify_time)))
     for name, run in runners:
         try:
             res = run()
