@@ -7,7 +7,6 @@ grids so the whole run takes a few minutes on two cores.
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 import math
 import platform
@@ -43,25 +42,15 @@ def _progress(items: list, desc: str, enabled: bool) -> Iterable:
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    from redactopt.report import rows_csv
+
+    path.write_text(rows_csv(rows))
 
 
 def _md_table(rows: list[dict[str, Any]], keys: list[str] | None = None) -> str:
-    keys = keys or list(rows[0])
+    from redactopt.report import rows_markdown
 
-    def cell(v: Any) -> str:
-        if isinstance(v, bool):
-            return "yes" if v else "no"
-        if isinstance(v, float):
-            return "nan" if math.isnan(v) else f"{v:.4g}"
-        return str(v)
-
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(cell(r[k]) for k in keys) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
+    return rows_markdown(rows, keys)
 
 
 # ---------------------------------------------------------------------------

@@ -169,15 +169,6 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------
 # design
 # ---------------------------------------------------------------------------
-def _positive_float(name: str) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            return float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
-    return parse
-
-
 def _design_parser(sub: argparse._SubParsersAction) -> None:
     from redactopt.design import METHODS
 
@@ -213,6 +204,14 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
     ap.set_defaults(func=_cmd_design)
 
 
+def _refuse_existing(out: str | None, force: bool) -> None:
+    """Stop before any work when ``--out`` exists and ``--force`` was not given."""
+    from pathlib import Path
+
+    if out and not force and Path(out).exists():
+        raise UsageError(f"{out}: exists; pass --force to overwrite")
+
+
 def _write_output(text: str, out: str | None, force: bool) -> None:
     if out is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -232,11 +231,7 @@ def _cmd_design(args: argparse.Namespace) -> int:
     chain = MarkovChain(args.alpha, args.beta)
     n = check_n(args.n, "--n")
     p = _private_index(n, args.p)
-    if args.out and not args.force:
-        from pathlib import Path
-
-        if Path(args.out).exists():
-            raise UsageError(f"{args.out}: exists; pass --force to overwrite")
+    _refuse_existing(args.out, args.force)
     try:
         res = design(chain, n, eps=args.eps, p=p, method=args.method, split=args.split,
                      time_limit=args.time_limit, certify_time=args.certify_time)
@@ -300,11 +295,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from redactopt.compare import compare_point
     from redactopt import report
 
-    if args.out and not args.force:
-        from pathlib import Path
-
-        if Path(args.out).exists():
-            raise UsageError(f"{args.out}: exists; pass --force to overwrite")
+    _refuse_existing(args.out, args.force)
     rows = []
     for n, a, b, p, eps in itertools.product(args.n, args.alpha, args.beta, args.p, args.eps):
         n = check_n(n, "--n")

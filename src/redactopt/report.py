@@ -94,12 +94,12 @@ def _cell(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return f"{v:.4g}"
+        return "nan" if v != v else f"{v:.4g}"
     return str(v)
 
 
-def rows_markdown(rows: list[dict[str, Any]]) -> str:
-    keys = list(rows[0])
+def rows_markdown(rows: list[dict[str, Any]], keys: list[str] | None = None) -> str:
+    keys = keys or list(rows[0])
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     lines += ["| " + " | ".join(_cell(r[k]) for k in keys) + " |" for r in rows]
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
