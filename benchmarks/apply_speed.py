@@ -14,8 +14,11 @@ Each is run with the seeded PCG64 source and the secure source (``os.urandom``).
 step is ``Redactor.redact`` (exact Bernoulli draws) plus building the released column as
 an Arrow ``int8`` array with nulls, per chunk of 1e6 records.  Whole releases
 (``apply_table``: two streaming passes, fit, design, write) are timed on generated CSV
-and Parquet files, in a fresh process each, with the peak resident memory, to show that
-memory does not grow with the number of rows.
+and Parquet files of 10^6, 4*10^6 and 1.6*10^7 rows, in a fresh process each, with the
+peak resident memory, to show that memory does not grow with the number of rows: the input
+is streamed in chunks of 250,000 rows, the design is a sparse mechanism (blocks around the
+private records: a block of 60 minutes in the middle and single records at 10% and 90%),
+and the JSON report, which lists ``redact_prob`` for every record, is streamed too.
 """
 
 from __future__ import annotations
@@ -33,13 +36,13 @@ from _common import out_dir, write_table  # noqa: E402
 
 from redactopt.apply import Redactor, SecureBits, SeededBits, SequencePlan  # noqa: E402
 from redactopt.chain import MarkovChain  # noqa: E402
-from redactopt.joint import design_joint  # noqa: E402
+from redactopt.joint import design_joint_sparse  # noqa: E402
 
 CHUNK = 1_000_000
 
 
 class _Table:
-    """Stands in for a DesignResult where only ``redact_prob`` is read."""
+    """Stands in for a DesignResult where only ``redact_prob`` (dense) is read."""
 
     def __init__(self, q: np.ndarray) -> None:
         self.redact_prob = q
@@ -80,8 +83,9 @@ import json, time
 from redactopt.apply import apply_table
 n, src = {n}, r"{path}"
 t = time.perf_counter()
-rep = apply_table(src, src.replace("in_", "out_"), column="occ", eps=1.0,
-                  private=list(range(n // 2, n // 2 + 60)), seed=1, chunk_rows=250_000, force=True)
+private = [n // 10] + list(range(n // 2, n // 2 + 60)) + [9 * n // 10]
+rep = apply_table(src, src.replace("in_", "out_"), column="occ", eps=1.0, private=private, seed=1,
+                  chunk_rows=250_000, force=True, report=src.replace("in_", "report_") + ".json")
 # VmHWM is this process's peak resident memory (ru_maxrss would include the forking parent)
 hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0].split()[1]
 print(json.dumps({{"seconds": time.perf_counter() - t, "design_seconds": rep["design_seconds"],
@@ -107,12 +111,11 @@ def main() -> list[dict]:
     values = rng.integers(0, 2, CHUNK).astype(np.int8)
     chain = MarkovChain(0.003, 0.012)
     block = list(range(n // 2, n // 2 + 60))
-    design = design_joint(chain, n, eps=1.0, private=block, method="dim")
-    nz = np.flatnonzero(np.asarray(design.redact_prob).any(axis=1))
-    window_plan = SequencePlan(None, n, tuple(block), design, int(nz.min()), int(nz.max()))
+    design = design_joint_sparse(chain, n, eps=1.0, private=block, method="dim")
+    window_plan = SequencePlan(None, n, tuple(block), design)
     dense_q = rng.uniform(0.0, 1.0, (CHUNK, 2))
     dense_q[dense_q == 0.0] = 0.5
-    dense_plan = SequencePlan(None, CHUNK, (), _Table(dense_q), 0, CHUNK - 1)  # type: ignore[arg-type]
+    dense_plan = SequencePlan(None, CHUNK, (), _Table(dense_q))  # type: ignore[arg-type]
     rows = []
     for case, plan in (("window", window_plan), ("dense", dense_plan)):
         for name, src in (("seeded PCG64", SeededBits(1)), ("secure os.urandom", SecureBits())):
@@ -127,7 +130,7 @@ def main() -> list[dict]:
             print(rows[-1], flush=True)
     folder = out / "_apply_tmp"
     folder.mkdir(exist_ok=True)
-    sizes = (10**6,) if quick else (10**6, 4 * 10**6)
+    sizes = (10**6,) if quick else (10**6, 4 * 10**6, 16 * 10**6)
     for kind in ("csv", "parquet"):
         for size in sizes:
             r = _release(kind, size, folder)

@@ -53,7 +53,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from redactopt._validate import check_eps, check_probability_open
-from redactopt.certify import DesignResult
+from redactopt.certify import DesignResult, SparseDesign, SparseRows
 from redactopt.chain import MarkovChain
 from redactopt.data import DEFAULT_CHUNK_ROWS, ScanState, TableReader, TableWriter, parse_binary, sequence_key
 from redactopt.leakage import leakage
@@ -277,73 +277,115 @@ def bernoulli_exact(prob: object, source: BitSource | None = None, *, key: int =
 # --------------------------------------------------------------------------
 @dataclass
 class SequencePlan:
-    """The design for one sequence: ``result`` (full ``(n, 2)``) and its non-zero window."""
+    """The design for one sequence (``result`` is ``None`` when it has no private record).
+
+    ``result`` is normally a :class:`~redactopt.certify.SparseDesign` (blocks around the
+    private records); a dense :class:`~redactopt.certify.DesignResult` is accepted too.
+    """
 
     seq_id: Any
     n: int
     private: tuple[int, ...]
-    result: DesignResult | None
-    lo: int = 0
-    hi: int = -1
+    result: SparseDesign | DesignResult | None
 
     @property
     def key(self) -> int:
         return sequence_key(self.seq_id)
 
+    def blocks(self) -> list[tuple[int, np.ndarray]]:
+        """``(first row, rows)`` of every block that may be redacted, sorted, 0-based."""
+        if self.result is None:
+            return []
+        q = self.result.redact_prob
+        if isinstance(q, SparseRows):
+            return list(zip(q.starts, q.blocks))
+        q = np.asarray(q)
+        nz = np.flatnonzero(q.any(axis=1))
+        return [(int(nz[0]), q[nz[0] : nz[-1] + 1])] if nz.size else []
+
+    def span(self) -> tuple[int, int]:
+        """0-based first and last rows that may be redacted (``(0, -1)`` when none)."""
+        b = self.blocks()
+        return (b[0][0], b[-1][0] + b[-1][1].shape[0] - 1) if b else (0, -1)
+
+
+#: Sequence code and position packed in one int64 key (positions stay below 2**31 > MAX_N).
+_POS_BITS = 31
+
 
 class Redactor:
     """The redaction step: (sequence code, position, value) -> redact or not, in numpy.
 
-    Only records inside a designed sequence's window (the span of its non-zero rows)
-    can be redacted; everything else is published without drawing.  Thresholds are the
-    exact integers of :func:`exact_thresholds`.
+    Only records inside a designed sequence's blocks can be redacted; everything else is
+    published without drawing.  Memory is that of the blocks, not of the sequences.
+    Thresholds are the exact integers of :func:`exact_thresholds`.
     """
 
     def __init__(self, plans: list[SequencePlan], source: BitSource) -> None:
         self.source = source
         k = len(plans)
+        self.keys = [p.key for p in plans]
+        # per sequence: the span of its blocks (a quick filter); per block: code, first/last row, offset
         self.lo = np.zeros(k, dtype=np.int64)
         self.hi = np.full(k, -1, dtype=np.int64)
-        self.base = np.zeros(k, dtype=np.int64)
-        self.keys = [p.key for p in plans]
-        tables = []
+        b_code, b_lo, b_hi, b_base, tables = [], [], [], [], []
         offset = 0
         for c, p in enumerate(plans):
-            if p.result is None:
+            blocks = p.blocks()
+            if not blocks:
                 continue
-            q = np.asarray(p.result.redact_prob)[p.lo : p.hi + 1]
-            self.lo[c], self.hi[c], self.base[c] = p.lo, p.hi, offset
-            tables.append(q)
-            offset += q.shape[0]
+            self.lo[c], self.hi[c] = p.span()
+            for start, rows in blocks:
+                b_code.append(c)
+                b_lo.append(start)
+                b_hi.append(start + rows.shape[0] - 1)
+                b_base.append(offset)
+                tables.append(np.asarray(rows, dtype=float))
+                offset += rows.shape[0]
+        self.b_code = np.asarray(b_code, dtype=np.int64)
+        self.b_lo = np.asarray(b_lo, dtype=np.int64)
+        self.b_hi = np.asarray(b_hi, dtype=np.int64)
+        self.b_base = np.asarray(b_base, dtype=np.int64)
+        self.b_key = (self.b_code << _POS_BITS) + self.b_lo
         qt = np.concatenate(tables) if tables else np.zeros((0, 2))
-        Q, k, T = exact_thresholds(qt)
+        Q, kk, T = exact_thresholds(qt)
         # flat tables indexed by 2 * row + value: one gather per record
         self.qf = np.ascontiguousarray(qt).reshape(-1)
-        self.Q, self.k, self.T = Q.reshape(-1), k.reshape(-1), T.reshape(-1)
+        self.Q, self.k, self.T = Q.reshape(-1), kk.reshape(-1), T.reshape(-1)
 
     def redact(self, codes: np.ndarray | None, positions: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Boolean mask of redacted records for one chunk (``codes=None``: all in sequence 0)."""
         m = positions.shape[0]
         out = np.zeros(m, dtype=bool)
+        if m == 0 or not self.b_lo.size:
+            return out
         if codes is None:
-            lo, hi, base = int(self.lo[0]), int(self.hi[0]), int(self.base[0])
-            if hi < lo or m == 0:
+            # positions are consecutive in the single-sequence case: slice each block that overlaps
+            p0 = int(positions[0])
+            sel = np.flatnonzero((self.b_code == 0) & (self.b_lo <= p0 + m - 1) & (self.b_hi >= p0))
+            if not sel.size:
                 return out
-            # positions are consecutive in the single-sequence case
-            a = max(0, lo - int(positions[0]))
-            b = min(m, hi - int(positions[0]) + 1)
-            if b <= a:
-                return out
-            rows = slice(a, b)
-            flat = 2 * (base - lo + positions[a:b]) + values[a:b]
+            spans = [(max(0, int(self.b_lo[j]) - p0), min(m, int(self.b_hi[j]) - p0 + 1), j) for j in sel.tolist()]
+            flats = [2 * (self.b_base[j] - self.b_lo[j] + positions[a:b]) + values[a:b] for a, b, j in spans]
+            if len(spans) == 1:  # the usual case: a slice, no index array
+                rows = slice(spans[0][0], spans[0][1])
+                flat = flats[0]
+            else:
+                rows = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b, _ in spans])
+                flat = np.concatenate(flats)
             seg_codes = None
         else:
-            lo_c, hi_c = self.lo[codes], self.hi[codes]
-            rows = np.flatnonzero((positions >= lo_c) & (positions <= hi_c))
+            rows = np.flatnonzero((positions >= self.lo[codes]) & (positions <= self.hi[codes]))
             if not rows.size:
                 return out
-            flat = 2 * (self.base[codes[rows]] + positions[rows] - lo_c[rows]) + values[rows]
-            seg_codes = codes[rows]
+            c, pos = codes[rows], positions[rows]
+            j = np.searchsorted(self.b_key, (c << _POS_BITS) + pos, side="right") - 1
+            inside = (j >= 0) & (self.b_code[j] == c) & (pos <= self.b_hi[j])
+            rows, j, c = rows[inside], j[inside], c[inside]
+            if not rows.size:
+                return out
+            flat = 2 * (self.b_base[j] + positions[rows] - self.b_lo[j]) + values[rows]
+            seg_codes = c
         qv = self.qf[flat]
         res = qv >= 1.0
         need = np.flatnonzero((qv > 0.0) & ~res)
@@ -460,7 +502,7 @@ def plan_release(
     flags are used.
     """
     from redactopt.fit import fit_counts
-    from redactopt.joint import JOINT_METHODS, design_joint
+    from redactopt.joint import JOINT_METHODS, design_joint_sparse
 
     eps = check_eps(eps)
     if method not in JOINT_METHODS:
@@ -496,9 +538,8 @@ def plan_release(
         if not priv:
             plans.append(SequencePlan(seq_id, n, (), None))
             continue
-        res = design_joint(chain, n, eps=eps, private=priv, method=method, time_limit=time_limit)
-        nz = np.flatnonzero(np.asarray(res.redact_prob).any(axis=1))
-        plans.append(SequencePlan(seq_id, n, tuple(priv), res, int(nz.min()), int(nz.max())))
+        res = design_joint_sparse(chain, n, eps=eps, private=priv, method=method, time_limit=time_limit)
+        plans.append(SequencePlan(seq_id, n, tuple(priv), res))
     return ReleasePlan(chain, fit, eps, method, plans, state, time.perf_counter() - t0)
 
 
@@ -514,20 +555,26 @@ def _sequence_report(plan: SequencePlan, chain: MarkovChain, redacted: int) -> d
         d["expected_utility"] = 1.0
         d["mechanism"] = None
         return d
-    q = np.asarray(res.redact_prob)
     d["expected_utility"] = res.utility
-    d["leakage"] = [{"private": p + 1, "leakage": leakage(chain, q, p).leakage} for p in res.private]
-    d["window"] = [plan.lo + 1, plan.hi + 1]
+    if isinstance(res, SparseDesign):
+        per = res.per_private
+    else:
+        per = tuple(leakage(chain, np.asarray(res.redact_prob), p).leakage for p in res.private)
+    d["leakage"] = [{"private": p + 1, "leakage": v} for p, v in zip(res.private, per)]
+    lo, hi = plan.span()
+    d["window"] = [lo + 1, hi + 1]
+    d["blocks"] = [[s + 1, s + rows.shape[0]] for s, rows in plan.blocks()]
     d["design_info"] = _jsonable(res.info)
     d["mechanism"] = mechanism_json(res)
     return d
 
 
-def mechanism_json(res: DesignResult) -> dict[str, Any]:
-    """``res.to_json_dict()`` (the mechanism file of DESIGN.md) with ``redact_prob`` kept as an array.
+def mechanism_json(res: SparseDesign | DesignResult) -> dict[str, Any]:
+    """The mechanism file of DESIGN.md (``redactopt.mechanism/1``) plus ``certificate``.
 
-    :func:`write_report` streams the array row by row, so a long sequence never becomes
-    a list of Python floats in memory.
+    ``redact_prob`` is kept as an array or a :class:`~redactopt.certify.SparseRows`
+    (``numpy.asarray`` makes it dense); :func:`write_report` streams it in pieces, so a
+    long sequence is never held as a dense array or a list of Python floats.
     """
     from redactopt.io import FORMAT
 
@@ -540,7 +587,7 @@ def mechanism_json(res: DesignResult) -> dict[str, Any]:
         "n": int(res.redact_prob.shape[0]),
         "private": [int(p) + 1 for p in res.private],
         "eps": float(res.eps),
-        "redact_prob": np.asarray(res.redact_prob),
+        "redact_prob": res.redact_prob if isinstance(res.redact_prob, SparseRows) else np.asarray(res.redact_prob),
         "method": res.method,
         "utility": finite(res.utility),
         "leakage": finite(res.leakage),
@@ -553,18 +600,20 @@ _COMMON_ROWS = {(0.0, 0.0): "[0.0, 0.0]", (1.0, 1.0): "[1.0, 1.0]"}
 
 def _write_json(obj: Any, fh: Any, level: int = 0) -> None:
     pad, inner = "  " * level, "  " * (level + 1)
-    if isinstance(obj, np.ndarray) and obj.ndim == 2:
-        if obj.shape[0] == 0:
+    if isinstance(obj, SparseRows) or (isinstance(obj, np.ndarray) and obj.ndim == 2):
+        n = obj.shape[0]
+        if n == 0:
             fh.write("[]")
             return
         fh.write("[\n")
-        n = obj.shape[0]
-        for a in range(0, n, 65536):
-            rows = obj[a : a + 65536].tolist()
-            parts = [_COMMON_ROWS.get((r[0], r[1])) or f"[{float(r[0])!r}, {float(r[1])!r}]" for r in rows]
-            sep = ",\n" + inner
+        size = 65536
+        pieces = obj.chunks(size) if isinstance(obj, SparseRows) else (obj[a : a + size] for a in range(0, n, size))
+        sep = ",\n" + inner
+        for a, piece in zip(range(0, n, size), pieces):
+            parts = [_COMMON_ROWS.get((r[0], r[1])) or f"[{float(r[0])!r}, {float(r[1])!r}]"
+                     for r in piece.tolist()]
             fh.write(inner + sep.join(parts))
-            fh.write(",\n" if a + 65536 < n else "\n")
+            fh.write(",\n" if a + size < n else "\n")
         fh.write(pad + "]")
     elif isinstance(obj, dict):
         if not obj:

@@ -16,11 +16,14 @@ import numpy as np
 from redactopt._validate import check_eps, check_n, check_private
 from redactopt.chain import MarkovChain
 from redactopt.influence import pointwise_influence
-from redactopt.leakage import LeakageResult, check_mechanism, max_leakage, utility
+from redactopt.leakage import LeakageResult, check_mechanism, leakage, max_leakage, utility
 
 __all__ = [
     "Certificate",
     "DesignResult",
+    "SparseDesign",
+    "SparseRows",
+    "finalize_sparse",
     "PrivacyCheckError",
     "SNAP_TOL",
     "finalize",
@@ -224,3 +227,198 @@ def lemma2_upper_bound(chain: MarkovChain, n: int, *, eps: float, private: objec
             infl[mask] = pointwise_influence(chain, d[mask], x)
             allowed[:, x] &= infl <= eps
     return float((allowed * chain.stationary[None, :]).sum() / n)
+
+
+# --------------------------------------------------------------------------
+# sparse designs: long sequences that redact only near their private records
+# --------------------------------------------------------------------------
+class SparseRows:
+    """A read-only ``(n, 2)`` redaction table that is zero outside a few blocks of rows.
+
+    ``starts[i]`` is the 0-based first row of ``blocks[i]`` (an ``(m_i, 2)`` array); the
+    blocks are sorted and separated by at least one zero row.  Memory is that of the
+    blocks, whatever ``n``.  ``numpy.asarray`` gives the dense array; :meth:`chunks`
+    yields it piece by piece (the apply report streams it that way).
+    """
+
+    def __init__(self, n: int, starts: tuple[int, ...], blocks: tuple[np.ndarray, ...]) -> None:
+        self.n, self.starts, self.blocks = int(n), tuple(int(s) for s in starts), tuple(blocks)
+        self.shape = (self.n, 2)
+        self.ndim = 2
+
+    def __len__(self) -> int:
+        return self.n
+
+    def rows(self, a: int, b: int) -> np.ndarray:
+        """Dense rows ``a..b-1`` (a new array)."""
+        a, b = max(0, int(a)), min(self.n, int(b))
+        out = np.zeros((max(0, b - a), 2))
+        for s, blk in zip(self.starts, self.blocks):
+            lo, hi = max(a, s), min(b, s + blk.shape[0])
+            if lo < hi:
+                out[lo - a : hi - a] = blk[lo - s : hi - s]
+        return out
+
+    def chunks(self, size: int = 65536):
+        """Yield the dense table in consecutive pieces of at most ``size`` rows."""
+        for a in range(0, self.n, size):
+            yield self.rows(a, a + size)
+
+    def nonzero_span(self) -> tuple[int, int]:
+        """0-based ``(first, last)`` rows that may be redacted (``(0, -1)`` when none)."""
+        nz = [(s + int(r[0]), s + int(r[-1])) for s, blk in zip(self.starts, self.blocks)
+              if (r := np.flatnonzero(blk.any(axis=1))).size]
+        return (nz[0][0], nz[-1][1]) if nz else (0, -1)
+
+    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+        q = self.rows(0, self.n)
+        return q if dtype is None else q.astype(dtype)
+
+
+@dataclass(frozen=True)
+class SparseDesign:
+    """A verified mechanism on ``n`` records that publishes every record outside its blocks.
+
+    The long-sequence counterpart of :class:`DesignResult`, built only by
+    :func:`finalize_sparse`.  ``redact_prob`` is a :class:`SparseRows`; ``private`` holds
+    0-based indices; ``per_private[i]`` is the exact leakage (Definition 1) about
+    ``private[i]`` and ``leakage`` the worst of them; ``witness`` attains it on the block
+    that starts at row ``witness_offset`` (its indices are relative to that row).
+    """
+
+    chain: MarkovChain
+    redact_prob: SparseRows
+    private: tuple[int, ...]
+    eps: float
+    method: str
+    utility: float
+    leakage: float
+    per_private: tuple[float, ...]
+    witness: LeakageResult
+    witness_offset: int
+    certificate: Certificate
+    info: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def n(self) -> int:
+        return self.redact_prob.n
+
+    @property
+    def passed(self) -> bool:
+        return self.leakage <= self.eps * (1.0 + LEAKAGE_RTOL)
+
+    def to_result(self) -> DesignResult:
+        """The dense :class:`DesignResult` (re-verified on all ``n`` records by :func:`finalize`)."""
+        c = self.certificate
+        return finalize(self.chain, np.asarray(self.redact_prob), private=self.private, eps=self.eps,
+                        method=self.method, upper_bound=c.upper_bound, solver=c.solver, scope=c.scope,
+                        info=self.info)
+
+
+def _merge_blocks(n: int, parts: list[tuple[int, np.ndarray]]) -> tuple[list[int], list[np.ndarray]]:
+    """Blocks sorted, overlapping or touching ones merged (elementwise maximum)."""
+    parts = sorted(((int(s), np.asarray(b, dtype=float)) for s, b in parts), key=lambda x: x[0])
+    starts: list[int] = []
+    ends: list[int] = []
+    members: list[list[tuple[int, np.ndarray]]] = []
+    for s, b in parts:
+        e = s + b.shape[0] - 1
+        if s < 0 or e >= n or b.ndim != 2 or b.shape[1] != 2:
+            raise ValueError(f"block at row {s} with shape {b.shape} does not fit in {n} records")
+        if starts and s <= ends[-1] + 1:
+            ends[-1] = max(ends[-1], e)
+            members[-1].append((s, b))
+        else:
+            starts.append(s)
+            ends.append(e)
+            members.append([(s, b)])
+    blocks = []
+    for s, e, ms in zip(starts, ends, members):
+        blk = np.zeros((e - s + 1, 2))
+        for a, b in ms:
+            np.maximum(blk[a - s : a - s + b.shape[0]], b, out=blk[a - s : a - s + b.shape[0]])
+        blocks.append(blk)
+    return starts, blocks
+
+
+def finalize_sparse(
+    chain: MarkovChain,
+    n: int,
+    parts: list[tuple[int, np.ndarray]],
+    *,
+    private: object,
+    eps: float,
+    method: str,
+    upper_bound: float,
+    solver: str,
+    scope: str = "all",
+    info: dict | None = None,
+    tol: float = SNAP_TOL,
+) -> SparseDesign:
+    """:func:`finalize` for a mechanism given as blocks ``(start, rows)`` and zero elsewhere.
+
+    Blocks are merged where they overlap or touch (elementwise maximum), snapped, and
+    every private record is verified exactly on its block extended by the always-published
+    record on each side.  That check is exact for the whole sequence: a record published
+    with certainty is observed without noise, so by the Markov property the records
+    beyond it are conditionally independent of :math:`X_p` given the output and cancel
+    from every likelihood ratio of Definition 1 (the window starts at a stationary
+    record, as the sequence does).  Time and memory depend on the blocks, not on ``n``.
+
+    Raises
+    ------
+    PrivacyCheckError
+        If a private record lies outside every block (it would be published: infinite
+        leakage) or any exact leakage exceeds ``eps``.
+    """
+    n = check_n(n)
+    eps = check_eps(eps)
+    priv = check_private(private, n)
+    starts, blocks = _merge_blocks(n, list(parts))
+    blocks = [snap(b, tol) for b in blocks]
+    ends = [s + b.shape[0] - 1 for s, b in zip(starts, blocks)]
+    per: dict[int, float] = {}
+    worst: tuple[LeakageResult, int] | None = None
+    all_ok = True
+    for s, e, blk in zip(starts, ends, blocks):
+        mine = [p for p in priv if s <= p <= e]
+        if not mine:
+            continue
+        lo, hi = max(0, s - 1), min(n - 1, e + 1)
+        ext = np.zeros((hi - lo + 1, 2))
+        ext[s - lo : s - lo + blk.shape[0]] = blk
+        ext, rel = check_mechanism(ext, [p - lo for p in mine])
+        results = [leakage(chain, ext, p) for p in rel]
+        for p, r in zip(mine, results):
+            per[p] = r.leakage
+        block_worst = max(results, key=lambda r: r.leakage)
+        _, ok = verify(chain, ext, rel, eps, worst=block_worst)
+        all_ok &= ok
+        if worst is None or block_worst.leakage > worst[0].leakage:
+            worst = (block_worst, lo)
+    missing = [p + 1 for p in priv if p not in per]
+    if missing:
+        raise PrivacyCheckError(f"{method}: private record {missing[0]} would be published (infinite leakage)")
+    assert worst is not None
+    if not all_ok:
+        raise PrivacyCheckError(
+            f"{method}: exact leakage {worst[0].leakage:.12g} exceeds eps={eps:.12g} after snapping")
+    pi = chain.stationary
+    u = 1.0 - sum(float((b @ pi).sum()) for b in blocks) / n
+    ub = max(float(upper_bound), u)
+    for b in blocks:
+        b.setflags(write=False)
+    return SparseDesign(
+        chain=chain,
+        redact_prob=SparseRows(n, tuple(starts), tuple(blocks)),
+        private=priv,
+        eps=eps,
+        method=method,
+        utility=u,
+        leakage=worst[0].leakage,
+        per_private=tuple(per[p] for p in priv),
+        witness=worst[0],
+        witness_offset=worst[1],
+        certificate=Certificate(upper_bound=ub, gap=max(0.0, ub - u), solver=solver, scope=scope),
+        info=dict(info or {}),
+    )

@@ -59,7 +59,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from redactopt._validate import check_eps, check_n, check_private
-from redactopt.certify import SAFE_FRACTION, DesignResult, PrivacyCheckError, finalize, lemma2_upper_bound
+from redactopt.certify import (
+    SAFE_FRACTION,
+    DesignResult,
+    PrivacyCheckError,
+    SparseDesign,
+    _merge_blocks,
+    finalize,
+    finalize_sparse,
+    lemma2_upper_bound,
+)
 from redactopt.chain import MarkovChain
 from redactopt.influence import delta_star, side_log_ratio_maxima
 from redactopt.leakage import leakage
@@ -72,6 +81,7 @@ __all__ = [
     "joint_dim",
     "improve_locally",
     "design_joint",
+    "design_joint_sparse",
     "lemma2_bound",
 ]
 
@@ -113,14 +123,26 @@ def lemma2_bound(chain: MarkovChain, n: int, *, eps: float, private: Sequence[in
     private record are therefore allowed both values, and the bound of the whole sequence
     is the bound of the stretch around the private records plus one per record outside
     it — the same number as :func:`~redactopt.certify.lemma2_upper_bound`, in time
-    independent of ``n``.
+    independent of ``n``.  Private records farther apart than ``2 Δ*`` form separate
+    stretches (a record near one group is farther than ``Δ*`` from every other group),
+    so far-apart private records cost two short stretches, not the records between them.
     """
     priv = sorted(int(p) for p in private)
     reach = delta_star(chain, eps)
-    lo, hi = max(0, priv[0] - reach), min(n - 1, priv[-1] + reach)
-    m = hi - lo + 1
-    inner = lemma2_upper_bound(chain, m, eps=eps, private=[p - lo for p in priv])
-    return (inner * m + (n - m)) / n
+    groups: list[list[int]] = []
+    for p in priv:
+        if groups and p - groups[-1][-1] <= 2 * reach + 1:
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    allowed = 0.0
+    outside = n
+    for g in groups:
+        lo, hi = max(0, g[0] - reach), min(n - 1, g[-1] + reach)
+        m = hi - lo + 1
+        allowed += lemma2_upper_bound(chain, m, eps=eps, private=[p - lo for p in g]) * m
+        outside -= m
+    return (allowed + outside) / n
 
 
 # --------------------------------------------------------------------------
@@ -337,51 +359,62 @@ def _local_parts(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], me
             for lo, hi, res in (_local_window(chain, n, eps, p, method, None, time_limit) for p in priv)]
 
 
-def _max_of_local(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], method: str,
-                  time_limit: float) -> tuple[np.ndarray, list]:
-    q = np.zeros((n, 2))
-    windows = []
-    for lo, hi, block in _local_parts(chain, n, eps, priv, method, time_limit):
-        np.maximum(q[lo : hi + 1], block, out=q[lo : hi + 1])
-        windows.append([lo, hi])
-    q[list(priv)] = 1.0
-    return q, windows
+class _Blocks:
+    """A mechanism that is zero outside a few blocks of rows (see :class:`~redactopt.certify.SparseRows`).
 
-
-class _Span:
-    """A mechanism that is zero outside ``lo..hi``: ``block`` holds rows ``lo..hi``.
-
-    Candidates of :func:`design_joint` are kept in this form, so that only the chosen one
-    is ever expanded to ``n`` rows (long sequences).
+    Candidates of :func:`design_joint` are kept in this form: memory grows with the
+    windows around the private records, never with ``n``.
     """
 
-    def __init__(self, n: int, lo: int, block: np.ndarray) -> None:
-        self.n, self.lo, self.block = n, lo, block
+    def __init__(self, n: int, parts: list[tuple[int, np.ndarray]]) -> None:
+        self.n = n
+        self.starts, self.blocks = _merge_blocks(n, parts)
 
     @staticmethod
-    def of_windows(n: int, windows: list[tuple[int, int]]) -> "_Span":
-        lo, hi = min(w[0] for w in windows), max(w[1] for w in windows)
-        block = np.zeros((hi - lo + 1, 2))
-        for L, R in windows:
-            block[L - lo : R - lo + 1] = 1.0
-        return _Span(n, lo, block)
+    def of_windows(n: int, windows: list[tuple[int, int]]) -> "_Blocks":
+        return _Blocks(n, [(L, np.ones((R - L + 1, 2))) for L, R in windows])
 
     @staticmethod
-    def of_max(n: int, parts: list[tuple[int, int, np.ndarray]], priv: Sequence[int]) -> "_Span":
-        lo, hi = min(p[0] for p in parts), max(p[1] for p in parts)
-        block = np.zeros((hi - lo + 1, 2))
-        for a, b, qb in parts:
-            np.maximum(block[a - lo : b - lo + 1], qb, out=block[a - lo : b - lo + 1])
-        block[[p - lo for p in priv]] = 1.0
-        return _Span(n, lo, block)
+    def of_max(n: int, parts: list[tuple[int, int, np.ndarray]], priv: Sequence[int]) -> "_Blocks":
+        b = _Blocks(n, [(lo, qb) for lo, _, qb in parts])
+        for p in priv:
+            i = int(np.searchsorted(b.starts, p, side="right")) - 1
+            b.blocks[i][p - b.starts[i]] = 1.0
+        return b
+
+    def parts(self) -> list[tuple[int, np.ndarray]]:
+        return list(zip(self.starts, self.blocks))
 
     def utility(self, pi: np.ndarray) -> float:
-        return 1.0 - float((self.block @ pi).sum()) / self.n
+        return 1.0 - sum(float((b @ pi).sum()) for b in self.blocks) / self.n
 
-    def full(self) -> np.ndarray:
-        q = np.zeros((self.n, 2))
-        q[self.lo : self.lo + self.block.shape[0]] = self.block
-        return q
+    def improve(self, chain: MarkovChain, eps: float, priv: Sequence[int]) -> dict:
+        """:func:`improve_locally` on every block (extended by its always-published neighbours), in place."""
+        summary = {"records_changed": 0, "utility_gain": 0.0, "leakage_evaluations": 0}
+        for s, blk in zip(self.starts, self.blocks):
+            e = s + blk.shape[0] - 1
+            mine = [p for p in priv if s <= p <= e]
+            if not mine:
+                continue
+            lo, hi = max(0, s - 1), min(self.n - 1, e + 1)
+            ext = np.zeros((hi - lo + 1, 2))
+            ext[s - lo : s - lo + blk.shape[0]] = blk
+            _, part = improve_locally(chain, ext, eps=eps, private=[p - lo for p in mine], inplace=True)
+            blk[:] = ext[s - lo : s - lo + blk.shape[0]]
+            summary["records_changed"] += part["records_changed"]
+            summary["utility_gain"] += part["utility_gain"] * ext.shape[0] / self.n
+            summary["leakage_evaluations"] += part["leakage_evaluations"]
+        return summary
+
+
+def _combine_max_sparse(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], method: str,
+                        time_limit: float) -> SparseDesign:
+    parts = _local_parts(chain, n, eps, priv, method, time_limit)
+    blocks = _Blocks.of_max(n, parts, priv)
+    name = method if len(priv) == 1 else f"max-{method}"
+    return finalize_sparse(chain, n, blocks.parts(), private=priv, eps=eps, method=name,
+                           upper_bound=lemma2_bound(chain, n, eps=eps, private=priv), solver="lemma2",
+                           info={"per_record_method": method, "windows": [[lo, hi] for lo, hi, _ in parts]})
 
 
 def combine_max(
@@ -404,11 +437,7 @@ def combine_max(
     n = check_n(n)
     eps = check_eps(eps)
     priv = check_private(private, n)
-    q, windows = _max_of_local(chain, n, eps, priv, method, time_limit)
-    name = method if len(priv) == 1 else f"max-{method}"
-    return finalize(chain, q, private=priv, eps=eps, method=name,
-                    upper_bound=lemma2_bound(chain, n, eps=eps, private=priv), solver="lemma2",
-                    info={"per_record_method": method, "windows": windows})
+    return _combine_max_sparse(chain, n, eps, priv, method, time_limit).to_result()
 
 
 # --------------------------------------------------------------------------
@@ -580,7 +609,8 @@ def design_joint(
     chain : MarkovChain
     n : int
         Number of records (may be large: designs are computed on windows, see
-        :func:`design_local`).
+        :func:`design_local`; for very long sequences :func:`design_joint_sparse` avoids
+        the dense ``(n, 2)`` array).
     eps : float
         Privacy budget (nats), for each private record.
     private : int or sequence of int
@@ -604,6 +634,27 @@ def design_joint(
         records: the exact leakage is the worst over them and never above ``eps``.  The
         certificate is Lemma 2's bound for the whole sequence (scope ``"all"``).
     """
+    return design_joint_sparse(chain, n, eps=eps, private=private, method=method, improve=improve,
+                               time_limit=time_limit).to_result()
+
+
+def design_joint_sparse(
+    chain: MarkovChain,
+    n: int,
+    *,
+    eps: float,
+    private: object,
+    method: str = "auto",
+    improve: bool = True,
+    time_limit: float = 60.0,
+) -> SparseDesign:
+    """:func:`design_joint` with time and memory independent of ``n`` (for releases).
+
+    Same candidates and parameters; the result is a :class:`~redactopt.certify.SparseDesign`
+    (blocks around the private records, zero elsewhere) verified exactly by
+    :func:`~redactopt.certify.finalize_sparse` on each block extended by its
+    always-published neighbours, which is exact for the whole sequence.
+    """
     chain = _check_chain(chain)
     n = check_n(n)
     eps = check_eps(eps)
@@ -612,62 +663,52 @@ def design_joint(
         raise ValueError(f"method must be one of {', '.join(JOINT_METHODS)}, got {method!r}")
     t0 = time.perf_counter()
     if method != "auto":
-        return combine_max(chain, n, eps=eps, private=priv, method=method, time_limit=time_limit)
+        return _combine_max_sparse(chain, n, eps, priv, method, time_limit)
 
-    # Candidates as arrays (each private by construction, see the module docstring); only
-    # the best is kept in memory, and the chosen one is verified exactly once, on the whole
-    # sequence, by finalize (a rejected one makes way for the next, rebuilt on demand).
+    # Candidates as blocks (each private by construction, see the module docstring); the
+    # best is verified exactly by finalize_sparse (a rejected one makes way for the next).
     makers = {
-        "joint-dim": lambda: _Span.of_windows(n, _joint_windows(chain, n, eps, priv)),
-        "max-dim": lambda: _Span.of_max(n, _local_parts(chain, n, eps, priv, "dim", time_limit), priv),
+        "joint-dim": lambda: _Blocks.of_windows(n, _joint_windows(chain, n, eps, priv)),
+        "max-dim": lambda: _Blocks.of_max(n, _local_parts(chain, n, eps, priv, "dim", time_limit), priv),
     }
     if len(priv) <= AUTO_CALIBRATED_MAX:
-        makers["max-3r-calibrated"] = lambda: _Span.of_max(
+        makers["max-3r-calibrated"] = lambda: _Blocks.of_max(
             n, _local_parts(chain, n, eps, priv, "3r-calibrated", time_limit), priv)
     pi = chain.stationary
     errors: dict[str, str] = {}
     utilities: dict[str, float] = {}
-    best_name, best_span = "", None
+    built: dict[str, _Blocks] = {}
     for name, make in makers.items():
         try:
-            span = make()
+            built[name] = make()
         except PrivacyCheckError as exc:
             errors[name] = str(exc)
             continue
-        utilities[name] = span.utility(pi)
-        if best_span is None or utilities[name] > utilities[best_name]:
-            best_name, best_span = name, span
-    best_q = None if best_span is None else best_span.full()
-    if best_q is None:
+        utilities[name] = built[name].utility(pi)
+    if not built:
         raise PrivacyCheckError("no candidate design: " + "; ".join(errors.values()))
     order = sorted(utilities, key=lambda k: -utilities[k])
+    best_name = order[0]
     info: dict = {"candidates": utilities, "start": best_name}
     if errors:
         info["failed"] = errors
     bound = lemma2_bound(chain, n, eps=eps, private=priv)
-    tries: list[tuple[str, object]] = []
+    tries: list[tuple[str, list[tuple[int, np.ndarray]]]] = []
     if improve:
+        improved = _Blocks(n, [(s, b.copy()) for s, b in built[best_name].parts()])
         try:
-            q_new, summary = improve_locally(chain, best_q, eps=eps, private=priv, inplace=True)
-            info["improvement"] = summary
-            tries += [("improved " + best_name, q_new), (best_name, best_span.full)]
+            info["improvement"] = improved.improve(chain, eps, priv)
+            tries.append(("improved " + best_name, improved.parts()))
         except PrivacyCheckError as exc:
             info["improvement"] = {"skipped": str(exc)}
-            tries.append((best_name, best_q))
-    else:
-        tries.append((best_name, best_q))
-    del best_q
-    tries += [(k, lambda k=k: makers[k]().full()) for k in order if k != best_name]
+    tries += [(k, built[k].parts()) for k in order]
     failures = []
-    while tries:
-        name, cand = tries.pop(0)
-        q = cand() if callable(cand) else cand
-        del cand
+    for name, parts in tries:
         info["source"] = name
         info["seconds"] = time.perf_counter() - t0
         try:
-            return finalize(chain, q, private=priv, eps=eps, method="auto", upper_bound=bound,
-                            solver="lemma2", info=dict(info))
+            return finalize_sparse(chain, n, parts, private=priv, eps=eps, method="auto", upper_bound=bound,
+                                   solver="lemma2", info=dict(info))
         except PrivacyCheckError as exc:
             failures.append(f"{name}: {exc}")
     raise PrivacyCheckError("no candidate passed the exact check: " + "; ".join(failures))
