@@ -263,9 +263,13 @@ class TableReader:
         pf = self._parquet_file()
         row = 1
         try:
-            for batch in pf.iter_batches(batch_size=self.chunk_rows, columns=columns):
-                yield Chunk(row, batch)
-                row += batch.num_rows
+            # One row group at a time: iter_batches over the whole file reads ahead across row
+            # groups, and its memory grew with the file (45 MB at 4e6 rows, 119 MB at 1.6e7);
+            # per row group it stays at one row group plus one batch.
+            for group in range(pf.metadata.num_row_groups):
+                for batch in pf.iter_batches(batch_size=self.chunk_rows, columns=columns, row_groups=[group]):
+                    yield Chunk(row, batch)
+                    row += batch.num_rows
         except OSError as exc:
             raise ValueError(f"{self.path}: cannot read Parquet data near row {row}: {exc}") from None
 
