@@ -358,3 +358,36 @@ def test_apply_parquet_with_sequences(tmp_path, run, capsys):
         assert all(d["leakage"] <= 1.0 for d in s["leakage"])
         m = mechanism_from_dict(s["mechanism"])
         assert audit(m.chain, m.redact_prob, private=m.private, eps=1.0)["passed"]
+
+
+def test_parquet_read_row_group_by_row_group(tmp_path):
+    """Many small row groups and chunks that straddle them: same release as one row group; errors name the row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from redactopt.apply import apply_table
+
+    rng = np.random.default_rng(31)
+    x = sample_chains(MarkovChain(0.05, 0.1), 1000, 1, rng)[0].astype(np.int64)
+    table = pa.table({"t": np.arange(1000), "occ": x})
+    one, many = tmp_path / "one.parquet", tmp_path / "many.parquet"
+    pq.write_table(table, one)
+    pq.write_table(table, many, row_group_size=137)
+    assert pq.ParquetFile(many).metadata.num_row_groups == 8
+    outs = []
+    for src, chunk in ((one, 1000), (many, 50)):
+        dst = tmp_path / f"out_{src.stem}.parquet"
+        rep = apply_table(src, dst, column="occ", eps=1.0, private=[499, 500], alpha=0.05, beta=0.1, seed=4,
+                          chunk_rows=chunk)
+        outs.append((pq.read_table(dst), rep["utility"]["redacted"]))
+    assert outs[0][0].equals(outs[1][0]) and outs[0][1] == outs[1][1]
+    got = outs[1][0].column("occ").to_numpy(zero_copy_only=False)
+    keep = ~np.isnan(got)
+    assert np.array_equal(got[keep], x[keep]) and np.isnan(got[[499, 500]]).all()
+    bad = x.copy()
+    bad[700] = 2  # row 701, in the sixth row group
+    pq.write_table(pa.table({"t": np.arange(1000), "occ": bad}), tmp_path / "bad.parquet", row_group_size=137)
+    with pytest.raises(ValueError, match="row 701"):
+        apply_table(tmp_path / "bad.parquet", tmp_path / "o.parquet", column="occ", eps=1.0, private=[10],
+                    alpha=0.05, beta=0.1, chunk_rows=50)
+    assert not (tmp_path / "o.parquet").exists()

@@ -9,6 +9,7 @@ carries a valid upper bound on the optimal utility, so the gap is known.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -381,7 +382,7 @@ def finalize_sparse(
     worst: tuple[LeakageResult, int] | None = None
     all_ok = True
     for s, e, blk in zip(starts, ends, blocks):
-        mine = [p for p in priv if s <= p <= e]
+        mine = list(priv[bisect_left(priv, s) : bisect_right(priv, e)])  # priv is sorted
         if not mine:
             continue
         lo, hi = max(0, s - 1), min(n - 1, e + 1)

@@ -47,7 +47,8 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--interval", choices=["wilson", "lr", "wald"], default="wilson",
                     help="wilson score (default), binomial likelihood-ratio, or wald")
     ap.add_argument("--format", choices=["text", "json"], default="text", help="output format")
-    ap.add_argument("--chunk-rows", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--chunk-rows", type=int, default=None,
+                    help="rows read at a time (default 1000000); memory grows with this, not with the input")
     ap.set_defaults(func=_cmd_fit)
 
 
@@ -56,7 +57,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from redactopt.data import DEFAULT_CHUNK_ROWS, TableReader
     from redactopt.fit import fit_counts
 
-    reader = TableReader(args.input, chunk_rows=args.chunk_rows or DEFAULT_CHUNK_ROWS)
+    reader = TableReader(args.input, chunk_rows=DEFAULT_CHUNK_ROWS if args.chunk_rows is None else args.chunk_rows)
     state = scan_table(reader, column=args.column, by=args.by)
     if state.rows == 0:
         raise _usage_error(f"{args.input}: no data rows")
@@ -113,7 +114,8 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--backend", choices=["memory", "dask"], default="memory",
                     help="memory (default, streams chunks) or dask (Parquet datasets; pip install redactopt[dask])")
     ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per optimiser call (default 60)")
-    ap.add_argument("--chunk-rows", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--chunk-rows", type=int, default=None,
+                    help="rows read at a time (default 1000000); memory grows with this, not with the input")
     ap.set_defaults(func=_cmd_apply)
 
 
@@ -136,7 +138,8 @@ def _cmd_apply(args: argparse.Namespace) -> int:
                 raise _usage_error(str(exc)) from None
             rep = apply_parquet_dask(args.input, args.out, **kwargs)
         else:
-            rep = apply_table(args.input, args.out, chunk_rows=args.chunk_rows or DEFAULT_CHUNK_ROWS, **kwargs)
+            chunk = DEFAULT_CHUNK_ROWS if args.chunk_rows is None else args.chunk_rows
+            rep = apply_table(args.input, args.out, chunk_rows=chunk, **kwargs)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return _EXIT_FAIL

@@ -54,6 +54,7 @@ Indices are 0-based here; the CLI and files are 1-based.
 from __future__ import annotations
 
 import time
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 import numpy as np
@@ -393,7 +394,7 @@ class _Blocks:
         summary = {"records_changed": 0, "utility_gain": 0.0, "leakage_evaluations": 0}
         for s, blk in zip(self.starts, self.blocks):
             e = s + blk.shape[0] - 1
-            mine = [p for p in priv if s <= p <= e]
+            mine = list(priv[bisect_left(priv, s) : bisect_right(priv, e)])  # priv is sorted
             if not mine:
                 continue
             lo, hi = max(0, s - 1), min(self.n - 1, e + 1)
