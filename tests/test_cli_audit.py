@@ -121,3 +121,42 @@ def test_console_script_runs_as_a_process():
         capture_output=True, text=True,
     )
     assert proc.returncode == 1 and "FAIL" in proc.stdout
+
+
+def test_closed_pipe_stops_quietly_and_bugs_are_one_line():
+    """`redactopt audit ... | head -1`: a reader that goes away is not an internal error."""
+    script = ("import sys\nfrom redactopt.cli import main\n"
+              "sys.exit(main(['audit', '--method', 'mq', '--n', '10', '--eps', '1', '--format', 'json']))")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # nobody reads: the first write gets EPIPE
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert "internal error" not in err and "Traceback" not in err
+    assert proc.returncode in (0, 141)
+
+
+def test_internal_error_is_one_line_exit_3(monkeypatch, capsys):
+    import redactopt.cli as cli
+
+    real = cli.build_parser
+
+    def boom(args):
+        raise RuntimeError("simulated bug")
+
+    def parser_with_a_bug():
+        ap = real()
+        parse = ap.parse_args
+
+        def parse_and_break(argv):
+            args = parse(argv)
+            args.func = boom
+            return args
+
+        ap.parse_args = parse_and_break
+        return ap
+
+    monkeypatch.setattr(cli, "build_parser", parser_with_a_bug)
+    monkeypatch.delenv("REDACTOPT_DEBUG", raising=False)
+    assert cli.main(["audit", "--method", "mq", "--n", "10", "--eps", "1"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error: RuntimeError: simulated bug" in err

@@ -696,6 +696,7 @@ def build_report(plan: ReleasePlan, *, redacted: np.ndarray, source: BitSource, 
         s = seqs[0]
         rep["mechanism"] = s["mechanism"]
         rep["window"] = s.get("window")
+        rep["blocks"] = s.get("blocks")
         rep["design_info"] = s.get("design_info")
     else:
         rep["sequences"] = seqs

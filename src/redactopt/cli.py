@@ -379,7 +379,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        return int(args.func(args))
+        status = int(args.func(args))
+        sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at exit
+        return status
     except (UsageError, ValueError, TypeError, FileExistsError, FileNotFoundError,
             IsADirectoryError, PermissionError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -388,6 +390,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("redactopt: interrupted\n")
         return 130
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly, like other tools
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except Exception as exc:  # a bug, not bad input: one line, traceback on request
         if os.environ.get("REDACTOPT_DEBUG"):
             raise
