@@ -97,8 +97,12 @@ def _release(kind: str, n: int, folder: Path) -> dict:
     """Generate a file in one process, release it in a fresh one: seconds and peak memory."""
     path = folder / f"in_{kind}_{n}.{'csv' if kind == 'csv' else 'parquet'}"
     subprocess.run([sys.executable, "-c", _GENERATE.format(n=n, path=path)], check=True)
-    out = subprocess.run([sys.executable, "-c", _APPLY.format(n=n, path=path)], capture_output=True,
-                         text=True, check=True)
+    try:
+        out = subprocess.run([sys.executable, "-c", _APPLY.format(n=n, path=path)], capture_output=True,
+                             text=True, check=True)
+    finally:
+        for f in folder.glob(f"*_{kind}_{n}.*"):
+            f.unlink()
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
