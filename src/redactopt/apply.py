@@ -28,14 +28,18 @@ sequence with id ``s`` uses word ``t`` of a PCG64 stream seeded by
 cut into chunks or partitions, which makes the in-memory and Dask back-ends agree
 record for record.
 
-**Streaming.**  :func:`apply_table` reads the input twice in chunks: the first pass
-checks every value, counts the records of each sequence, the transitions (for the fit)
-and the private flags; every sequence that has private records is designed
-(:func:`redactopt.joint.design_joint`: each private record protected at ``eps``, exact
-leakage verified on the whole sequence); the second pass redacts and writes.  The data
-are never held in memory.  What does grow with the length of a *designed* sequence is
-its ``(n, 2)`` redaction table (16 bytes a record, a few transient copies while it is
-designed and verified), because the exact verification runs on the whole sequence.
+**Streaming.**  :func:`apply_table` reads the input twice in chunks (Parquet one row
+group at a time): the first pass checks every value, counts the records of each
+sequence, the transitions (for the fit) and the private flags; every sequence that has
+private records is designed (:func:`redactopt.joint.design_joint_sparse`: each private
+record protected at ``eps``); the second pass redacts and writes.  The data are never
+held in memory, and neither is an ``(n, 2)`` table: a design is a
+:class:`~redactopt.certify.SparseDesign`, blocks of rows around the private records with
+every other record published with certainty, verified exactly on each block extended by
+its always-published neighbours (exact for the whole sequence, see
+:func:`~redactopt.certify.finalize_sparse`).  Memory grows with the chunk size, the
+number of sequences and the blocks, not with the length of a sequence; the report's
+``redact_prob`` for every record is written in pieces.
 
 Positions are 0-based in the Python API and 1-based on the command line and in files.
 """
