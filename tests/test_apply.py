@@ -374,6 +374,15 @@ def test_parquet_read_row_group_by_row_group(tmp_path):
     pq.write_table(table, one)
     pq.write_table(table, many, row_group_size=137)
     assert pq.ParquetFile(many).metadata.num_row_groups == 8
+    from redactopt.data import TableReader
+
+    # chunks gather batches across row groups: 8 groups of 137 rows, chunks of 300
+    sizes = [len(c) for c in TableReader(many, chunk_rows=300).chunks()]
+    assert sizes == [300, 300, 300, 100]
+    firsts = [c.first_row for c in TableReader(many, chunk_rows=300).chunks(["occ"])]
+    assert firsts == [1, 301, 601, 901]
+    got_all = np.concatenate([c.column("occ").to_numpy() for c in TableReader(many, chunk_rows=300).chunks()])
+    assert np.array_equal(got_all, x)
     outs = []
     for src, chunk in ((one, 1000), (many, 50)):
         dst = tmp_path / f"out_{src.stem}.parquet"

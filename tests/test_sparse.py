@@ -210,3 +210,56 @@ def test_report_streams_sparse_rows_as_the_dense_json(rng):
     _write_json({"redact_prob": dense}, b)
     assert a.getvalue() == b.getvalue()
     assert json.loads(a.getvalue())["redact_prob"] == dense.tolist()
+
+
+def test_blocks_are_exactly_the_redactable_rows():
+    """Local windows are padded with always-published rows; the design's blocks must not include them."""
+    chain = MarkovChain(0.2, 0.4)
+    s = design_joint_sparse(chain, 10_000, eps=0.5, private=[5000, 9000], method="dim")
+    dense = np.asarray(s.redact_prob)
+    nz = dense.any(axis=1)
+    runs = []  # maximal stretches between always-published rows, by hand
+    t = 0
+    while t < dense.shape[0]:
+        if nz[t]:
+            u = t
+            while u + 1 < dense.shape[0] and nz[u + 1]:
+                u += 1
+            runs.append((t, u))
+            t = u + 1
+        else:
+            t += 1
+    got = [(st, st + b.shape[0] - 1) for st, b in zip(s.redact_prob.starts, s.redact_prob.blocks)]
+    assert got == runs  # here each block has no inner published row
+    for b in s.redact_prob.blocks:
+        assert b[0].any() and b[-1].any()
+    assert s.redact_prob.nonzero_span() == (runs[0][0], runs[-1][1])
+    plan = SequencePlan("x", 10_000, (5000, 9000), s)
+    assert plan.span() == (runs[0][0], runs[-1][1])
+
+
+def test_padded_parts_are_trimmed_and_still_verified(rng):
+    chain = MarkovChain(0.3, 0.2)
+    n = 60
+    core = rng.random((5, 2))
+    core[2] = 1.0
+    padded = np.zeros((15, 2))
+    padded[5:10] = core
+    res = finalize_sparse(chain, n, [(20, padded), (50, np.zeros((4, 2)))], private=[27], eps=30.0,
+                          method="t", upper_bound=1.0, solver="s")
+    assert res.redact_prob.starts == (25,) and np.array_equal(res.redact_prob.blocks[0], core)
+    dense = np.zeros((n, 2))
+    dense[25:30] = core
+    assert res.per_private[0] == pytest.approx(leakage(chain, dense, 27).leakage, rel=1e-12)
+
+
+def test_sparse_rows_with_many_blocks(rng):
+    n = 5000
+    parts, _, dense = _random_blocks(rng, n, 200)
+    from redactopt.certify import _merge_blocks
+
+    sr = SparseRows(n, *map(tuple, _merge_blocks(n, parts)))
+    for _ in range(200):
+        a = int(rng.integers(0, n))
+        b = a + int(rng.integers(0, 300))
+        assert np.array_equal(sr.rows(a, b), dense[a:b])

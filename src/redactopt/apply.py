@@ -366,7 +366,11 @@ class Redactor:
         if codes is None:
             # positions are consecutive in the single-sequence case: slice each block that overlaps
             p0 = int(positions[0])
-            sel = np.flatnonzero((self.b_code == 0) & (self.b_lo <= p0 + m - 1) & (self.b_hi >= p0))
+            # sequence 0's blocks come first, sorted and disjoint: bisect for those overlapping the chunk
+            n0 = int(np.searchsorted(self.b_code, 1))
+            j0 = int(np.searchsorted(self.b_hi[:n0], p0, side="left"))
+            j1 = int(np.searchsorted(self.b_lo[:n0], p0 + m - 1, side="right"))
+            sel = np.arange(j0, j1)
             if not sel.size:
                 return out
             spans = [(max(0, int(self.b_lo[j]) - p0), min(m, int(self.b_hi[j]) - p0 + 1), j) for j in sel.tolist()]

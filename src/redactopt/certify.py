@@ -251,13 +251,16 @@ class SparseRows:
         return self.n
 
     def rows(self, a: int, b: int) -> np.ndarray:
-        """Dense rows ``a..b-1`` (a new array)."""
+        """Dense rows ``a..b-1`` (a new array); finds the overlapping blocks by bisection."""
         a, b = max(0, int(a)), min(self.n, int(b))
         out = np.zeros((max(0, b - a), 2))
-        for s, blk in zip(self.starts, self.blocks):
+        i = max(0, bisect_right(self.starts, a) - 1)  # the last block starting at or before a
+        while i < len(self.starts) and self.starts[i] < b:
+            s, blk = self.starts[i], self.blocks[i]
             lo, hi = max(a, s), min(b, s + blk.shape[0])
             if lo < hi:
                 out[lo - a : hi - a] = blk[lo - s : hi - s]
+            i += 1
         return out
 
     def chunks(self, size: int = 65536):
@@ -342,6 +345,23 @@ def _merge_blocks(n: int, parts: list[tuple[int, np.ndarray]]) -> tuple[list[int
     return starts, blocks
 
 
+def _trim_blocks(starts: list[int], blocks: list[np.ndarray], tol: float) -> tuple[list[int], list[np.ndarray]]:
+    """Snap every block and drop its all-zero edge rows (and blocks that are all zero).
+
+    Afterwards every block starts and ends with a row that can be redacted, so the blocks
+    are exactly the rows that may be redacted (the report's ``blocks``), and the rows
+    around them are published with certainty.
+    """
+    out_s, out_b = [], []
+    for s, blk in zip(starts, blocks):
+        q = snap(blk, tol)
+        nz = np.flatnonzero(q.any(axis=1))
+        if nz.size:
+            out_s.append(s + int(nz[0]))
+            out_b.append(np.ascontiguousarray(q[nz[0] : nz[-1] + 1]))
+    return out_s, out_b
+
+
 def finalize_sparse(
     chain: MarkovChain,
     n: int,
@@ -358,8 +378,8 @@ def finalize_sparse(
 ) -> SparseDesign:
     """:func:`finalize` for a mechanism given as blocks ``(start, rows)`` and zero elsewhere.
 
-    Blocks are merged where they overlap or touch (elementwise maximum), snapped, and
-    every private record is verified exactly on its block extended by the always-published
+    Blocks are merged where they overlap or touch (elementwise maximum), snapped and
+    trimmed to their redactable rows, and every private record is verified exactly on its block extended by the always-published
     record on each side.  That check is exact for the whole sequence: a record published
     with certainty is observed without noise, so by the Markov property the records
     beyond it are conditionally independent of :math:`X_p` given the output and cancel
@@ -375,8 +395,7 @@ def finalize_sparse(
     n = check_n(n)
     eps = check_eps(eps)
     priv = check_private(private, n)
-    starts, blocks = _merge_blocks(n, list(parts))
-    blocks = [snap(b, tol) for b in blocks]
+    starts, blocks = _trim_blocks(*_merge_blocks(n, list(parts)), tol)
     ends = [s + b.shape[0] - 1 for s, b in zip(starts, blocks)]
     per: dict[int, float] = {}
     worst: tuple[LeakageResult, int] | None = None
