@@ -635,8 +635,10 @@ def design_joint(
         records: the exact leakage is the worst over them and never above ``eps``.  The
         certificate is Lemma 2's bound for the whole sequence (scope ``"all"``).
     """
-    return design_joint_sparse(chain, n, eps=eps, private=private, method=method, improve=improve,
-                               time_limit=time_limit).to_result()
+    res = _design_joint(chain, n, eps=eps, private=private, method=method, improve=improve,
+                        time_limit=time_limit, dense=True)
+    assert isinstance(res, DesignResult)
+    return res
 
 
 def design_joint_sparse(
@@ -656,6 +658,17 @@ def design_joint_sparse(
     :func:`~redactopt.certify.finalize_sparse` on each block extended by its
     always-published neighbours, which is exact for the whole sequence.
     """
+    res = _design_joint(chain, n, eps=eps, private=private, method=method, improve=improve,
+                        time_limit=time_limit, dense=False)
+    assert isinstance(res, SparseDesign)
+    return res
+
+
+def _design_joint(chain: MarkovChain, n: int, *, eps: float, private: object, method: str, improve: bool,
+                  time_limit: float, dense: bool) -> SparseDesign | DesignResult:
+    """Both entry points; with ``dense`` each accepted candidate is also re-verified on all
+    ``n`` records (:meth:`~redactopt.certify.SparseDesign.to_result`), and a candidate that
+    fails there makes way for the next one, like one that fails on its blocks."""
     chain = _check_chain(chain)
     n = check_n(n)
     eps = check_eps(eps)
@@ -664,7 +677,8 @@ def design_joint_sparse(
         raise ValueError(f"method must be one of {', '.join(JOINT_METHODS)}, got {method!r}")
     t0 = time.perf_counter()
     if method != "auto":
-        return _combine_max_sparse(chain, n, eps, priv, method, time_limit)
+        sparse = _combine_max_sparse(chain, n, eps, priv, method, time_limit)
+        return sparse.to_result() if dense else sparse
 
     # Candidates as blocks (each private by construction, see the module docstring); the
     # best is verified exactly by finalize_sparse (a rejected one makes way for the next).
@@ -708,8 +722,9 @@ def design_joint_sparse(
         info["source"] = name
         info["seconds"] = time.perf_counter() - t0
         try:
-            return finalize_sparse(chain, n, parts, private=priv, eps=eps, method="auto", upper_bound=bound,
-                                   solver="lemma2", info=dict(info))
+            sparse = finalize_sparse(chain, n, parts, private=priv, eps=eps, method="auto", upper_bound=bound,
+                                     solver="lemma2", info=dict(info))
+            return sparse.to_result() if dense else sparse
         except PrivacyCheckError as exc:
             failures.append(f"{name}: {exc}")
     raise PrivacyCheckError("no candidate passed the exact check: " + "; ".join(failures))
