@@ -26,6 +26,20 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(20261130)
 
 
+@pytest.fixture
+def run():
+    """``redactopt.cli.main`` returning the exit status, also for argparse's own exits."""
+    from redactopt import cli
+
+    def main(argv: list[str]) -> int:
+        try:
+            return cli.main(argv)
+        except SystemExit as exc:  # argparse errors exit 2 from inside main
+            return int(exc.code)
+
+    return main
+
+
 # Hypothesis profiles: "ci" (default, fast) and "slow" (>= 10,000 examples per property).
 # Select with HYPOTHESIS_PROFILE=slow python -m pytest tests/test_properties.py -m "slow or not slow"
 import os  # noqa: E402

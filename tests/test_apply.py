@@ -11,36 +11,11 @@ import pandas as pd
 import pytest
 from scipy.stats import chi2
 
-from redactopt import cli
 from redactopt.apply import NOT_FOR_RELEASE, SecureBits, SeededBits, bernoulli_exact, exact_thresholds, parse_positions
 from redactopt.audit import audit
 from redactopt.chain import MarkovChain
-from redactopt.cli_data import add_apply_parser, add_fit_parser
 from redactopt.io import mechanism_from_dict
 from redactopt.leakage import leakage, sample_chains
-
-
-def _registered() -> bool:
-    import argparse
-
-    ap = cli.build_parser()
-    subs = [a for a in ap._actions if isinstance(a, argparse._SubParsersAction)]
-    return bool(subs) and "apply" in subs[0].choices
-
-
-@pytest.fixture
-def run(monkeypatch):
-    """``redactopt.cli.main`` with the data subcommands (registered here if cli.py does not yet)."""
-    if not _registered():
-        monkeypatch.setattr(cli, "_SUBCOMMANDS", cli._SUBCOMMANDS + [add_fit_parser, add_apply_parser])
-
-    def main(argv: list[str]) -> int:
-        try:
-            return cli.main(argv)
-        except SystemExit as exc:  # argparse errors exit 2 from inside main
-            return int(exc.code)
-
-    return main
 
 
 # --------------------------------------------------------------------------

@@ -9,34 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from redactopt import cli
 from redactopt.chain import MarkovChain
-from redactopt.cli_data import add_apply_parser, add_fit_parser
 from redactopt.fit import fit_chain
 from redactopt.leakage import sample_chains
-
-
-@pytest.fixture
-def run(monkeypatch):
-    """``redactopt.cli.main`` with the data subcommands (registered here if cli.py does not yet)."""
-    if not _registered():
-        monkeypatch.setattr(cli, "_SUBCOMMANDS", cli._SUBCOMMANDS + [add_fit_parser, add_apply_parser])
-
-    def main(argv: list[str]) -> int:
-        try:
-            return cli.main(argv)
-        except SystemExit as exc:  # argparse errors exit 2 from inside main
-            return int(exc.code)
-
-    return main
-
-
-def _registered() -> bool:
-    import argparse
-
-    ap = cli.build_parser()
-    subs = [a for a in ap._actions if isinstance(a, argparse._SubParsersAction)]
-    return bool(subs) and "fit" in subs[0].choices
 
 
 # --------------------------------------------------------------------------

@@ -9,9 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from redactopt import cli
 from redactopt.audit import audit
-from redactopt.cli_data import add_apply_parser, add_fit_parser
 from redactopt.io import mechanism_from_dict
 from redactopt.leakage import leakage
 
@@ -19,28 +17,6 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "occupancy" / "
 PRIVATE = "1120-1179"  # 2015-02-05, 12:30-13:29: someone's lunch hour (1-based rows)
 
 pytestmark = pytest.mark.skipif(not DATA.exists(), reason=f"occupancy data not found at {DATA}")
-
-
-def _registered() -> bool:
-    import argparse
-
-    ap = cli.build_parser()
-    subs = [a for a in ap._actions if isinstance(a, argparse._SubParsersAction)]
-    return bool(subs) and "apply" in subs[0].choices
-
-
-@pytest.fixture
-def run(monkeypatch):
-    if not _registered():
-        monkeypatch.setattr(cli, "_SUBCOMMANDS", cli._SUBCOMMANDS + [add_fit_parser, add_apply_parser])
-
-    def main(argv: list[str]) -> int:
-        try:
-            return cli.main(argv)
-        except SystemExit as exc:
-            return int(exc.code)
-
-    return main
 
 
 def _occupancy() -> np.ndarray:
