@@ -89,6 +89,13 @@ def test_dask_refuses_overwrite_and_leaves_nothing_on_bad_data(tmp_path, client)
     (tmp_path / "out").mkdir()
     with pytest.raises(FileExistsError):
         apply_parquet_dask(tmp_path / "ds", tmp_path / "out", column="x", eps=1.0, private=[1])
+    # the report may never be the input, not even with --force
+    part = next((tmp_path / "ds").glob("*.parquet"))
+    before = part.read_bytes()
+    with pytest.raises(ValueError, match="report must be a different file"):
+        apply_parquet_dask(tmp_path / "ds", tmp_path / "out2", column="x", eps=1.0, private=[1],
+                           report=part, force=True)
+    assert part.read_bytes() == before and not (tmp_path / "out2").exists()
 
 
 def test_missing_extra_names_it(tmp_path, monkeypatch):

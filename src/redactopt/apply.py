@@ -829,6 +829,46 @@ def write_redacted(reader: TableReader, writer: TableWriter, redactor: Redactor,
     return redacted
 
 
+def check_release_paths(
+    source: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    report: str | os.PathLike[str] | None,
+    *,
+    private: object,
+    private_column: str | None,
+    by: str | None,
+    force: bool,
+) -> tuple[Path, Path, Path | None]:
+    """Checks shared by every back-end before anything is read or written.
+
+    Exactly one of ``private`` / ``private_column``; positions only for one sequence; the
+    input exists and is never the output or the report; an existing output or report is
+    refused unless ``force``.  Returns the three paths.
+    """
+    src, dst = Path(source), Path(dest)
+    if (private is None) == (private_column is None):
+        raise ValueError("give exactly one of --private and --private-column")
+    if private is not None and by is not None:
+        raise ValueError("--private positions need a single sequence; with --by use --private-column")
+    if not src.exists():
+        raise ValueError(f"{src}: no such file or folder")
+    def inside_input(path: Path) -> bool:  # the input itself, or a file of an input folder
+        p = path.resolve()
+        return p == src.resolve() or src.resolve() in p.parents
+
+    if inside_input(dst):
+        raise ValueError(f"{dst}: is (inside) the input; the input is never overwritten")
+    rep_path = Path(report) if report is not None else None
+    if rep_path is not None:
+        if inside_input(rep_path) or rep_path.resolve() == dst.resolve():
+            raise ValueError(f"{rep_path}: the report must be a different file from the input and the output")
+        if rep_path.exists() and not force:
+            raise FileExistsError(f"{rep_path}: exists; pass --force to overwrite")
+    if dst.exists() and not force:
+        raise FileExistsError(f"{dst}: exists; pass --force to overwrite")
+    return src, dst, rep_path
+
+
 def apply_table(
     source: str | os.PathLike[str],
     dest: str | os.PathLike[str],
@@ -875,21 +915,8 @@ def apply_table(
     report : path, optional
         Where to write the JSON report (refused if it exists, unless ``force``).
     """
-    src, dst = Path(source), Path(dest)
-    if (private is None) == (private_column is None):
-        raise ValueError("give exactly one of --private and --private-column")
-    if private is not None and by is not None:
-        raise ValueError("--private positions need a single sequence; with --by use --private-column")
-    if dst.exists() and src.exists() and dst.resolve() == src.resolve():
-        raise ValueError(f"{dst}: is the input file; the input is never overwritten")
-    rep_path = Path(report) if report is not None else None
-    if rep_path is not None:
-        if rep_path.resolve() in (src.resolve(), dst.resolve()):
-            raise ValueError(f"{rep_path}: the report must be a different file from the input and the output")
-        if rep_path.exists() and not force:
-            raise FileExistsError(f"{rep_path}: exists; pass --force to overwrite")
-    if dst.exists() and not force:
-        raise FileExistsError(f"{dst}: exists; pass --force to overwrite")
+    src, dst, rep_path = check_release_paths(source, dest, report, private=private,
+                                             private_column=private_column, by=by, force=force)
     reader = TableReader(src, chunk_rows=chunk_rows)
     state = scan_table(reader, column=column, by=by, private_column=private_column)
     plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method,

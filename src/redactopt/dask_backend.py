@@ -32,7 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from redactopt.apply import Redactor, bit_source, build_report, plan_release, write_report
+from redactopt.apply import (
+    Redactor,
+    bit_source,
+    build_report,
+    check_release_paths,
+    plan_release,
+    write_report,
+)
 from redactopt.data import ScanState, _group_ranks, _id_key, parse_binary
 
 __all__ = ["apply_parquet_dask", "EXTRA_MESSAGE"]
@@ -136,20 +143,8 @@ def apply_parquet_dask(
     dask = _dask()
     import dask.dataframe as dd
 
-    src, dst = Path(source), Path(dest)
-    if (private is None) == (private_column is None):
-        raise ValueError("give exactly one of --private and --private-column")
-    if private is not None and by is not None:
-        raise ValueError("--private positions need a single sequence; with --by use --private-column")
-    if not src.exists():
-        raise ValueError(f"{src}: no such file or folder")
-    if dst.exists() and dst.resolve() == src.resolve():
-        raise ValueError(f"{dst}: is the input; the input is never overwritten")
-    rep_path = Path(report) if report is not None else None
-    if rep_path is not None and rep_path.exists() and not force:
-        raise FileExistsError(f"{rep_path}: exists; pass --force to overwrite")
-    if dst.exists() and not force:
-        raise FileExistsError(f"{dst}: exists; pass --force to overwrite")
+    src, dst, rep_path = check_release_paths(source, dest, report, private=private,
+                                             private_column=private_column, by=by, force=force)
     try:
         ddf = dd.read_parquet(str(src))
     except Exception as exc:  # dask/pyarrow raise several types for unreadable data
