@@ -25,6 +25,7 @@ __all__ = [
     "SparseDesign",
     "SparseRows",
     "finalize_sparse",
+    "extended_block",
     "PrivacyCheckError",
     "SNAP_TOL",
     "finalize",
@@ -268,12 +269,6 @@ class SparseRows:
         for a in range(0, self.n, size):
             yield self.rows(a, a + size)
 
-    def nonzero_span(self) -> tuple[int, int]:
-        """0-based ``(first, last)`` rows that may be redacted (``(0, -1)`` when none)."""
-        nz = [(s + int(r[0]), s + int(r[-1])) for s, blk in zip(self.starts, self.blocks)
-              if (r := np.flatnonzero(blk.any(axis=1))).size]
-        return (nz[0][0], nz[-1][1]) if nz else (0, -1)
-
     def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
         q = self.rows(0, self.n)
         return q if dtype is None else q.astype(dtype)
@@ -362,6 +357,23 @@ def _trim_blocks(starts: list[int], blocks: list[np.ndarray], tol: float) -> tup
     return out_s, out_b
 
 
+def extended_block(n: int, start: int, block: np.ndarray,
+                   private: tuple[int, ...]) -> tuple[int, np.ndarray, list[int]]:
+    """A block with its always-published neighbour on each side, and the private records in it.
+
+    Returns ``(lo, ext, mine)``: ``ext`` (a new array) holds rows ``lo..`` of the sequence
+    (the block plus a zero row on each side, where the sequence has one) and ``mine`` the
+    0-based indices of the sorted ``private`` that lie in the block.  Checks and
+    improvements on ``ext`` hold for the whole sequence (see :func:`finalize_sparse`).
+    """
+    end = start + block.shape[0] - 1
+    mine = list(private[bisect_left(private, start) : bisect_right(private, end)])
+    lo, hi = max(0, start - 1), min(n - 1, end + 1)
+    ext = np.zeros((hi - lo + 1, 2))
+    ext[start - lo : start - lo + block.shape[0]] = block
+    return lo, ext, mine
+
+
 def finalize_sparse(
     chain: MarkovChain,
     n: int,
@@ -396,17 +408,13 @@ def finalize_sparse(
     eps = check_eps(eps)
     priv = check_private(private, n)
     starts, blocks = _trim_blocks(*_merge_blocks(n, list(parts)), tol)
-    ends = [s + b.shape[0] - 1 for s, b in zip(starts, blocks)]
     per: dict[int, float] = {}
     worst: tuple[LeakageResult, int] | None = None
     all_ok = True
-    for s, e, blk in zip(starts, ends, blocks):
-        mine = list(priv[bisect_left(priv, s) : bisect_right(priv, e)])  # priv is sorted
+    for s, blk in zip(starts, blocks):
+        lo, ext, mine = extended_block(n, s, blk, priv)
         if not mine:
             continue
-        lo, hi = max(0, s - 1), min(n - 1, e + 1)
-        ext = np.zeros((hi - lo + 1, 2))
-        ext[s - lo : s - lo + blk.shape[0]] = blk
         ext, rel = check_mechanism(ext, [p - lo for p in mine])
         results = [leakage(chain, ext, p) for p in rel]
         for p, r in zip(mine, results):

@@ -54,7 +54,6 @@ Indices are 0-based here; the CLI and files are 1-based.
 from __future__ import annotations
 
 import time
-from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 import numpy as np
@@ -66,6 +65,7 @@ from redactopt.certify import (
     PrivacyCheckError,
     SparseDesign,
     _merge_blocks,
+    extended_block,
     finalize,
     finalize_sparse,
     lemma2_upper_bound,
@@ -392,14 +392,11 @@ class _Blocks:
     def improve(self, chain: MarkovChain, eps: float, priv: Sequence[int]) -> dict:
         """:func:`improve_locally` on every block (extended by its always-published neighbours), in place."""
         summary = {"records_changed": 0, "utility_gain": 0.0, "leakage_evaluations": 0}
+        priv = tuple(sorted(priv))
         for s, blk in zip(self.starts, self.blocks):
-            e = s + blk.shape[0] - 1
-            mine = list(priv[bisect_left(priv, s) : bisect_right(priv, e)])  # priv is sorted
+            lo, ext, mine = extended_block(self.n, s, blk, priv)
             if not mine:
                 continue
-            lo, hi = max(0, s - 1), min(self.n - 1, e + 1)
-            ext = np.zeros((hi - lo + 1, 2))
-            ext[s - lo : s - lo + blk.shape[0]] = blk
             _, part = improve_locally(chain, ext, eps=eps, private=[p - lo for p in mine], inplace=True)
             blk[:] = ext[s - lo : s - lo + blk.shape[0]]
             summary["records_changed"] += part["records_changed"]
