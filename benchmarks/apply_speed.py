@@ -34,9 +34,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import out_dir, write_table  # noqa: E402
 
-from redactopt.apply import Redactor, SecureBits, SeededBits, SequencePlan  # noqa: E402
-from redactopt.chain import MarkovChain  # noqa: E402
-from redactopt.joint import design_joint_sparse  # noqa: E402
+from redactopt.release.apply import Redactor, SecureBits, SeededBits, SequencePlan  # noqa: E402
+from redactopt.model.chain import MarkovChain  # noqa: E402
+from redactopt.engine.joint import design_joint_sparse  # noqa: E402
 
 CHUNK = 1_000_000
 
@@ -66,8 +66,8 @@ def _step(redactor: Redactor, values: np.ndarray, n_chunks: int, cycle: bool = F
 
 _GENERATE = """
 import numpy as np, pandas as pd
-from redactopt.chain import MarkovChain
-from redactopt.leakage import sample_chains
+from redactopt.model.chain import MarkovChain
+from redactopt.judge.leakage import sample_chains
 n, path = {n}, r"{path}"
 rng = np.random.default_rng(1)
 x = np.empty(n, dtype=np.int8)
@@ -80,7 +80,7 @@ df.to_csv(path, index=False) if path.endswith(".csv") else df.to_parquet(path)
 
 _APPLY = """
 import json, time
-from redactopt.apply import apply_table
+from redactopt.release.apply import apply_table
 n, src = {n}, r"{path}"
 t = time.perf_counter()
 private = [n // 10] + list(range(n // 2, n // 2 + 60)) + [9 * n // 10]

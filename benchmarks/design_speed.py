@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import out_dir, write_table  # noqa: E402
 
-from redactopt.chain import MarkovChain  # noqa: E402
-from redactopt.leakage import max_leakage  # noqa: E402
+from redactopt.model.chain import MarkovChain  # noqa: E402
+from redactopt.judge.leakage import max_leakage  # noqa: E402
 
 
 def _row(kind: str, n: int, p: int, eps: float, chain: MarkovChain, fn) -> dict:

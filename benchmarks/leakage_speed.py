@@ -17,8 +17,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import out_dir, write_table  # noqa: E402
 
-from redactopt.chain import MarkovChain  # noqa: E402
-from redactopt.leakage import leakage, leakage_bruteforce  # noqa: E402
+from redactopt.model.chain import MarkovChain  # noqa: E402
+from redactopt.judge.leakage import leakage, leakage_bruteforce  # noqa: E402
 
 
 def _best(fn, repeat: int) -> tuple[float, float]:

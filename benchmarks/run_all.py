@@ -23,8 +23,8 @@ from _common import machine  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from redactopt.chain import MarkovChain  # noqa: E402
-from redactopt.leakage import leakage  # noqa: E402
+from redactopt.model.chain import MarkovChain  # noqa: E402
+from redactopt.judge.leakage import leakage  # noqa: E402
 
 
 def _leak_time(chain: MarkovChain, n: int, p: int) -> float:

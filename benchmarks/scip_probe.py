@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import out_dir, write_table  # noqa: E402
 
-from redactopt.chain import MarkovChain  # noqa: E402
+from redactopt.model.chain import MarkovChain  # noqa: E402
 from redactopt.solvers.scip_global import design_global  # noqa: E402
 
 

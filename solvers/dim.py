@@ -38,9 +38,10 @@ import time
 import numpy as np
 
 from redactopt._validate import check_problem, check_real
-from redactopt.certify import DesignResult, PrivacyCheckError, finalize
-from redactopt.chain import MarkovChain
-from redactopt.influence import side_log_ratio_maxima as side_terms
+from redactopt.errors import PrivacyCheckError
+from redactopt.judge.certify import DesignResult, finalize
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import side_log_ratio_maxima as side_terms
 
 __all__ = ["side_log_ratio_maxima", "dim_enumerate", "dim_milp"]
 
@@ -64,7 +65,7 @@ def side_log_ratio_maxima(chain: MarkovChain, m: int) -> np.ndarray:
         record at distance ``d``; the last row (nothing published on the side) is 0.
         :math:`\max_x \ell_x(d)` is the max-influence :math:`\hat i(d)` (Def. 3), and
         :math:`\ell_0(a)+\ell_0(b)`, :math:`\ell_1(a)+\ell_1(b)` are the two terms of
-        :func:`redactopt.influence.set_max_influence`.
+        :func:`redactopt.model.influence.set_max_influence`.
     """
     table = side_terms(chain, m)
     return np.vstack([table, np.zeros((1, 2))])

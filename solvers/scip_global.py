@@ -66,7 +66,7 @@ beyond the cut, snapped and checked by the exact evaluator.  If SCIP's feasibili
 tolerance let a requirement slip, the partly published values are pushed minimally
 toward redaction and re-checked; failing that the model is re-solved with a slightly
 smaller budget, and the exactly verified incumbent is the last resort.  Nothing above
-``eps`` is returned (:func:`redactopt.certify.finalize`).
+``eps`` is returned (:func:`redactopt.judge.certify.finalize`).
 """
 
 from __future__ import annotations
@@ -80,11 +80,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from redactopt._optional import require
 from redactopt._validate import check_eps, check_index, check_n, check_real
-from redactopt.certify import SAFE_FRACTION, DesignResult, finalize, lemma2_upper_bound, snap
-from redactopt.chain import MarkovChain
-from redactopt.influence import pointwise_influence
-from redactopt.leakage import leakage, utility
+from redactopt.judge.certify import SAFE_FRACTION, DesignResult, finalize, lemma2_upper_bound, snap
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import pointwise_influence
+from redactopt.judge.leakage import leakage, utility
 
 __all__ = ["design_global", "DUAL_MARGIN"]
 
@@ -127,16 +128,6 @@ def _quiet_stderr():
     finally:
         os.dup2(saved, fd)
         os.close(saved)
-
-
-def _import_scip():
-    try:
-        import pyscipopt
-    except ImportError:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "design_global needs PySCIPOpt; install it with `pip install pyscipopt`"
-        ) from None
-    return pyscipopt
 
 
 # --------------------------------------------------------------------------
@@ -198,7 +189,7 @@ def _side_extremes(P: np.ndarray, qs: np.ndarray) -> tuple[float, float]:
     """Smallest and largest ratio over one side's supported patterns (1 if there are none).
 
     Forward recursion on the path matrix ``U_k`` renormalised at every step (only
-    ratios of its rows matter), as in :mod:`redactopt.leakage`.
+    ratios of its rows matter), as in :mod:`redactopt.judge.leakage`.
     """
     ratios = [1.0]
     u = np.eye(2)
@@ -286,7 +277,7 @@ def _incumbent(
 
     For every pair of cut distances the common redaction probability ``s`` of the
     partly published values is bisected (``s = 1`` is the data-independent window with
-    the same cuts); each candidate is checked by :func:`redactopt.leakage.leakage`.
+    the same cuts); each candidate is checked by :func:`redactopt.judge.leakage.leakage`.
     Full redaction (leakage 0) is the fallback.
     """
     P = chain.transition_matrix
@@ -332,7 +323,7 @@ class _Model:
     """The mixed-integer polynomial program of the module docstring for one ``(n, p, eps)``."""
 
     def __init__(self, chain: MarkovChain, n: int, p: int, eps: float, left: _Side, right: _Side):
-        scip = _import_scip()
+        scip = require("pyscipopt", purpose="the certified global solver")
         self.n, self.p, self.eps = n, p, eps
         self.sides = [s for s in (left, right) if s.m]
         geo = _Geometry.of(chain)
@@ -613,7 +604,7 @@ def design_global(
     Returns
     -------
     DesignResult
-        Built by :func:`redactopt.certify.finalize` (snapped, exactly re-verified).
+        Built by :func:`redactopt.judge.certify.finalize` (snapped, exactly re-verified).
         ``certificate.upper_bound`` is SCIP's dual bound plus :data:`DUAL_MARGIN`, capped
         by the Lemma 2 bound; ``solver="scip"``, ``scope="all"``.  ``info`` holds the
         SCIP status, nodes and time, the starting solution and any repair applied.

@@ -7,7 +7,7 @@ The design problem (DESIGN.md, "What optimal means here") is
     \quad\text{s.t.}\quad \mathcal L(X_p\to\mathbf Y)\le\epsilon ,
 
 with the exact leakage of Definition 1 written through one-sided output patterns
-(:mod:`redactopt.leakage`).  On a side with records ordered by distance ``d`` from
+(:mod:`redactopt.judge.leakage`).  On a side with records ordered by distance ``d`` from
 ``p`` and :math:`F_k = P\,\mathrm{diag}(q_1)P\cdots\mathrm{diag}(q_k)P`, the pattern
 "the k nearest are ⊥, record k+1 shows v" has likelihood ratio
 :math:`F_k[0,v]/F_k[1,v]` and "all m are ⊥" has :math:`(F_{m-1}q_m)_0/(F_{m-1}q_m)_1`.
@@ -69,8 +69,8 @@ parametrised (DPP) version takes tens of seconds to compile at a few hundred rec
 ``gp=True``; ``tests/test_sgp.py`` checks that both forms take the same step.
 
 The final answer is snapped and re-verified exactly by
-:func:`redactopt.certify.finalize`; SGP is a local method, so the certificate is the
-cheap Lemma 2 bound (:func:`redactopt.certify.lemma2_upper_bound`).
+:func:`redactopt.judge.certify.finalize`; SGP is a local method, so the certificate is the
+cheap Lemma 2 bound (:func:`redactopt.judge.certify.lemma2_upper_bound`).
 """
 
 from __future__ import annotations
@@ -86,10 +86,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from redactopt._validate import check_eps, check_index, check_n, check_real
-from redactopt.certify import DesignResult, PrivacyCheckError, finalize, lemma2_upper_bound
-from redactopt.chain import MarkovChain
-from redactopt.influence import delta_star
-from redactopt.leakage import utility
+from redactopt.errors import PrivacyCheckError
+from redactopt.judge.certify import DesignResult, finalize, lemma2_upper_bound
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import delta_star
+from redactopt.judge.leakage import utility
 
 __all__ = ["design_sgp", "dgp_step", "side_log_ratios"]
 
@@ -891,7 +892,7 @@ def design_sgp(
     :math:`\mathcal L(X_p\to\mathbf Y)\le\epsilon` (Definition 1) over the redaction
     probabilities of the ``window`` records nearest to ``p`` on each side; see the
     module docstring for the formulation.  Every iterate is feasible; the returned
-    design is snapped and re-verified exactly by :func:`redactopt.certify.finalize`.
+    design is snapped and re-verified exactly by :func:`redactopt.judge.certify.finalize`.
 
     Parameters
     ----------

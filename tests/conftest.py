@@ -28,8 +28,8 @@ def rng() -> np.random.Generator:
 
 @pytest.fixture
 def run():
-    """``redactopt.cli.main`` returning the exit status, also for argparse's own exits."""
-    from redactopt import cli
+    """``redactopt.interface.cli.main`` returning the exit status, also for argparse's own exits."""
+    from redactopt.interface import cli
 
     def main(argv: list[str]) -> int:
         try:

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from scipy.stats import chi2
 
-from redactopt.apply import NOT_FOR_RELEASE, SecureBits, SeededBits, bernoulli_exact, exact_thresholds, parse_positions
-from redactopt.audit import audit
-from redactopt.chain import MarkovChain
+from redactopt.release.apply import NOT_FOR_RELEASE, SecureBits, SeededBits, bernoulli_exact, exact_thresholds, parse_positions
+from redactopt.judge.audit import audit
+from redactopt.model.chain import MarkovChain
 from redactopt.io import mechanism_from_dict
-from redactopt.leakage import leakage, sample_chains
+from redactopt.judge.leakage import leakage, sample_chains
 
 
 # --------------------------------------------------------------------------
@@ -340,7 +340,7 @@ def test_parquet_read_row_group_by_row_group(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from redactopt.apply import apply_table
+    from redactopt.release.apply import apply_table
 
     rng = np.random.default_rng(31)
     x = sample_chains(MarkovChain(0.05, 0.1), 1000, 1, rng)[0].astype(np.int64)
@@ -349,7 +349,7 @@ def test_parquet_read_row_group_by_row_group(tmp_path):
     pq.write_table(table, one)
     pq.write_table(table, many, row_group_size=137)
     assert pq.ParquetFile(many).metadata.num_row_groups == 8
-    from redactopt.data import TableReader
+    from redactopt.release.data import TableReader
 
     # chunks gather batches across row groups: 8 groups of 137 rows, chunks of 300
     sizes = [len(c) for c in TableReader(many, chunk_rows=300).chunks()]

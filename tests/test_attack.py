@@ -3,11 +3,11 @@ import json
 import numpy as np
 import pytest
 
-from redactopt.attack import attack, log_likelihood_ratios, sample_outputs
-from redactopt.chain import MarkovChain
-from redactopt.cli import main
-from redactopt.leakage import leakage, output_log_ratio
-from redactopt.mechanisms import three_region
+from redactopt.judge.attack import attack, log_likelihood_ratios, sample_outputs
+from redactopt.model.chain import MarkovChain
+from redactopt.interface.cli import main
+from redactopt.judge.leakage import leakage, output_log_ratio
+from redactopt.paper.mechanisms import three_region
 
 
 def test_likelihood_ratios_match_exact_forward_pass(rng):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import redactopt as ro
-from redactopt.cli import main
-from redactopt.design import design
-from redactopt.leakage import utility_monte_carlo
+from redactopt.interface.cli import main
+from redactopt.engine.design import design
+from redactopt.judge.leakage import utility_monte_carlo
 
 CH = ro.MarkovChain(0.1, 0.3)
 Q = np.array([[1.0, 1.0], [0.5, 0.5], [0.0, 0.0]])

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from redactopt import bench
-from redactopt.chain import MarkovChain
-from redactopt.cli import main
-from redactopt.leakage import leakage_bruteforce
+from redactopt.interface import bench
+from redactopt.model.chain import MarkovChain
+from redactopt.interface.cli import main
+from redactopt.judge.leakage import leakage_bruteforce
 from conftest import matrix_power_P
 
 
@@ -52,7 +52,7 @@ def test_fig3_rows_against_independent_computations(tmp_path):
     for r in rows:
         eps = r["eps"]
         # 3R's exact leakage by brute force over all 3^10 outputs
-        from redactopt.mechanisms import three_region
+        from redactopt.paper.mechanisms import three_region
 
         m = three_region(ch, 10, eps=eps, p=0)
         assert r["three_region_leakage"] == pytest.approx(leakage_bruteforce(ch, m.redact_prob, 0).leakage, abs=1e-12)
@@ -74,7 +74,7 @@ def test_paper_audit_points_rechecked(tmp_path):
     assert summary[0]["claim"].startswith("3R is eps-private")
     small = [r for r in res["rows"] if r["n"] <= 9][:8]
     assert small
-    from redactopt.mechanisms import three_region
+    from redactopt.paper.mechanisms import three_region
 
     for r in small:
         ch = MarkovChain(r["alpha"], r["beta"])

@@ -3,7 +3,7 @@ from decimal import Decimal, getcontext
 import numpy as np
 import pytest
 
-from redactopt.chain import MarkovChain
+from redactopt.model.chain import MarkovChain
 from conftest import matrix_power_P
 
 

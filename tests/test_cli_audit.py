@@ -5,10 +5,10 @@ import sys
 import numpy as np
 import pytest
 
-from redactopt.chain import MarkovChain
-from redactopt.cli import main
+from redactopt.model.chain import MarkovChain
+from redactopt.interface.cli import main
 from redactopt.io import mechanism_to_dict, read_mechanism
-from redactopt.leakage import leakage_bruteforce, utility
+from redactopt.judge.leakage import leakage_bruteforce, utility
 
 
 def run(capsys, *argv):
@@ -117,7 +117,7 @@ def test_audit_bad_usage_exit_2_one_line(capsys, argv):
 
 def test_console_script_runs_as_a_process():
     proc = subprocess.run(
-        [sys.executable, "-m", "redactopt.cli", "audit", "--method", "3r", "--n", "10", "--eps", "0.5"],
+        [sys.executable, "-m", "redactopt.interface.cli", "audit", "--method", "3r", "--n", "10", "--eps", "0.5"],
         capture_output=True, text=True,
     )
     assert proc.returncode == 1 and "FAIL" in proc.stdout
@@ -125,7 +125,7 @@ def test_console_script_runs_as_a_process():
 
 def test_closed_pipe_stops_quietly_and_bugs_are_one_line():
     """`redactopt audit ... | head -1`: a reader that goes away is not an internal error."""
-    script = ("import sys\nfrom redactopt.cli import main\n"
+    script = ("import sys\nfrom redactopt.interface.cli import main\n"
               "sys.exit(main(['audit', '--method', 'mq', '--n', '10', '--eps', '1', '--format', 'json']))")
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()  # nobody reads: the first write gets EPIPE
@@ -136,7 +136,7 @@ def test_closed_pipe_stops_quietly_and_bugs_are_one_line():
 
 
 def test_internal_error_is_one_line_exit_3(monkeypatch, capsys):
-    import redactopt.cli as cli
+    import redactopt.interface.cli as cli
 
     real = cli.build_parser
 

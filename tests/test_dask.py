@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from redactopt.apply import apply_table
-from redactopt.chain import MarkovChain
-from redactopt.leakage import sample_chains
+from redactopt.release.apply import apply_table
+from redactopt.model.chain import MarkovChain
+from redactopt.judge.leakage import sample_chains
 
 dd = pytest.importorskip("dask.dataframe", reason="the optional 'dask' extra is not installed")
 distributed = pytest.importorskip("distributed", reason="the optional 'dask' extra is not installed")
 
-from redactopt.dask_backend import EXTRA_MESSAGE, apply_parquet_dask  # noqa: E402
+from redactopt.release.dask_backend import apply_parquet_dask  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -102,12 +102,12 @@ def test_missing_extra_names_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "dask", None)
     with pytest.raises(ImportError) as info:
         apply_parquet_dask(tmp_path / "x", tmp_path / "y", column="x", eps=1.0, private=[1])
-    assert str(info.value) == EXTRA_MESSAGE
-    assert "redactopt[dask]" in EXTRA_MESSAGE
+    assert "the Dask back-end" in str(info.value)
+    assert "pip install 'redactopt[dask]'" in str(info.value)
 
 
 def test_cli_backend_dask(tmp_path, client, capsys):
-    from redactopt.cli import main
+    from redactopt.interface.cli import main
 
     rng = np.random.default_rng(4)
     x = sample_chains(MarkovChain(0.2, 0.4), 800, 1, rng)[0].astype(np.int64)

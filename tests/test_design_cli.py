@@ -4,12 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from redactopt.chain import MarkovChain
-from redactopt.cli import main
-from redactopt.design import design
+from redactopt.model.chain import MarkovChain
+from redactopt.interface.cli import main
+from redactopt.engine.design import design
 from redactopt.io import read_mechanism
-from redactopt.leakage import leakage_bruteforce, utility
-from redactopt.mechanisms import markov_quilt
+from redactopt.judge.leakage import leakage_bruteforce, utility
+from redactopt.paper.mechanisms import markov_quilt
 
 FIG3 = MarkovChain(0.01, 0.8)
 
@@ -25,7 +25,7 @@ def test_fast_methods_pass_the_exact_check(method, eps):
 
 
 def test_paper_3r_is_refused_where_it_leaks():
-    from redactopt.certify import PrivacyCheckError
+    from redactopt.errors import PrivacyCheckError
 
     with pytest.raises(PrivacyCheckError):
         design(FIG3, 10, eps=0.5, p=0, method="3r")
@@ -158,7 +158,7 @@ def test_global_beats_or_matches_every_alternative_in_fig3_setting():
 
 
 def test_certify_time_tightens_the_bound_beyond_the_default_global_sizes():
-    from redactopt.certify import lemma2_upper_bound
+    from redactopt.judge.certify import lemma2_upper_bound
 
     ch = MarkovChain(0.05, 0.4)
     plain = design(ch, 10, eps=1.0, p=4, method="optimal")

@@ -5,10 +5,10 @@ import time
 import numpy as np
 import pytest
 
-from redactopt.certify import DesignResult
-from redactopt.chain import MarkovChain
-from redactopt.leakage import leakage
-from redactopt.mechanisms import markov_quilt, theorem2_bound
+from redactopt.judge.certify import DesignResult
+from redactopt.model.chain import MarkovChain
+from redactopt.judge.leakage import leakage
+from redactopt.paper.mechanisms import markov_quilt, theorem2_bound
 from redactopt.solvers.dim import dim_enumerate, dim_milp, side_log_ratio_maxima
 from conftest import matrix_power_P
 

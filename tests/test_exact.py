@@ -4,11 +4,11 @@ from fractions import Fraction
 
 import pytest
 
-from redactopt.chain import MarkovChain
-from redactopt.cli import main
-from redactopt.exact import certify_exact, exact_leakage_ratio, exp_bounds
-from redactopt.leakage import leakage_bruteforce
-from redactopt.mechanisms import three_region
+from redactopt.model.chain import MarkovChain
+from redactopt.interface.cli import main
+from redactopt.judge.exact import certify_exact, exact_leakage_ratio, exp_bounds
+from redactopt.judge.leakage import leakage_bruteforce
+from redactopt.paper.mechanisms import three_region
 
 
 def test_example1_exact_ratio_by_hand():

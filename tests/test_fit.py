@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from redactopt.chain import MarkovChain
-from redactopt.fit import fit_chain
-from redactopt.leakage import sample_chains
+from redactopt.model.chain import MarkovChain
+from redactopt.release.fit import fit_chain
+from redactopt.judge.leakage import sample_chains
 
 
 # --------------------------------------------------------------------------

@@ -5,8 +5,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from redactopt.chain import MarkovChain
-from redactopt.influence import (
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import (
     delta_star,
     max_influence,
     pointwise_influence,

@@ -7,9 +7,9 @@ import itertools
 import numpy as np
 import pytest
 
-from redactopt.certify import PrivacyCheckError
-from redactopt.chain import MarkovChain
-from redactopt.joint import (
+from redactopt.errors import PrivacyCheckError
+from redactopt.model.chain import MarkovChain
+from redactopt.engine.joint import (
     combine_max,
     design_joint,
     design_local,
@@ -17,7 +17,7 @@ from redactopt.joint import (
     joint_dim,
     side_log_ratio_table,
 )
-from redactopt.leakage import leakage_bruteforce, max_leakage, utility
+from redactopt.judge.leakage import leakage_bruteforce, max_leakage, utility
 from conftest import matrix_power_P, random_mechanism
 
 CHAINS = [MarkovChain(0.2, 0.5), MarkovChain(0.1, 0.05), MarkovChain(0.7, 0.6), MarkovChain(0.3, 0.7)]
@@ -173,8 +173,8 @@ def test_every_private_record_of_a_cluster_is_checked_all_subsets():
 @pytest.mark.parametrize("chain", CHAINS + [MarkovChain(0.003, 0.012)], ids=lambda c: f"{c.alpha}-{c.beta}")
 @pytest.mark.parametrize("eps", [0.3, 1.0, 3.0])
 def test_windowed_lemma2_bound_equals_the_library_bound(chain, eps):
-    from redactopt.certify import lemma2_upper_bound
-    from redactopt.joint import lemma2_bound
+    from redactopt.judge.certify import lemma2_upper_bound
+    from redactopt.engine.joint import lemma2_bound
 
     n = 3000
     for priv in ([0], [n - 1], [1500], [10, 11, 12, 2000], [700, 2300]):

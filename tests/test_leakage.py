@@ -3,8 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from redactopt.chain import MarkovChain
-from redactopt.leakage import (
+from redactopt.model.chain import MarkovChain
+from redactopt.judge.leakage import (
     leakage,
     leakage_bruteforce,
     max_leakage,

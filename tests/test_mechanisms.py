@@ -3,10 +3,10 @@ import math
 import numpy as np
 import pytest
 
-from redactopt.chain import MarkovChain
-from redactopt.influence import delta_star
-from redactopt.leakage import leakage_bruteforce, utility
-from redactopt.mechanisms import (
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import delta_star
+from redactopt.judge.leakage import leakage_bruteforce, utility
+from redactopt.paper.mechanisms import (
     default_split,
     markov_quilt,
     markov_quilt_window,

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from redactopt.audit import audit
+from redactopt.judge.audit import audit
 from redactopt.io import mechanism_from_dict
-from redactopt.leakage import leakage
+from redactopt.judge.leakage import leakage
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "occupancy" / "datatraining.txt"
 PRIVATE = "1120-1179"  # 2015-02-05, 12:30-13:29: someone's lunch hour (1-based rows)

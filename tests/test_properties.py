@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redactopt.certify import LEAKAGE_RTOL
-from redactopt.chain import MarkovChain
-from redactopt.leakage import leakage, leakage_bruteforce, utility
-from redactopt.mechanisms import markov_quilt, three_region, three_region_utility
+from redactopt.judge.certify import LEAKAGE_RTOL
+from redactopt.model.chain import MarkovChain
+from redactopt.judge.leakage import leakage, leakage_bruteforce, utility
+from redactopt.paper.mechanisms import markov_quilt, three_region, three_region_utility
 
 prob = st.floats(min_value=1e-6, max_value=1 - 1e-6, allow_nan=False)
 chains = st.builds(MarkovChain, prob, prob)
@@ -49,7 +49,7 @@ def test_fast_evaluator_equals_bruteforce(chain, mech):
 @given(chains, mechanisms(max_n=7, values=wide_entry))
 def test_fast_evaluator_equals_rational_evaluator(chain, mech):
 
-    from redactopt.exact import exact_leakage_ratio
+    from redactopt.judge.exact import exact_leakage_ratio
 
     n, p, q = mech
     R = exact_leakage_ratio(chain.alpha, chain.beta, q.tolist(), p)
@@ -75,8 +75,8 @@ def test_markov_quilt_is_private(chain, n, data, eps):
 # --- every mechanism any method returns is private -------------------------------------
 from hypothesis import settings  # noqa: E402
 
-from redactopt.design import design  # noqa: E402
-from redactopt.joint import design_joint  # noqa: E402
+from redactopt.engine.design import design  # noqa: E402
+from redactopt.engine.joint import design_joint  # noqa: E402
 
 design_chains = st.builds(MarkovChain, st.floats(0.005, 0.995), st.floats(0.005, 0.995))
 

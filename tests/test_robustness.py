@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from redactopt.chain import MarkovChain
-from redactopt.design import design
-from redactopt.exact import exact_leakage_ratio
-from redactopt.influence import delta_star, max_influence, pointwise_influence, regions
-from redactopt.leakage import leakage, utility
-from redactopt.mechanisms import markov_quilt, theorem2_bound, three_region
+from redactopt.model.chain import MarkovChain
+from redactopt.engine.design import design
+from redactopt.judge.exact import exact_leakage_ratio
+from redactopt.model.influence import delta_star, max_influence, pointwise_influence, regions
+from redactopt.judge.leakage import leakage, utility
+from redactopt.paper.mechanisms import markov_quilt, theorem2_bound, three_region
 
 EDGE = [1e-9, 1e-6, 0.5, 1 - 1e-6, 1 - 1e-9]
 CHAINS = [(a, b) for a in EDGE for b in EDGE]

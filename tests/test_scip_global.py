@@ -7,7 +7,7 @@ Nothing here is copied from the solver's output.  The references are
 * an exhaustive grid over *all* local mechanisms (every free entry of ``q`` in
   ``{0, 1/k, ..., 1}``) with the exact leakage of every grid point obtained by
   enumerating all ``3^n`` outputs (:func:`_leakage_batch`, checked against
-  :func:`redactopt.leakage.leakage_bruteforce`), polished by SLSQP on the smooth
+  :func:`redactopt.judge.leakage.leakage_bruteforce`), polished by SLSQP on the smooth
   per-output constraints ``|log Pr(y|0)/Pr(y|1)| <= eps`` with the support fixed.
 
 The grid optimum is feasible, hence a lower bound on the optimum: SCIP's utility must
@@ -26,9 +26,9 @@ pytest.importorskip("pyscipopt")
 
 from scipy.optimize import minimize  # noqa: E402
 
-from redactopt.certify import lemma2_upper_bound  # noqa: E402
-from redactopt.chain import MarkovChain  # noqa: E402
-from redactopt.leakage import leakage_bruteforce  # noqa: E402
+from redactopt.judge.certify import lemma2_upper_bound  # noqa: E402
+from redactopt.model.chain import MarkovChain  # noqa: E402
+from redactopt.judge.leakage import leakage_bruteforce  # noqa: E402
 from redactopt.solvers.scip_global import design_global  # noqa: E402
 
 

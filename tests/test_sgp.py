@@ -14,9 +14,9 @@ import math
 import numpy as np
 import pytest
 
-from redactopt.chain import MarkovChain
-from redactopt.leakage import leakage, leakage_bruteforce, utility
-from redactopt.mechanisms import markov_quilt
+from redactopt.model.chain import MarkovChain
+from redactopt.judge.leakage import leakage, leakage_bruteforce, utility
+from redactopt.paper.mechanisms import markov_quilt
 from redactopt.solvers import sgp
 from redactopt.solvers.sgp import design_sgp, dgp_step
 

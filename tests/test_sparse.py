@@ -12,12 +12,13 @@ import json
 import numpy as np
 import pytest
 
-from redactopt.apply import Redactor, SeededBits, SequencePlan, _write_json, bernoulli_exact, sequence_key
-from redactopt.certify import PrivacyCheckError, SparseRows, finalize, finalize_sparse
-from redactopt.chain import MarkovChain
-from redactopt.joint import design_joint, design_joint_sparse, lemma2_bound
-from redactopt.certify import lemma2_upper_bound
-from redactopt.leakage import leakage, leakage_bruteforce, utility
+from redactopt.release.apply import Redactor, SeededBits, SequencePlan, _write_json, bernoulli_exact, sequence_key
+from redactopt.errors import PrivacyCheckError
+from redactopt.judge.certify import SparseRows, finalize, finalize_sparse
+from redactopt.model.chain import MarkovChain
+from redactopt.engine.joint import design_joint, design_joint_sparse, lemma2_bound
+from redactopt.judge.certify import lemma2_upper_bound
+from redactopt.judge.leakage import leakage, leakage_bruteforce, utility
 
 
 def _random_blocks(rng, n, n_blocks, priv_per_block=1):
@@ -41,7 +42,7 @@ def _random_blocks(rng, n, n_blocks, priv_per_block=1):
 
 def test_sparse_rows_equals_its_dense_array(rng):
     parts, _, dense = _random_blocks(rng, 40, 3)
-    from redactopt.certify import _merge_blocks
+    from redactopt.judge.certify import _merge_blocks
 
     starts, blocks = _merge_blocks(40, parts)
     sr = SparseRows(40, tuple(starts), tuple(blocks))
@@ -53,7 +54,7 @@ def test_sparse_rows_equals_its_dense_array(rng):
 
 def test_overlapping_and_touching_blocks_merge_by_maximum():
     parts = [(2, np.full((3, 2), 0.2)), (4, np.full((2, 2), 0.5)), (6, np.full((1, 2), 0.1)), (9, np.ones((1, 2)))]
-    from redactopt.certify import _merge_blocks
+    from redactopt.judge.certify import _merge_blocks
 
     starts, blocks = _merge_blocks(12, parts)
     # rows 2..6 are one block (4 overlaps, 6 touches); 9 is apart (rows 7, 8 are zero)
@@ -199,7 +200,7 @@ def test_redactor_with_several_blocks_and_sequences_draws_like_the_dense_table(r
 
 def test_report_streams_sparse_rows_as_the_dense_json(rng):
     parts, _, dense = _random_blocks(rng, 300, 2)
-    from redactopt.certify import _merge_blocks
+    from redactopt.judge.certify import _merge_blocks
 
     starts, blocks = _merge_blocks(300, parts)
     sr = SparseRows(300, tuple(starts), tuple(blocks))
@@ -253,7 +254,7 @@ def test_padded_parts_are_trimmed_and_still_verified(rng):
 def test_sparse_rows_with_many_blocks(rng):
     n = 5000
     parts, _, dense = _random_blocks(rng, n, 200)
-    from redactopt.certify import _merge_blocks
+    from redactopt.judge.certify import _merge_blocks
 
     sr = SparseRows(n, *map(tuple, _merge_blocks(n, parts)))
     for _ in range(200):

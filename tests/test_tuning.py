@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from redactopt.certify import DesignResult, lemma2_upper_bound
-from redactopt.chain import MarkovChain
-from redactopt.influence import regions
-from redactopt.leakage import leakage_bruteforce
-from redactopt.mechanisms import Mechanism, default_split, three_region, three_region_utility
-from redactopt.tuning import TunedSplit, calibrated_three_region, tuned_three_region
+from redactopt.judge.certify import DesignResult, lemma2_upper_bound
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import regions
+from redactopt.judge.leakage import leakage_bruteforce
+from redactopt.paper.mechanisms import Mechanism, default_split, three_region, three_region_utility
+from redactopt.engine.tuning import TunedSplit, calibrated_three_region, tuned_three_region
 from conftest import matrix_power_P
 
 FIG3 = (0.01, 0.8, 10, 0)  # alpha, beta, n, p (0-based; the paper's p = 1)

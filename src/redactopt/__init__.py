@@ -1,10 +1,20 @@
 """redactopt: design, prove and apply local redaction mechanisms for correlated data.
 
 The Python API counts records from 0 (numpy); the CLI and files count from 1 (the paper).
+
+Layers, each importing only from the ones before it:
+
+* ``redactopt.model`` — the chain and the influence of the private record (paper, Sec. II);
+* ``redactopt.judge`` — exact leakage, rational certificates, attacks, verification;
+* ``redactopt.paper`` — the paper's mechanisms as printed (3R, MQ, Theorem 2);
+* ``redactopt.solvers`` — optimisers that *propose* candidates (no judging);
+* ``redactopt.engine`` — ``design`` (the one place that judges), tuning, joint designs;
+* ``redactopt.release`` — reading, fitting, drawing and writing real data;
+* ``redactopt.interface`` — the command line, reports and the paper benchmarks.
 """
 
-from redactopt.chain import MarkovChain
-from redactopt.influence import (
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import (
     Regions,
     delta_star,
     max_influence,
@@ -12,7 +22,7 @@ from redactopt.influence import (
     regions,
     set_max_influence,
 )
-from redactopt.leakage import (
+from redactopt.judge.leakage import (
     LeakageResult,
     leakage,
     leakage_bruteforce,
@@ -20,14 +30,22 @@ from redactopt.leakage import (
     utility,
     utility_monte_carlo,
 )
-from redactopt.mechanisms import (
+from redactopt.paper.mechanisms import (
     Mechanism,
     markov_quilt,
     theorem2_bound,
     three_region,
     three_region_utility,
 )
-from redactopt.certify import Certificate, DesignResult, lemma2_upper_bound
+from redactopt.judge.certify import Certificate, DesignResult, lemma2_upper_bound
+from redactopt.judge import audit as _audit_module
+from redactopt.judge.audit import audit
+from redactopt.engine import design as _design_module
+from redactopt.engine.design import design
+from redactopt.engine.joint import design_joint, design_joint_sparse
+from redactopt import _legacy
+
+_legacy.install({"design": _design_module, "audit": _audit_module})
 
 __version__ = "0.1.0"
 
@@ -53,5 +71,19 @@ __all__ = [
     "Certificate",
     "DesignResult",
     "lemma2_upper_bound",
+    "design",
+    "design_joint",
+    "design_joint_sparse",
+    "audit",
+    "apply_table",
     "__version__",
 ]
+
+
+def __getattr__(name: str):
+    # apply_table pulls in pandas and pyarrow: import it on first use only
+    if name == "apply_table":
+        from redactopt.release.apply import apply_table
+
+        return apply_table
+    raise AttributeError(f"module 'redactopt' has no attribute {name!r}")

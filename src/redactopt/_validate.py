@@ -130,7 +130,7 @@ def check_redact_prob(value: object, name: str = "redact_prob", *, n: int | None
 
 def check_problem(chain: object, n: object, eps: object, p: object) -> tuple[int, float, int]:
     """Validate a design problem: a MarkovChain, ``n`` records, budget ``eps``, 0-based ``p``."""
-    from redactopt.chain import MarkovChain
+    from redactopt.model.chain import MarkovChain
 
     if not isinstance(chain, MarkovChain):
         raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")

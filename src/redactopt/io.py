@@ -18,8 +18,8 @@ from typing import Any, TextIO
 import numpy as np
 
 from redactopt._validate import check_eps, check_redact_prob
-from redactopt.chain import MarkovChain
-from redactopt.leakage import check_mechanism
+from redactopt.model.chain import MarkovChain
+from redactopt.judge.leakage import check_mechanism
 
 __all__ = [
     "FORMAT",

@@ -15,16 +15,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from redactopt import __version__
+from redactopt.errors import UsageError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 DEFAULT_ALPHA = 0.01
 DEFAULT_BETA = 0.8
 DEFAULT_P = 1
-
-
-class UsageError(Exception):
-    """Bad usage or input: reported on one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -104,10 +101,10 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from redactopt import audit as audit_mod
-    from redactopt.chain import MarkovChain
+    from redactopt.judge import audit as audit_mod
+    from redactopt.model.chain import MarkovChain
     from redactopt.io import read_mechanism
-    from redactopt.mechanisms import markov_quilt, three_region
+    from redactopt.paper.mechanisms import markov_quilt, three_region
 
     if args.mechanism and args.method:
         raise UsageError("give either a mechanism file or --method, not both")
@@ -132,7 +129,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         raise UsageError("give a mechanism file or --method 3r|mq with --n and --eps")
     passed = report["passed"]
     if args.exact:
-        from redactopt.exact import certify_exact, certify_file
+        from redactopt.judge.exact import certify_exact, certify_file
 
         if args.mechanism:
             cert = certify_file(args.mechanism)
@@ -144,7 +141,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if args.attack:
         import numpy as np
 
-        from redactopt.attack import attack
+        from redactopt.judge.attack import attack
 
         chain_, q_, priv_ = ((mf.chain, mf.redact_prob, mf.private) if args.mechanism
                              else (chain, mech.redact_prob, mech.private))
@@ -170,7 +167,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 # design
 # ---------------------------------------------------------------------------
 def _design_parser(sub: argparse._SubParsersAction) -> None:
-    from redactopt.design import METHODS
+    from redactopt.engine.design import METHODS
 
     ap = sub.add_parser(
         "design",
@@ -223,10 +220,10 @@ def _write_output(text: str, out: str | None, force: bool) -> None:
 
 def _cmd_design(args: argparse.Namespace) -> int:
     from redactopt._validate import check_n
-    from redactopt.certify import PrivacyCheckError
-    from redactopt.chain import MarkovChain
-    from redactopt.design import design
-    from redactopt import report
+    from redactopt.errors import PrivacyCheckError
+    from redactopt.model.chain import MarkovChain
+    from redactopt.engine.design import design
+    from redactopt.interface import report
 
     chain = MarkovChain(args.alpha, args.beta)
     n = check_n(args.n, "--n")
@@ -291,9 +288,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     import itertools
 
     from redactopt._validate import check_n
-    from redactopt.chain import MarkovChain
-    from redactopt.compare import compare_point
-    from redactopt import report
+    from redactopt.model.chain import MarkovChain
+    from redactopt.engine.compare import compare_point
+    from redactopt.interface import report
 
     _refuse_existing(args.out, args.force)
     rows = []
@@ -331,7 +328,7 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from redactopt.bench import run_bench
+    from redactopt.interface.bench import run_bench
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -350,7 +347,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _data_parsers(sub: argparse._SubParsersAction) -> None:
-    from redactopt.cli_data import add_apply_parser, add_fit_parser
+    from redactopt.interface.cli_data import add_apply_parser, add_fit_parser
 
     add_fit_parser(sub)
     add_apply_parser(sub)

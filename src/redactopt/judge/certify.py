@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from redactopt._validate import check_eps, check_n, check_private
-from redactopt.chain import MarkovChain
-from redactopt.influence import pointwise_influence
-from redactopt.leakage import LeakageResult, check_mechanism, leakage, max_leakage, utility
+from redactopt.errors import PrivacyCheckError
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import pointwise_influence
+from redactopt.judge.leakage import LeakageResult, check_mechanism, leakage, max_leakage, utility
 
 __all__ = [
     "Certificate",
@@ -26,7 +27,6 @@ __all__ = [
     "SparseRows",
     "finalize_sparse",
     "extended_block",
-    "PrivacyCheckError",
     "SNAP_TOL",
     "finalize",
     "snap",
@@ -41,10 +41,6 @@ SNAP_TOL = 1e-9
 
 #: Relative slack allowed between the exact leakage and eps for floating rounding only.
 LEAKAGE_RTOL = 1e-12
-
-
-class PrivacyCheckError(ValueError):
-    """A candidate mechanism failed the exact leakage check after snapping."""
 
 
 @dataclass(frozen=True)
@@ -186,17 +182,17 @@ def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...]
 
     Far from the boundary the float evaluation decides.  Within a relative
     :data:`BOUNDARY_RTOL` of ``eps`` and for ``n <= 64`` the verdict is taken in rational
-    arithmetic on the stored floats (:func:`redactopt.exact.certify_exact`), so rounding
+    arithmetic on the stored floats (:func:`redactopt.judge.exact.certify_exact`), so rounding
     cannot pass a mechanism whose true leakage is above ``eps``; longer mechanisms
     there pass only up to a relative :data:`LEAKAGE_RTOL`.  ``worst``, when given, is the
-    already computed worst :class:`~redactopt.leakage.LeakageResult` over ``private``.
+    already computed worst :class:`~redactopt.judge.leakage.LeakageResult` over ``private``.
     """
     res = worst if worst is not None else max_leakage(chain, redact_prob, private)
     if res.leakage <= eps * (1.0 - BOUNDARY_RTOL):
         return res, True
     if res.leakage > eps * (1.0 + BOUNDARY_RTOL):
         return res, False
-    from redactopt.exact import MAX_EXACT_N, certify_exact
+    from redactopt.judge.exact import MAX_EXACT_N, certify_exact
 
     if redact_prob.shape[0] <= MAX_EXACT_N:
         cert = certify_exact(chain.alpha, chain.beta, redact_prob.tolist(), list(private), eps)

@@ -2,7 +2,7 @@
 Markov-Quilt (Algorithm 1) and the data-independent bound of Theorem 2.
 
 Where the paper is off, the function implements it *as printed* and says so; the
-exact leakage evaluator (:mod:`redactopt.leakage`) is the judge of privacy.
+exact leakage evaluator (:mod:`redactopt.judge.leakage`) is the judge of privacy.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Literal
 import numpy as np
 
 from redactopt._validate import check_eps, check_index, check_n, check_real
-from redactopt.chain import MarkovChain
-from redactopt.influence import delta_star, max_influence, regions, Regions
-from redactopt.leakage import LeakageResult, check_mechanism, max_leakage, utility
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import delta_star, max_influence, regions, Regions
+from redactopt.judge.leakage import LeakageResult, check_mechanism, max_leakage, utility
 
 __all__ = [
     "Mechanism",

@@ -498,8 +498,8 @@ class ScanState:
         return ScanState(ids, n_new, new_first, new_last, pairs, triples, private, self.rows + later.rows)
 
     def counts(self) -> "Any":
-        """Pooled :class:`redactopt.fit.TransitionCounts`."""
-        from redactopt.fit import TransitionCounts
+        """Pooled :class:`redactopt.release.fit.TransitionCounts`."""
+        from redactopt.release.fit import TransitionCounts
 
         return TransitionCounts(self.pairs.copy(), self.triples.copy(), int(self.rows), len(self.ids))
 

@@ -1,6 +1,6 @@
 r"""The Three-Region mechanism with a tuned budget split, and 3R calibrated to be private.
 
-Two library calls on top of :func:`redactopt.mechanisms.three_region`:
+Two library calls on top of :func:`redactopt.paper.mechanisms.three_region`:
 
 * :func:`tuned_three_region` — the split :math:`\epsilon_\ell+\epsilon_r=\epsilon` that
   maximises 3R's utility as the paper computes it (Theorem 1's closed form with side
@@ -11,7 +11,7 @@ Two library calls on top of :func:`redactopt.mechanisms.three_region`:
   high-influence value always redacted in :math:`R_M`, :math:`R_L` redacted,
   :math:`R_S` published) with the redaction probability of the low value in
   :math:`R_M` chosen so that the **exact** leakage (Definition 1) is at most
-  :math:`\epsilon`; the result is verified by :func:`redactopt.certify.finalize`.
+  :math:`\epsilon`; the result is verified by :func:`redactopt.judge.certify.finalize`.
 
 Indices are 0-based.
 """
@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from redactopt._validate import check_problem, check_real
-from redactopt.certify import SAFE_FRACTION, DesignResult, finalize, lemma2_upper_bound, snap
-from redactopt.chain import MarkovChain
-from redactopt.influence import low_value, pointwise_influence, regions
-from redactopt.leakage import leakage
-from redactopt.mechanisms import Mechanism, default_split, three_region, three_region_utility
+from redactopt.judge.certify import SAFE_FRACTION, DesignResult, finalize, lemma2_upper_bound, snap
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import low_value, pointwise_influence, regions
+from redactopt.judge.leakage import leakage
+from redactopt.paper.mechanisms import Mechanism, default_split, three_region, three_region_utility
 
 __all__ = ["TunedSplit", "tuned_three_region", "calibrated_three_region"]
 
@@ -40,11 +40,11 @@ class TunedSplit:
     ----------
     eps_left, eps_right : float
         The split, ``eps_left + eps_right == eps`` (``eps_right`` is computed as
-        ``eps - eps_left``, exactly as :func:`~redactopt.mechanisms.three_region` does).
+        ``eps - eps_left``, exactly as :func:`~redactopt.paper.mechanisms.three_region` does).
     mechanism : Mechanism
         ``three_region(chain, n, eps=eps, p=p, eps_left=eps_left)`` (reading ``"section4"``).
     utility : float
-        Theorem 1's utility of that mechanism (:func:`~redactopt.mechanisms.three_region_utility`).
+        Theorem 1's utility of that mechanism (:func:`~redactopt.paper.mechanisms.three_region_utility`).
     leakage : float
         Its exact leakage (Definition 1); it may exceed ``eps``.
     """
@@ -69,7 +69,7 @@ def _side_thresholds(chain: MarkovChain, m: int) -> tuple[np.ndarray, np.ndarray
 def _side_utility(lo: np.ndarray, hi: np.ndarray, budget: np.ndarray, pi_low: float) -> np.ndarray:
     r"""Published records on one side for each budget: :math:`|R_S| + \pi_{low}|R_M|(1-e^{-b/|R_M|})`.
 
-    Region rules of :func:`redactopt.influence.regions`: ``S`` iff ``max_x i <= b``,
+    Region rules of :func:`redactopt.model.influence.regions`: ``S`` iff ``max_x i <= b``,
     ``M`` iff ``min_x i <= b < max_x i``.
     """
     s = np.searchsorted(hi, budget, side="right")
@@ -113,7 +113,7 @@ def tuned_three_region(chain: MarkovChain, n: int, *, eps: float, p: int = 0) ->
     Returns
     -------
     TunedSplit
-        Ties are broken towards the default split (:func:`~redactopt.mechanisms.default_split`).
+        Ties are broken towards the default split (:func:`~redactopt.paper.mechanisms.default_split`).
         The mechanism is 3R as the paper defines it and may leak more than ``eps``; see
         ``leakage``.
     """
@@ -300,7 +300,7 @@ def calibrated_three_region(
     split, :math:`R_L` and the high-influence value in :math:`R_M` always redacted,
     :math:`R_S` published.  Instead of :math:`p_t=e^{-\epsilon_s/|R_M^{(s)}|}`, whose
     privacy argument (Eq. 20) is incomplete, one common :math:`p_s` per side is chosen
-    so that the exact leakage (Definition 1, :func:`redactopt.leakage.leakage`) is at
+    so that the exact leakage (Definition 1, :func:`redactopt.judge.leakage.leakage`) is at
     most :math:`\epsilon` — first each side within its own budget, then the remaining
     slack is spent jointly (see the notes).
 
@@ -315,14 +315,14 @@ def calibrated_three_region(
         0-based index of the private record.
     eps_left : float, optional
         Use this split.  By default both the default split
-        (:func:`~redactopt.mechanisms.default_split`) and the tuned split
+        (:func:`~redactopt.paper.mechanisms.default_split`) and the tuned split
         (:func:`tuned_three_region`) are calibrated and the better is returned.
 
     Returns
     -------
     DesignResult
-        Method ``"3r-calibrated"``, verified by :func:`~redactopt.certify.finalize`; the
-        certificate is Lemma 2's bound (:func:`~redactopt.certify.lemma2_upper_bound`).
+        Method ``"3r-calibrated"``, verified by :func:`~redactopt.judge.certify.finalize`; the
+        certificate is Lemma 2's bound (:func:`~redactopt.judge.certify.lemma2_upper_bound`).
         ``info`` holds the split, the per-side probabilities and the regions.
 
     Notes

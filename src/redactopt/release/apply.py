@@ -23,7 +23,7 @@ one random byte ``B`` with ``floor(256 q)`` and only when they are equal (probab
 releases" in the report), record ``t`` (0-based position in its sequence) of the
 sequence with id ``s`` uses word ``t`` of a PCG64 stream seeded by
 ``SeedSequence(seed, spawn_key=(key(s),))`` (``key`` is a hash of the id, see
-:func:`redactopt.data.sequence_key`), reached with ``PCG64.advance``; tie bits use
+:func:`redactopt.release.data.sequence_key`), reached with ``PCG64.advance``; tie bits use
 ``spawn_key=(key(s), t + 1)``.  Seeded draws therefore do not depend on how the data are
 cut into chunks or partitions, which makes the in-memory and Dask back-ends agree
 record for record.
@@ -31,13 +31,13 @@ record for record.
 **Streaming.**  :func:`apply_table` reads the input twice in chunks (Parquet one row
 group at a time): the first pass checks every value, counts the records of each
 sequence, the transitions (for the fit) and the private flags; every sequence that has
-private records is designed (:func:`redactopt.joint.design_joint_sparse`: each private
+private records is designed (:func:`redactopt.engine.joint.design_joint_sparse`: each private
 record protected at ``eps``); the second pass redacts and writes.  The data are never
 held in memory, and neither is an ``(n, 2)`` table: a design is a
-:class:`~redactopt.certify.SparseDesign`, blocks of rows around the private records with
+:class:`~redactopt.judge.certify.SparseDesign`, blocks of rows around the private records with
 every other record published with certainty, verified exactly on each block extended by
 its always-published neighbours (exact for the whole sequence, see
-:func:`~redactopt.certify.finalize_sparse`).  Memory grows with the chunk size, the
+:func:`~redactopt.judge.certify.finalize_sparse`).  Memory grows with the chunk size, the
 number of sequences and the blocks, not with the length of a sequence; the report's
 ``redact_prob`` for every record is written in pieces.
 
@@ -57,10 +57,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from redactopt._validate import check_eps, check_probability_open
-from redactopt.certify import DesignResult, SparseDesign, SparseRows
-from redactopt.chain import MarkovChain
-from redactopt.data import DEFAULT_CHUNK_ROWS, ScanState, TableReader, TableWriter, parse_binary, sequence_key
-from redactopt.leakage import leakage
+from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows
+from redactopt.model.chain import MarkovChain
+from redactopt.release.data import DEFAULT_CHUNK_ROWS, ScanState, TableReader, TableWriter, parse_binary, sequence_key
+from redactopt.judge.leakage import leakage
 
 __all__ = [
     "BitSource",
@@ -283,8 +283,8 @@ def bernoulli_exact(prob: object, source: BitSource | None = None, *, key: int =
 class SequencePlan:
     """The design for one sequence (``result`` is ``None`` when it has no private record).
 
-    ``result`` is normally a :class:`~redactopt.certify.SparseDesign` (blocks around the
-    private records); a dense :class:`~redactopt.certify.DesignResult` is accepted too.
+    ``result`` is normally a :class:`~redactopt.judge.certify.SparseDesign` (blocks around the
+    private records); a dense :class:`~redactopt.judge.certify.DesignResult` is accepted too.
     """
 
     seq_id: Any
@@ -509,8 +509,8 @@ def plan_release(
     ``private`` (0-based) applies to a single-sequence scan; otherwise the scan's private
     flags are used.
     """
-    from redactopt.fit import fit_counts
-    from redactopt.joint import JOINT_METHODS, design_joint_sparse
+    from redactopt.release.fit import fit_counts
+    from redactopt.engine.joint import JOINT_METHODS, design_joint_sparse
 
     eps = check_eps(eps)
     if method not in JOINT_METHODS:
@@ -580,7 +580,7 @@ def _sequence_report(plan: SequencePlan, chain: MarkovChain, redacted: int) -> d
 def mechanism_json(res: SparseDesign | DesignResult) -> dict[str, Any]:
     """The mechanism file of DESIGN.md (``redactopt.mechanism/1``) plus ``certificate``.
 
-    ``redact_prob`` is kept as an array or a :class:`~redactopt.certify.SparseRows`
+    ``redact_prob`` is kept as an array or a :class:`~redactopt.judge.certify.SparseRows`
     (``numpy.asarray`` makes it dense); :func:`write_report` streams it in pieces, so a
     long sequence is never held as a dense array or a list of Python floats.
     """
@@ -673,7 +673,7 @@ def _jsonable(obj: Any) -> Any:
 
 def build_report(plan: ReleasePlan, *, redacted: np.ndarray, source: BitSource, seed: int | None,
                  extra: dict[str, Any]) -> dict[str, Any]:
-    """The JSON report of a release (format ``redactopt.apply-report/1``)."""
+    """The JSON report of a release (format ``redactopt.release.apply-report/1``)."""
     chain_d: dict[str, Any] = {"alpha": plan.chain.alpha, "beta": plan.chain.beta,
                                "source": "fitted" if plan.fit is not None else "given"}
     if plan.fit is not None:
@@ -681,7 +681,7 @@ def build_report(plan: ReleasePlan, *, redacted: np.ndarray, source: BitSource, 
     total = int(sum(p.n for p in plan.plans))
     red = int(redacted.sum())
     seqs = [_sequence_report(p, plan.chain, int(redacted[c])) for c, p in enumerate(plan.plans)]
-    rep: dict[str, Any] = {"format": "redactopt.apply-report/1"}
+    rep: dict[str, Any] = {"format": "redactopt.release.apply-report/1"}
     rep.update(extra)
     rep.update({
         "rows": total,
@@ -738,7 +738,7 @@ def _ids_of(chunk: Any, by: str, where: str) -> np.ndarray:
 
 def scan_table(reader: TableReader, *, column: str, by: str | None = None,
                private_column: str | None = None) -> ScanState:
-    """First pass: validate every value and collect the :class:`~redactopt.data.ScanState`."""
+    """First pass: validate every value and collect the :class:`~redactopt.release.data.ScanState`."""
     reader.require(column, by, private_column)
     state = ScanState()
     where = str(reader.path)
@@ -754,7 +754,7 @@ def scan_table(reader: TableReader, *, column: str, by: str | None = None,
 
 
 def _positions(codes: np.ndarray | None, counter: np.ndarray, m: int) -> np.ndarray:
-    from redactopt.data import _group_ranks
+    from redactopt.release.data import _group_ranks
 
     if codes is None:
         pos = counter[0] + np.arange(m, dtype=np.int64)
@@ -767,7 +767,7 @@ def _positions(codes: np.ndarray | None, counter: np.ndarray, m: int) -> np.ndar
 
 
 def _codes_of(ids: np.ndarray, index: dict, where: str) -> np.ndarray:
-    from redactopt.data import _id_key
+    from redactopt.release.data import _id_key
 
     try:
         return np.fromiter((index[_id_key(v)] for v in ids), dtype=np.int64, count=ids.shape[0])
@@ -908,8 +908,8 @@ def apply_table(
     alpha, beta : float, optional
         The chain; fitted from the data when omitted.
     method : str
-        ``"auto"`` or a :func:`redactopt.design.design` method, see
-        :func:`redactopt.joint.design_joint`.
+        ``"auto"`` or a :func:`redactopt.engine.design.design` method, see
+        :func:`redactopt.engine.joint.design_joint`.
     seed : int, optional
         Reproducible PCG64 draws — not for real releases; default: ``os.urandom``.
     report : path, optional

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from redactopt._validate import check_private, check_redact_prob
-from redactopt.chain import MarkovChain
+from redactopt.model.chain import MarkovChain
 
 __all__ = [
     "LeakageResult",

@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from redactopt.certify import LEAKAGE_RTOL
-from redactopt.chain import MarkovChain
-from redactopt.influence import pointwise_influence, max_influence, regions
-from redactopt.leakage import leakage, utility
-from redactopt.mechanisms import markov_quilt, theorem2_bound, three_region
+from redactopt._optional import require
+from redactopt.judge.certify import LEAKAGE_RTOL
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import pointwise_influence, max_influence, regions
+from redactopt.judge.leakage import leakage, utility
+from redactopt.paper.mechanisms import markov_quilt, theorem2_bound, three_region
 
 __all__ = ["run_bench", "FIG3_EPS", "GAP_CHAINS"]
 
@@ -33,6 +34,13 @@ GAP_CHAINS = ((0.3, 0.4), (0.1, 0.3), (0.01, 0.8), (0.05, 0.05), (0.4, 0.05), (0
 GAP_EPS = (0.1, 0.5, 1.0, 2.0, 5.0)
 
 
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the non-interactive Agg back-end (files only, no screen)."""
+    matplotlib = require("matplotlib", purpose="redactopt bench's figures")
+    matplotlib.use("Agg")
+    return require("matplotlib.pyplot", purpose="redactopt bench's figures")
+
+
 def _progress(items: list, desc: str, enabled: bool) -> Iterable:
     if not enabled:
         return items
@@ -42,13 +50,13 @@ def _progress(items: list, desc: str, enabled: bool) -> Iterable:
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    from redactopt.report import rows_csv
+    from redactopt.interface.report import rows_csv
 
     path.write_text(rows_csv(rows))
 
 
 def _md_table(rows: list[dict[str, Any]], keys: list[str] | None = None) -> str:
-    from redactopt.report import rows_markdown
+    from redactopt.interface.report import rows_markdown
 
     return rows_markdown(rows, keys)
 
@@ -58,10 +66,7 @@ def _md_table(rows: list[dict[str, Any]], keys: list[str] | None = None) -> str:
 # ---------------------------------------------------------------------------
 def fig2(out: Path) -> None:
     """Pointwise influence vs distance with the three regions (Fig. 2: alpha=0.25, beta=0.5)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     a, b, eps = 0.25, 0.5, 0.5
     ch = MarkovChain(a, b)
@@ -89,12 +94,9 @@ def fig2(out: Path) -> None:
 
 def fig3(out: Path, eps_grid: Iterable[float], time_limit: float, progress: bool) -> list[dict[str, Any]]:
     """Utility vs eps in the Fig. 3 setting (n=10, p=1, alpha=0.01, beta=0.8): CSV and PNG."""
-    import matplotlib
+    plt = _pyplot()
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from redactopt.compare import compare_point
+    from redactopt.engine.compare import compare_point
 
     ch = MarkovChain(*FIG3_CHAIN)
     rows = []
@@ -132,12 +134,9 @@ def fig3(out: Path, eps_grid: Iterable[float], time_limit: float, progress: bool
 
 def fig4(out: Path, time_limit: float) -> None:
     """Redaction probabilities of 3R and of the optimum (Fig. 4: p=1, eps=1, alpha/beta=10)."""
-    import matplotlib
+    plt = _pyplot()
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from redactopt.design import design
+    from redactopt.engine.design import design
 
     a, b, n, eps = 0.5, 0.05, 12, 1.0
     ch = MarkovChain(a, b)
@@ -202,7 +201,7 @@ def example1(out: Path) -> None:
 # gap table
 # ---------------------------------------------------------------------------
 def gap_table(out: Path, *, quick: bool, time_limit: float, progress: bool) -> list[dict[str, Any]]:
-    from redactopt.compare import compare_point
+    from redactopt.engine.compare import compare_point
 
     ns = (5, 10) if quick else (5, 10, 20, 50)
     chains = GAP_CHAINS[:4] if quick else GAP_CHAINS

@@ -2,7 +2,7 @@ r"""Exact rational certificates of leakage (no floating point anywhere).
 
 The probabilities are taken *exactly as written* (a JSON number ``0.1`` is the rational
 1/10, not the nearest double), the leakage ratio is computed in rational arithmetic with
-the same O(n) pattern reduction as :mod:`redactopt.leakage`, and the verdict
+the same O(n) pattern reduction as :mod:`redactopt.judge.leakage`, and the verdict
 :math:`\mathcal L\le\epsilon` is decided by comparing the rational worst ratio ``R`` with
 rational bounds on :math:`e^\epsilon`:
 

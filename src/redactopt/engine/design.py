@@ -1,7 +1,7 @@
 """One entry point for mechanism design: :func:`design`.
 
-Every method returns a :class:`~redactopt.certify.DesignResult` built by
-:func:`~redactopt.certify.finalize`: snapped, re-verified by the exact leakage evaluator,
+Every method returns a :class:`~redactopt.judge.certify.DesignResult` built by
+:func:`~redactopt.judge.certify.finalize`: snapped, re-verified by the exact leakage evaluator,
 never above ``eps``, with a certificate bounding the optimum over *all* local
 redaction mechanisms (DESIGN.md, "What optimal means here").
 """
@@ -14,9 +14,10 @@ from typing import Literal
 import numpy as np
 
 from redactopt._validate import check_eps, check_index, check_n, check_real
-from redactopt.certify import Certificate, DesignResult, PrivacyCheckError, finalize, lemma2_upper_bound
-from redactopt.chain import MarkovChain
-from redactopt.mechanisms import markov_quilt, three_region
+from redactopt.errors import PrivacyCheckError
+from redactopt.judge.certify import Certificate, DesignResult, finalize, lemma2_upper_bound
+from redactopt.model.chain import MarkovChain
+from redactopt.paper.mechanisms import markov_quilt, three_region
 
 __all__ = ["METHODS", "design", "global_solver_applies", "resolve_split"]
 
@@ -91,7 +92,7 @@ def design(
         structure with redaction probabilities set by the exact leakage;
         ``"dim"``: the exact data-independent window optimum (MILP / enumeration);
         ``"mq"``: Algorithm 1 as printed; ``"3r"``: the paper's 3R as printed — raises
-        :class:`~redactopt.certify.PrivacyCheckError` where it leaks more than ``eps``.
+        :class:`~redactopt.judge.certify.PrivacyCheckError` where it leaks more than ``eps``.
     split : "auto", "half" or float
         Budget split for the 3R-based methods: tuned (``"auto"``), ``eps/2`` per side
         (``"half"``), or the left budget ``eps_left``.
@@ -109,7 +110,7 @@ def design(
     DesignResult
         With ``certificate.upper_bound`` a valid bound on the utility of *every*
         ``eps``-private local redaction mechanism: SCIP's dual bound when the global
-        solver ran, else Lemma 2's bound (:func:`~redactopt.certify.lemma2_upper_bound`).
+        solver ran, else Lemma 2's bound (:func:`~redactopt.judge.certify.lemma2_upper_bound`).
     """
     n = check_n(n)
     eps = check_eps(eps)
@@ -128,7 +129,7 @@ def design(
     if method == "3r":
         el = None if eps_left == "auto" else eps_left
         if eps_left == "auto":
-            from redactopt.tuning import tuned_three_region
+            from redactopt.engine.tuning import tuned_three_region
 
             el = tuned_three_region(chain, n, eps=eps, p=p).eps_left
         mech = three_region(chain, n, eps=eps, p=p, eps_left=el)
@@ -156,7 +157,7 @@ def _dim(chain: MarkovChain, n: int, eps: float, p: int, time_limit: float) -> D
 
 
 def _calibrated(chain: MarkovChain, n: int, eps: float, p: int, eps_left) -> DesignResult:
-    from redactopt.tuning import calibrated_three_region
+    from redactopt.engine.tuning import calibrated_three_region
 
     el = None if eps_left in (None, "auto") else eps_left
     return calibrated_three_region(chain, n, eps=eps, p=p, eps_left=el)

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from redactopt.chain import MarkovChain
+from redactopt.model.chain import MarkovChain
 
 __all__ = [
     "ChainFit",

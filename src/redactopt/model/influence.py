@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from redactopt._validate import check_delta, check_eps, check_index, check_n, check_real
-from redactopt.chain import MarkovChain
+from redactopt.model.chain import MarkovChain
 
 __all__ = [
     "pointwise_influence",

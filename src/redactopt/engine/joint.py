@@ -36,7 +36,7 @@ its members are redacted anyway, which the footnote's per-record windows cannot.
 **Joint local improvement** (:func:`improve_locally`).  Starting from a valid design,
 the redaction probabilities of the outermost redacted records of each cluster are
 lowered one at a time, each to the smallest value that keeps the exact leakage
-(Definition 1, :func:`redactopt.leakage.leakage`) about every private record of the
+(Definition 1, :func:`redactopt.judge.leakage.leakage`) about every private record of the
 cluster at most :math:`\epsilon`; by the monotonicity above the feasible values of one
 coordinate form an interval, so bisection finds its end.  Only the records between the
 nearest always-published records matter for a private record (a record published with
@@ -46,7 +46,7 @@ certainty cuts every output pattern), so each check runs on that segment.
 on a window of the sequence around it and embedded (records outside published).  If
 the window's outermost records are published with certainty, the embedding has exactly
 the window's leakage (the same cut argument); otherwise the window is doubled.  Every
-result is re-verified on the whole sequence by :func:`redactopt.certify.finalize`.
+result is re-verified on the whole sequence by :func:`redactopt.judge.certify.finalize`.
 
 Indices are 0-based here; the CLI and files are 1-based.
 """
@@ -59,10 +59,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from redactopt._validate import check_eps, check_n, check_private
-from redactopt.certify import (
+from redactopt.errors import PrivacyCheckError
+from redactopt.judge.certify import (
     SAFE_FRACTION,
     DesignResult,
-    PrivacyCheckError,
     SparseDesign,
     _merge_blocks,
     extended_block,
@@ -70,9 +70,9 @@ from redactopt.certify import (
     finalize_sparse,
     lemma2_upper_bound,
 )
-from redactopt.chain import MarkovChain
-from redactopt.influence import delta_star, side_log_ratio_maxima
-from redactopt.leakage import leakage
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import delta_star, side_log_ratio_maxima
+from redactopt.judge.leakage import leakage
 
 __all__ = [
     "JOINT_METHODS",
@@ -86,7 +86,7 @@ __all__ = [
     "lemma2_bound",
 ]
 
-#: ``method`` values of :func:`design_joint`: ``"auto"`` plus those of :func:`redactopt.design.design`.
+#: ``method`` values of :func:`design_joint`: ``"auto"`` plus those of :func:`redactopt.engine.design.design`.
 JOINT_METHODS: tuple[str, ...] = ("auto", "dim", "3r-calibrated", "optimal", "sgp", "global", "mq", "3r")
 
 #: ``method="auto"`` adds footnote-style calibrated-3R candidates up to this many private records.
@@ -114,16 +114,16 @@ def _small_info(info: dict) -> dict:
 
 
 def lemma2_bound(chain: MarkovChain, n: int, *, eps: float, private: Sequence[int]) -> float:
-    r""":func:`redactopt.certify.lemma2_upper_bound`, computed on the records near the private ones.
+    r""":func:`redactopt.judge.certify.lemma2_upper_bound`, computed on the records near the private ones.
 
     Lemma 2 forbids publishing value ``x`` at ``t`` only if some private ``p`` has
     :math:`i(X_p\rightsquigarrow X_t=x) > \epsilon`; both pointwise influences are at most
     the max-influence :math:`\hat i(|t-p|)`, which is non-increasing in the distance and
     at most ``eps`` from :math:`\Delta^\star(\epsilon)` on
-    (:func:`redactopt.influence.delta_star`).  Records farther than that from every
+    (:func:`redactopt.model.influence.delta_star`).  Records farther than that from every
     private record are therefore allowed both values, and the bound of the whole sequence
     is the bound of the stretch around the private records plus one per record outside
-    it — the same number as :func:`~redactopt.certify.lemma2_upper_bound`, in time
+    it — the same number as :func:`~redactopt.judge.certify.lemma2_upper_bound`, in time
     independent of ``n``.  Private records farther apart than ``2 Δ*`` form separate
     stretches (a record near one group is farther than ``Δ*`` from every other group),
     so far-apart private records cost two short stretches, not the records between them.
@@ -305,11 +305,11 @@ def _local_window(chain: MarkovChain, n: int, eps: float, p: int, method: str, r
                   time_limit: float) -> tuple[int, int, DesignResult]:
     """A design for ``p`` on a window whose outer records are published with certainty.
 
-    Returns ``(lo, hi, result)``: ``result`` is :func:`redactopt.design.design` on the
+    Returns ``(lo, hi, result)``: ``result`` is :func:`redactopt.engine.design.design` on the
     records ``lo..hi`` (verified there by ``finalize``); embedding it needs a check on
     the whole sequence, which the callers do.
     """
-    from redactopt.design import design
+    from redactopt.engine.design import design
 
     R = _initial_radius(chain, eps, n) if radius is None else max(1, int(radius))
     while True:
@@ -333,7 +333,7 @@ def design_local(
     radius: int | None = None,
     time_limit: float = 60.0,
 ) -> DesignResult:
-    """:func:`redactopt.design.design` for record ``p`` (0-based) on a window, embedded in ``n`` records.
+    """:func:`redactopt.engine.design.design` for record ``p`` (0-based) on a window, embedded in ``n`` records.
 
     The window ``[p - radius, p + radius]`` (default ``2 Δ*(ε/2) + 16``) is doubled until
     the design publishes its outermost records with certainty (or it covers the whole
@@ -361,7 +361,7 @@ def _local_parts(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], me
 
 
 class _Blocks:
-    """A mechanism that is zero outside a few blocks of rows (see :class:`~redactopt.certify.SparseRows`).
+    """A mechanism that is zero outside a few blocks of rows (see :class:`~redactopt.judge.certify.SparseRows`).
 
     Candidates of :func:`design_joint` are kept in this form: memory grows with the
     windows around the private records, never with ``n``.
@@ -428,7 +428,7 @@ def combine_max(
 
     Each private record (0-based) gets a design with ``method`` on a window
     (:func:`design_local`); the maximum is private by the post-processing argument of
-    the module docstring, and :func:`~redactopt.certify.finalize` checks every private
+    the module docstring, and :func:`~redactopt.judge.certify.finalize` checks every private
     record exactly on the whole sequence.
     """
     chain = _check_chain(chain)
@@ -543,7 +543,7 @@ def improve_locally(
     to the end of its feasible interval, by bisection with the exact evaluator), and
     stop a side after ``max_records`` records or at the first record that gains
     nothing.  Returns the new ``(n, 2)`` array and a summary; the caller must still
-    pass it through :func:`~redactopt.certify.finalize`.  With ``inplace`` a float
+    pass it through :func:`~redactopt.judge.certify.finalize`.  With ``inplace`` a float
     array is modified instead of copied (long sequences).
     """
     chain = _check_chain(chain)
@@ -617,18 +617,18 @@ def design_joint(
         ``"auto"`` (default): the best of the joint data-independent windows
         (:func:`joint_dim`), the footnote's maximum of per-record exact DIM windows
         and, for at most three private records, of per-record calibrated 3R designs;
-        then :func:`improve_locally`.  Any method of :func:`redactopt.design.design`
+        then :func:`improve_locally`.  Any method of :func:`redactopt.engine.design.design`
         (``"dim"``, ``"3r-calibrated"``, ``"optimal"``, ...): per-record designs on
         windows combined by the footnote's maximum (:func:`combine_max`).
     improve : bool
         Run the joint local improvement (``method="auto"`` only).
     time_limit : float
-        Seconds per optimiser call of :func:`redactopt.design.design`.
+        Seconds per optimiser call of :func:`redactopt.engine.design.design`.
 
     Returns
     -------
     DesignResult
-        Built by :func:`~redactopt.certify.finalize` with ``private`` = all private
+        Built by :func:`~redactopt.judge.certify.finalize` with ``private`` = all private
         records: the exact leakage is the worst over them and never above ``eps``.  The
         certificate is Lemma 2's bound for the whole sequence (scope ``"all"``).
     """
@@ -650,9 +650,9 @@ def design_joint_sparse(
 ) -> SparseDesign:
     """:func:`design_joint` with time and memory independent of ``n`` (for releases).
 
-    Same candidates and parameters; the result is a :class:`~redactopt.certify.SparseDesign`
+    Same candidates and parameters; the result is a :class:`~redactopt.judge.certify.SparseDesign`
     (blocks around the private records, zero elsewhere) verified exactly by
-    :func:`~redactopt.certify.finalize_sparse` on each block extended by its
+    :func:`~redactopt.judge.certify.finalize_sparse` on each block extended by its
     always-published neighbours, which is exact for the whole sequence.
     """
     res = _design_joint(chain, n, eps=eps, private=private, method=method, improve=improve,
@@ -664,7 +664,7 @@ def design_joint_sparse(
 def _design_joint(chain: MarkovChain, n: int, *, eps: float, private: object, method: str, improve: bool,
                   time_limit: float, dense: bool) -> SparseDesign | DesignResult:
     """Both entry points; with ``dense`` each accepted candidate is also re-verified on all
-    ``n`` records (:meth:`~redactopt.certify.SparseDesign.to_result`), and a candidate that
+    ``n`` records (:meth:`~redactopt.judge.certify.SparseDesign.to_result`), and a candidate that
     fails there makes way for the next one, like one that fails on its blocks."""
     chain = _check_chain(chain)
     n = check_n(n)

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 
 from redactopt._validate import check_eps
-from redactopt.certify import verify
-from redactopt.chain import MarkovChain
-from redactopt.leakage import check_mechanism, leakage, utility
+from redactopt.judge.certify import verify
+from redactopt.model.chain import MarkovChain
+from redactopt.judge.leakage import check_mechanism, leakage, utility
 
 __all__ = ["audit", "audit_text"]
 

@@ -1,6 +1,6 @@
-"""The data subcommands ``fit`` and ``apply`` (registered by :mod:`redactopt.cli`).
+"""The data subcommands ``fit`` and ``apply`` (registered by :mod:`redactopt.interface.cli`).
 
-A thin layer over :mod:`redactopt.fit` and :mod:`redactopt.apply`: parse, call, print.
+A thin layer over :mod:`redactopt.release.fit` and :mod:`redactopt.release.apply`: parse, call, print.
 Exit codes as everywhere (DESIGN.md): 0 success, 1 a privacy check failed, 2 bad usage
 or input (one line on stderr naming the row or column).  Positions are 1-based.
 """
@@ -12,15 +12,11 @@ import json
 import sys
 from typing import Any
 
+from redactopt.errors import UsageError
+
 __all__ = ["add_fit_parser", "add_apply_parser"]
 
 _EXIT_OK, _EXIT_FAIL = 0, 1
-
-
-def _usage_error(msg: str) -> Exception:
-    from redactopt.cli import UsageError
-
-    return UsageError(msg)
 
 
 # --------------------------------------------------------------------------
@@ -53,14 +49,14 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    from redactopt.apply import scan_table
-    from redactopt.data import DEFAULT_CHUNK_ROWS, TableReader
-    from redactopt.fit import fit_counts
+    from redactopt.release.apply import scan_table
+    from redactopt.release.data import DEFAULT_CHUNK_ROWS, TableReader
+    from redactopt.release.fit import fit_counts
 
     reader = TableReader(args.input, chunk_rows=DEFAULT_CHUNK_ROWS if args.chunk_rows is None else args.chunk_rows)
     state = scan_table(reader, column=args.column, by=args.by)
     if state.rows == 0:
-        raise _usage_error(f"{args.input}: no data rows")
+        raise UsageError(f"{args.input}: no data rows")
     fit = fit_counts(state.counts(), confidence=args.confidence, interval=args.interval)
     if args.format == "json":
         d: dict[str, Any] = {"input": str(args.input), "column": args.column, "by": args.by}
@@ -77,7 +73,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------
 def add_apply_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``redactopt apply INPUT --column NAME (--private LIST | --private-column NAME) --eps E ...``."""
-    from redactopt.joint import JOINT_METHODS
+    from redactopt.engine.joint import JOINT_METHODS
 
     ap = sub.add_parser(
         "apply",
@@ -120,9 +116,9 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_apply(args: argparse.Namespace) -> int:
-    from redactopt.apply import apply_table, parse_positions
-    from redactopt.certify import PrivacyCheckError
-    from redactopt.data import DEFAULT_CHUNK_ROWS
+    from redactopt.release.apply import apply_table, parse_positions
+    from redactopt.errors import PrivacyCheckError
+    from redactopt.release.data import DEFAULT_CHUNK_ROWS
 
     private = parse_positions(args.private) if args.private is not None else None
     kwargs = dict(column=args.column, eps=args.eps, private=private, private_column=args.private_column,
@@ -130,12 +126,8 @@ def _cmd_apply(args: argparse.Namespace) -> int:
                   report=args.report, force=args.force, time_limit=args.time_limit)
     try:
         if args.backend == "dask":
-            try:
-                from redactopt.dask_backend import apply_parquet_dask, _dask
+            from redactopt.release.dask_backend import apply_parquet_dask
 
-                _dask()
-            except ImportError as exc:
-                raise _usage_error(str(exc)) from None
             rep = apply_parquet_dask(args.input, args.out, **kwargs)
         else:
             chunk = DEFAULT_CHUNK_ROWS if args.chunk_rows is None else args.chunk_rows

@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from redactopt.certify import LEAKAGE_RTOL, DesignResult, PrivacyCheckError
-from redactopt.chain import MarkovChain
-from redactopt.design import design
-from redactopt.mechanisms import markov_quilt, theorem2_bound, three_region
+from redactopt.errors import PrivacyCheckError
+from redactopt.judge.certify import LEAKAGE_RTOL, DesignResult
+from redactopt.model.chain import MarkovChain
+from redactopt.engine.design import design
+from redactopt.paper.mechanisms import markov_quilt, theorem2_bound, three_region
 
 __all__ = ["alternatives", "compare_point", "COMPARE_COLUMNS"]
 

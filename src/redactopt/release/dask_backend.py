@@ -1,22 +1,22 @@
 """Optional Dask back-end of ``apply``: the same release, computed across the partitions of a Parquet dataset.
 
 Install with ``pip install redactopt[dask]``.  The work splits exactly as in the
-in-memory path (:mod:`redactopt.apply`):
+in-memory path (:mod:`redactopt.release.apply`):
 
-1. every partition is scanned on the workers (:meth:`redactopt.data.ScanState.of_chunk`);
+1. every partition is scanned on the workers (:meth:`redactopt.release.data.ScanState.of_chunk`);
    the scans are merged on the client *in partition order*, which gives the same
    sequence lengths, transition counts (including transitions across partition
    boundaries) and private positions as one pass over the whole dataset;
 2. the chain is fitted and every sequence with private records is designed on the
-   client (:func:`redactopt.apply.plan_release`);
+   client (:func:`redactopt.release.apply.plan_release`);
 3. every partition is redacted on the workers, with each row's position in its
    sequence computed from the per-partition offsets of step 1, and written as
    ``part.NNNNN.parquet`` of a temporary folder beside the destination, which is
    renamed into place only when all partitions succeeded.
 
 Because a seeded draw for record ``t`` of sequence ``s`` is word ``t`` of the stream of
-``s`` (:class:`redactopt.apply.SeededBits`), the output is identical, row for row, to
-:func:`redactopt.apply.apply_table` on the same rows with the same seed, however the
+``s`` (:class:`redactopt.release.apply.SeededBits`), the output is identical, row for row, to
+:func:`redactopt.release.apply.apply_table` on the same rows with the same seed, however the
 rows are partitioned.  Sequences may span partitions; the rows of a sequence are taken
 in dataset order.
 """
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from redactopt.apply import (
+from redactopt.release.apply import (
     Redactor,
     bit_source,
     build_report,
@@ -40,20 +40,15 @@ from redactopt.apply import (
     plan_release,
     write_report,
 )
-from redactopt.data import ScanState, _group_ranks, _id_key, parse_binary
+from redactopt._optional import require
+from redactopt.release.data import ScanState, _group_ranks, _id_key, parse_binary
 
-__all__ = ["apply_parquet_dask", "EXTRA_MESSAGE"]
-
-EXTRA_MESSAGE = "the Dask back-end needs the optional 'dask' extra: pip install 'redactopt[dask]'"
+__all__ = ["apply_parquet_dask"]
 
 
 def _dask() -> Any:
-    try:
-        import dask
-        import dask.dataframe  # noqa: F401
-    except ImportError:
-        raise ImportError(EXTRA_MESSAGE) from None
-    return dask
+    require("dask.dataframe", purpose="the Dask back-end")
+    return require("dask", purpose="the Dask back-end")
 
 
 def _where(i: int) -> str:
@@ -133,12 +128,12 @@ def apply_parquet_dask(
     force: bool = False,
     time_limit: float = 60.0,
 ) -> dict[str, Any]:
-    """:func:`redactopt.apply.apply_table` for a Parquet file or dataset folder, computed with Dask.
+    """:func:`redactopt.release.apply.apply_table` for a Parquet file or dataset folder, computed with Dask.
 
     ``dest`` becomes a folder of Parquet files (``part.00000.parquet``, ...), in the
     order of the input partitions.  Uses the active ``dask.distributed`` client if
     there is one, else Dask's default scheduler.  Arguments as in
-    :func:`~redactopt.apply.apply_table`; ``private`` holds 0-based positions.
+    :func:`~redactopt.release.apply.apply_table`; ``private`` holds 0-based positions.
     """
     dask = _dask()
     import dask.dataframe as dd

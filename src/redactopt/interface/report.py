@@ -6,10 +6,10 @@ import csv
 import io
 from typing import Any
 
-from redactopt.certify import DesignResult
-from redactopt.compare import alternatives
-from redactopt.influence import regions
-from redactopt.mechanisms import default_split
+from redactopt.judge.certify import DesignResult
+from redactopt.engine.compare import alternatives
+from redactopt.model.influence import regions
+from redactopt.paper.mechanisms import default_split
 
 __all__ = ["record_rows", "design_table", "design_csv", "alternatives_for", "rows_csv", "rows_markdown"]
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta as beta_dist
 
-from redactopt.chain import MarkovChain
-from redactopt.leakage import check_mechanism
+from redactopt.model.chain import MarkovChain
+from redactopt.judge.leakage import check_mechanism
 
 __all__ = ["AttackResult", "attack", "sample_outputs", "log_likelihood_ratios"]
 

@@ -1,0 +1,1 @@
+"""Design: ``design()`` judges the candidates the solvers propose; tuning, joint designs, comparisons."""

@@ -1,0 +1,29 @@
+"""Every exception redactopt raises on purpose, in one module.
+
+Wrong types raise ``TypeError`` and wrong values ``ValueError`` (the library's
+validators name the parameter and the value).  The classes here add meaning the CLI
+maps to exit codes: :class:`PrivacyCheckError` (a mechanism failed the exact check;
+exit 1 where a check was asked for, exit 2 where a design was asked for),
+:class:`UsageError` (bad usage; exit 2) and :class:`MissingExtraError` (an optional
+dependency is not installed; exit 2 with the install hint).
+"""
+
+from __future__ import annotations
+
+__all__ = ["PrivacyCheckError", "UsageError", "MissingExtraError", "BoundError"]
+
+
+class PrivacyCheckError(ValueError):
+    """A candidate mechanism failed the exact leakage check after snapping."""
+
+
+class BoundError(RuntimeError):
+    """A claimed upper bound lies below a verified utility: a bug, never clamped away."""
+
+
+class UsageError(Exception):
+    """Bad usage or input: reported on one line, exit status 2."""
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency is not installed; the message says what to install."""

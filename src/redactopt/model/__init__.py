@@ -1,0 +1,1 @@
+"""The model: the binary Markov chain and the influence of the private record on the others."""

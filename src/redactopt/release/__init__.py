@@ -1,0 +1,1 @@
+"""The release path: read tables, fit the chain, design, draw exact Bernoulli redactions, write."""
