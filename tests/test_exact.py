@@ -64,3 +64,25 @@ def test_cli_audit_exact_fails_on_3r_violation(capsys):
 def test_exact_bad_input(bad):
     with pytest.raises(ValueError):
         exact_leakage_ratio(bad.get("alpha", 0.2), 0.3, bad.get("q", [[1, 1], [0.5, 0.5]]), bad.get("p", 0))
+
+
+@pytest.mark.parametrize("rows", [
+    [[1, 1], ["0.99999999999999999", "0.99999999999999999"]],   # a redacted row written as 1 - 1e-17
+    [["0.99999999999999999", 1], [1, 1]],                         # the private row itself
+])
+def test_plain_and_exact_audit_judge_the_same_doubles(tmp_path, capsys, rows):
+    # 0.99999999999999999 parses as the double 1.0: the mechanism a release draws with redacts
+    # everything, so both audits must pass it (one verdict per file, issue 12 item 4).
+    text = json.dumps({"format": "redactopt.mechanism/1", "chain": {"alpha": 0.25, "beta": 0.5}, "n": 2,
+                       "private": [1], "eps": 0.01, "redact_prob": [[1, 1], [1, 1]], "method": "hand"})
+    flat = json.dumps(rows).replace('"', "")
+    text = text.replace("[[1, 1], [1, 1]]", flat)
+    assert "0.99999999999999999" in text and float("0.99999999999999999") == 1.0
+    f = tmp_path / "m.json"
+    f.write_text(text)
+    assert main(["audit", str(f), "--format", "json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(["audit", str(f), "--exact", "--format", "json"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert plain["passed"] and exact["passed"] and exact["exact"]["status"] == "certified"
+    assert exact["exact"]["leakage"] == 0.0 == plain["leakage"]

@@ -19,12 +19,14 @@ import numpy as np
 
 from redactopt._validate import check_eps, check_redact_prob
 from redactopt.model.chain import MarkovChain
+from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows
 from redactopt.judge.leakage import check_mechanism
 
 __all__ = [
     "FORMAT",
     "MechanismFile",
     "mechanism_to_dict",
+    "design_to_dict",
     "mechanism_from_dict",
     "read_mechanism",
     "write_json_atomic",
@@ -83,6 +85,25 @@ def mechanism_to_dict(
         "utility": _finite_or_none(utility),
         "leakage": _finite_or_none(leakage),
     }
+
+
+def design_to_dict(res: DesignResult | SparseDesign, *, stream: bool = False) -> dict[str, Any]:
+    """The mechanism file of a verified design, with its ``certificate``.
+
+    With ``stream=True`` ``redact_prob`` stays an array or a
+    :class:`~redactopt.judge.certify.SparseRows` (for writers that stream it in pieces, so a
+    long sequence is never held as a list of Python floats); otherwise it is a list.
+    """
+    if stream:
+        q = res.redact_prob if isinstance(res.redact_prob, SparseRows) else np.asarray(res.redact_prob)
+        d = mechanism_to_dict(res.chain, np.zeros((0, 2)), private=res.private, eps=res.eps,
+                              method=res.method, utility=res.utility, leakage=res.leakage)
+        d["n"], d["redact_prob"] = int(res.redact_prob.shape[0]), q
+    else:
+        d = mechanism_to_dict(res.chain, np.asarray(res.redact_prob), private=res.private, eps=res.eps,
+                              method=res.method, utility=res.utility, leakage=res.leakage)
+    d["certificate"] = res.certificate.to_dict()
+    return d
 
 
 def _require(d: dict, key: str, where: str) -> Any:

@@ -129,12 +129,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         raise UsageError("give a mechanism file or --method 3r|mq with --n and --eps")
     passed = report["passed"]
     if args.exact:
-        from redactopt.judge.exact import certify_exact, certify_file
+        from redactopt.judge.exact import certify_exact
 
-        if args.mechanism:
-            cert = certify_file(args.mechanism)
-        else:
-            cert = certify_exact(args.alpha, args.beta, mech.redact_prob.tolist(), list(mech.private), args.eps)
+        # the same doubles the float audit judged (and a release would draw with)
+        chain_, q_, priv_, eps_ = ((mf.chain, mf.redact_prob, mf.private, mf.eps) if args.mechanism
+                                   else (chain, mech.redact_prob, mech.private, mech.eps))
+        cert = certify_exact(chain_.alpha, chain_.beta, q_.tolist(), list(priv_), eps_)
         report["exact"] = {"status": cert.status, "leakage": cert.leakage, "taylor_terms": cert.terms,
                            "ratio_digits": len(str(cert.ratio.denominator))}
         passed = passed and cert.status == "certified"
@@ -223,6 +223,7 @@ def _cmd_design(args: argparse.Namespace) -> int:
     from redactopt.errors import PrivacyCheckError
     from redactopt.model.chain import MarkovChain
     from redactopt.engine.design import design
+    from redactopt.io import design_to_dict
     from redactopt.interface import report
 
     chain = MarkovChain(args.alpha, args.beta)
@@ -236,7 +237,7 @@ def _cmd_design(args: argparse.Namespace) -> int:
         sys.stderr.write(f"redactopt design: privacy check failed: {exc}\n")
         return EXIT_FAIL
     if args.format == "json":
-        text = json.dumps(res.to_json_dict(), indent=2)
+        text = json.dumps(design_to_dict(res), indent=2)
     elif args.format == "csv":
         text = report.design_csv(res)
     else:

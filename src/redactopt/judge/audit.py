@@ -78,7 +78,7 @@ def audit_text(report: dict[str, Any]) -> str:
     ]
     if "exact" in report:
         ex = report["exact"]
-        lines.append(f"exact     : {ex['status']} (rational arithmetic on the numbers as written; "
+        lines.append(f"exact     : {ex['status']} (rational arithmetic on the doubles; "
                      f"L = {ex['leakage']:.10g})")
     if "attack" in report:
         at = report["attack"]

@@ -96,22 +96,6 @@ class DesignResult:
     def passed(self) -> bool:
         return self.leakage <= self.eps * (1.0 + LEAKAGE_RTOL)
 
-    def to_json_dict(self) -> dict:
-        """The mechanism file of DESIGN.md (``redactopt.mechanism/1``) plus ``certificate``."""
-        from redactopt.io import mechanism_to_dict
-
-        d = mechanism_to_dict(
-            self.chain,
-            self.redact_prob,
-            private=self.private,
-            eps=self.eps,
-            method=self.method,
-            utility=self.utility,
-            leakage=self.leakage,
-        )
-        d["certificate"] = self.certificate.to_dict()
-        return d
-
 
 def snap(redact_prob: np.ndarray, tol: float = SNAP_TOL) -> np.ndarray:
     """Round entries within ``tol`` of 0 or 1 to exactly 0 or 1 (a copy)."""

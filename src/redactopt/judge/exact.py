@@ -1,7 +1,9 @@
 r"""Exact rational certificates of leakage (no floating point anywhere).
 
-The probabilities are taken *exactly as written* (a JSON number ``0.1`` is the rational
-1/10, not the nearest double), the leakage ratio is computed in rational arithmetic with
+Every number is taken exactly: a float is the rational value of that double (``0.1`` is
+3602879701896397/36028797018963968), a decimal string or ``Decimal`` its exact decimal value.
+Audits pass the doubles a release draws with, so the float and the exact audit judge the
+same mechanism (README, "How we know it is private").  The leakage ratio is computed in rational arithmetic with
 the same O(n) pattern reduction as :mod:`redactopt.judge.leakage`, and the verdict
 :math:`\mathcal L\le\epsilon` is decided by comparing the rational worst ratio ``R`` with
 rational bounds on :math:`e^\epsilon`:
@@ -15,15 +17,13 @@ rational bounds on :math:`e^\epsilon`:
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from pathlib import Path
 from typing import Literal
 
-__all__ = ["ExactCertificate", "exact_leakage_ratio", "certify_exact", "certify_file", "exp_bounds", "MAX_EXACT_N"]
+__all__ = ["ExactCertificate", "exact_leakage_ratio", "certify_exact", "exp_bounds", "MAX_EXACT_N"]
 
 #: Rational arithmetic grows with n; audits refuse longer mechanisms (the issue asks for n <= 12).
 MAX_EXACT_N = 64
@@ -157,16 +157,3 @@ def certify_exact(alpha: object, beta: object, redact_prob: list, private: list[
             break
         terms = min(max_terms, terms * 2)
     return ExactCertificate(status, R, leak, e, terms, tuple(private))  # type: ignore[arg-type]
-
-
-def certify_file(path: str | Path) -> ExactCertificate:
-    """Exact audit of a mechanism file, reading every number exactly as written in the JSON text.
-
-    Structure is validated by :func:`redactopt.io.read_mechanism` first (same messages as audit).
-    """
-    from redactopt.io import read_mechanism
-
-    mf = read_mechanism(path)
-    raw = json.loads(Path(path).read_text(encoding="utf-8"), parse_float=Decimal, parse_int=int)
-    return certify_exact(raw["chain"]["alpha"], raw["chain"]["beta"], raw["redact_prob"],
-                         list(mf.private), raw["eps"])

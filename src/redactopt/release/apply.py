@@ -57,6 +57,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from redactopt._validate import check_eps, check_probability_open
+from redactopt.io import atomic_open, design_to_dict
 from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows
 from redactopt.model.chain import MarkovChain
 from redactopt.release.data import DEFAULT_CHUNK_ROWS, ScanState, TableReader, TableWriter, parse_binary, sequence_key
@@ -75,7 +76,6 @@ __all__ = [
     "plan_release",
     "parse_positions",
     "apply_table",
-    "mechanism_json",
     "write_report",
     "NOT_FOR_RELEASE",
 ]
@@ -573,34 +573,8 @@ def _sequence_report(plan: SequencePlan, chain: MarkovChain, redacted: int) -> d
     d["window"] = [lo + 1, hi + 1]
     d["blocks"] = [[s + 1, s + rows.shape[0]] for s, rows in plan.blocks()]
     d["design_info"] = _jsonable(res.info)
-    d["mechanism"] = mechanism_json(res)
+    d["mechanism"] = design_to_dict(res, stream=True)
     return d
-
-
-def mechanism_json(res: SparseDesign | DesignResult) -> dict[str, Any]:
-    """The mechanism file of DESIGN.md (``redactopt.mechanism/1``) plus ``certificate``.
-
-    ``redact_prob`` is kept as an array or a :class:`~redactopt.judge.certify.SparseRows`
-    (``numpy.asarray`` makes it dense); :func:`write_report` streams it in pieces, so a
-    long sequence is never held as a dense array or a list of Python floats.
-    """
-    from redactopt.io import FORMAT
-
-    def finite(x: float) -> float | None:
-        return float(x) if math.isfinite(x) else None
-
-    return {
-        "format": FORMAT,
-        "chain": {"alpha": res.chain.alpha, "beta": res.chain.beta},
-        "n": int(res.redact_prob.shape[0]),
-        "private": [int(p) + 1 for p in res.private],
-        "eps": float(res.eps),
-        "redact_prob": res.redact_prob if isinstance(res.redact_prob, SparseRows) else np.asarray(res.redact_prob),
-        "method": res.method,
-        "utility": finite(res.utility),
-        "leakage": finite(res.leakage),
-        "certificate": res.certificate.to_dict(),
-    }
 
 
 _COMMON_ROWS = {(0.0, 0.0): "[0.0, 0.0]", (1.0, 1.0): "[1.0, 1.0]"}
@@ -650,8 +624,6 @@ def _write_json(obj: Any, fh: Any, level: int = 0) -> None:
 
 def write_report(path: str | os.PathLike[str], report: dict[str, Any], *, force: bool = False) -> None:
     """Write a report as JSON through a temporary file and a rename (arrays streamed row by row)."""
-    from redactopt.io import atomic_open
-
     with atomic_open(path, force=force) as fh:
         _write_json(report, fh)
         fh.write("\n")
