@@ -58,15 +58,20 @@ class Certificate:
     scope : str
         Which mechanisms the bound covers: ``"all"`` local redaction mechanisms, or a
         named class such as ``"data-independent"``.
+    stopped : bool
+        True when a time limit stopped the search before it closed the gap (the bound is
+        still valid; the gap says how much is left).
     """
 
     upper_bound: float
     gap: float
     solver: str
     scope: str = "all"
+    stopped: bool = False
 
     def to_dict(self) -> dict:
-        return {"upper_bound": self.upper_bound, "gap": self.gap, "solver": self.solver, "scope": self.scope}
+        return {"upper_bound": self.upper_bound, "gap": self.gap, "solver": self.solver, "scope": self.scope,
+                "stopped": self.stopped}
 
 
 @dataclass(frozen=True)
