@@ -34,7 +34,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import out_dir, write_table  # noqa: E402
 
-from redactopt.release.apply import Redactor, SecureBits, SeededBits, SequencePlan  # noqa: E402
+from redactopt.release.bits import SecureBits, SeededBits  # noqa: E402
+from redactopt.release.plan import SequencePlan  # noqa: E402
+from redactopt.release.redactor import Redactor  # noqa: E402
 from redactopt.model.chain import MarkovChain  # noqa: E402
 from redactopt.engine.joint import design_joint_sparse  # noqa: E402
 

@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 from scipy.stats import chi2
 
-from redactopt.release.apply import NOT_FOR_RELEASE, SecureBits, SeededBits, bernoulli_exact, exact_thresholds, parse_positions
+from redactopt.release.bits import SecureBits, SeededBits, bernoulli_exact, exact_thresholds
+from redactopt.release.plan import parse_positions
+from redactopt.release.report import NOT_FOR_RELEASE
 from redactopt.judge.audit import audit
 from redactopt.model.chain import MarkovChain
 from redactopt.io import mechanism_from_dict

@@ -12,7 +12,11 @@ import json
 import numpy as np
 import pytest
 
-from redactopt.release.apply import Redactor, SeededBits, SequencePlan, _write_json, bernoulli_exact, sequence_key
+from redactopt.release.bits import SeededBits, bernoulli_exact
+from redactopt.release.data import sequence_key
+from redactopt.release.plan import SequencePlan
+from redactopt.release.redactor import Redactor
+from redactopt.release.report import write_json
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import SparseRows, finalize, finalize_sparse
 from redactopt.model.chain import MarkovChain
@@ -205,8 +209,8 @@ def test_report_streams_sparse_rows_as_the_dense_json(rng):
     starts, blocks = _merge_blocks(300, parts)
     sr = SparseRows(300, tuple(starts), tuple(blocks))
     a, b = io.StringIO(), io.StringIO()
-    _write_json({"redact_prob": sr}, a)
-    _write_json({"redact_prob": dense}, b)
+    write_json({"redact_prob": sr}, a)
+    write_json({"redact_prob": dense}, b)
     assert a.getvalue() == b.getvalue()
     assert json.loads(a.getvalue())["redact_prob"] == dense.tolist()
 

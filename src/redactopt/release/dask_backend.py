@@ -8,14 +8,14 @@ in-memory path (:mod:`redactopt.release.apply`):
    sequence lengths, transition counts (including transitions across partition
    boundaries) and private positions as one pass over the whole dataset;
 2. the chain is fitted and every sequence with private records is designed on the
-   client (:func:`redactopt.release.apply.plan_release`);
+   client (:func:`redactopt.release.plan.plan_release`);
 3. every partition is redacted on the workers, with each row's position in its
    sequence computed from the per-partition offsets of step 1, and written as
    ``part.NNNNN.parquet`` of a temporary folder beside the destination, which is
    renamed into place only when all partitions succeeded.
 
 Because a seeded draw for record ``t`` of sequence ``s`` is word ``t`` of the stream of
-``s`` (:class:`redactopt.release.apply.SeededBits`), the output is identical, row for row, to
+``s`` (:class:`redactopt.release.bits.SeededBits`), the output is identical, row for row, to
 :func:`redactopt.release.apply.apply_table` on the same rows with the same seed, however the
 rows are partitioned.  Sequences may span partitions; the rows of a sequence are taken
 in dataset order.
@@ -31,17 +31,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from redactopt.release.apply import (
-    Redactor,
-    bit_source,
-    build_report,
-    check_release_paths,
-    plan_release,
-    write_report,
-)
 from redactopt._optional import require
-from redactopt.release.data import ScanState, _group_ranks, _id_key, parse_binary
+from redactopt.release.apply import check_release_paths
+from redactopt.release.bits import bit_source
+from redactopt.release.data import ScanState, group_ranks, id_key, parse_binary
+from redactopt.release.plan import plan_release
+from redactopt.release.redactor import Redactor
+from redactopt.release.report import build_report, write_report
 
 __all__ = ["apply_parquet_dask"]
 
@@ -56,8 +56,6 @@ def _where(i: int) -> str:
 
 
 def _arrow_column(frame: Any, name: str) -> Any:
-    import pyarrow as pa
-
     return pa.Array.from_pandas(frame[name])
 
 
@@ -84,10 +82,6 @@ def _scan_partition(frame: Any, i: int, column: str, by: str | None, private_col
 
 def _redact_partition(frame: Any, i: int, column: str, by: str | None, redactor: Redactor,
                       index: dict, offsets: np.ndarray, folder: str) -> np.ndarray:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
     values = parse_binary(_arrow_column(frame, column), column=column, first_row=1, where=_where(i))
     m = values.shape[0]
     if by is None:
@@ -95,8 +89,8 @@ def _redact_partition(frame: Any, i: int, column: str, by: str | None, redactor:
         pos = offsets[0] + np.arange(m, dtype=np.int64)
     else:
         ids = _ids(frame, by, i)
-        codes = np.fromiter((index[_id_key(v)] for v in ids), dtype=np.int64, count=m)
-        rank, _ = _group_ranks(codes)
+        codes = np.fromiter((index[id_key(v)] for v in ids), dtype=np.int64, count=m)
+        rank, _ = group_ranks(codes)
         pos = offsets[codes] + rank
     mask = redactor.redact(codes, pos, values)
     table = pa.Table.from_pandas(frame, preserve_index=False)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import os
 import tempfile
 from collections.abc import Iterator
@@ -23,6 +24,10 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from redactopt.release.fit import TransitionCounts
 
 __all__ = [
     "DEFAULT_CHUNK_ROWS",
@@ -34,6 +39,8 @@ __all__ = [
     "parse_binary",
     "ScanState",
     "sequence_key",
+    "group_ranks",
+    "id_key",
 ]
 
 DEFAULT_CHUNK_ROWS = 1_000_000
@@ -79,13 +86,8 @@ def parse_binary(values: Any, *, column: str, first_row: int, where: str) -> np.
     nulls as ``None``/NaN) or a pyarrow array.  ``first_row`` is the 1-based row number
     of its first entry; messages name the row, the column and the value.
     """
-    try:
-        import pyarrow as pa
-
-        if isinstance(values, (pa.Array, pa.ChunkedArray)):
-            return _parse_arrow(values, column=column, first_row=first_row, where=where)
-    except ImportError:  # pragma: no cover - pyarrow is a dependency
-        pass
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return _parse_arrow(values, column=column, first_row=first_row, where=where)
     arr = np.asarray(values)
     if arr.dtype.kind in "biuf":
         return _parse_numeric(arr, column=column, first_row=first_row, where=where)
@@ -126,8 +128,6 @@ def _parse_numeric(arr: np.ndarray, *, column: str, first_row: int, where: str) 
 
 
 def _parse_arrow(values: Any, *, column: str, first_row: int, where: str) -> np.ndarray:
-    import pyarrow as pa
-
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     if values.null_count:
@@ -165,8 +165,6 @@ class Chunk:
 
 def _csv_layout(path: Path) -> tuple[list[str], bool, str]:
     """Header names, whether rows carry one extra leading field (a row id), and the delimiter."""
-    import io
-
     if path.suffix in (".gz", ".bz2", ".xz", ".zst"):
         return _csv_layout_pandas(path)
     try:
@@ -217,8 +215,6 @@ class TableReader:
             self.columns = self._parquet_file().schema_arrow.names
 
     def _parquet_file(self) -> Any:
-        import pyarrow.parquet as pq
-
         try:
             return pq.ParquetFile(self.path)
         except Exception as exc:  # pyarrow raises several types for unreadable files
@@ -288,8 +284,6 @@ class TableReader:
 
 def _concat_batches(batches: list[Any]) -> Any:
     """One RecordBatch from several of the same schema (``pyarrow.concat_batches`` where it exists)."""
-    import pyarrow as pa
-
     if len(batches) == 1:
         return batches[0]
     if hasattr(pa, "concat_batches"):
@@ -340,8 +334,6 @@ class TableWriter:
         self.rows += frame.shape[0]
 
     def write_arrow(self, table: Any) -> None:
-        import pyarrow.parquet as pq
-
         if self._pq is None:
             self._pq = pq.ParquetWriter(self.tmp, table.schema)
         self._pq.write_table(table)
@@ -368,7 +360,7 @@ class TableWriter:
 # --------------------------------------------------------------------------
 # the scan: sequences, their lengths, transitions and private positions
 # --------------------------------------------------------------------------
-def _group_ranks(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def group_ranks(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rank of each row among the rows of its code (file order), and the stable sort order."""
     order = np.argsort(codes, kind="stable")
     sc = codes[order]
@@ -417,7 +409,7 @@ class ScanState:
             codes = codes.astype(np.int64)
             uniques = list(uniq)
         k = len(uniques)
-        rank, order = _group_ranks(codes)
+        rank, order = group_ranks(codes)
         sc = codes[order]
         sv = values[order].astype(np.int64)
         same = sc[1:] == sc[:-1]
@@ -448,11 +440,11 @@ class ScanState:
 
     def merge(self, later: "ScanState") -> "ScanState":
         """This scan followed by ``later`` (a scan of the data that comes next)."""
-        index = {_id_key(v): i for i, v in enumerate(self.ids)}
+        index = {id_key(v): i for i, v in enumerate(self.ids)}
         ids = list(self.ids)
         map_b = np.empty(len(later.ids), dtype=np.int64)
         for j, v in enumerate(later.ids):
-            key = _id_key(v)
+            key = id_key(v)
             if key not in index:
                 index[key] = len(ids)
                 ids.append(v)
@@ -497,18 +489,16 @@ class ScanState:
         n_new[map_b] += n_b
         return ScanState(ids, n_new, new_first, new_last, pairs, triples, private, self.rows + later.rows)
 
-    def counts(self) -> "Any":
+    def counts(self) -> TransitionCounts:
         """Pooled :class:`redactopt.release.fit.TransitionCounts`."""
-        from redactopt.release.fit import TransitionCounts
-
         return TransitionCounts(self.pairs.copy(), self.triples.copy(), int(self.rows), len(self.ids))
 
     def index(self) -> dict:
         """Map from id key to code."""
-        return {_id_key(v): i for i, v in enumerate(self.ids)}
+        return {id_key(v): i for i, v in enumerate(self.ids)}
 
 
-def _id_key(v: object) -> object:
+def id_key(v: object) -> object:
     """Hashable key of an id: numpy scalars as Python values, NaN/None as None."""
     if v is None:
         return None

@@ -33,6 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from scipy.optimize import brentq
+from scipy.special import xlogy
+from scipy.stats import chi2, norm
 
 from redactopt.model.chain import MarkovChain
 
@@ -235,7 +238,6 @@ def _as_sequences(sequences: object) -> list[np.ndarray]:
 # intervals and the order test
 # --------------------------------------------------------------------------
 def _z(confidence: float) -> float:
-    from scipy.stats import norm
 
     return float(norm.ppf(0.5 + confidence / 2.0))
 
@@ -256,9 +258,6 @@ def _wald(k: int, m: int, confidence: float) -> tuple[float, float]:
 
 def _lr_interval(k: int, m: int, confidence: float) -> tuple[float, float]:
     """Binomial likelihood-ratio interval ``{a : 2[l(k/m) - l(a)] <= chi2_1(confidence)}``."""
-    from scipy.optimize import brentq
-    from scipy.special import xlogy
-    from scipy.stats import chi2
 
     crit = float(chi2.ppf(confidence, 1))
     phat = k / m
@@ -280,7 +279,6 @@ _INTERVALS = {"wilson": _wilson, "lr": _lr_interval, "wald": _wald}
 
 
 def _order_test(triples: np.ndarray) -> LRTest:
-    from scipy.stats import chi2
 
     n_ijk = triples.astype(float)
     n_ij = n_ijk.sum(axis=2, keepdims=True)  # context (i, j)

@@ -1,0 +1,170 @@
+"""Planning a release: which records are private, the chain, and one verified design per sequence.
+
+:func:`plan_release` fits the chain from the scan (unless alpha and beta are given) and
+designs every sequence that has private records with
+:func:`redactopt.engine.joint.design_joint_sparse` (each private record protected at
+``eps``).  A design is a :class:`~redactopt.judge.certify.SparseDesign`: blocks of rows
+around the private records, every other record published with certainty, verified exactly
+on each block extended by its always-published neighbours (exact for the whole sequence,
+see :func:`~redactopt.judge.certify.finalize_sparse`).
+
+Positions are 0-based in the Python API and 1-based on the command line and in files.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from redactopt._validate import check_eps, check_probability_open
+from redactopt.engine.joint import JOINT_METHODS, design_joint_sparse
+from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows
+from redactopt.model.chain import MarkovChain
+from redactopt.release.data import ScanState, sequence_key
+from redactopt.release.fit import fit_counts
+
+__all__ = ["parse_positions", "SequencePlan", "ReleasePlan", "plan_release"]
+
+
+def parse_positions(text: str, n: int | None = None, name: str = "--private") -> list[int]:
+    """1-based positions and ranges (``"5000,5010-5020"``) -> sorted 0-based indices.
+
+    With ``n``, every position must lie in ``1..n``; the message names the item.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"{name} needs positions such as 5000,5010-5020, got {text!r}")
+    out: set[int] = set()
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            if "-" in item:
+                a_s, b_s = item.split("-", 1)
+                a, b = int(a_s), int(b_s)
+                if b < a:
+                    raise ValueError
+                rng = range(a, b + 1)
+            else:
+                a = b = int(item)
+                rng = range(a, a + 1)
+        except ValueError:
+            raise ValueError(f"{name}: {item!r} is not a position or a range a-b (1-based)") from None
+        if a < 1 or (n is not None and b > n):
+            limit = f"1..{n}" if n is not None else ">= 1"
+            raise ValueError(f"{name}: {item!r} is outside the sequence (positions {limit})")
+        out.update(p - 1 for p in rng)
+    if not out:
+        raise ValueError(f"{name} needs at least one position")
+    return sorted(out)
+
+
+@dataclass
+class SequencePlan:
+    """The design for one sequence (``result`` is ``None`` when it has no private record).
+
+    ``result`` is normally a :class:`~redactopt.judge.certify.SparseDesign` (blocks around the
+    private records); a dense :class:`~redactopt.judge.certify.DesignResult` is accepted too.
+    """
+
+    seq_id: Any
+    n: int
+    private: tuple[int, ...]
+    result: SparseDesign | DesignResult | None
+
+    @property
+    def key(self) -> int:
+        return sequence_key(self.seq_id)
+
+    def blocks(self) -> list[tuple[int, np.ndarray]]:
+        """``(first row, rows)`` of every block that may be redacted, sorted, 0-based."""
+        if self.result is None:
+            return []
+        q = self.result.redact_prob
+        if isinstance(q, SparseRows):
+            return list(zip(q.starts, q.blocks))
+        q = np.asarray(q)
+        nz = np.flatnonzero(q.any(axis=1))
+        return [(int(nz[0]), q[nz[0] : nz[-1] + 1])] if nz.size else []
+
+    def span(self) -> tuple[int, int]:
+        """0-based first and last rows that may be redacted (``(0, -1)`` when none)."""
+        b = self.blocks()
+        return (b[0][0], b[-1][0] + b[-1][1].shape[0] - 1) if b else (0, -1)
+
+
+@dataclass
+class ReleasePlan:
+    """Chain, per-sequence designs and everything the report needs."""
+
+    chain: MarkovChain
+    fit: Any
+    eps: float
+    method: str
+    plans: list[SequencePlan]
+    state: ScanState
+    design_seconds: float
+    info: dict = field(default_factory=dict)
+
+    def expected_utility(self) -> float:
+        total = sum(p.n for p in self.plans)
+        pub = sum(p.n * (p.result.utility if p.result is not None else 1.0) for p in self.plans)
+        return pub / total if total else 1.0
+
+
+def plan_release(
+    state: ScanState,
+    *,
+    eps: float,
+    private: list[int] | None = None,
+    alpha: float | None = None,
+    beta: float | None = None,
+    method: str = "auto",
+    time_limit: float = 60.0,
+    confidence: float = 0.95,
+) -> ReleasePlan:
+    """Fit (unless alpha and beta are given) and design every sequence that has private records.
+
+    ``private`` (0-based) applies to a single-sequence scan; otherwise the scan's private
+    flags are used.
+    """
+    eps = check_eps(eps)
+    if method not in JOINT_METHODS:
+        raise ValueError(f"method must be one of {', '.join(JOINT_METHODS)}, got {method!r}")
+    if (alpha is None) != (beta is None):
+        raise ValueError("give both --alpha and --beta, or neither (then they are fitted)")
+    if state.rows == 0:
+        raise ValueError("the input has no data rows")
+    fit = None
+    if alpha is None:
+        fit = fit_counts(state.counts(), confidence=confidence)
+        chain = fit.chain
+    else:
+        chain = MarkovChain(check_probability_open(alpha, "alpha"), check_probability_open(beta, "beta"))
+    priv_by_code: dict[int, list[int]] = {}
+    if private is not None:
+        if len(state.ids) != 1:
+            raise ValueError("--private positions need a single sequence; with --by use --private-column")
+        n0 = int(state.n[0])
+        bad = [p + 1 for p in private if p >= n0]
+        if bad:
+            raise ValueError(f"--private: position {bad[0]} is outside the sequence (positions 1..{n0})")
+        priv_by_code[0] = sorted(set(private))
+    else:
+        priv_by_code = {c: sorted(set(v)) for c, v in state.private.items() if v}
+    if not priv_by_code:
+        raise ValueError("no record is marked private: nothing to protect (check --private-column)")
+    t0 = time.perf_counter()
+    plans = []
+    for c, seq_id in enumerate(state.ids):
+        n = int(state.n[c])
+        priv = priv_by_code.get(c)
+        if not priv:
+            plans.append(SequencePlan(seq_id, n, (), None))
+            continue
+        res = design_joint_sparse(chain, n, eps=eps, private=priv, method=method, time_limit=time_limit)
+        plans.append(SequencePlan(seq_id, n, tuple(priv), res))
+    return ReleasePlan(chain, fit, eps, method, plans, state, time.perf_counter() - t0)

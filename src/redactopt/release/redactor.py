@@ -1,0 +1,131 @@
+"""The redaction step: (sequence, position, value) -> redact or not, with exact Bernoulli draws.
+
+Only records inside the blocks of a designed sequence can be redacted; everything else
+is published without a draw, so memory is that of the blocks, not of the sequences.
+Draws are exact (:mod:`redactopt.release.bits`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from redactopt.release.bits import BitSource, decide, exact_thresholds
+from redactopt.release.plan import SequencePlan
+
+__all__ = ["Redactor"]
+
+#: Sequence code and position packed in one int64 key (positions stay below 2**31 > MAX_N).
+_POS_BITS = 31
+
+
+class Redactor:
+    """The redaction step: (sequence code, position, value) -> redact or not, in numpy.
+
+    Only records inside a designed sequence's blocks can be redacted; everything else is
+    published without drawing.  Memory is that of the blocks, not of the sequences.
+    Thresholds are the exact integers of :func:`exact_thresholds`.
+    """
+
+    def __init__(self, plans: list[SequencePlan], source: BitSource) -> None:
+        self.source = source
+        k = len(plans)
+        self.keys = [p.key for p in plans]
+        # per sequence: the span of its blocks (a quick filter); per block: code, first/last row, offset
+        self.lo = np.zeros(k, dtype=np.int64)
+        self.hi = np.full(k, -1, dtype=np.int64)
+        b_code, b_lo, b_hi, b_base, tables = [], [], [], [], []
+        offset = 0
+        for c, p in enumerate(plans):
+            blocks = p.blocks()
+            if not blocks:
+                continue
+            self.lo[c], self.hi[c] = p.span()
+            for start, rows in blocks:
+                b_code.append(c)
+                b_lo.append(start)
+                b_hi.append(start + rows.shape[0] - 1)
+                b_base.append(offset)
+                tables.append(np.asarray(rows, dtype=float))
+                offset += rows.shape[0]
+        self.b_code = np.asarray(b_code, dtype=np.int64)
+        self.b_lo = np.asarray(b_lo, dtype=np.int64)
+        self.b_hi = np.asarray(b_hi, dtype=np.int64)
+        self.b_base = np.asarray(b_base, dtype=np.int64)
+        self.b_key = (self.b_code << _POS_BITS) + self.b_lo
+        qt = np.concatenate(tables) if tables else np.zeros((0, 2))
+        Q, kk, T = exact_thresholds(qt)
+        # flat tables indexed by 2 * row + value: one gather per record
+        self.qf = np.ascontiguousarray(qt).reshape(-1)
+        self.Q, self.k, self.T = Q.reshape(-1), kk.reshape(-1), T.reshape(-1)
+
+    def redact(self, codes: np.ndarray | None, positions: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Boolean mask of redacted records for one chunk (``codes=None``: all in sequence 0)."""
+        m = positions.shape[0]
+        out = np.zeros(m, dtype=bool)
+        if m == 0 or not self.b_lo.size:
+            return out
+        if codes is None:
+            # positions are consecutive in the single-sequence case: slice each block that overlaps
+            p0 = int(positions[0])
+            # sequence 0's blocks come first, sorted and disjoint: bisect for those overlapping the chunk
+            n0 = int(np.searchsorted(self.b_code, 1))
+            j0 = int(np.searchsorted(self.b_hi[:n0], p0, side="left"))
+            j1 = int(np.searchsorted(self.b_lo[:n0], p0 + m - 1, side="right"))
+            sel = np.arange(j0, j1)
+            if not sel.size:
+                return out
+            spans = [(max(0, int(self.b_lo[j]) - p0), min(m, int(self.b_hi[j]) - p0 + 1), j) for j in sel.tolist()]
+            flats = [2 * (self.b_base[j] - self.b_lo[j] + positions[a:b]) + values[a:b] for a, b, j in spans]
+            if len(spans) == 1:  # the usual case: a slice, no index array
+                rows = slice(spans[0][0], spans[0][1])
+                flat = flats[0]
+            else:
+                rows = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b, _ in spans])
+                flat = np.concatenate(flats)
+            seg_codes = None
+        else:
+            rows = np.flatnonzero((positions >= self.lo[codes]) & (positions <= self.hi[codes]))
+            if not rows.size:
+                return out
+            c, pos = codes[rows], positions[rows]
+            j = np.searchsorted(self.b_key, (c << _POS_BITS) + pos, side="right") - 1
+            inside = (j >= 0) & (self.b_code[j] == c) & (pos <= self.b_hi[j])
+            rows, j, c = rows[inside], j[inside], c[inside]
+            if not rows.size:
+                return out
+            flat = 2 * (self.b_base[j] + positions[rows] - self.b_lo[j]) + values[rows]
+            seg_codes = c
+        qv = self.qf[flat]
+        res = qv >= 1.0
+        need = np.flatnonzero((qv > 0.0) & ~res)
+        if need.size:
+            fn = flat[need]
+            pos = positions[rows][need]
+            Qn = self.Q[fn]
+
+            def k_at(idx: np.ndarray, fn: np.ndarray = fn) -> np.ndarray:
+                return self.k[fn[idx]]
+
+            def T_at(idx: np.ndarray, fn: np.ndarray = fn) -> np.ndarray:
+                return self.T[fn[idx]]
+
+            if hasattr(self.source, "bernoulli"):  # order-free source: no keys, no positions
+                res[need] = self.source.bernoulli(qv[need])
+            elif seg_codes is None:
+                key = self.keys[0]
+                w = self.source.words(key, pos)
+                res[need] = decide(w, Qn, k_at, T_at,
+                                    lambda j, nb: self.source.tie_bits(key, int(pos[j]), nb))
+            else:
+                nc = seg_codes[need]
+                for c in np.unique(nc).tolist():
+                    sel = np.flatnonzero(nc == c)
+                    key = self.keys[c]
+                    p_sel = pos[sel]
+                    w = self.source.words(key, p_sel)
+                    fs = fn[sel]
+                    res[need[sel]] = decide(
+                        w, Qn[sel], lambda idx, fs=fs: self.k[fs[idx]], lambda idx, fs=fs: self.T[fs[idx]],
+                        lambda j, nb, key=key, p_sel=p_sel: self.source.tie_bits(key, int(p_sel[j]), nb))
+        out[rows] = res
+        return out
