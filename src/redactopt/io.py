@@ -1,6 +1,16 @@
-"""The mechanism file format ``redactopt.mechanism/1`` (DESIGN.md, "Conventions").
+"""Files: the mechanism file format ``redactopt.mechanism/1`` and how every output is written.
 
 Files count records from 1 (``private`` is 1-based); the Python API counts from 0.
+
+Conventions for every file redactopt reads or writes (the command line relies on them):
+
+* ``-`` is standard input (for inputs) or standard output (for outputs);
+* an output is written to a temporary file beside it and renamed when complete, is never
+  overwritten without ``force``, and never creates a missing directory (a typo in a path
+  is an error, not a new folder);
+* a written file gets the permissions the process's umask gives a new file (a temporary
+  file would otherwise stay private to its owner);
+* a missing input is "<path>: no such file or directory".
 """
 
 from __future__ import annotations
@@ -9,6 +19,8 @@ import contextlib
 import json
 import math
 import os
+import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,17 +36,28 @@ from redactopt.judge.leakage import check_mechanism
 
 __all__ = [
     "FORMAT",
+    "REPORT_FORMAT",
+    "STDIO",
     "MechanismFile",
     "mechanism_to_dict",
     "design_to_dict",
     "mechanism_from_dict",
     "read_mechanism",
+    "read_mechanisms",
     "write_json_atomic",
     "write_text_atomic",
     "atomic_open",
+    "check_input_path",
+    "check_output_path",
+    "new_file_mode",
+    "stdin_as_file",
 ]
 
 FORMAT = "redactopt.mechanism/1"
+#: The report ``apply`` writes; it carries the mechanism of every designed sequence.
+REPORT_FORMAT = "redactopt.release.apply-report/1"
+#: The path that means standard input or standard output.
+STDIO = "-"
 
 
 @dataclass(frozen=True)
@@ -163,22 +186,50 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
     return MechanismFile(chain, q, privt, eps, method, util, leak, cert)
 
 
-def read_mechanism(path: str | os.PathLike[str]) -> MechanismFile:
-    """Read and validate a mechanism JSON file."""
-    p = Path(path)
+def _load_json(path: str | os.PathLike[str]) -> tuple[Any, str]:
+    """The parsed JSON of a file (``-``: standard input) and the name to use in messages."""
+    where = "<stdin>" if str(path) == STDIO else str(path)
+    if str(path) == STDIO:
+        text = sys.stdin.read()
+    else:
+        p = check_input_path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except IsADirectoryError:
+            raise ValueError(f"{p}: is a directory, expected a mechanism JSON file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{p}: cannot read: {exc}") from None
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValueError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise ValueError(f"{p}: is a directory, expected a mechanism JSON file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{p}: cannot read: {exc}") from None
-    try:
-        d = json.loads(text)
+        return json.loads(text), where
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{p}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    return mechanism_from_dict(d, where=str(p))
+        raise ValueError(f"{where}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+
+
+def read_mechanism(path: str | os.PathLike[str]) -> MechanismFile:
+    """Read and validate a mechanism JSON file (``-``: standard input)."""
+    d, where = _load_json(path)
+    return mechanism_from_dict(d, where=where)
+
+
+def read_mechanisms(path: str | os.PathLike[str]) -> list[tuple[Any, MechanismFile]]:
+    """The mechanisms of a mechanism file or of an ``apply`` report, with their sequence ids.
+
+    A mechanism file gives one ``(None, mechanism)``; a report gives one pair per sequence
+    that has private records (its id, or ``None`` for a report on a single sequence).
+    """
+    d, where = _load_json(path)
+    if not isinstance(d, dict) or d.get("format") != REPORT_FORMAT:
+        return [(None, mechanism_from_dict(d, where=where))]
+    if "sequences" in d:
+        seqs = d["sequences"]
+        if not isinstance(seqs, list):
+            raise ValueError(f"{where}: field 'sequences' must be a list")
+        out = [(s.get("id"), mechanism_from_dict(s["mechanism"], where=f"{where}: sequence {s.get('id')!r}"))
+               for s in seqs if isinstance(s, dict) and s.get("mechanism") is not None]
+        if not out:
+            raise ValueError(f"{where}: the report has no designed sequence")
+        return out
+    return [(None, mechanism_from_dict(_require(d, "mechanism", where), where=f"{where}: mechanism"))]
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, *, force: bool = False) -> None:
@@ -187,24 +238,77 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any, *, force: bool = F
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str, *, force: bool = False) -> None:
-    """Write text through a temporary file and a rename; refuse to overwrite unless ``force``."""
+    """Write text through a temporary file and a rename (``-``: standard output)."""
     with atomic_open(path, force=force) as fh:
         fh.write(text)
+
+
+def check_input_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a :class:`~pathlib.Path`; a missing one is a ``ValueError`` in the one wording."""
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"{p}: no such file or directory")
+    return p
+
+
+def check_output_path(path: str | os.PathLike[str], *, force: bool, directory: bool = False) -> Path:
+    """Checks before anything is written to ``path``; returns it as a :class:`~pathlib.Path`.
+
+    Its directory must exist (outputs never create directories); an existing ``path`` is
+    refused unless ``force``; a file output may not be an existing directory (a
+    ``directory`` output, a Parquet dataset, replaces whatever is there when forced).
+    """
+    p = Path(path)
+    parent = p.parent
+    if not parent.is_dir():
+        raise ValueError(f"{p}: directory {parent} does not exist (create it first; outputs never create directories)")
+    if p.exists():
+        if not directory and p.is_dir():
+            raise ValueError(f"{p}: is a directory")
+        if not force:
+            raise FileExistsError(f"{p}: exists; pass --force to overwrite")
+    return p
+
+
+def _umask() -> int:
+    """The process's file-creation mask, read without changing it where Linux allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def new_file_mode(*, directory: bool = False) -> int:
+    """The permissions the umask gives a new file (``0o666 & ~umask``) or directory (``0o777 & ~umask``).
+
+    Temporary files and folders are created private (``0o600``/``0o700``); outputs get
+    this mode before they are renamed into place, as if they had been created directly.
+    """
+    return (0o777 if directory else 0o666) & ~_umask()
 
 
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike[str], *, force: bool = False) -> Iterator[TextIO]:
     """A text file that appears at ``path`` only when the ``with`` block completes.
 
-    Writes go to a temporary file in the same folder, renamed over ``path`` at the end
-    and removed on any error; an existing ``path`` is refused unless ``force``.
+    Writes go to a temporary file in the same directory, renamed over ``path`` at the end
+    and removed on any error; an existing ``path`` is refused unless ``force``; a missing
+    directory is an error.  ``-`` writes to standard output.
     """
-    p = Path(path)
-    if p.exists() and not force:
-        raise FileExistsError(f"{p}: exists; pass --force to overwrite")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    if str(path) == STDIO:
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    p = check_output_path(path, force=force)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
+        os.fchmod(fd, new_file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             yield fh
         os.replace(tmp, p)
@@ -212,3 +316,22 @@ def atomic_open(path: str | os.PathLike[str], *, force: bool = False) -> Iterato
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def stdin_as_file(path: str | os.PathLike[str], *, suffix: str = ".csv") -> Iterator[Path]:
+    """``path`` itself, or for ``-`` a temporary copy of standard input (removed afterwards).
+
+    Tables are read twice (scan, then release), which standard input cannot do; the copy
+    is on disk, so memory stays independent of the input's length.
+    """
+    if str(path) != STDIO:
+        yield Path(path)
+        return
+    fd, tmp = tempfile.mkstemp(prefix="redactopt-stdin.", suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            shutil.copyfileobj(sys.stdin.buffer, fh, 1 << 20)
+        yield Path(tmp)
+    finally:
+        os.unlink(tmp)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from redactopt.io import STDIO, check_input_path, check_output_path, stdin_as_file
 from redactopt.release.bits import (
     BitSource,
     SecureBits,
@@ -47,7 +49,11 @@ from redactopt.release.plan import ReleasePlan, SequencePlan, parse_positions, p
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import NOT_FOR_RELEASE, build_report, write_report
 
+#: ``progress(stage, done, total)``: called as a release goes (``total`` is ``None`` when unknown).
+Progress = Callable[[str, int, "int | None"], None]
+
 __all__ = [
+    "Progress",
     "scan_table",
     "write_redacted",
     "check_release_paths",
@@ -92,11 +98,14 @@ def _ids_of(chunk: Any, by: str, where: str) -> np.ndarray:
 
 
 def scan_table(reader: TableReader, *, column: str, by: str | None = None,
-               private_column: str | None = None) -> ScanState:
-    """First pass: validate every value and collect the :class:`~redactopt.release.data.ScanState`."""
+               private_column: str | None = None, progress: Progress | None = None) -> ScanState:
+    """First pass: validate every value and collect the :class:`~redactopt.release.data.ScanState`.
+
+    ``progress("scan", rows so far, None)`` is called after every chunk.
+    """
     reader.require(column, by, private_column)
     state = ScanState()
-    where = str(reader.path)
+    where = reader.label
     for chunk in reader.chunks(_columns_needed(column, by, private_column)):
         values = parse_binary(chunk.column(column), column=column, first_row=chunk.first_row, where=where)
         ids = _ids_of(chunk, by, where) if by else None
@@ -105,6 +114,8 @@ def scan_table(reader: TableReader, *, column: str, by: str | None = None,
             flags = parse_binary(chunk.column(private_column), column=private_column,
                                  first_row=chunk.first_row, where=where)
         state = state.merge(ScanState.of_chunk(values, ids, flags))
+        if progress is not None:
+            progress("scan", state.rows, None)
     return state
 
 
@@ -133,9 +144,12 @@ def _redacted_column_csv(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def write_redacted(reader: TableReader, writer: TableWriter, redactor: Redactor, plan: ReleasePlan, *,
-                   column: str, by: str | None) -> np.ndarray:
-    """Second pass: redact and write every chunk; returns the redacted count per sequence."""
-    where = str(reader.path)
+                   column: str, by: str | None, progress: Progress | None = None) -> np.ndarray:
+    """Second pass: redact and write every chunk; returns the redacted count per sequence.
+
+    ``progress("release", rows written, all rows)`` is called after every chunk.
+    """
+    where = reader.label
     index = plan.state.index()
     k = len(plan.plans)
     counter = np.zeros(k, dtype=np.int64)
@@ -172,6 +186,8 @@ def write_redacted(reader: TableReader, writer: TableWriter, redactor: Redactor,
             i = table.schema.get_field_index(column)
             table = table.set_column(i, pa.field(column, col.type, nullable=True), new_col)
             writer.write_arrow(table)
+        if progress is not None:
+            progress("release", int(counter.sum()), plan.state.rows)
     if not np.array_equal(counter, plan.state.n):
         raise ValueError(f"{where}: the input changed while it was being read (row counts differ)")
     return redacted
@@ -186,21 +202,30 @@ def check_release_paths(
     private_column: str | None,
     by: str | None,
     force: bool,
+    dest_is_directory: bool = False,
 ) -> tuple[Path, Path, Path | None]:
     """Checks shared by every back-end before anything is read or written.
 
     Exactly one of ``private`` / ``private_column``; positions only for one sequence; the
-    input exists and is never the output or the report; an existing output or report is
-    refused unless ``force``.  Returns the three paths.
+    input exists and is never the output or the report; an output or report in a missing
+    directory is refused, and an existing one unless ``force``; ``-`` (standard input or
+    output) is accepted for the input, the output or the report, but standard output only
+    once.  Returns the three paths.
     """
-    src, dst = Path(source), Path(dest)
     if (private is None) == (private_column is None):
         raise ValueError("give exactly one of --private and --private-column")
     if private is not None and by is not None:
         raise ValueError("--private positions need a single sequence; with --by use --private-column")
-    if not src.exists():
-        raise ValueError(f"{src}: no such file or folder")
+    if str(dest) == STDIO and report is not None and str(report) == STDIO:
+        raise ValueError("--out - and --report - both ask for standard output; give one of them a file")
+    src, dst = Path(source), Path(dest)
+    from_stdin = str(source) == STDIO
+    if not from_stdin:
+        check_input_path(src)
+
     def inside_input(path: Path) -> bool:  # the input itself, or a file of an input folder
+        if from_stdin or str(path) == STDIO:
+            return False
         p = path.resolve()
         return p == src.resolve() or src.resolve() in p.parents
 
@@ -208,12 +233,12 @@ def check_release_paths(
         raise ValueError(f"{dst}: is (inside) the input; the input is never overwritten")
     rep_path = Path(report) if report is not None else None
     if rep_path is not None:
-        if inside_input(rep_path) or rep_path.resolve() == dst.resolve():
+        if inside_input(rep_path) or (str(report) != STDIO and rep_path.resolve() == dst.resolve()):
             raise ValueError(f"{rep_path}: the report must be a different file from the input and the output")
-        if rep_path.exists() and not force:
-            raise FileExistsError(f"{rep_path}: exists; pass --force to overwrite")
-    if dst.exists() and not force:
-        raise FileExistsError(f"{dst}: exists; pass --force to overwrite")
+        if str(report) != STDIO:
+            check_output_path(rep_path, force=force)
+    if str(dest) != STDIO:
+        check_output_path(dst, force=force, directory=dest_is_directory)
     return src, dst, rep_path
 
 
@@ -234,15 +259,19 @@ def apply_table(
     force: bool = False,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     time_limit: float = 60.0,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Design, draw and write a redacted copy of a table; returns the report (see :func:`build_report`).
+    """Design, draw and write a redacted copy of a table; returns the report (see
+    :func:`redactopt.release.report.build_report`).
 
     Parameters
     ----------
     source, dest : path
         Input and output tables (CSV or Parquet, by extension; they may differ).  The
-        input is never modified; ``dest`` is written to a temporary file in its folder
-        and renamed, only if everything succeeded.
+        input is never modified; ``dest`` is written to a temporary file in its directory
+        and renamed, only if everything succeeded.  ``-`` reads CSV from standard input
+        (copied to a temporary file, since the input is read twice) or writes CSV to
+        standard output.
     column : str
         The binary column to protect.
     eps : float
@@ -261,24 +290,29 @@ def apply_table(
     seed : int, optional
         Reproducible PCG64 draws — not for real releases; default: ``os.urandom``.
     report : path, optional
-        Where to write the JSON report (refused if it exists, unless ``force``).
+        Where to write the JSON report (refused if it exists, unless ``force``; ``-``:
+        standard output).
+    progress : callable, optional
+        ``progress(stage, done, total)`` after every chunk: stage ``"scan"`` (rows read,
+        total unknown) and ``"release"`` (rows written of all rows).
     """
     src, dst, rep_path = check_release_paths(source, dest, report, private=private,
                                              private_column=private_column, by=by, force=force)
-    reader = TableReader(src, chunk_rows=chunk_rows)
-    state = scan_table(reader, column=column, by=by, private_column=private_column)
-    plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method,
-                        time_limit=time_limit)
-    bits = bit_source(seed)
-    redactor = Redactor(plan.plans, bits)
-    t0 = time.perf_counter()
-    with TableWriter(dst, force=force) as writer:
-        redacted = write_redacted(reader, writer, redactor, plan, column=column, by=by)
-        rep = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
-            "input": str(src), "output": str(dst), "column": column, "by": by,
-            "private_column": private_column})
-        rep["apply_seconds"] = time.perf_counter() - t0
-        writer.commit()
+    with stdin_as_file(source) as path:
+        reader = TableReader(path, chunk_rows=chunk_rows, label="<stdin>" if str(source) == STDIO else None)
+        state = scan_table(reader, column=column, by=by, private_column=private_column, progress=progress)
+        plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method,
+                            time_limit=time_limit)
+        bits = bit_source(seed)
+        redactor = Redactor(plan.plans, bits)
+        t0 = time.perf_counter()
+        with TableWriter(dest, force=force) as writer:
+            redacted = write_redacted(reader, writer, redactor, plan, column=column, by=by, progress=progress)
+            rep = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
+                "input": str(src), "output": str(dst), "column": column, "by": by,
+                "private_column": private_column})
+            rep["apply_seconds"] = time.perf_counter() - t0
+            writer.commit()
     if rep_path is not None:
-        write_report(rep_path, rep, force=True)
+        write_report(report, rep, force=True)  # type: ignore[arg-type]
     return rep

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from redactopt._optional import require
+from redactopt.io import STDIO, new_file_mode
 from redactopt.release.apply import check_release_paths
 from redactopt.release.bits import bit_source
 from redactopt.release.data import ScanState, group_ranks, id_key, parse_binary
@@ -44,11 +45,6 @@ from redactopt.release.redactor import Redactor
 from redactopt.release.report import build_report, write_report
 
 __all__ = ["apply_parquet_dask"]
-
-
-def _dask() -> Any:
-    require("dask.dataframe", purpose="the Dask back-end")
-    return require("dask", purpose="the Dask back-end")
 
 
 def _where(i: int) -> str:
@@ -129,11 +125,13 @@ def apply_parquet_dask(
     there is one, else Dask's default scheduler.  Arguments as in
     :func:`~redactopt.release.apply.apply_table`; ``private`` holds 0-based positions.
     """
-    dask = _dask()
-    import dask.dataframe as dd
-
+    dask = require("dask", purpose="the Dask back-end")
+    dd = require("dask.dataframe", purpose="the Dask back-end")
+    if STDIO in (str(source), str(dest)):
+        raise ValueError("the Dask back-end reads and writes Parquet datasets, not standard input or output")
     src, dst, rep_path = check_release_paths(source, dest, report, private=private,
-                                             private_column=private_column, by=by, force=force)
+                                             private_column=private_column, by=by, force=force,
+                                             dest_is_directory=True)
     try:
         ddf = dd.read_parquet(str(src))
     except Exception as exc:  # dask/pyarrow raise several types for unreadable data
@@ -160,8 +158,8 @@ def apply_parquet_dask(
     bits = bit_source(seed)
     redactor = Redactor(plan.plans, bits)
     index = state.index()
-    dst.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
+    os.chmod(tmp, new_file_mode(directory=True))  # mkdtemp's 0700 would outlive the rename
     t0 = time.perf_counter()
     try:
         counts = dask.compute(*[dask.delayed(_redact_partition)(p, i, column, by, redactor, index,
@@ -188,5 +186,5 @@ def apply_parquet_dask(
             shutil.rmtree(tmp)
         raise
     if rep_path is not None:
-        write_report(rep_path, rep, force=True)
+        write_report(report, rep, force=True)  # type: ignore[arg-type]
     return rep

@@ -16,6 +16,7 @@ import csv
 import hashlib
 import io
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from redactopt.io import STDIO, check_input_path, check_output_path, new_file_mode
 from redactopt.release.fit import TransitionCounts
 
 __all__ = [
@@ -163,7 +165,7 @@ class Chunk:
         return self.frame.column(name)
 
 
-def _csv_layout(path: Path) -> tuple[list[str], bool, str]:
+def _csv_layout(path: Path, label: str) -> tuple[list[str], bool, str]:
     """Header names, whether rows carry one extra leading field (a row id), and the delimiter."""
     if path.suffix in (".gz", ".bz2", ".xz", ".zst"):
         return _csv_layout_pandas(path)
@@ -171,11 +173,11 @@ def _csv_layout(path: Path) -> tuple[list[str], bool, str]:
         with open(path, newline="", encoding="utf-8") as fh:
             head = fh.read(1 << 16)
     except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a UTF-8 text file") from None
+        raise ValueError(f"{label}: not a UTF-8 text file") from None
     delim = "\t" if path.suffix.lower() == ".tsv" else ","
     rows = list(csv.reader(io.StringIO(head), delimiter=delim))
     if not rows:
-        raise ValueError(f"{path}: empty file, expected a header line")
+        raise ValueError(f"{label}: empty file, expected a header line")
     header = rows[0]
     implicit_index = len(rows) > 1 and len(rows[1]) == len(header) + 1
     return header, implicit_index, delim
@@ -197,20 +199,22 @@ class TableReader:
     first field is a row id, as in the UCI occupancy files) is recognised and kept.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+                 label: str | None = None) -> None:
         self.path = Path(path)
+        #: how messages name the input (``<stdin>`` for a copy of standard input)
+        self.label = str(self.path) if label is None else label
         self.format = table_format(self.path)
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise ValueError(f"chunk_rows must be an integer >= 1, got {chunk_rows!r}")
         self.chunk_rows = chunk_rows
-        if not self.path.exists():
-            raise ValueError(f"{self.path}: no such file")
+        check_input_path(self.path)
         if self.path.is_dir():
-            raise ValueError(f"{self.path}: is a directory, expected a {self.format} file")
+            raise ValueError(f"{self.label}: is a directory, expected a {self.format} file")
         self.implicit_index = False
         self.delimiter = ","
         if self.format == "csv":
-            self.columns, self.implicit_index, self.delimiter = _csv_layout(self.path)
+            self.columns, self.implicit_index, self.delimiter = _csv_layout(self.path, self.label)
         else:
             self.columns = self._parquet_file().schema_arrow.names
 
@@ -218,13 +222,13 @@ class TableReader:
         try:
             return pq.ParquetFile(self.path)
         except Exception as exc:  # pyarrow raises several types for unreadable files
-            raise ValueError(f"{self.path}: cannot read as Parquet: {exc}") from None
+            raise ValueError(f"{self.label}: cannot read as Parquet: {exc}") from None
 
     def require(self, *names: str | None) -> None:
         """Raise naming the column when one of ``names`` is not in the table."""
         for name in names:
             if name is not None and name not in self.columns:
-                raise ValueError(f"{self.path}: no column '{name}' (columns: {', '.join(map(str, self.columns))})")
+                raise ValueError(f"{self.label}: no column '{name}' (columns: {', '.join(map(str, self.columns))})")
 
     def chunks(self, columns: list[str] | None = None) -> Iterator[Chunk]:
         """Chunks of ``columns`` (all columns when ``None``)."""
@@ -249,11 +253,11 @@ class TableReader:
                     row += frame.shape[0]
         except pd.errors.ParserError as exc:
             msg = str(exc).replace("Error tokenizing data. C error: ", "")
-            raise ValueError(f"{self.path}: malformed CSV near data row {row}: {msg.strip()}") from None
+            raise ValueError(f"{self.label}: malformed CSV near data row {row}: {msg.strip()}") from None
         except pd.errors.EmptyDataError:
-            raise ValueError(f"{self.path}: empty file, expected a header line") from None
+            raise ValueError(f"{self.label}: empty file, expected a header line") from None
         except UnicodeDecodeError:
-            raise ValueError(f"{self.path}: not a UTF-8 text file") from None
+            raise ValueError(f"{self.label}: not a UTF-8 text file") from None
 
     def _parquet_chunks(self, columns: list[str] | None) -> Iterator[Chunk]:
         pf = self._parquet_file()
@@ -279,7 +283,7 @@ class TableReader:
             if count:
                 yield Chunk(row, _concat_batches(pending))
         except OSError as exc:
-            raise ValueError(f"{self.path}: cannot read Parquet data near row {row}: {exc}") from None
+            raise ValueError(f"{self.label}: cannot read Parquet data near row {row}: {exc}") from None
 
 
 def _concat_batches(batches: list[Any]) -> Any:
@@ -297,26 +301,31 @@ def _concat_batches(batches: list[Any]) -> Any:
 class TableWriter:
     """Writes a table chunk by chunk to a temporary file beside ``path``; ``commit`` renames it.
 
-    Refuses an existing ``path`` unless ``force``.  If anything fails before
-    :meth:`commit`, :meth:`abort` (or leaving the ``with`` block by an exception)
-    removes the temporary file, so no partial output is ever left behind.
+    Refuses an existing ``path`` unless ``force`` and a path in a missing directory.  If
+    anything fails before :meth:`commit`, :meth:`abort` (or leaving the ``with`` block by
+    an exception) removes the temporary file, so no partial output is ever left behind.
+    The output gets the permissions the umask gives a new file.  ``-`` writes CSV to
+    standard output as it goes (nothing to rename, so nothing to take back on an error).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, force: bool = False) -> None:
+        self.stdout = str(path) == STDIO
         self.path = Path(path)
-        self.format = table_format(self.path)
-        if self.path.exists() and not force:
-            raise FileExistsError(f"{self.path}: exists; pass --force to overwrite")
-        if self.path.is_dir():
-            raise ValueError(f"{self.path}: is a directory")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-        os.close(fd)
-        self.tmp = Path(tmp)
         self._fh: Any = None
         self._pq: Any = None
         self._header_done = False
         self.rows = 0
+        if self.stdout:
+            self.format: TableFormat = "csv"
+            self.tmp: Path | None = None
+            self._fh = sys.stdout
+            return
+        self.format = table_format(self.path)
+        check_output_path(self.path, force=force)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        os.fchmod(fd, new_file_mode())
+        os.close(fd)
+        self.tmp = Path(tmp)
 
     def __enter__(self) -> "TableWriter":
         return self
@@ -327,7 +336,7 @@ class TableWriter:
 
     def write_csv(self, frame: pd.DataFrame, *, index: bool, delimiter: str = ",") -> None:
         if self._fh is None:
-            self._fh = open(self.tmp, "w", newline="", encoding="utf-8")
+            self._fh = open(self.tmp, "w", newline="", encoding="utf-8")  # type: ignore[arg-type]
         frame.to_csv(self._fh, header=not self._header_done, index=index,
                      index_label=False if index else None, sep=delimiter, lineterminator="\n")
         self._header_done = True
@@ -339,21 +348,25 @@ class TableWriter:
         self._pq.write_table(table)
         self.rows += table.num_rows
 
-    def commit(self) -> None:
+    def _close(self) -> None:
+        if self.stdout:
+            self._fh.flush()
+            return
         if self._fh is not None:
             self._fh.close()
         if self._pq is not None:
             self._pq.close()
-        os.replace(self.tmp, self.path)
+
+    def commit(self) -> None:
+        self._close()
+        if self.tmp is not None:
+            os.replace(self.tmp, self.path)
 
     def abort(self) -> None:
         try:
-            if self._fh is not None:
-                self._fh.close()
-            if self._pq is not None:
-                self._pq.close()
+            self._close()
         finally:
-            if self.tmp.exists():
+            if self.tmp is not None and self.tmp.exists():
                 self.tmp.unlink()
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from redactopt.io import atomic_open, design_to_dict
+from redactopt.io import REPORT_FORMAT, atomic_open, design_to_dict
 from redactopt.judge.certify import SparseDesign, SparseRows
 from redactopt.judge.leakage import leakage
 from redactopt.model.chain import MarkovChain
@@ -25,7 +25,6 @@ from redactopt.release.plan import ReleasePlan, SequencePlan
 
 __all__ = ["REPORT_FORMAT", "NOT_FOR_RELEASE", "build_report", "write_report", "write_json"]
 
-REPORT_FORMAT = "redactopt.release.apply-report/1"
 NOT_FOR_RELEASE = "NOT FOR REAL RELEASES: seeded pseudo-random draws (--seed) are reproducible by anyone who knows the seed"
 
 
