@@ -12,7 +12,7 @@ import pytest
 from scipy.stats import chi2
 
 from redactopt.release.bits import SecureBits, SeededBits, bernoulli_exact, exact_thresholds
-from redactopt.release.plan import parse_positions
+from redactopt.interface.options import parse_positions
 from redactopt.release.report import NOT_FOR_RELEASE
 from redactopt.judge.audit import audit
 from redactopt.model.chain import MarkovChain

@@ -145,14 +145,14 @@ def test_internal_error_is_one_line_exit_3(monkeypatch, capsys):
 
     def parser_with_a_bug():
         ap = real()
-        parse = ap.parse_args
+        parse = ap.parse_known_args
 
         def parse_and_break(argv):
-            args = parse(argv)
+            args, extra = parse(argv)
             args.func = boom
-            return args
+            return args, extra
 
-        ap.parse_args = parse_and_break
+        ap.parse_known_args = parse_and_break
         return ap
 
     monkeypatch.setattr(cli, "build_parser", parser_with_a_bug)

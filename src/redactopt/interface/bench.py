@@ -12,19 +12,29 @@ import math
 import platform
 import time
 from collections.abc import Callable, Iterable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from redactopt._optional import require
+from redactopt.engine.compare import compare_point
+from redactopt.engine.design import design
+from redactopt.interface.progress import iterate
+from redactopt.interface.report import rows_csv, rows_markdown
 from redactopt.judge.certify import LEAKAGE_RTOL
-from redactopt.model.chain import MarkovChain
-from redactopt.model.influence import pointwise_influence, max_influence, regions
 from redactopt.judge.leakage import leakage, utility
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import max_influence, pointwise_influence, regions
 from redactopt.paper.mechanisms import markov_quilt, theorem2_bound, three_region
+from redactopt.solvers.dim import dim_enumerate
 
-__all__ = ["run_bench", "FIG3_EPS", "GAP_CHAINS"]
+__all__ = ["run_bench", "bench_files", "FIG3_EPS", "GAP_CHAINS"]
+
+#: Every file a run writes into its folder (nothing else is written, nothing outside it).
+BENCH_FILES = ("table1.md", "example1.md", "fig2.png", "fig3.csv", "fig3.png", "fig4.png", "gap_table.csv",
+               "gap_table.md", "paper_audit_points.csv", "paper_audit.csv", "paper_audit.md", "timings.md")
 
 FIG3_CHAIN = (0.01, 0.8)
 FIG3_EPS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
@@ -42,22 +52,19 @@ def _pyplot() -> Any:
 
 
 def _progress(items: list, desc: str, enabled: bool) -> Iterable:
-    if not enabled:
-        return items
-    from tqdm import tqdm
+    return iterate(items, desc, enabled, total=len(items))
 
-    return tqdm(items, desc=desc, leave=False)
+
+def bench_files(out: Path) -> list[Path]:
+    """The files a run writes into ``out``."""
+    return [out / name for name in BENCH_FILES]
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    from redactopt.interface.report import rows_csv
-
     path.write_text(rows_csv(rows))
 
 
 def _md_table(rows: list[dict[str, Any]], keys: list[str] | None = None) -> str:
-    from redactopt.interface.report import rows_markdown
-
     return rows_markdown(rows, keys)
 
 
@@ -95,8 +102,6 @@ def fig2(out: Path) -> None:
 def fig3(out: Path, eps_grid: Iterable[float], time_limit: float, progress: bool) -> list[dict[str, Any]]:
     """Utility vs eps in the Fig. 3 setting (n=10, p=1, alpha=0.01, beta=0.8): CSV and PNG."""
     plt = _pyplot()
-
-    from redactopt.engine.compare import compare_point
 
     ch = MarkovChain(*FIG3_CHAIN)
     rows = []
@@ -136,8 +141,6 @@ def fig4(out: Path, time_limit: float) -> None:
     """Redaction probabilities of 3R and of the optimum (Fig. 4: p=1, eps=1, alpha/beta=10)."""
     plt = _pyplot()
 
-    from redactopt.engine.design import design
-
     a, b, n, eps = 0.5, 0.05, 12, 1.0
     ch = MarkovChain(a, b)
     tr = three_region(ch, n, eps=eps, p=0)
@@ -160,8 +163,6 @@ def fig4(out: Path, time_limit: float) -> None:
 
 def table1(out: Path) -> None:
     """Table I (likelihood ratios for alpha=1/4, beta=1/2) in exact fractions."""
-    from fractions import Fraction
-
     a, b = Fraction(1, 4), Fraction(1, 2)
     P = [[1 - a, a], [b, 1 - b]]
     lines = ["# Table I — likelihood ratios Pr(X2=x2|X1=x)/Pr(X2=x2|X1=x̄), alpha=1/4, beta=1/2", "",
@@ -201,8 +202,6 @@ def example1(out: Path) -> None:
 # gap table
 # ---------------------------------------------------------------------------
 def gap_table(out: Path, *, quick: bool, time_limit: float, progress: bool) -> list[dict[str, Any]]:
-    from redactopt.engine.compare import compare_point
-
     ns = (5, 10) if quick else (5, 10, 20, 50)
     chains = GAP_CHAINS[:4] if quick else GAP_CHAINS
     eps_grid = (0.1, 1.0, 5.0) if quick else GAP_EPS
@@ -241,8 +240,6 @@ def gap_table(out: Path, *, quick: bool, time_limit: float, progress: bool) -> l
 # ---------------------------------------------------------------------------
 def paper_audit(out: Path, *, points: int, seed: int, progress: bool) -> dict[str, Any]:
     """Random sample of parameter points: how often and how much the paper's claims fail."""
-    from redactopt.solvers.dim import dim_enumerate
-
     rng = np.random.default_rng(seed)
     rows = []
     for _ in _progress(list(range(points)), "paper audit", progress):
@@ -319,9 +316,14 @@ def paper_audit(out: Path, *, points: int, seed: int, progress: bool) -> dict[st
 def run_bench(out: str | Path, *, quick: bool = False, progress: bool = True, time_limit: float = 60.0,
               audit_points: int | None = None, seed: int = 2026,
               log: Callable[[str], None] = print) -> dict[str, float]:
-    """Write every figure and table into ``out``; returns the seconds each part took."""
+    """Write every figure and table (:data:`BENCH_FILES`) into ``out``; returns the seconds each part took.
+
+    ``out`` is created if missing, but not its parent (a typo should not create folders).
+    """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if not out.parent.is_dir():
+        raise ValueError(f"{out}: directory {out.parent} does not exist (create it first)")
+    out.mkdir(exist_ok=True)
     timings: dict[str, float] = {}
 
     def step(name: str, fn: Callable[[], Any]) -> None:

@@ -1,68 +1,133 @@
 """Command-line interface: a thin layer over the library (no mathematics here).
 
-Exit codes (DESIGN.md): 0 success, 1 a privacy check failed, 2 bad usage or input
-(one line on stderr, never a traceback).  Positions on the command line and in files
-are 1-based; the library is 0-based.
+Exit codes: 0 success, 1 a privacy check failed, 2 bad usage or input (one line on
+stderr naming the command, never a traceback).  Positions on the command line and in
+files are 1-based; the library is 0-based.  Conventions shared by every command (one
+name per concept, ``-`` for standard input/output, old spellings as aliases) are in
+:mod:`redactopt.interface.options`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import itertools
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
-from redactopt import __version__
-from redactopt.errors import UsageError
+import numpy as np
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+from redactopt import __version__, datasets
+from redactopt._validate import check_n
+from redactopt.engine.compare import compare_point
+from redactopt.engine.design import METHODS, design, resolve_split
+from redactopt.engine.tuning import tuned_three_region
+from redactopt.errors import MissingExtraError, PrivacyCheckError, UsageError
+from redactopt.interface import report
+from redactopt.interface.bench import bench_files, run_bench
+from redactopt.interface.cli_data import add_apply_parser, add_fit_parser
+from redactopt.interface.options import (
+    EXIT_FAIL,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    Parser,
+    add_format,
+    add_quiet,
+    add_renamed,
+    list_of,
+    merge_renamed,
+    parse_positions,
+    refuse_given,
+    rename_value,
+)
+from redactopt.interface.progress import Bars, iterate, progress_enabled
+from redactopt.io import STDIO, check_output_path, design_to_dict, read_mechanisms, write_text_atomic
+from redactopt.judge.attack import attack, estimate_seconds
+from redactopt.judge.audit import audit
+from redactopt.judge.certify import DesignResult
+from redactopt.judge.exact import certify_exact
+from redactopt.model.chain import MarkovChain
+from redactopt.paper.mechanisms import markov_quilt, three_region
+
+__all__ = ["main", "build_parser"]
 
 DEFAULT_ALPHA = 0.01
 DEFAULT_BETA = 0.8
-DEFAULT_P = 1
+DEFAULT_PRIVATE = "1"
+DEFAULT_TIME_LIMIT = 60.0
+#: ``audit --attack`` refuses to start a run estimated to take longer than this (seconds).
+DEFAULT_ATTACK_LIMIT = 600.0
+
+#: 3R's budget split applies to these design methods (the others have no split).
+SPLIT_METHODS = ("optimal", "3r", "3r-calibrated")
 
 
-class _Parser(argparse.ArgumentParser):
-    """ArgumentParser whose errors are one line on stderr and exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        raise SystemExit(EXIT_USAGE)
-
-
+# ---------------------------------------------------------------------------
+# shared options
+# ---------------------------------------------------------------------------
 def _add_chain_options(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+    ap.add_argument("--alpha", type=float, default=None,
                     help=f"P(X_t+1=1 | X_t=0), in (0, 1) (default {DEFAULT_ALPHA}, the paper's Fig. 3)")
-    ap.add_argument("--beta", type=float, default=DEFAULT_BETA,
+    ap.add_argument("--beta", type=float, default=None,
                     help=f"P(X_t+1=0 | X_t=1), in (0, 1) (default {DEFAULT_BETA})")
 
 
 def _add_problem_options(ap: argparse.ArgumentParser, *, required: bool) -> None:
     ap.add_argument("--n", type=int, required=required, default=None, help="number of records (>= 1)")
-    ap.add_argument("--eps", type=float, required=required, default=None,
-                    help="privacy budget in nats (> 0)")
+    ap.add_argument("--eps", type=float, required=required, default=None, help="privacy budget in nats (> 0)")
     _add_chain_options(ap)
-    ap.add_argument("--p", type=int, default=DEFAULT_P,
-                    help=f"1-based position of the private record (default {DEFAULT_P})")
+    add_renamed(ap, "--private", "--p", default=None, metavar="POSITION",
+                help=f"1-based position of the private record (default {DEFAULT_PRIVATE})")
 
 
-def _private_index(n: int, p: int) -> int:
-    if not 1 <= p <= n:
-        raise UsageError(f"--p must be a 1-based position in 1..{n}, got {p}")
-    return p - 1
+def _add_output_options(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--out", default=None, metavar="FILE",
+                    help="write to FILE instead of standard output ('-': standard output); its directory must exist")
+    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
 
 
-def _witness_text(w: list[int | None]) -> str:
-    return " ".join("⊥" if v is None else str(v) for v in w)
+def _chain(args: argparse.Namespace) -> MarkovChain:
+    return MarkovChain(DEFAULT_ALPHA if args.alpha is None else args.alpha,
+                       DEFAULT_BETA if args.beta is None else args.beta)
 
 
-def _emit(obj: dict[str, Any], fmt: str, text: Callable[[dict[str, Any]], str]) -> None:
-    if fmt == "json":
-        print(json.dumps(obj, indent=2))
+def _one_private(args: argparse.Namespace, n: int) -> int:
+    """The single 0-based private position of ``--private`` (default 1)."""
+    pos = parse_positions(DEFAULT_PRIVATE if args.private is None else args.private, n)
+    if len(pos) != 1:
+        raise UsageError(f"--private: this command protects one private record, got {len(pos)} positions "
+                         "(several private records: redactopt apply, or the library's design_joint)")
+    return pos[0]
+
+
+def _check_out(args: argparse.Namespace) -> None:
+    """Refuse a bad ``--out`` before any work (missing directory, existing file without --force)."""
+    if args.out is not None and args.out != STDIO:
+        check_output_path(args.out, force=args.force)
+    elif args.force:
+        raise UsageError("--force applies to --out FILE only")
+
+
+def _write_output(text: str, out: str | None, force: bool) -> None:
+    text = text if text.endswith("\n") else text + "\n"
+    if out is None or out == STDIO:
+        sys.stdout.write(text)
     else:
-        print(text(obj))
+        write_text_atomic(out, text, force=force)
+
+
+def _as_requested(res: DesignResult, method: str) -> DesignResult:
+    """Report a forced optimiser under the name it was asked by (``sgp``), its solver as the source."""
+    if res.method == method:
+        return res
+    info = dict(res.info)
+    info.setdefault("source", res.method)
+    return dataclasses.replace(res, method=method, info=info)
 
 
 # ---------------------------------------------------------------------------
@@ -73,93 +138,133 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
         "audit",
         help="exact leakage, witness output and utility of a mechanism; PASS/FAIL",
         description=(
-            "Compute the exact leakage L(X_p -> Y) (Definition 1) of a mechanism, an output that "
-            "attains it (the witness), and its utility. Give a mechanism file (format "
-            "redactopt.mechanism/1, as written by 'redactopt design --format json'), or build one "
-            "of the paper's mechanisms with --method. Exit status 0 if the leakage is <= eps, 1 if "
-            "it is above, 2 on bad input."
+            "Compute the exact leakage L(X_p -> Y) (Definition 1) of a mechanism, an output that attains it "
+            "(the witness), and its utility. Give a mechanism file (format redactopt.mechanism/1, as written "
+            "by 'redactopt design --format json'), the report of 'redactopt apply' (every designed sequence "
+            "is audited), '-' for standard input, or build one of the paper's mechanisms with --method. "
+            "A file carries its own n, eps, chain and private records: --n, --eps, --alpha, --beta, "
+            "--private, --reading and --split apply to --method only. Exit status 0 if the leakage is <= eps, "
+            "1 if it is above, 2 on bad input."
         ),
     )
-    ap.add_argument("mechanism", nargs="?", help="mechanism JSON file")
+    ap.add_argument("mechanism", nargs="?", metavar="FILE",
+                    help="mechanism JSON file or apply report ('-': standard input)")
     ap.add_argument("--method", choices=["3r", "mq"], help="build the paper's 3R or MQ mechanism")
     _add_problem_options(ap, required=False)
-    ap.add_argument("--reading", choices=["section4", "theorem1", "algorithm2"], default="section4",
-                    help="which reading of the paper's 3R (default section4: Eqs. 1-2 with the side budgets)")
-    ap.add_argument("--eps-left", type=float, default=None,
-                    help="3R left budget (section4 reading); the right gets eps - eps_left")
-    ap.add_argument("--format", choices=["text", "json"], default="text", help="output format")
+    ap.add_argument("--reading", choices=["section4", "theorem1", "algorithm2"], default=None,
+                    help="--method 3r: which reading of the paper (default section4: Eqs. 1-2 with the side budgets)")
+    add_renamed(ap, "--split", "--eps-left", default=None,
+                help="--method 3r, section4 reading: the budget split, half (default: eps/2 per side, the whole "
+                     "eps on the only side), auto (the utility-maximising split) or eps_left as a number "
+                     "(the right side gets eps - eps_left)")
+    add_format(ap, ["text", "json"])
     ap.add_argument("--exact", action="store_true",
-                    help="also recompute the leakage in rational arithmetic from the numbers exactly as "
-                         "written in the file and certify L <= eps exactly (n <= 64)")
+                    help="also recompute the leakage in rational arithmetic from the numbers exactly as written "
+                         "and certify L <= eps exactly (n <= 64)")
     ap.add_argument("--attack", action="store_true",
-                    help="also run the Bayes-optimal adversary on sampled chains and report a "
-                         "statistically valid lower bound on the leakage")
-    ap.add_argument("--samples", type=int, default=200_000, help="chains per value of X_p for --attack (default 200000)")
-    ap.add_argument("--confidence", type=float, default=0.95, help="confidence of the --attack bound (default 0.95)")
-    ap.add_argument("--seed", type=int, default=None, help="seed for --attack sampling (default: OS entropy)")
+                    help="also run the Bayes-optimal adversary on sampled chains (on the worst private record of "
+                         "the exact audit) and report a statistically valid lower bound on the leakage")
+    ap.add_argument("--samples", type=int, default=None,
+                    help="--attack: chains per value of X_p (default 200000)")
+    ap.add_argument("--confidence", type=float, default=None,
+                    help="--attack: confidence of the lower bound (default 0.95)")
+    add_renamed(ap, "--attack-seed", "--seed", type=int, default=None,
+                help="--attack: seed of the sampling (default: OS entropy)")
+    ap.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                    help=f"--attack: refuse to start when the estimated run time exceeds this "
+                         f"(default {DEFAULT_ATTACK_LIMIT:g} s)")
+    add_quiet(ap)
     ap.set_defaults(func=_cmd_audit)
 
 
-def _cmd_audit(args: argparse.Namespace) -> int:
-    from redactopt.judge import audit as audit_mod
-    from redactopt.model.chain import MarkovChain
-    from redactopt.io import read_mechanism
-    from redactopt.paper.mechanisms import markov_quilt, three_region
+def _build_mechanism(args: argparse.Namespace) -> tuple[MarkovChain, Any]:
+    if args.n is None or args.eps is None:
+        raise UsageError("--method needs --n and --eps")
+    if args.method == "mq":
+        refuse_given(args, ["reading", "split"], "applies to --method 3r only")
+    reading = args.reading or "section4"
+    if reading != "section4":
+        refuse_given(args, ["split"], f"applies to the section4 reading only (--reading {reading} fixes its budgets)")
+    chain = _chain(args)
+    n = check_n(args.n, "--n")
+    p = _one_private(args, n)
+    if args.method == "mq":
+        return chain, markov_quilt(chain, n, eps=args.eps, p=p)
+    split = resolve_split(args.split, n, p, args.eps)
+    eps_left = tuned_three_region(chain, n, eps=args.eps, p=p).eps_left if split == "auto" else split
+    return chain, three_region(chain, n, eps=args.eps, p=p, eps_left=eps_left, reading=reading)
 
-    if args.mechanism and args.method:
-        raise UsageError("give either a mechanism file or --method, not both")
-    if args.mechanism:
-        mf = read_mechanism(args.mechanism)
-        report = audit_mod.audit(mf.chain, mf.redact_prob, private=mf.private, eps=mf.eps, method=mf.method)
-    elif args.method:
-        if args.n is None or args.eps is None:
-            raise UsageError("--method needs --n and --eps")
-        chain = MarkovChain(args.alpha, args.beta)
-        from redactopt._validate import check_n
 
-        n = check_n(args.n, "--n")
-        p = _private_index(n, args.p)
-        if args.method == "3r":
-            mech = three_region(chain, n, eps=args.eps, p=p, eps_left=args.eps_left, reading=args.reading)
-        else:
-            mech = markov_quilt(chain, n, eps=args.eps, p=p)
-        report = audit_mod.audit(chain, mech.redact_prob, private=mech.private, eps=mech.eps,
-                                 method=mech.method, info=mech.info)
-    else:
-        raise UsageError("give a mechanism file or --method 3r|mq with --n and --eps")
-    passed = report["passed"]
+def _audit_one(chain: MarkovChain, q: np.ndarray, private: tuple[int, ...], eps: float, method: str,
+               info: dict | None, args: argparse.Namespace, rng: np.random.Generator) -> dict[str, Any]:
+    rep = audit(chain, q, private=private, eps=eps, method=method, info=info)
+    passed = rep["passed"]
     if args.exact:
-        from redactopt.judge.exact import certify_exact
-
         # the same doubles the float audit judged (and a release would draw with)
-        chain_, q_, priv_, eps_ = ((mf.chain, mf.redact_prob, mf.private, mf.eps) if args.mechanism
-                                   else (chain, mech.redact_prob, mech.private, mech.eps))
-        cert = certify_exact(chain_.alpha, chain_.beta, q_.tolist(), list(priv_), eps_)
-        report["exact"] = {"status": cert.status, "leakage": cert.leakage, "taylor_terms": cert.terms,
-                           "ratio_digits": len(str(cert.ratio.denominator))}
+        cert = certify_exact(chain.alpha, chain.beta, q.tolist(), list(private), eps)
+        rep["exact"] = {"status": cert.status, "leakage": cert.leakage, "taylor_terms": cert.terms,
+                        "ratio_digits": len(str(cert.ratio.denominator))}
         passed = passed and cert.status == "certified"
     if args.attack:
-        import numpy as np
+        p = rep["witness_private"] - 1  # the worst private record of the exact audit
+        samples = 200_000 if args.samples is None else args.samples
+        limit = DEFAULT_ATTACK_LIMIT if args.time_limit is None else args.time_limit
+        est = estimate_seconds(chain, q, p=p, samples=samples)
+        if est > limit:
+            raise UsageError(f"--attack would take about {_duration(est)} ({samples} chains of {q.shape[0]} "
+                             f"records per value of X_p); lower --samples or raise --time-limit (now {limit:g} s)")
+        with Bars(progress_enabled(args.quiet), unit="chains") as bars:
+            res = attack(chain, q, p=p, samples=samples,
+                         confidence=0.95 if args.confidence is None else args.confidence, rng=rng,
+                         progress=lambda done, total: bars("attack", done, total))
+        rep["attack"] = {"private": p + 1, "lower_bound": res.lower_bound, "confidence": res.confidence,
+                         "samples": res.samples, "max_observed": res.max_observed,
+                         "event_prob_favoured": res.event_prob_favoured,
+                         "event_prob_other": res.event_prob_other,
+                         "violation_shown": bool(res.lower_bound > rep["eps"])}
+    rep["passed"] = bool(passed)
+    return rep
 
-        from redactopt.judge.attack import attack
 
-        chain_, q_, priv_ = ((mf.chain, mf.redact_prob, mf.private) if args.mechanism
-                             else (chain, mech.redact_prob, mech.private))
-        rng = np.random.default_rng(args.seed)
-        worst = None
-        for p_ in priv_:
-            res = attack(chain_, q_, p=p_, samples=args.samples, confidence=args.confidence, rng=rng)
-            if worst is None or res.lower_bound > worst[1].lower_bound:
-                worst = (p_, res)
-        assert worst is not None
-        p_, res = worst
-        report["attack"] = {"private": p_ + 1, "lower_bound": res.lower_bound, "confidence": res.confidence,
-                            "samples": res.samples, "max_observed": res.max_observed,
-                            "event_prob_favoured": res.event_prob_favoured,
-                            "event_prob_other": res.event_prob_other,
-                            "violation_shown": bool(res.lower_bound > report["eps"])}
-    report["passed"] = bool(passed)
-    _emit(report, args.format, audit_mod.audit_text)
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    fmt = args.format or "text"
+    if not args.attack:
+        refuse_given(args, ["samples", "confidence", "attack_seed", "time_limit"], "applies to --attack only")
+    rng = np.random.default_rng(args.attack_seed)
+    if args.mechanism is not None:
+        if args.method:
+            raise UsageError("give either a mechanism file or --method, not both")
+        refuse_given(args, ["n", "eps", "alpha", "beta", "private", "reading", "split"],
+                     "applies to --method only: a mechanism file carries its own n, eps, chain and private records")
+        reports = []
+        for seq_id, mf in read_mechanisms(args.mechanism):
+            rep = _audit_one(mf.chain, mf.redact_prob, mf.private, mf.eps, mf.method, None, args, rng)
+            if seq_id is not None:
+                rep = {"sequence": seq_id, **rep}
+            reports.append(rep)
+    elif args.method:
+        chain, mech = _build_mechanism(args)
+        reports = [_audit_one(chain, mech.redact_prob, mech.private, mech.eps, mech.method, mech.info, args, rng)]
+    else:
+        raise UsageError("give a mechanism file, '-' for standard input, or --method 3r|mq with --n and --eps")
+    passed = all(r["passed"] for r in reports)
+    if len(reports) == 1:
+        out: Any = reports[0]
+        text = report.audit_text(out)
+    else:
+        out = {"passed": passed, "sequences": reports}
+        text = "\n\n".join(report.audit_text(r) for r in reports)
+        text += f"\n\nresult    : {'PASS' if passed else 'FAIL'} ({sum(r['passed'] for r in reports)} of " \
+                f"{len(reports)} sequences pass)"
+    print(json.dumps(out, indent=2) if fmt == "json" else text)
     return EXIT_OK if passed else EXIT_FAIL
 
 
@@ -167,18 +272,16 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 # design
 # ---------------------------------------------------------------------------
 def _design_parser(sub: argparse._SubParsersAction) -> None:
-    from redactopt.engine.design import METHODS
-
     ap = sub.add_parser(
         "design",
         help="design the mechanism with the most utility whose exact leakage is <= eps",
         description=(
-            "Design a local redaction mechanism for n records of a binary Markov chain with the "
-            "private record at --p, maximising utility subject to exact leakage <= eps. Prints the "
-            "redaction probabilities per record, the utility, the exact leakage (re-verified after "
-            "rounding), a certified upper bound on the best achievable utility with the gap, and the "
-            "paper's mechanisms for comparison. Defaults: the paper's Fig. 3 setting "
-            "(alpha=0.01, beta=0.8, p=1) and --method optimal."
+            "Design a local redaction mechanism for n records of a binary Markov chain with the private "
+            "record at --private, maximising utility subject to exact leakage <= eps. Prints the redaction "
+            "probabilities per record, the utility, the exact leakage (re-verified after rounding), a "
+            "certified upper bound on the best achievable utility with the gap (and a line when a time limit "
+            "stopped the search before the gap closed), and the paper's mechanisms for comparison. Defaults: "
+            "the paper's Fig. 3 setting (alpha=0.01, beta=0.8, private record 1) and --method optimal."
         ),
     )
     _add_problem_options(ap, required=True)
@@ -186,59 +289,48 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
                     help="optimal (default: best verified of global/SGP optimum, calibrated 3R, DIM), "
                          "3r (paper, as printed), 3r-calibrated, mq (Algorithm 1), dim (exact window optimum), "
                          "global (PySCIPOpt only), sgp (CVXPY only)")
-    ap.add_argument("--split", default="auto",
-                    help="3R budget split: auto (tuned, default), half (eps/2 per side) or eps_left as a number")
-    ap.add_argument("--format", choices=["table", "json", "csv"], default="table",
-                    help="table (default), json (the mechanism file format plus certificate) or csv")
-    ap.add_argument("--out", help="write the output to this file instead of standard output")
-    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per optimiser (default 60)")
-    ap.add_argument("--certify-time", type=float, default=0.0,
+    ap.add_argument("--split", default=None,
+                    help="3R budget split for --method optimal, 3r and 3r-calibrated: auto (tuned, default), "
+                         "half (eps/2 per side) or eps_left as a number")
+    add_format(ap, ["text", "json", "csv"], old={"table": "text"},
+               help="text (default), json (the mechanism file format plus certificate) or csv")
+    _add_output_options(ap)
+    ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
+                    help=f"seconds per optimiser (default {DEFAULT_TIME_LIMIT:g})")
+    ap.add_argument("--certify-time", type=float, default=None, metavar="SECONDS",
                     help="--method optimal on problems beyond the global solver's default sizes (one-sided "
                          "n > 12, two-sided n > 8): also run it for this many seconds, for a tighter certified "
-                         "upper bound than Lemma 2's (default 0: off)")
-    ap.add_argument("--no-compare", action="store_true", help="table format: skip the comparison lines")
+                         "upper bound than Lemma 2's (default: off)")
+    ap.add_argument("--no-compare", action="store_true", help="text format: skip the comparison lines")
+    add_quiet(ap)
     ap.set_defaults(func=_cmd_design)
 
 
-def _refuse_existing(out: str | None, force: bool) -> None:
-    """Stop before any work when ``--out`` exists and ``--force`` was not given."""
-    from pathlib import Path
-
-    if out and not force and Path(out).exists():
-        raise UsageError(f"{out}: exists; pass --force to overwrite")
-
-
-def _write_output(text: str, out: str | None, force: bool) -> None:
-    if out is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        return
-    from redactopt.io import write_text_atomic
-
-    write_text_atomic(out, text if text.endswith("\n") else text + "\n", force=force)
-
-
 def _cmd_design(args: argparse.Namespace) -> int:
-    from redactopt._validate import check_n
-    from redactopt.errors import PrivacyCheckError
-    from redactopt.model.chain import MarkovChain
-    from redactopt.engine.design import design
-    from redactopt.io import design_to_dict
-    from redactopt.interface import report
-
-    chain = MarkovChain(args.alpha, args.beta)
+    rename_value(args, "format", {"table": "text"})
+    fmt = args.format or "text"
+    if args.method not in SPLIT_METHODS:
+        refuse_given(args, ["split"], f"has no effect with --method {args.method} (it splits 3R's budget: "
+                                      f"{', '.join(SPLIT_METHODS)})")
+    if args.method != "optimal":
+        refuse_given(args, ["certify_time"], "applies to --method optimal only")
+    if fmt != "text":
+        refuse_given(args, ["no_compare"], "applies to --format text only")
+    chain = _chain(args)
     n = check_n(args.n, "--n")
-    p = _private_index(n, args.p)
-    _refuse_existing(args.out, args.force)
+    p = _one_private(args, n)
+    _check_out(args)
     try:
-        res = design(chain, n, eps=args.eps, p=p, method=args.method, split=args.split,
-                     time_limit=args.time_limit, certify_time=args.certify_time)
+        res = design(chain, n, eps=args.eps, p=p, method=args.method,
+                     split="auto" if args.split is None else args.split,
+                     time_limit=args.time_limit, certify_time=args.certify_time or 0.0)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt design: privacy check failed: {exc}\n")
         return EXIT_FAIL
-    if args.format == "json":
+    res = _as_requested(res, args.method)
+    if fmt == "json":
         text = json.dumps(design_to_dict(res), indent=2)
-    elif args.format == "csv":
+    elif fmt == "csv":
         text = report.design_csv(res)
     else:
         alts = None if args.no_compare else report.alternatives_for(res, time_limit=args.time_limit)
@@ -250,56 +342,59 @@ def _cmd_design(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------
 # compare
 # ---------------------------------------------------------------------------
-def _list_of(kind: Callable[[str], Any], name: str) -> Callable[[str], list[Any]]:
-    def parse(text: str) -> list[Any]:
-        items = [t for t in text.split(",") if t.strip()]
-        if not items:
-            raise argparse.ArgumentTypeError(f"{name} needs at least one value")
-        try:
-            return [kind(t) for t in items]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a comma-separated list, got {text!r}") from None
-    return parse
-
-
 def _compare_parser(sub: argparse._SubParsersAction) -> None:
     ap = sub.add_parser(
         "compare",
         help="optimum vs calibrated 3R, 3R, MQ, DIM optimum and Theorem 2 over lists of parameters",
         description=(
-            "Compare the certified optimum with calibrated 3R, the paper's 3R and MQ (as printed, with "
-            "their exact leakage), the exact data-independent optimum and Theorem 2's bound, for every "
-            "combination of the comma-separated lists. Example: redactopt compare --n 10 "
+            "Compare the certified optimum with calibrated 3R, the paper's 3R and MQ (as printed, with their "
+            "exact leakage), the exact data-independent optimum and Theorem 2's bound, one row for every "
+            "combination of the comma-separated lists (an empty item is an error). Rows whose optimum was "
+            "stopped by the time limit are named below the table. Example: redactopt compare --n 10 "
             "--eps 0.25,0.5,1,2,4"
         ),
     )
-    ap.add_argument("--n", type=_list_of(int, "--n"), required=True, help="number(s) of records")
-    ap.add_argument("--eps", type=_list_of(float, "--eps"), required=True, help="budget(s), e.g. 0.25,0.5,1")
-    ap.add_argument("--alpha", type=_list_of(float, "--alpha"), default=[DEFAULT_ALPHA], help="alpha value(s)")
-    ap.add_argument("--beta", type=_list_of(float, "--beta"), default=[DEFAULT_BETA], help="beta value(s)")
-    ap.add_argument("--p", type=_list_of(int, "--p"), default=[DEFAULT_P], help="1-based private position(s)")
-    ap.add_argument("--format", choices=["markdown", "csv"], default="markdown", help="markdown (default) or csv")
-    ap.add_argument("--out", help="write to this file instead of standard output")
-    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per optimiser (default 60)")
+    ap.add_argument("--n", type=list_of(int, "--n"), required=True, help="number(s) of records")
+    ap.add_argument("--eps", type=list_of(float, "--eps"), required=True, help="budget(s), e.g. 0.25,0.5,1")
+    ap.add_argument("--alpha", type=list_of(float, "--alpha"), default=[DEFAULT_ALPHA],
+                    help=f"alpha value(s) (default {DEFAULT_ALPHA})")
+    ap.add_argument("--beta", type=list_of(float, "--beta"), default=[DEFAULT_BETA],
+                    help=f"beta value(s) (default {DEFAULT_BETA})")
+    add_renamed(ap, "--private", "--p", default=None, metavar="POSITIONS",
+                help="1-based private position(s), one row each: 1,5 or 1-3 (default 1)")
+    add_format(ap, ["text", "csv", "json"], old={"markdown": "text"},
+               help="text (default: a Markdown table), csv or json")
+    _add_output_options(ap)
+    ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
+                    help=f"seconds per optimiser (default {DEFAULT_TIME_LIMIT:g})")
+    add_quiet(ap)
     ap.set_defaults(func=_cmd_compare)
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    import itertools
-
-    from redactopt._validate import check_n
-    from redactopt.model.chain import MarkovChain
-    from redactopt.engine.compare import compare_point
-    from redactopt.interface import report
-
-    _refuse_existing(args.out, args.force)
+    rename_value(args, "format", {"markdown": "text"})
+    fmt = args.format or "text"
+    _check_out(args)
+    privates = parse_positions(DEFAULT_PRIVATE if args.private is None else args.private)
+    points = list(itertools.product(args.n, args.alpha, args.beta, privates, args.eps))
+    for n, _, _, p, _ in points:  # every point is checked before the first (slow) design
+        if p >= check_n(n, "--n"):
+            raise UsageError(f"--private: position {p + 1} is outside the {n} records")
     rows = []
-    for n, a, b, p, eps in itertools.product(args.n, args.alpha, args.beta, args.p, args.eps):
-        n = check_n(n, "--n")
+    for n, a, b, p, eps in iterate(points, "compare", progress_enabled(args.quiet), total=len(points)):
         chain = MarkovChain(a, b)
-        rows.append(compare_point(chain, n, eps=eps, p=_private_index(n, p), time_limit=args.time_limit))
-    text = report.rows_csv(rows) if args.format == "csv" else report.rows_markdown(rows)
+        opt = design(chain, n, eps=eps, p=p, method="optimal", time_limit=args.time_limit)
+        row = compare_point(chain, n, eps=eps, p=p, time_limit=args.time_limit, optimal=opt)
+        row["optimal_stopped"] = opt.certificate.stopped
+        rows.append(row)
+    if fmt == "json":
+        text = json.dumps(rows, indent=2)
+    elif fmt == "csv":
+        text = report.rows_csv(rows)
+    else:
+        text = report.rows_markdown(rows)
+        text += "".join(f"\nrow {i} (n={r['n']}, p={r['p']}, eps={r['eps']:g}): {report.stopped_text(r['optimal_gap'])}"
+                        for i, r in enumerate(rows, 1) if r["optimal_stopped"])
     _write_output(text, args.out, args.force)
     return EXIT_OK
 
@@ -313,80 +408,141 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
         help="regenerate the paper's figures and tables, the gap table and the audit of the paper",
         description=(
             "Write fig2.png, fig3.png + fig3.csv, fig4.png, table1.md, example1.md, gap_table.csv/.md, "
-            "paper_audit.csv/.md (+ per-point CSV) and timings.md into --out. Grids are fixed and the "
+            "paper_audit.csv/.md (+ per-point CSV) and timings.md into --out-dir (created if missing, but "
+            "not its parent). Existing files there are refused unless --force. Grids are fixed and the "
             "random audit is seeded. --quick shrinks the grids (a few minutes on two cores)."
         ),
     )
-    ap.add_argument("--out", required=True, help="folder to write into (created if missing)")
+    add_renamed(ap, "--out-dir", "--out", metavar="DIR", help="directory to write into (required)")
+    ap.add_argument("--force", action="store_true", help="overwrite the files of an earlier run in --out-dir")
     ap.add_argument("--quick", action="store_true", help="smaller grids")
     ap.add_argument("--audit-points", type=int, default=None, help="random points of the audit (default 5000)")
-    ap.add_argument("--seed", type=int, default=2026, help="seed of the audit sample (default 2026)")
-    ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per optimiser (default 60)")
-    ap.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_renamed(ap, "--audit-seed", "--seed", type=int, default=None,
+                help="seed of the audit's random parameter points (default 2026)")
+    ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
+                    help=f"seconds per optimiser (default {DEFAULT_TIME_LIMIT:g})")
+    add_format(ap, ["text", "json"], help="text (default: one line per part) or json (files and seconds)")
+    add_renamed(ap, "--quiet", "--no-progress", action="store_true",
+                help="no progress bars (bars appear only on a terminal anyway)")
     ap.set_defaults(func=_cmd_bench)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from redactopt.interface.bench import run_bench
-
-    out = Path(args.out)
+    if args.out_dir is None:
+        raise UsageError("--out-dir DIR is required")
+    out = Path(args.out_dir)
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: exists and is not a folder")
+        raise UsageError(f"--out-dir {out}: exists and is not a directory")
+    if not out.parent.is_dir():
+        raise UsageError(f"--out-dir {out}: directory {out.parent} does not exist (create it first)")
     if args.audit_points is not None and args.audit_points < 1:
         raise UsageError(f"--audit-points must be >= 1, got {args.audit_points}")
-    run_bench(out, quick=args.quick, progress=not args.no_progress, time_limit=args.time_limit,
-              audit_points=args.audit_points, seed=args.seed)
-    print(f"wrote {out}")
+    existing = [f for f in bench_files(out) if f.exists()]
+    if existing and not args.force:
+        raise FileExistsError(f"{existing[0]}: exists (and {len(existing) - 1} more files of an earlier run); "
+                              "pass --force to overwrite")
+    fmt = args.format or "text"
+    timings = run_bench(out, quick=args.quick, progress=progress_enabled(args.quiet), time_limit=args.time_limit,
+                        audit_points=args.audit_points, seed=2026 if args.audit_seed is None else args.audit_seed,
+                        log=print if fmt == "text" else (lambda _: None))
+    if fmt == "json":
+        print(json.dumps({"out_dir": str(out), "files": [str(f) for f in bench_files(out)], "seconds": timings},
+                         indent=2))
+    else:
+        print(f"wrote {out}")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# datasets
+# ---------------------------------------------------------------------------
+def _datasets_parser(sub: argparse._SubParsersAction) -> None:
+    ap = sub.add_parser(
+        "datasets",
+        help="data shipped with redactopt (the UCI occupancy data): list them, print a file's path",
+        description=(
+            "Data sets installed with redactopt, for examples and tests. 'list' names them; 'path NAME' prints "
+            "the path of a file (use it as DATA=$(redactopt datasets path occupancy)); 'info NAME' prints its "
+            "source, authors and license."
+        ),
+    )
+    ap.add_argument("action", choices=["list", "path", "info"], help="what to print")
+    ap.add_argument("name", nargs="?", default=None, help=f"data set ({', '.join(datasets.NAMES)})")
+    ap.add_argument("--split", default=None,
+                    help="path: which file (occupancy: training, the default, or test)")
+    add_format(ap, ["text", "json"])
+    ap.set_defaults(func=_cmd_datasets)
+
+
+def _cmd_datasets(args: argparse.Namespace) -> int:
+    fmt = args.format or "text"
+    if args.action == "list":
+        refuse_given(args, ["name", "split"], "applies to 'path' and 'info' only")
+        entries = {name: {split: str(datasets.path(name, split=split)) for split in datasets.SPLITS[name]}
+                   for name in datasets.NAMES}
+        print(json.dumps(entries, indent=2) if fmt == "json" else "\n".join(
+            f"{name:<10} " + "  ".join(f"{s}: {p}" for s, p in files.items()) for name, files in entries.items()))
+        return EXIT_OK
+    if args.name is None:
+        raise UsageError(f"'{args.action}' needs a data set name ({', '.join(datasets.NAMES)})")
+    if args.action == "info":
+        refuse_given(args, ["split"], "applies to 'path' only")
+        text = datasets.attribution(args.name)
+        print(json.dumps({"name": args.name, "attribution": text}, indent=2) if fmt == "json" else text.rstrip())
+        return EXIT_OK
+    path = datasets.path(args.name, split=args.split or "training")
+    print(json.dumps({"name": args.name, "split": args.split or "training", "path": str(path)}) if fmt == "json"
+          else path)
     return EXIT_OK
 
 
 # ---------------------------------------------------------------------------
 # entry point
 # ---------------------------------------------------------------------------
-
-
-def _data_parsers(sub: argparse._SubParsersAction) -> None:
-    from redactopt.interface.cli_data import add_apply_parser, add_fit_parser
-
-    add_fit_parser(sub)
-    add_apply_parser(sub)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(
+    """The top-level parser; each command is a sub-parser."""
+    ap = Parser(
         prog="redactopt",
         description=(
-            "Design, prove and apply local redaction mechanisms for Markov-correlated binary "
-            "records. Positions are 1-based; budgets are in nats."
+            "Design, prove and apply local redaction mechanisms for Markov-correlated binary records. "
+            "Positions are 1-based; budgets are in nats. Exit status: 0 success, 1 a privacy check failed, "
+            "2 bad usage or input. '-' is standard input or output wherever a file is read or written."
         ),
     )
     ap.add_argument("--version", action="version", version=f"redactopt {__version__}")
-    sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for add in (_design_parser, _audit_parser, _compare_parser, _bench_parser, _data_parsers):
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for add in (_design_parser, _audit_parser, _compare_parser, add_fit_parser, add_apply_parser,
+                _bench_parser, _datasets_parser):
         add(sub)
     return ap
+
+
+def _command_parser(ap: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    sub = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (also used as the console script)."""
     ap = build_parser()
-    args = ap.parse_args(argv)
+    args, extra = ap.parse_known_args(argv)
     if not getattr(args, "func", None):
         ap.print_help(sys.stderr)
         return EXIT_USAGE
+    if extra:  # name the command, as its own errors do
+        _command_parser(ap, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
+    args._notes = []
     try:
+        merge_renamed(args)
         status = int(args.func(args))
         sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at exit
-        return status
-    except (UsageError, ValueError, TypeError, FileExistsError, FileNotFoundError,
-            IsADirectoryError, PermissionError) as exc:
+    except (UsageError, ValueError, TypeError, FileExistsError, FileNotFoundError, IsADirectoryError,
+            PermissionError, MissingExtraError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         sys.stderr.write(f"redactopt {args.command}: error: {msg}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
-        sys.stderr.write("redactopt: interrupted\n")
+        sys.stderr.write(f"redactopt {args.command}: interrupted\n")
         return 130
     except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly, like other tools
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -398,6 +554,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"redactopt {args.command}: internal error: {type(exc).__name__}: {exc} "
                          "(set REDACTOPT_DEBUG=1 for the traceback)\n")
         return EXIT_INTERNAL
+    if not getattr(args, "quiet", False):
+        for note in args._notes:
+            sys.stderr.write(f"redactopt {args.command}: note: {note}\n")
+    return status
 
 
 def _entry() -> NoReturn:  # pragma: no cover - console script wrapper

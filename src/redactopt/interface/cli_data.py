@@ -1,8 +1,9 @@
-"""The data subcommands ``fit`` and ``apply`` (registered by :mod:`redactopt.interface.cli`).
+"""The data commands ``fit`` and ``apply`` (registered by :mod:`redactopt.interface.cli`).
 
-A thin layer over :mod:`redactopt.release.fit` and :mod:`redactopt.release.apply`: parse, call, print.
-Exit codes as everywhere (DESIGN.md): 0 success, 1 a privacy check failed, 2 bad usage
-or input (one line on stderr naming the row or column).  Positions are 1-based.
+A thin layer over :mod:`redactopt.release`: parse, call, print.  Exit codes as everywhere:
+0 success, 1 a privacy check failed, 2 bad usage or input (one line on stderr naming the
+row or column).  Positions are 1-based.  ``-`` reads CSV from standard input or writes to
+standard output; then the summary goes to standard error, so the data stay clean.
 """
 
 from __future__ import annotations
@@ -12,11 +13,30 @@ import json
 import sys
 from typing import Any
 
-from redactopt.errors import UsageError
+from redactopt.engine.joint import JOINT_METHODS
+from redactopt.errors import PrivacyCheckError, UsageError
+from redactopt.interface.options import (
+    EXIT_FAIL,
+    EXIT_OK,
+    add_format,
+    add_quiet,
+    parse_positions,
+    refuse_given,
+)
+from redactopt.interface.progress import Bars, progress_enabled
+from redactopt.io import STDIO, stdin_as_file
 
 __all__ = ["add_fit_parser", "add_apply_parser"]
 
-_EXIT_OK, _EXIT_FAIL = 0, 1
+def _add_input(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("input", metavar="INPUT",
+                    help="CSV (.csv/.txt/.tsv) or Parquet (.parquet) file; '-' reads CSV from standard input")
+    ap.add_argument("--chunk-rows", type=int, default=None,
+                    help="rows read at a time (default one million); memory grows with this, not with the input")
+
+
+def _chunk(args: argparse.Namespace) -> dict[str, int]:
+    return {} if args.chunk_rows is None else {"chunk_rows": args.chunk_rows}
 
 
 # --------------------------------------------------------------------------
@@ -28,44 +48,46 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
         "fit",
         help="fit the chain (alpha, beta) to a binary column, with intervals and an order test",
         description=(
-            "Maximum-likelihood estimates of alpha = P(0->1) and beta = P(1->0) from the transitions "
-            "of a 0/1 column of a CSV or Parquet file (format by extension), pooled over the sequences "
-            "of --by (rows of one id in file order; default: the whole file is one sequence). Prints "
-            "confidence intervals, the transition counts, a likelihood-ratio test of a first- against "
-            "a second-order chain, and warnings (short data, estimates at 0 or 1). A missing or non-0/1 "
-            "value stops with one line naming the row and column (exit 2)."
+            "Maximum-likelihood estimates of alpha = P(0->1) and beta = P(1->0) from the transitions of a 0/1 "
+            "column of a CSV or Parquet file (format by extension), pooled over the sequences of --by (rows "
+            "of one id in file order; default: the whole file is one sequence). Prints confidence intervals, "
+            "the transition counts, a likelihood-ratio test of a first- against a second-order chain, and "
+            "warnings (short data, estimates at 0 or 1). A missing or non-0/1 value stops with one line "
+            "naming the row and column (exit 2)."
         ),
     )
-    ap.add_argument("input", help="CSV (.csv/.txt/.tsv) or Parquet (.parquet) file")
+    _add_input(ap)
     ap.add_argument("--column", required=True, help="the binary (0/1) column")
     ap.add_argument("--by", default=None, help="column naming the sequence of each row")
     ap.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
     ap.add_argument("--interval", choices=["wilson", "lr", "wald"], default="wilson",
                     help="wilson score (default), binomial likelihood-ratio, or wald")
-    ap.add_argument("--format", choices=["text", "json"], default="text", help="output format")
-    ap.add_argument("--chunk-rows", type=int, default=None,
-                    help="rows read at a time (default 1000000); memory grows with this, not with the input")
+    add_format(ap, ["text", "json"])
+    add_quiet(ap)
     ap.set_defaults(func=_cmd_fit)
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
+    # pandas and pyarrow load with the data commands only: design and audit start faster
     from redactopt.release.apply import scan_table
-    from redactopt.release.data import DEFAULT_CHUNK_ROWS, TableReader
+    from redactopt.release.data import TableReader
     from redactopt.release.fit import fit_counts
 
-    reader = TableReader(args.input, chunk_rows=DEFAULT_CHUNK_ROWS if args.chunk_rows is None else args.chunk_rows)
-    state = scan_table(reader, column=args.column, by=args.by)
+    label = "<stdin>" if args.input == STDIO else None
+    with stdin_as_file(args.input) as path, Bars(progress_enabled(args.quiet)) as bars:
+        reader = TableReader(path, label=label, **_chunk(args))
+        state = scan_table(reader, column=args.column, by=args.by, progress=bars)
     if state.rows == 0:
-        raise UsageError(f"{args.input}: no data rows")
+        raise UsageError(f"{reader.label}: no data rows")
     fit = fit_counts(state.counts(), confidence=args.confidence, interval=args.interval)
-    if args.format == "json":
+    if (args.format or "text") == "json":
         d: dict[str, Any] = {"input": str(args.input), "column": args.column, "by": args.by}
         d.update(fit.to_dict())
         print(json.dumps(d, indent=2))
     else:
         print(f"input     : {args.input}  column '{args.column}'" + (f"  by '{args.by}'" if args.by else ""))
         print(fit.text())
-    return _EXIT_OK
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------------
@@ -73,53 +95,92 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------
 def add_apply_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``redactopt apply INPUT --column NAME (--private LIST | --private-column NAME) --eps E ...``."""
-    from redactopt.engine.joint import JOINT_METHODS
-
     ap = sub.add_parser(
         "apply",
         help="design a mechanism for the private records of a table, draw the redactions, write the release",
         description=(
-            "Protect the private records of a 0/1 column: fit the chain (unless --alpha and --beta are "
-            "given), design a mechanism whose exact leakage about every private record is <= eps "
-            "(verified on the whole sequence), draw the redactions exactly with the operating system's "
-            "secure source (or --seed, not for real releases) and write every row and every other "
-            "column unchanged, redacted entries empty (CSV) or null (Parquet). The output is written "
-            "to a temporary file and renamed; it is never overwritten without --force, and the input "
-            "is never modified. Exit 0 on success, 1 if no design passes the privacy check, 2 on bad "
+            "Protect the private records of a 0/1 column: fit the chain (unless --alpha and --beta are given), "
+            "design a mechanism whose exact leakage about every private record is <= eps (verified on the "
+            "whole sequence), draw the redactions exactly with the operating system's secure source (or "
+            "--seed, not for real releases) and write every row and every other column unchanged, redacted "
+            "entries empty (CSV) or null (Parquet). The output is written to a temporary file and renamed; it "
+            "is never overwritten without --force, never created in a missing directory, and the input is "
+            "never modified. '-' reads CSV from standard input (--out - writes CSV to standard output, "
+            "--report - the report). Exit 0 on success, 1 if no design passes the privacy check, 2 on bad "
             "input (one line naming the row or column, no output written)."
         ),
     )
-    ap.add_argument("input", help="CSV (.csv/.txt/.tsv) or Parquet (.parquet) file")
+    _add_input(ap)
     ap.add_argument("--column", required=True, help="the binary (0/1) column to protect")
     grp = ap.add_mutually_exclusive_group(required=True)
-    grp.add_argument("--private", help="1-based positions and ranges in the sequence, e.g. 5000,5010-5020")
-    grp.add_argument("--private-column", help="a 0/1 column flagging the private rows")
+    grp.add_argument("--private", metavar="POSITIONS",
+                     help="1-based positions and ranges in the sequence, e.g. 5000,5010-5020")
+    grp.add_argument("--private-column", metavar="NAME", help="a 0/1 column flagging the private rows")
     ap.add_argument("--eps", type=float, required=True, help="privacy budget per private record (nats, > 0)")
     ap.add_argument("--alpha", type=float, default=None, help="P(0->1); fitted from the data if omitted")
     ap.add_argument("--beta", type=float, default=None, help="P(1->0); fitted from the data if omitted")
     ap.add_argument("--method", choices=list(JOINT_METHODS), default="auto",
-                    help="auto (default: best of joint DIM windows and per-record designs, then an exact "
-                         "local improvement) or a design method applied per private record and combined "
-                         "by the elementwise maximum")
+                    help="auto (default: best of joint DIM windows and per-record designs, then an exact local "
+                         "improvement) or a design method applied per private record and combined by the "
+                         "elementwise maximum")
     ap.add_argument("--seed", type=int, default=None,
-                    help="reproducible PCG64 draws, for tests only (the report says: not for real releases)")
-    ap.add_argument("--out", required=True, help="output table (.csv or .parquet)")
-    ap.add_argument("--report", default=None, help="write the JSON report (mechanism, chain, leakage, utility) here")
+                    help="seed of the redaction draws: reproducible PCG64, for tests and examples only (the "
+                         "report says: not for real releases); default: the operating system's secure source")
+    ap.add_argument("--out", required=True, metavar="FILE",
+                    help="output table (.csv or .parquet; a directory with --backend dask; '-': CSV to standard "
+                         "output)")
+    ap.add_argument("--report", default=None, metavar="FILE",
+                    help="write the JSON report (mechanism, chain, leakage, utility) here ('-': standard output); "
+                         "'redactopt audit FILE' reads it")
     ap.add_argument("--force", action="store_true", help="overwrite --out / --report if they exist")
     ap.add_argument("--by", default=None, help="column naming the sequence of each row (use --private-column)")
     ap.add_argument("--backend", choices=["memory", "dask"], default="memory",
-                    help="memory (default, streams chunks) or dask (Parquet datasets; pip install redactopt[dask])")
-    ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per optimiser call (default 60)")
-    ap.add_argument("--chunk-rows", type=int, default=None,
-                    help="rows read at a time (default 1000000); memory grows with this, not with the input")
+                    help="memory (default, streams chunks) or dask (Parquet datasets; pip install 'redactopt[dask]')")
+    ap.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
+                    help="seconds per optimiser call (default 60)")
+    add_format(ap, ["text", "json"], help="summary: text (default) or json")
+    add_quiet(ap)
     ap.set_defaults(func=_cmd_apply)
 
 
-def _cmd_apply(args: argparse.Namespace) -> int:
-    from redactopt.release.apply import apply_table, parse_positions
-    from redactopt.errors import PrivacyCheckError
-    from redactopt.release.data import DEFAULT_CHUNK_ROWS
+def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:
+    """What ``apply`` prints: the report without the per-record tables."""
+    fit = rep["chain"].get("fit") or {}
+    return {
+        "output": rep["output"], "rows": rep["rows"], "redacted": rep["utility"]["redacted"],
+        "chain": {k: rep["chain"][k] for k in ("alpha", "beta", "source")},
+        "eps": rep["eps"], "method": rep["method"],
+        "leakage": {"max": rep["leakage"]["max"], "private_records": len(rep["leakage"]["per_private"])},
+        "utility": {k: rep["utility"][k] for k in ("expected", "realised")},
+        "randomness": rep["randomness"]["source"], "label": rep.get("label"),
+        "warnings": list(fit.get("warnings", [])), "report": report_path,
+    }
 
+
+def _summary_text(s: dict[str, Any]) -> str:
+    lines = [
+        f"wrote     : {s['output']}  ({s['rows']} rows, {s['redacted']} redacted)",
+        f"chain     : alpha={s['chain']['alpha']:.6g}  beta={s['chain']['beta']:.6g}  ({s['chain']['source']})",
+        f"eps       : {s['eps']:g}   method: {s['method']}",
+        f"leakage   : {s['leakage']['max']:.10g}  (exact, worst over {s['leakage']['private_records']} "
+        "private record(s))",
+        f"utility   : expected {s['utility']['expected']:.6g}  realised {s['utility']['realised']:.6g}",
+        f"randomness: {s['randomness']}",
+    ]
+    if s["label"]:
+        lines.append(f"label     : {s['label']}")
+    lines += [f"warning   : {w}" for w in s["warnings"]]
+    if s["report"]:
+        lines.append(f"report    : {s['report']}")
+    return "\n".join(lines)
+
+
+def _cmd_apply(args: argparse.Namespace) -> int:
+    # pandas and pyarrow load with the data commands only: design and audit start faster
+    from redactopt.release.apply import apply_table
+
+    if args.backend == "dask":
+        refuse_given(args, ["chunk_rows"], "applies to --backend memory only (Dask reads one partition at a time)")
     private = parse_positions(args.private) if args.private is not None else None
     kwargs = dict(column=args.column, eps=args.eps, private=private, private_column=args.private_column,
                   by=args.by, alpha=args.alpha, beta=args.beta, method=args.method, seed=args.seed,
@@ -130,26 +191,14 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
             rep = apply_parquet_dask(args.input, args.out, **kwargs)
         else:
-            chunk = DEFAULT_CHUNK_ROWS if args.chunk_rows is None else args.chunk_rows
-            rep = apply_table(args.input, args.out, chunk_rows=chunk, **kwargs)
+            with Bars(progress_enabled(args.quiet)) as bars:
+                rep = apply_table(args.input, args.out, progress=bars, **_chunk(args), **kwargs)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
-        return _EXIT_FAIL
-    u = rep["utility"]
-    lines = [
-        f"wrote     : {rep['output']}  ({rep['rows']} rows, {u['redacted']} redacted)",
-        f"chain     : alpha={rep['chain']['alpha']:.6g}  beta={rep['chain']['beta']:.6g}  ({rep['chain']['source']})",
-        f"eps       : {rep['eps']:g}   method: {rep['method']}",
-        f"leakage   : {rep['leakage']['max']:.10g}  (exact, worst over {len(rep['leakage']['per_private'])} "
-        f"private record(s))",
-        f"utility   : expected {u['expected']:.6g}  realised {u['realised']:.6g}",
-        f"randomness: {rep['randomness']['source']}",
-    ]
-    if rep.get("label"):
-        lines.append(f"label     : {rep['label']}")
-    if rep["chain"].get("fit"):
-        lines += [f"warning   : {w}" for w in rep["chain"]["fit"]["warnings"]]
-    if args.report:
-        lines.append(f"report    : {args.report}")
-    print("\n".join(lines))
-    return _EXIT_OK
+        return EXIT_FAIL
+    summary = _summary(rep, args.report)
+    text = json.dumps(summary, indent=2) if (args.format or "text") == "json" else _summary_text(summary)
+    stdout_taken = STDIO in (args.out, args.report)
+    if not (stdout_taken and args.quiet):
+        print(text, file=sys.stderr if stdout_taken else sys.stdout)
+    return EXIT_OK

@@ -1,4 +1,8 @@
-"""Text, CSV and Markdown renderings of design results and comparisons (no mathematics)."""
+"""Text, CSV and Markdown renderings of designs, audits and comparisons (no mathematics).
+
+Long lists are summarised in text (private positions as ranges, a long witness output as
+runs of equal values); ``--format json`` always carries everything.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,13 @@ from redactopt.engine.compare import alternatives
 from redactopt.model.influence import regions
 from redactopt.paper.mechanisms import default_split
 
-__all__ = ["record_rows", "design_table", "design_csv", "alternatives_for", "rows_csv", "rows_markdown"]
+__all__ = ["record_rows", "design_table", "design_csv", "alternatives_for", "rows_csv", "rows_markdown",
+           "positions_text", "witness_text", "audit_text", "stopped_text"]
+
+#: Longest witness shown record by record; longer ones are shown as runs.
+WITNESS_RECORDS_SHOWN = 60
+#: Most runs (of positions or of witness values) shown before the middle is elided.
+RUNS_SHOWN = 12
 
 
 def record_rows(res: DesignResult) -> list[dict[str, Any]]:
@@ -33,16 +43,24 @@ def alternatives_for(res: DesignResult, *, time_limit: float = 60.0) -> list[dic
     return alternatives(res.chain, res.n, eps=res.eps, p=res.private[0], time_limit=time_limit)
 
 
+def stopped_text(gap: float) -> str:
+    """The one line saying that a time limit, not a closed gap, ended the search."""
+    return f"stopped by the time limit; remaining gap {gap:.3g} (raise --time-limit to narrow it)"
+
+
 def _summary(res: DesignResult) -> list[tuple[str, str]]:
     c = res.certificate
     src = res.info.get("source")
-    return [
+    rows = [
         ("method", res.method + (f" (best candidate: {src})" if src else "")),
         ("utility", f"{res.utility:.10g}"),
         ("leakage", f"{res.leakage:.15g} (exact, re-verified after rounding; eps = {res.eps:g})"),
         ("upper bound", f"{c.upper_bound:.10g} ({c.solver}; valid for {c.scope} local redaction mechanisms)"),
         ("gap", f"{c.gap:.3g}"),
     ]
+    if c.stopped:
+        rows.append(("search", stopped_text(c.gap)))
+    return rows
 
 
 def design_table(res: DesignResult, alts: list[dict[str, Any]] | None, *, max_rows: int = 200) -> str:
@@ -103,3 +121,87 @@ def rows_markdown(rows: list[dict[str, Any]], keys: list[str] | None = None) -> 
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     lines += ["| " + " | ".join(_cell(r[k]) for k in keys) + " |" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# audits
+# ---------------------------------------------------------------------------
+def _runs(values: list[Any]) -> list[tuple[int, int, Any]]:
+    """Maximal runs ``(first, last, value)`` of equal consecutive values (0-based, inclusive)."""
+    runs: list[tuple[int, int, Any]] = []
+    for i, v in enumerate(values):
+        if runs and runs[-1][2] == v and runs[-1][1] == i - 1:
+            runs[-1] = (runs[-1][0], i, v)
+        else:
+            runs.append((i, i, v))
+    return runs
+
+
+def _elide(parts: list[str], sep: str) -> str:
+    if len(parts) <= RUNS_SHOWN:
+        return sep.join(parts)
+    half = RUNS_SHOWN // 2
+    return sep.join(parts[:half] + [f"… {len(parts) - 2 * half} more …"] + parts[-half:])
+
+
+def positions_text(positions: list[int]) -> str:
+    """1-based positions for text output: ``[1, 5]``, or as ranges when long.
+
+    ``[1120, 1121, ..., 1179]`` -> ``1120-1179 (60 positions)``.
+    """
+    if len(positions) <= 4:
+        return "[" + ", ".join(map(str, positions)) + "]"
+    pos = sorted(positions)
+    runs: list[list[int]] = []
+    for v in pos:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    parts = [f"{a}-{b}" if b > a else f"{a}" for a, b in runs]
+    return f"{_elide(parts, ',')} ({len(pos)} positions)"
+
+
+def witness_text(witness: list[int | None]) -> str:
+    """A witness output for text: record by record when short, else runs ``first-last: value``."""
+    sym = ["⊥" if v is None else str(v) for v in witness]
+    if len(sym) <= WITNESS_RECORDS_SHOWN:
+        return " ".join(sym)
+    parts = [f"{a + 1}-{b + 1}: {v}" if b > a else f"{a + 1}: {v}" for a, b, v in _runs(sym)]
+    return f"{_elide(parts, '  ')}  ({len(sym)} records; --format json lists each)"
+
+
+def audit_text(report: dict[str, Any]) -> str:
+    """Human-readable form of an audit (:func:`redactopt.judge.audit.audit`'s report)."""
+    ratio_dir = f"Pr(y | X_p={report['favoured']}) / Pr(y | X_p={1 - report['favoured']})"
+    lines = []
+    if report.get("sequence") is not None:
+        lines.append(f"sequence  : {report['sequence']}")
+    lines.append(f"mechanism : {report['method']}  n={report['n']}  private={positions_text(report['private'])}  "
+                 f"alpha={report['chain']['alpha']:g}  beta={report['chain']['beta']:g}")
+    if "info" in report and "regions" in report["info"]:
+        lines.append(f"regions   : {report['info']['regions']}  (P private, S small, M medium, L large)")
+    lines += [
+        f"eps       : {report['eps']:.6g}",
+        f"leakage   : {report['leakage']:.10g}  (exact, nats; worst private record {report['witness_private']})",
+        f"witness   : {witness_text(report['witness'])}",
+        f"            attains log {ratio_dir}",
+        f"utility   : {report['utility']:.10g}",
+    ]
+    if "exact" in report:
+        ex = report["exact"]
+        lines.append(f"exact     : {ex['status']} (rational arithmetic on the doubles; "
+                     f"L = {ex['leakage']:.10g})")
+    if "attack" in report:
+        at = report["attack"]
+        lines.append(f"attack    : leakage >= {at['lower_bound']:.6g} with confidence {at['confidence']:g} "
+                     f"(private record {at['private']}; {at['samples']} chains per value of X_p; largest observed "
+                     f"|log ratio| {at['max_observed']:.6g})" + ("  -> violation shown" if at["violation_shown"] else ""))
+    if report["passed"]:
+        verdict = "PASS"
+    elif report["leakage"] > report["eps"]:
+        verdict = "FAIL: leakage exceeds eps"
+    else:
+        verdict = "FAIL: not certified exactly"
+    lines.append(f"result    : {verdict}")
+    return "\n".join(lines)

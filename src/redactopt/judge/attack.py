@@ -13,11 +13,17 @@ mechanism, picks the event :math:`E=\{\pm\Lambda(y)\ge\tau\}` on a *selection* h
 samples, and bounds both probabilities on the other half with Clopper–Pearson intervals
 (Bonferroni over the two directions), so that the reported bound holds with the stated
 confidence whatever the selection did.
+
+Chains are drawn in batches of at most :data:`BATCH_CELLS` (sample, record) cells, so
+memory does not grow with the number of samples; :func:`estimate_seconds` times a small
+pilot so that a caller can refuse a run that would take hours before starting it.
 """
 
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +32,10 @@ from scipy.stats import beta as beta_dist
 from redactopt.model.chain import MarkovChain
 from redactopt.judge.leakage import check_mechanism
 
-__all__ = ["AttackResult", "attack", "sample_outputs", "log_likelihood_ratios"]
+__all__ = ["AttackResult", "attack", "estimate_seconds", "sample_outputs", "log_likelihood_ratios", "BATCH_CELLS"]
+
+#: Most (sample, record) cells drawn at once: about 60 MB of working memory.
+BATCH_CELLS = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,45 @@ def log_likelihood_ratios(chain: MarkovChain, q: np.ndarray, p: int, y: np.ndarr
     return logs[0] - logs[1] - math.log(pi[0]) + math.log(pi[1])
 
 
+def _batch_sizes(samples: int, n: int) -> list[int]:
+    size = max(1, BATCH_CELLS // n)
+    return [min(size, samples - a) for a in range(0, samples, size)]
+
+
+def _sampled_ratios(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples: int,
+                    rng: np.random.Generator, tick: Callable[[int], None]) -> np.ndarray:
+    """:math:`\\Lambda(y)` of ``samples`` outputs drawn given ``X_p = xp``, batch by batch."""
+    out = np.empty(samples)
+    a = 0
+    for m in _batch_sizes(samples, q.shape[0]):
+        out[a : a + m] = log_likelihood_ratios(chain, q, p, sample_outputs(chain, q, p, xp, m, rng))
+        a += m
+        tick(m)
+    return out
+
+
+def estimate_seconds(chain: MarkovChain, redact_prob: object, *, p: int, samples: int) -> float:
+    """Rough run time of :func:`attack` with these arguments, from two small timed pilots.
+
+    A batch costs about ``A + B m`` seconds for ``m`` chains (``A``: the per-record loop,
+    ``B``: the work per chain); two pilots of ``m`` and ``2m`` chains (a few ten thousand
+    cells, on their own random stream) give ``A`` and ``B``.
+    """
+    q, (p,) = check_mechanism(redact_prob, p, "p")
+    n = q.shape[0]
+    m = int(min(max(1, 20_000 // n), max(1, samples // 2)))
+    rng = np.random.default_rng(0)
+    times = []
+    for size in (m, 2 * m):
+        t0 = time.perf_counter()
+        log_likelihood_ratios(chain, q, p, sample_outputs(chain, q, p, 0, size, rng))
+        times.append(time.perf_counter() - t0)
+    per_chain = max(times[1] - times[0], 0.0) / m
+    fixed = max(times[0] - per_chain * m, 0.0)
+    per_value = sum(fixed + per_chain * b for b in _batch_sizes(samples, n))
+    return 2.0 * per_value
+
+
 def _cp_lower(k: int, n: int, a: float) -> float:
     return 0.0 if k == 0 else float(beta_dist.ppf(a, k, n - k + 1))
 
@@ -96,7 +144,8 @@ def _cp_upper(k: int, n: int, a: float) -> float:
 
 
 def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 100_000,
-           confidence: float = 0.95, rng: np.random.Generator | None = None) -> AttackResult:
+           confidence: float = 0.95, rng: np.random.Generator | None = None,
+           progress: Callable[[int, int], None] | None = None) -> AttackResult:
     """Run the Bayes-optimal adversary and return a lower bound on the leakage (nats).
 
     Parameters
@@ -109,6 +158,8 @@ def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 10
         Probability that ``lower_bound`` <= true leakage.
     rng : numpy.random.Generator, optional
         Injected randomness (default: a fresh generator from OS entropy).
+    progress : callable, optional
+        ``progress(chains drawn, 2 * samples)`` after every batch.
     """
     q, (p,) = check_mechanism(redact_prob, p, "p")
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 100:
@@ -117,10 +168,15 @@ def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 10
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
     rng = np.random.default_rng() if rng is None else rng
     half = samples // 2
-    lam = {}
-    for xp in (0, 1):
-        y = sample_outputs(chain, q, p, xp, samples, rng)
-        lam[xp] = log_likelihood_ratios(chain, q, p, y)
+    drawn = 0
+
+    def tick(m: int) -> None:
+        nonlocal drawn
+        drawn += m
+        if progress is not None:
+            progress(drawn, 2 * samples)
+
+    lam = {xp: _sampled_ratios(chain, q, p, xp, samples, rng, tick) for xp in (0, 1)}
     max_obs = float(max(np.abs(lam[0]).max(), np.abs(lam[1]).max()))
     alpha_each = (1.0 - confidence) / 4.0  # two directions x two one-sided intervals
     best = (0.0, 0.0, 0, 0.0, 0.0)

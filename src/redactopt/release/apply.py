@@ -45,7 +45,7 @@ from redactopt.release.data import (
     id_key,
     parse_binary,
 )
-from redactopt.release.plan import ReleasePlan, SequencePlan, parse_positions, plan_release
+from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import NOT_FOR_RELEASE, build_report, write_report
 
@@ -69,7 +69,6 @@ __all__ = [
     "Redactor",
     "ReleasePlan",
     "plan_release",
-    "parse_positions",
     "write_report",
     "NOT_FOR_RELEASE",
 ]

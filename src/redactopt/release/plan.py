@@ -26,40 +26,7 @@ from redactopt.model.chain import MarkovChain
 from redactopt.release.data import ScanState, sequence_key
 from redactopt.release.fit import fit_counts
 
-__all__ = ["parse_positions", "SequencePlan", "ReleasePlan", "plan_release"]
-
-
-def parse_positions(text: str, n: int | None = None, name: str = "--private") -> list[int]:
-    """1-based positions and ranges (``"5000,5010-5020"``) -> sorted 0-based indices.
-
-    With ``n``, every position must lie in ``1..n``; the message names the item.
-    """
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"{name} needs positions such as 5000,5010-5020, got {text!r}")
-    out: set[int] = set()
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        try:
-            if "-" in item:
-                a_s, b_s = item.split("-", 1)
-                a, b = int(a_s), int(b_s)
-                if b < a:
-                    raise ValueError
-                rng = range(a, b + 1)
-            else:
-                a = b = int(item)
-                rng = range(a, a + 1)
-        except ValueError:
-            raise ValueError(f"{name}: {item!r} is not a position or a range a-b (1-based)") from None
-        if a < 1 or (n is not None and b > n):
-            limit = f"1..{n}" if n is not None else ">= 1"
-            raise ValueError(f"{name}: {item!r} is outside the sequence (positions {limit})")
-        out.update(p - 1 for p in rng)
-    if not out:
-        raise ValueError(f"{name} needs at least one position")
-    return sorted(out)
+__all__ = ["SequencePlan", "ReleasePlan", "plan_release"]
 
 
 @dataclass

@@ -1,0 +1,147 @@
+"""The command line's shared conventions: one name per concept, old spellings as aliases.
+
+Every command uses the same option names for the same things (``--private`` for private
+positions, ``--split`` for 3R's budget split, ``--format text|json|...``, ``--out FILE``
+with ``-`` for standard output, ``--force``, ``--quiet``).  Old spellings stay accepted
+for one release: they are hidden aliases that store into the new option, are named in
+the new option's help, and leave a one-line note on standard error when used.
+
+Options default to ``None`` so that a command can tell "given" from "default": an option
+a command cannot honour in the mode it runs in is an error naming the option
+(:func:`refuse_given`), never silently ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from redactopt.errors import UsageError
+
+__all__ = [
+    "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_INTERNAL",
+    "Parser", "add_renamed", "merge_renamed", "rename_value", "refuse_given", "flag",
+    "parse_positions", "list_of", "add_quiet", "add_format",
+]
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+#: Appended to the help of an option whose old spelling is still accepted.
+_DEPRECATED = "; old spelling {old} accepted until the next release (deprecated)"
+
+
+class Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line on stderr, naming the command, exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message.splitlines()[0] if message else 'bad usage'}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def flag(dest: str) -> str:
+    """The option spelling of a destination (``eps_left`` -> ``--eps-left``)."""
+    return "--" + dest.replace("_", "-")
+
+
+def add_renamed(ap: argparse.ArgumentParser, new: str, old: str, **kwargs: Any) -> None:
+    """Add option ``new`` and its hidden old spelling ``old`` (same type and action).
+
+    The old spelling stores into ``old__<dest>``; :func:`merge_renamed` moves it over.
+    """
+    help_text = kwargs.pop("help", "")
+    action = ap.add_argument(new, help=help_text + _DEPRECATED.format(old=old), **kwargs)
+    renamed = ap.get_default("_renamed") or []
+    old_kwargs = {k: v for k, v in kwargs.items() if k not in ("required", "default", "metavar")}
+    ap.add_argument(old, dest=f"old__{action.dest}", help=argparse.SUPPRESS,
+                    default=False if kwargs.get("action") == "store_true" else None, **old_kwargs)
+    ap.set_defaults(_renamed=renamed + [(action.dest, old, new)])
+
+
+def merge_renamed(args: argparse.Namespace) -> None:
+    """Move old spellings into their new options; both at once is an error."""
+    for dest, old, new in getattr(args, "_renamed", None) or []:
+        value = getattr(args, f"old__{dest}")
+        if value is None or value is False:
+            continue
+        if getattr(args, dest) not in (None, False):
+            raise UsageError(f"give {new} or its old spelling {old}, not both")
+        setattr(args, dest, value)
+        args._notes.append(f"{old} is deprecated; use {new} (the old spelling goes in the next release)")
+
+
+def rename_value(args: argparse.Namespace, dest: str, renames: dict[str, str]) -> None:
+    """Map an old value of an option (``--format table``) to its new name, with a note."""
+    value = getattr(args, dest)
+    if value in renames:
+        setattr(args, dest, renames[value])
+        args._notes.append(f"{flag(dest)} {value} is deprecated; use {flag(dest)} {renames[value]}")
+
+
+def refuse_given(args: argparse.Namespace, dests: list[str], why: str) -> None:
+    """Raise naming the first option in ``dests`` that was given (not ``None``/``False``)."""
+    for dest in dests:
+        if getattr(args, dest, None) not in (None, False):
+            raise UsageError(f"{flag(dest)} {why}")
+
+
+def add_quiet(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--quiet", action="store_true",
+                    help="no progress bars or notes on standard error (bars appear only on a terminal anyway)")
+
+
+def add_format(ap: argparse.ArgumentParser, choices: list[str], *, old: dict[str, str] | None = None,
+               help: str = "") -> None:
+    """``--format`` with ``text`` first; ``old`` maps deprecated value names to new ones."""
+    note = ""
+    if old:
+        note = "; " + ", ".join(f"'{o}' is the old name of '{n}'" for o, n in old.items()) + \
+               " (accepted until the next release)"
+    ap.add_argument("--format", choices=choices + list(old or {}), default=None, metavar="{" + ",".join(choices) + "}",
+                    help=(help or f"output format (default {choices[0]})") + note)
+
+
+def parse_positions(text: str, n: int | None = None, name: str = "--private") -> list[int]:
+    """1-based positions and ranges (``"5000,5010-5020"``) -> sorted 0-based indices.
+
+    With ``n``, every position must lie in ``1..n``; the message names the item.  An
+    empty item (``"1,,2"``) is an error, not skipped.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"{name} needs positions such as 5000,5010-5020, got {text!r}")
+    out: set[int] = set()
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            raise ValueError(f"{name}: empty item in {text!r}")
+        try:
+            if "-" in item:
+                a_s, b_s = item.split("-", 1)
+                a, b = int(a_s), int(b_s)
+                if b < a:
+                    raise ValueError
+                rng = range(a, b + 1)
+            else:
+                a = b = int(item)
+                rng = range(a, a + 1)
+        except ValueError:
+            raise ValueError(f"{name}: {item!r} is not a position or a range a-b (1-based)") from None
+        if a < 1 or (n is not None and b > n):
+            limit = f"1..{n}" if n is not None else ">= 1"
+            raise ValueError(f"{name}: {item!r} is outside the sequence (positions {limit})")
+        out.update(p - 1 for p in rng)
+    return sorted(out)
+
+
+def list_of(kind: Callable[[str], Any], name: str) -> Callable[[str], list[Any]]:
+    """An argparse type for comma-separated values; an empty item is an error."""
+    def parse(text: str) -> list[Any]:
+        items = [t.strip() for t in text.split(",")]
+        if any(not t for t in items):
+            raise argparse.ArgumentTypeError(f"{name}: empty item in {text!r}")
+        try:
+            return [kind(t) for t in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a comma-separated list, got {text!r}") from None
+    return parse
