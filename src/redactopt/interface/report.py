@@ -52,7 +52,8 @@ def _summary(res: DesignResult) -> list[tuple[str, str]]:
     c = res.certificate
     src = res.info.get("source")
     rows = [
-        ("method", res.method + (f" (best candidate: {src})" if src else "")),
+        ("method", res.method + (f" ({'best candidate' if res.method == 'optimal' else 'solver'}: {src})"
+                                 if src else "")),
         ("utility", f"{res.utility:.10g}"),
         ("leakage", f"{res.leakage:.15g} (exact, re-verified after rounding; eps = {res.eps:g})"),
         ("upper bound", f"{c.upper_bound:.10g} ({c.solver}; valid for {c.scope} local redaction mechanisms)"),
