@@ -1,7 +1,13 @@
-"""Shared helpers of the benchmark scripts: output folder, machine description, tables."""
+"""Shared helpers of the benchmark scripts: command line, output folder, machine description, tables.
+
+Every script takes ``--out DIR`` (default ``bench-out``, which git ignores) and ``--quick``;
+the committed results in ``benchmarks/results/`` change only when asked for with
+``--out benchmarks/results``.  ``--help`` prints the usage and runs nothing.
+"""
 
 from __future__ import annotations
 
+import argparse
 import csv
 import datetime as _dt
 import os
@@ -10,12 +16,30 @@ import sys
 from pathlib import Path
 from typing import Any
 
+#: Where results go unless --out says otherwise (ignored by git).
+DEFAULT_OUT = "bench-out"
 
-def out_dir(argv: list[str] | None = None, default: str = "benchmarks/results") -> Path:
-    """Folder from ``--out DIR`` (default ``benchmarks/results``), created if needed."""
-    argv = sys.argv[1:] if argv is None else argv
-    d = Path(argv[argv.index("--out") + 1]) if "--out" in argv else Path(default)
-    d.mkdir(parents=True, exist_ok=True)
+
+def parser(doc: str | None) -> argparse.ArgumentParser:
+    """An argument parser with ``--out DIR`` and ``--quick``; the description is the script's docstring."""
+    ap = argparse.ArgumentParser(description=(doc or "").strip().split("\n\n")[0],
+                                 epilog="Details: the docstring at the top of the script.")
+    ap.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
+                    help=f"directory for the CSV/Markdown results (default {DEFAULT_OUT}, ignored by git; "
+                         "--out benchmarks/results updates the committed results); created if missing, "
+                         "but not its parent")
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
+    return ap
+
+
+def out_dir(path: str) -> Path:
+    """The output folder, created if missing (its parent must exist: a typo creates nothing)."""
+    d = Path(path)
+    if not d.parent.is_dir():
+        raise SystemExit(f"--out {d}: directory {d.parent} does not exist")
+    if d.exists() and not d.is_dir():
+        raise SystemExit(f"--out {d}: exists and is not a directory")
+    d.mkdir(exist_ok=True)
     return d
 
 

@@ -1,8 +1,8 @@
 """Speed of the redaction step (values + q -> released column with nulls) and of whole releases.
 
-Usage: python benchmarks/apply_speed.py [--out DIR] [--quick]
+Usage: python benchmarks/apply_speed.py [--out DIR] [--quick] [--sizes N,N,...]
 
-Writes apply_speed.csv / .md into DIR (default benchmarks/results).  Target (issue 5):
+Writes apply_speed.csv / .md into DIR (default bench-out).  Target (issue 5):
 the redaction step runs at >= 2e7 records/s on one core.  Cases:
 
 * ``window``: one long sequence with a block of 60 private records designed at eps = 1 for
@@ -18,7 +18,9 @@ and Parquet files of 10^6, 4*10^6 and 1.6*10^7 rows, in a fresh process each, wi
 peak resident memory, to show that memory does not grow with the number of rows: the input
 is streamed in chunks of 250,000 rows, the design is a sparse mechanism (blocks around the
 private records: a block of 60 minutes in the middle and single records at 10% and 90%),
-and the JSON report, which lists ``redact_prob`` for every record, is streamed too.
+and the JSON report, which lists ``redact_prob`` for every record, is streamed too.  The
+generated files live in a temporary folder inside DIR that is removed when the script
+ends, also when it is interrupted.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import out_dir, write_table  # noqa: E402
+from _common import out_dir, parser, write_table  # noqa: E402
 
 from redactopt.release.bits import SecureBits, SeededBits  # noqa: E402
 from redactopt.release.plan import SequencePlan  # noqa: E402
@@ -102,17 +105,27 @@ def _release(kind: str, n: int, folder: Path) -> dict:
     try:
         out = subprocess.run([sys.executable, "-c", _APPLY.format(n=n, path=path)], capture_output=True,
                              text=True, check=True)
-    finally:
+    finally:  # each size's files go as soon as it is measured (the folder goes at the end)
         for f in folder.glob(f"*_{kind}_{n}.*"):
             f.unlink()
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> list[dict]:
-    quick = "--quick" in sys.argv
-    out = out_dir()
+def _sizes(text: str) -> list[int]:
+    return [int(float(v)) for v in text.split(",")]
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    ap = parser(__doc__)
+    ap.add_argument("--sizes", type=_sizes, default=None, metavar="N,N,...",
+                    help="rows of the whole releases (default 1e6,4e6,1.6e7; --quick: 1e6)")
+    ap.add_argument("--chunks", type=int, default=None,
+                    help="chunks of 1e6 records for the redaction step (default 20; --quick: 5)")
+    args = ap.parse_args(argv)
+    quick = args.quick
+    out = out_dir(args.out)
     rng = np.random.default_rng(0)
-    n_chunks = 5 if quick else 20
+    n_chunks = args.chunks or (5 if quick else 20)
     n = n_chunks * CHUNK
     values = rng.integers(0, 2, CHUNK).astype(np.int8)
     chain = MarkovChain(0.003, 0.012)
@@ -134,20 +147,16 @@ def main() -> list[dict]:
                          "seconds": sec, "records_per_s": n / sec, "redacted": red,
                          "meets_2e7": bool(n / sec >= 2e7)})
             print(rows[-1], flush=True)
-    folder = out / "_apply_tmp"
-    folder.mkdir(exist_ok=True)
-    sizes = (10**6,) if quick else (10**6, 4 * 10**6, 16 * 10**6)
-    for kind in ("csv", "parquet"):
-        for size in sizes:
-            r = _release(kind, size, folder)
-            rows.append({"benchmark": f"apply_table {kind}", "case": "window", "source": "seeded PCG64",
-                         "records": size, "seconds": r["seconds"], "records_per_s": size / r["seconds"],
-                         "redacted": "", "meets_2e7": "", "design_s": r["design_seconds"],
-                         "peak_rss_mb": r["peak_rss_mb"]})
-            print(rows[-1], flush=True)
-    for f in folder.iterdir():
-        f.unlink()
-    folder.rmdir()
+    sizes = args.sizes or ((10**6,) if quick else (10**6, 4 * 10**6, 16 * 10**6))
+    with tempfile.TemporaryDirectory(prefix="_apply_tmp.", dir=out) as tmp:  # removed on any exit
+        for kind in ("csv", "parquet"):
+            for size in sizes:
+                r = _release(kind, size, Path(tmp))
+                rows.append({"benchmark": f"apply_table {kind}", "case": "window", "source": "seeded PCG64",
+                             "records": size, "seconds": r["seconds"], "records_per_s": size / r["seconds"],
+                             "redacted": "", "meets_2e7": "", "design_s": r["design_seconds"],
+                             "peak_rss_mb": r["peak_rss_mb"]})
+                print(rows[-1], flush=True)
     keys = ["benchmark", "case", "source", "records", "seconds", "records_per_s", "redacted", "meets_2e7",
             "design_s", "peak_rss_mb"]
     rows = [{k: r.get(k, "") for k in keys} for r in rows]

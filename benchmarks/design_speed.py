@@ -2,6 +2,8 @@
 
 Usage: python benchmarks/design_speed.py [--out DIR] [--quick]
 
+Writes design_speed.csv / .md into DIR (default bench-out).
+
 * certified global optimum (PySCIPOpt) for n = 5..16, one-sided, Fig. 3 setting, eps = 1;
 * successive geometric programming (CVXPY) for windows of 10..300 records with the occupancy
   parameters (alpha = 0.003, beta = 0.012) at eps = 0.5, 1, 2, private record in the middle;
@@ -18,10 +20,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import out_dir, write_table  # noqa: E402
+from _common import out_dir, parser, write_table  # noqa: E402
 
-from redactopt.model.chain import MarkovChain  # noqa: E402
 from redactopt.judge.leakage import max_leakage  # noqa: E402
+from redactopt.model.chain import MarkovChain  # noqa: E402
+from redactopt.solvers.dim import dim_milp  # noqa: E402
+from redactopt.solvers.scip_global import design_global  # noqa: E402
+from redactopt.solvers.sgp import design_sgp  # noqa: E402
 
 
 def _row(kind: str, n: int, p: int, eps: float, chain: MarkovChain, fn) -> dict:
@@ -35,13 +40,10 @@ def _row(kind: str, n: int, p: int, eps: float, chain: MarkovChain, fn) -> dict:
             "leakage": exact, "passed": exact <= eps * (1 + 1e-12)}
 
 
-def main() -> list[dict]:
-    from redactopt.solvers.dim import dim_milp
-    from redactopt.solvers.scip_global import design_global
-    from redactopt.solvers.sgp import design_sgp
-
-    quick = "--quick" in sys.argv
-    out = out_dir()
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = parser(__doc__).parse_args(argv)
+    quick = args.quick
+    out = out_dir(args.out)
     rows = []
     fig3 = MarkovChain(0.01, 0.8)
     for n in (range(5, 11) if quick else range(5, 17)):

@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/leakage_speed.py [--out DIR] [--quick]
 
-Writes leakage_speed.csv / .md into DIR (default benchmarks/results).  Target (issue 2):
+Writes leakage_speed.csv / .md into DIR (default bench-out).  Target (issue 2):
 >= 1e7 records/s at n = 1e6, i.e. one evaluation in <= 0.1 s.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import out_dir, write_table  # noqa: E402
+from _common import out_dir, parser, write_table  # noqa: E402
 
 from redactopt.model.chain import MarkovChain  # noqa: E402
 from redactopt.judge.leakage import leakage, leakage_bruteforce  # noqa: E402
@@ -30,9 +30,10 @@ def _best(fn, repeat: int) -> tuple[float, float]:
     return min(times), float(np.median(times))
 
 
-def main() -> list[dict]:
-    quick = "--quick" in sys.argv
-    out = out_dir()
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = parser(__doc__).parse_args(argv)
+    quick = args.quick
+    out = out_dir(args.out)
     rng = np.random.default_rng(0)
     chain = MarkovChain(0.01, 0.8)
     rows = []

@@ -1,10 +1,11 @@
-"""Run the leakage, design and apply benchmarks in one process and write benchmarks/README.md.
+"""Run the leakage, design and apply benchmarks in one process and write a summary README.md.
 
-Usage: python benchmarks/run_all.py [--quick]
+Usage: python benchmarks/run_all.py [--out DIR] [--quick]
 
 The three scripts also run on their own; this one puts their numbers side by side (with
 ratios against one exact leakage evaluation of the same size) together with the machine,
-the date and the command, in benchmarks/README.md, and their tables in benchmarks/results/.
+the date and the command, in DIR/README.md, and their tables in DIR (default bench-out;
+``--out benchmarks/results`` refreshes the committed results).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ sys.path.insert(0, str(HERE))
 import apply_speed  # noqa: E402
 import design_speed  # noqa: E402
 import leakage_speed  # noqa: E402
-from _common import machine  # noqa: E402
+from _common import machine, out_dir, parser  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -37,17 +38,20 @@ def _leak_time(chain: MarkovChain, n: int, p: int) -> float:
     return (time.perf_counter() - t) / 5
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__).parse_args(argv)
+    out = out_dir(args.out)
+    common = ["--out", str(out)] + (["--quick"] if args.quick else [])
     t0 = time.perf_counter()
-    leak_rows = leakage_speed.main()
-    design_rows = design_speed.main()
-    apply_rows = apply_speed.main() if hasattr(apply_speed, "main") else []
+    leak_rows = leakage_speed.main(common)
+    design_rows = design_speed.main(common)
+    apply_rows = apply_speed.main(common)
     m = machine()
     lines = [
         "# Performance", "",
         f"Measured {m['date']} on {m['platform']}, {m['cpus']} CPUs, Python {m['python']}, numpy {m['numpy']}.",
         f"Command: `{m['command']}` ({time.perf_counter() - t0:.0f} s in all). Tables with every column: "
-        "`benchmarks/results/*.md` / `.csv`.", "",
+        "the `*.md` / `*.csv` files beside this one.", "",
         "## Exact leakage (benchmarks/leakage_speed.py)", "",
         "| case | n | exact (ms) | brute force (ms) | speed-up | records/s |", "|---|---|---|---|---|---|",
     ]
@@ -76,8 +80,8 @@ def main() -> None:
             peak = f"{r['peak_rss_mb']:.0f}" if r.get("peak_rss_mb") not in (None, "") else "—"
             lines.append(f"| {r['benchmark']} | {r['case']} | {r['source']} | {r['records']} | "
                          f"{r['seconds']:.3f} | {r['records_per_s']:.3g} | {peak} |")
-    (HERE / "README.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {HERE / 'README.md'}")
+    (out / "README.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {out / 'README.md'}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/scip_probe.py [--out DIR] [--quick] [--random K]
 
-Writes scip_probe.csv / .md into DIR (default benchmarks/results): for every case the
+Writes scip_probe.csv / .md into DIR (default bench-out): for every case the
 wall time, SCIP status and nodes, utility, exact leakage and certified gap.  The fixed
 cases are the issue's target (alpha=0.01, beta=0.8, eps=1, p=1 one-sided, n = 5..12;
 target <= 5 s at n = 10) and a few two-sided windows; ``--random K`` adds K random
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import out_dir, write_table  # noqa: E402
+from _common import out_dir, parser, write_table  # noqa: E402
 
 from redactopt.model.chain import MarkovChain  # noqa: E402
 from redactopt.solvers.scip_global import design_global  # noqa: E402
@@ -47,11 +47,13 @@ def _row(alpha: float, beta: float, eps: float, n: int, p: int, time_limit: floa
     }
 
 
-def main() -> list[dict]:
-    argv = sys.argv[1:]
-    quick = "--quick" in argv
-    n_random = int(argv[argv.index("--random") + 1]) if "--random" in argv else 0
-    out = out_dir()
+def main(argv: list[str] | None = None) -> list[dict]:
+    ap = parser(__doc__)
+    ap.add_argument("--random", type=int, default=0, metavar="K", help="also K random hard-looking points")
+    args = ap.parse_args(argv)
+    quick = args.quick
+    n_random = args.random
+    out = out_dir(args.out)
     time_limit = 60.0 if quick else 300.0
     cases = [(0.01, 0.8, 1.0, n, 0) for n in range(5, 13)]
     cases += [(0.01, 0.8, 1.0, 6, 2), (0.2, 0.3, 0.5, 7, 3), (0.7, 0.2, 0.6, 8, 3)]

@@ -3,6 +3,11 @@
 import csv
 import itertools
 import math
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,8 +93,59 @@ def test_paper_audit_points_rechecked(tmp_path):
 @pytest.mark.slow
 def test_bench_quick_writes_every_file(tmp_path):
     out = tmp_path / "bench"
-    assert main(["bench", "--quick", "--out", str(out), "--no-progress", "--audit-points", "300"]) == 0
+    assert main(["bench", "--quick", "--out-dir", str(out), "--quiet", "--audit-points", "300"]) == 0
     for name in ("fig2.png", "fig3.png", "fig3.csv", "fig4.png", "table1.md", "example1.md", "gap_table.csv",
                  "gap_table.md", "paper_audit.csv", "paper_audit.md", "timings.md"):
         assert (out / name).exists(), name
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench"]  # nothing written outside DIR
+
+
+# --------------------------------------------------------------------------
+# the benchmark scripts: --help runs nothing, results go to --out only, cleanup on interrupt
+# --------------------------------------------------------------------------
+SCRIPTS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.mark.parametrize("script", ["leakage_speed", "design_speed", "apply_speed", "scip_probe", "run_all"])
+def test_benchmark_help_prints_usage_and_runs_nothing(script, tmp_path):
+    proc = subprocess.run([sys.executable, str(SCRIPTS / f"{script}.py"), "--help"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {script}.py")
+    assert "--out DIR" in proc.stdout and "bench-out" in proc.stdout
+    assert list(tmp_path.iterdir()) == []  # nothing written, not even the default folder
+
+
+def test_benchmark_writes_into_out_only(tmp_path):
+    out = tmp_path / "res"
+    proc = subprocess.run([sys.executable, str(SCRIPTS / "leakage_speed.py"), "--quick", "--out", str(out)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]
+    assert sorted(p.name for p in out.iterdir()) == ["leakage_speed.csv", "leakage_speed.md"]
+    rows = _read(out / "leakage_speed.csv")
+    assert [int(r["n"]) for r in rows] == [8, 9, 10, 11, 12, 10_000, 100_000]
+    missing_parent = subprocess.run([sys.executable, str(SCRIPTS / "leakage_speed.py"), "--out",
+                                     str(tmp_path / "typo" / "res")], capture_output=True, text=True, timeout=120)
+    assert missing_parent.returncode != 0 and "does not exist" in missing_parent.stderr
+    assert not (tmp_path / "typo").exists()
+
+
+@pytest.mark.slow
+def test_interrupted_apply_benchmark_leaves_no_temporary_folder(tmp_path):
+    out = tmp_path / "res"
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "apply_speed.py"), "--quick", "--chunks", "1",
+                             "--sizes", "3000000", "--out", str(out)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not (out.exists() and any(p.name.startswith("_apply_tmp") for p in out.iterdir())):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(1.0)  # the input file is being generated
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0 and "KeyboardInterrupt" in proc.stderr.read()
+    assert list(out.iterdir()) == []
