@@ -517,10 +517,16 @@ def test_attack_refuses_up_front_when_it_would_take_too_long(run, capsys):
     assert "raise --time-limit (now 0.001 s)" in cap.err
 
 
-def test_attack_estimate_grows_with_the_work():
-    from redactopt.judge.attack import estimate_seconds
+def test_attack_stops_after_its_first_batch_when_too_slow(monkeypatch):
+    from redactopt.errors import TooLongError
+    from redactopt.judge import attack as attack_mod
 
-    m = three_region(FIG3, 200, eps=1.0, p=0)
-    small = estimate_seconds(FIG3, m.redact_prob, p=0, samples=1000)
-    big = estimate_seconds(FIG3, m.redact_prob, p=0, samples=1_000_000)
-    assert 0 < small < big
+    monkeypatch.setattr(attack_mod, "BATCH_CELLS", 10 * 100)  # batches of 100 chains of 10 records
+    m = three_region(FIG3, 10, eps=1.0, p=0)
+    ticks = []
+    with pytest.raises(TooLongError) as exc:
+        attack_mod.attack(FIG3, m.redact_prob, p=0, samples=100_000, rng=np.random.default_rng(0),
+                          progress=lambda done, total: ticks.append(done), max_seconds=1e-9)
+    assert ticks == [] and exc.value.seconds > 0  # stopped at the first batch, before any progress
+    res = attack_mod.attack(FIG3, m.redact_prob, p=0, samples=1000, rng=np.random.default_rng(0), max_seconds=1e9)
+    assert res.lower_bound <= m.leakage().leakage + 1e-12

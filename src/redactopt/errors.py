@@ -10,7 +10,7 @@ dependency is not installed; exit 2 with the install hint).
 
 from __future__ import annotations
 
-__all__ = ["PrivacyCheckError", "UsageError", "MissingExtraError", "BoundError"]
+__all__ = ["PrivacyCheckError", "UsageError", "MissingExtraError", "BoundError", "TooLongError"]
 
 
 class PrivacyCheckError(ValueError):
@@ -27,3 +27,14 @@ class UsageError(Exception):
 
 class MissingExtraError(ImportError):
     """An optional dependency is not installed; the message says what to install."""
+
+
+class TooLongError(ValueError):
+    """A run was stopped early because its measured pace projects past its time limit.
+
+    ``seconds`` is the projected run time.
+    """
+
+    def __init__(self, message: str, seconds: float) -> None:
+        super().__init__(message)
+        self.seconds = seconds

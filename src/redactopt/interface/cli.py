@@ -26,7 +26,7 @@ from redactopt._validate import check_n
 from redactopt.engine.compare import compare_point
 from redactopt.engine.design import METHODS, design, resolve_split
 from redactopt.engine.tuning import tuned_three_region
-from redactopt.errors import MissingExtraError, PrivacyCheckError, UsageError
+from redactopt.errors import MissingExtraError, PrivacyCheckError, TooLongError, UsageError
 from redactopt.interface import report
 from redactopt.interface.bench import bench_files, run_bench
 from redactopt.interface.cli_data import add_apply_parser, add_fit_parser
@@ -47,7 +47,7 @@ from redactopt.interface.options import (
 )
 from redactopt.interface.progress import Bars, iterate, progress_enabled
 from redactopt.io import STDIO, check_output_path, design_to_dict, read_mechanisms, write_text_atomic
-from redactopt.judge.attack import attack, estimate_seconds
+from redactopt.judge.attack import attack
 from redactopt.judge.audit import audit
 from redactopt.judge.certify import DesignResult
 from redactopt.judge.exact import certify_exact
@@ -60,7 +60,7 @@ DEFAULT_ALPHA = 0.01
 DEFAULT_BETA = 0.8
 DEFAULT_PRIVATE = "1"
 DEFAULT_TIME_LIMIT = 60.0
-#: ``audit --attack`` refuses to start a run estimated to take longer than this (seconds).
+#: ``audit --attack`` stops after its first batch when the run would take longer than this (seconds).
 DEFAULT_ATTACK_LIMIT = 600.0
 
 #: 3R's budget split applies to these design methods (the others have no split).
@@ -171,8 +171,8 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
     add_renamed(ap, "--attack-seed", "--seed", type=int, default=None,
                 help="--attack: seed of the sampling (default: OS entropy)")
     ap.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
-                    help=f"--attack: refuse to start when the estimated run time exceeds this "
-                         f"(default {DEFAULT_ATTACK_LIMIT:g} s)")
+                    help=f"--attack: stop after the first batch of chains (seconds in) when the whole run, at "
+                         f"that pace, would take longer than this (default {DEFAULT_ATTACK_LIMIT:g} s)")
     add_quiet(ap)
     ap.set_defaults(func=_cmd_audit)
 
@@ -209,14 +209,15 @@ def _audit_one(chain: MarkovChain, q: np.ndarray, private: tuple[int, ...], eps:
         p = rep["witness_private"] - 1  # the worst private record of the exact audit
         samples = 200_000 if args.samples is None else args.samples
         limit = DEFAULT_ATTACK_LIMIT if args.time_limit is None else args.time_limit
-        est = estimate_seconds(chain, q, p=p, samples=samples)
-        if est > limit:
-            raise UsageError(f"--attack would take about {_duration(est)} ({samples} chains of {q.shape[0]} "
-                             f"records per value of X_p); lower --samples or raise --time-limit (now {limit:g} s)")
-        with Bars(progress_enabled(args.quiet), unit="chains") as bars:
-            res = attack(chain, q, p=p, samples=samples,
-                         confidence=0.95 if args.confidence is None else args.confidence, rng=rng,
-                         progress=lambda done, total: bars("attack", done, total))
+        try:
+            with Bars(progress_enabled(args.quiet), unit="chains") as bars:
+                res = attack(chain, q, p=p, samples=samples,
+                             confidence=0.95 if args.confidence is None else args.confidence, rng=rng,
+                             progress=lambda done, total: bars("attack", done, total), max_seconds=limit)
+        except TooLongError as exc:
+            raise UsageError(f"--attack would take about {_duration(exc.seconds)} ({samples} chains of "
+                             f"{q.shape[0]} records per value of X_p); lower --samples or raise --time-limit "
+                             f"(now {limit:g} s)") from None
         rep["attack"] = {"private": p + 1, "lower_bound": res.lower_bound, "confidence": res.confidence,
                          "samples": res.samples, "max_observed": res.max_observed,
                          "event_prob_favoured": res.event_prob_favoured,

@@ -15,8 +15,9 @@ samples, and bounds both probabilities on the other half with Clopper–Pearson 
 confidence whatever the selection did.
 
 Chains are drawn in batches of at most :data:`BATCH_CELLS` (sample, record) cells, so
-memory does not grow with the number of samples; :func:`estimate_seconds` times a small
-pilot so that a caller can refuse a run that would take hours before starting it.
+memory does not grow with the number of samples.  With ``max_seconds`` the first batch
+is timed and a run whose projected time exceeds the limit stops there
+(:class:`~redactopt.errors.TooLongError`), seconds into what could have been hours.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta as beta_dist
 
-from redactopt.model.chain import MarkovChain
+from redactopt.errors import TooLongError
 from redactopt.judge.leakage import check_mechanism
+from redactopt.model.chain import MarkovChain
 
-__all__ = ["AttackResult", "attack", "estimate_seconds", "sample_outputs", "log_likelihood_ratios", "BATCH_CELLS"]
+__all__ = ["AttackResult", "attack", "sample_outputs", "log_likelihood_ratios", "BATCH_CELLS"]
 
 #: Most (sample, record) cells drawn at once: about 60 MB of working memory.
 BATCH_CELLS = 5_000_000
@@ -113,28 +115,6 @@ def _sampled_ratios(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples:
     return out
 
 
-def estimate_seconds(chain: MarkovChain, redact_prob: object, *, p: int, samples: int) -> float:
-    """Rough run time of :func:`attack` with these arguments, from two small timed pilots.
-
-    A batch costs about ``A + B m`` seconds for ``m`` chains (``A``: the per-record loop,
-    ``B``: the work per chain); two pilots of ``m`` and ``2m`` chains (a few ten thousand
-    cells, on their own random stream) give ``A`` and ``B``.
-    """
-    q, (p,) = check_mechanism(redact_prob, p, "p")
-    n = q.shape[0]
-    m = int(min(max(1, 20_000 // n), max(1, samples // 2)))
-    rng = np.random.default_rng(0)
-    times = []
-    for size in (m, 2 * m):
-        t0 = time.perf_counter()
-        log_likelihood_ratios(chain, q, p, sample_outputs(chain, q, p, 0, size, rng))
-        times.append(time.perf_counter() - t0)
-    per_chain = max(times[1] - times[0], 0.0) / m
-    fixed = max(times[0] - per_chain * m, 0.0)
-    per_value = sum(fixed + per_chain * b for b in _batch_sizes(samples, n))
-    return 2.0 * per_value
-
-
 def _cp_lower(k: int, n: int, a: float) -> float:
     return 0.0 if k == 0 else float(beta_dist.ppf(a, k, n - k + 1))
 
@@ -145,7 +125,7 @@ def _cp_upper(k: int, n: int, a: float) -> float:
 
 def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 100_000,
            confidence: float = 0.95, rng: np.random.Generator | None = None,
-           progress: Callable[[int, int], None] | None = None) -> AttackResult:
+           progress: Callable[[int, int], None] | None = None, max_seconds: float | None = None) -> AttackResult:
     """Run the Bayes-optimal adversary and return a lower bound on the leakage (nats).
 
     Parameters
@@ -160,6 +140,9 @@ def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 10
         Injected randomness (default: a fresh generator from OS entropy).
     progress : callable, optional
         ``progress(chains drawn, 2 * samples)`` after every batch.
+    max_seconds : float, optional
+        Time the first batch and raise :class:`~redactopt.errors.TooLongError` if the
+        whole run, at that pace, would take longer.
     """
     q, (p,) = check_mechanism(redact_prob, p, "p")
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 100:
@@ -169,10 +152,18 @@ def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 10
     rng = np.random.default_rng() if rng is None else rng
     half = samples // 2
     drawn = 0
+    start = time.perf_counter()
 
     def tick(m: int) -> None:
         nonlocal drawn
+        first = drawn == 0
         drawn += m
+        if first and max_seconds is not None and drawn < 2 * samples:
+            projected = (time.perf_counter() - start) * 2 * samples / drawn
+            if projected > max_seconds:
+                raise TooLongError(f"the attack would take about {projected:.3g} s ({samples} chains of {q.shape[0]} "
+                                   f"records per value of X_p, at the pace of the first {drawn}), more than "
+                                   f"max_seconds={max_seconds:g}", projected)
         if progress is not None:
             progress(drawn, 2 * samples)
 
