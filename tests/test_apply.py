@@ -258,7 +258,7 @@ def test_apply_usage_errors(tmp_path, run, capsys):
 
 
 def test_apply_privacy_check_failure_exits_1(tmp_path, run, capsys):
-    # The paper's 3R leaks 0.6545 > 0.5 at alpha=0.01, beta=0.8, n=10, p=1 (DESIGN.md).
+    # The paper's 3R leaks 0.6545 > 0.5 at alpha=0.01, beta=0.8, n=10, p=1 (README, "Notes on the paper").
     src = tmp_path / "in.csv"
     pd.DataFrame({"v": [0, 0, 1, 0, 0, 0, 1, 1, 0, 0]}).to_csv(src, index=False)
     out = tmp_path / "o.csv"

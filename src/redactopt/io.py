@@ -95,7 +95,7 @@ def mechanism_to_dict(
     utility: float,
     leakage: float,
 ) -> dict[str, Any]:
-    """The JSON object of DESIGN.md for a mechanism (``private`` given 0-based)."""
+    """The mechanism file object (README, "Mechanism file") of a mechanism (``private`` given 0-based)."""
     q = np.asarray(redact_prob, dtype=float)
     return {
         "format": FORMAT,

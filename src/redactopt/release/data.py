@@ -1,6 +1,6 @@
 """Reading and writing record tables (CSV or Parquet) in chunks, and the per-sequence scan.
 
-Conventions (DESIGN.md): ⊥ is an empty field in CSV and a null in Parquet, never a
+Conventions (README, "Command line"): ⊥ is an empty field in CSV and a null in Parquet, never a
 sentinel number.  Rows are counted from 1 in messages (the first data row is row 1;
 the header is not a row).  A *sequence* is the rows of one value of the ``--by`` column
 in file order (the whole file without ``--by``); positions in a sequence count from 1
