@@ -24,9 +24,9 @@ import numpy as np
 from scipy.stats import beta as beta_dist
 
 from redactopt.model.chain import MarkovChain
-from redactopt.judge.leakage import check_mechanism
+from redactopt.judge.leakage import check_mechanism, log_likelihood_ratios
 
-__all__ = ["AttackResult", "attack", "sample_outputs", "log_likelihood_ratios"]
+__all__ = ["AttackResult", "attack", "sample_outputs"]
 
 
 @dataclass(frozen=True)
@@ -62,29 +62,6 @@ def sample_outputs(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples: 
             x[:, t] = u < P[prev, 1]
     redact = rng.random((samples, n)) < q[np.arange(n)[None, :], x]
     return np.where(redact, -1, x).astype(np.int8)
-
-
-def log_likelihood_ratios(chain: MarkovChain, q: np.ndarray, p: int, y: np.ndarray) -> np.ndarray:
-    """:math:`\\Lambda(y)` for each row of ``y`` by a vectorised forward pass (normalised)."""
-    S, n = y.shape
-    P = chain.transition_matrix
-    logs = np.zeros((2, S))
-    vec = np.broadcast_to(chain.stationary, (2, S, 2)).copy()  # [hypothesis, sample, state]
-    for t in range(n):
-        if t:
-            vec = vec @ P
-        yt = y[:, t]
-        em = np.where(yt[:, None] == -1, q[t][None, :],
-                      (1.0 - q[t][None, :]) * (np.arange(2)[None, :] == yt[:, None]))
-        vec = vec * em[None, :, :]
-        if t == p:
-            vec[0, :, 1] = 0.0
-            vec[1, :, 0] = 0.0
-        s = vec.sum(axis=2)
-        logs += np.log(s)
-        vec = vec / s[:, :, None]
-    pi = chain.stationary
-    return logs[0] - logs[1] - math.log(pi[0]) + math.log(pi[1])
 
 
 def _cp_lower(k: int, n: int, a: float) -> float:
