@@ -36,9 +36,16 @@ def _row(kind: str, n: int, p: int, eps: float, chain: MarkovChain, fn) -> dict:
 
 
 def main() -> list[dict]:
-    from redactopt.solvers.dim import dim_milp
-    from redactopt.solvers.scip_global import design_global
-    from redactopt.solvers.sgp import design_sgp
+    from redactopt.engine.design import design
+
+    def design_global(chain, n, **kw):
+        return design(chain, n, method="global", **kw)
+
+    def design_sgp(chain, n, **kw):
+        return design(chain, n, method="sgp", **kw)
+
+    def dim_milp(chain, n, **kw):
+        return design(chain, n, method="dim-milp", **kw)
 
     quick = "--quick" in sys.argv
     out = out_dir()

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from redactopt._optional import require
-from redactopt.judge.certify import LEAKAGE_RTOL
+from redactopt.judge.tolerances import LEAKAGE_RTOL
 from redactopt.model.chain import MarkovChain
 from redactopt.model.influence import pointwise_influence, max_influence, regions
 from redactopt.judge.leakage import leakage, utility
@@ -241,7 +241,7 @@ def gap_table(out: Path, *, quick: bool, time_limit: float, progress: bool) -> l
 # ---------------------------------------------------------------------------
 def paper_audit(out: Path, *, points: int, seed: int, progress: bool) -> dict[str, Any]:
     """Random sample of parameter points: how often and how much the paper's claims fail."""
-    from redactopt.solvers.dim import dim_enumerate
+    from redactopt.engine.design import design
 
     rng = np.random.default_rng(seed)
     rows = []
@@ -256,7 +256,7 @@ def paper_audit(out: Path, *, points: int, seed: int, progress: bool) -> dict[st
             m = three_region(ch, n, eps=eps, p=p, reading=reading)
             row[f"3r_{reading}_has_middle"] = "M" in m.info["regions"]
             row[f"3r_{reading}_leakage"] = m.leakage().leakage
-        dim = dim_enumerate(ch, n, eps=eps, p=p)
+        dim = design(ch, n, eps=eps, p=p, method="dim")
         row["dim_optimal"] = dim.utility
         row["thm2_bound"] = theorem2_bound(ch, n, eps=eps, p=p)
         mq = markov_quilt(ch, n, eps=eps, p=p)

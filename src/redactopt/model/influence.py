@@ -26,6 +26,7 @@ __all__ = [
     "low_value",
     "side_log_ratios",
     "side_log_ratio_maxima",
+    "side_log_ratio_envelope",
     "publishable",
     "provably_above",
     "INFLUENCE_RTOL",
@@ -188,6 +189,18 @@ def side_log_ratio_maxima(chain: MarkovChain, m: int) -> np.ndarray:
         return np.zeros((0, 2))
     r = side_log_ratios(chain, np.arange(1, int(m) + 1))
     return np.column_stack([r.max(axis=1), (-r).max(axis=1)])
+
+
+def side_log_ratio_envelope(chain: MarkovChain, m: int) -> np.ndarray:
+    r"""Non-increasing envelope of :func:`side_log_ratio_maxima` for binary search, shape ``(m, 2)``.
+
+    Row ``d - 1`` holds :math:`\max_{d'\ge d}\ell_x(d')`.  The exact :math:`\ell_x` are
+    non-increasing in ``d`` (data processing: :math:`X_{p+d+1}` is :math:`X_{p+d}` passed
+    through ``P``), so the envelope equals them up to rounding and never lies below them:
+    a search on it never accepts a distance the exact terms would refuse.
+    """
+    ell = side_log_ratio_maxima(chain, m)
+    return np.maximum.accumulate(ell[::-1], axis=0)[::-1] if m else ell
 
 
 def publishable(chain: MarkovChain, m: int, *, upper: float, lower: float) -> np.ndarray:
