@@ -46,8 +46,8 @@ from datetime import timedelta
 
 import numpy as np
 
-from redactopt._validate import check_problem, check_real
-from redactopt.model.chain import MarkovChain
+from redactopt._validate import check_real
+from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.influence import INFLUENCE_RTOL, side_log_ratio_envelope, side_log_ratio_maxima
 from redactopt.solvers.base import Candidate
 
@@ -162,7 +162,7 @@ def dim_enumerate(chain: MarkovChain, n: int, *, eps: float, p: int, time_limit:
 
 
 def _mathopt_solver(name: str | None):
-    from ortools.math_opt.python import mathopt
+    from ortools.math_opt.python import mathopt  # heavy (0.6 s): only when the MILP is asked for
 
     order = ["HIGHS", "GSCIP", "CP_SAT"] if name is None else [str(name).upper()]
     for key in order:

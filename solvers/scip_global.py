@@ -81,10 +81,10 @@ import numpy as np
 
 from redactopt._optional import require
 from redactopt._search import bisect_boundary
-from redactopt._validate import check_problem, check_real
+from redactopt._validate import check_real
 from redactopt.judge.leakage import leakage, side_extremes, utility
 from redactopt.judge.tolerances import SAFE_FRACTION
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.influence import INFLUENCE_RTOL, publishable
 from redactopt.solvers.base import Candidate
 

@@ -87,9 +87,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from redactopt._search import bisect_boundary
-from redactopt._validate import check_problem, check_real
+from redactopt._validate import check_real
 from redactopt.judge.leakage import side_pattern_products, utility
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.influence import delta_star, provably_above, side_log_ratios
 from redactopt.solvers.base import Candidate
 

@@ -17,12 +17,13 @@ from typing import Any, Literal
 import numpy as np
 
 from redactopt._search import bisect_boundary
-from redactopt._validate import check_problem, check_real
+from redactopt._validate import check_real
+from redactopt.engine.tuning import tuned_three_region
 from redactopt.errors import BoundError
 from redactopt.judge.certify import DesignResult, finalize, lemma2_upper_bound, snap, verify
 from redactopt.judge.leakage import check_mechanism, utility
 from redactopt.judge.tolerances import SNAP_TOL, UTILITY_ATOL
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.paper.mechanisms import markov_quilt, three_region
 from redactopt.solvers.base import Candidate
 
@@ -248,8 +249,6 @@ def design(
     if method in _PAPER:
         el = None if eps_left == "auto" else eps_left
         if method == "3r" and eps_left == "auto":
-            from redactopt.engine.tuning import tuned_three_region
-
             el = tuned_three_region(chain, n, eps=eps, p=p).eps_left
         mech = _PAPER[method](chain, n, eps=eps, p=p, **({"eps_left": el} if method == "3r" else {}))
         return finalize(chain, mech.redact_prob, private=[p], eps=eps, method=method, upper_bound=lemma2,

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from redactopt._search import bisect_boundary
-from redactopt._validate import check_problem, check_real
+from redactopt._validate import check_real
 from redactopt.judge.certify import snap
 from redactopt.judge.tolerances import SAFE_FRACTION
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.influence import low_value, pointwise_influence, regions
 from redactopt.judge.leakage import leakage, utility
 from redactopt.paper.mechanisms import Mechanism, default_split, three_region, three_region_utility

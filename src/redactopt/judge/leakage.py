@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -584,8 +585,6 @@ def utility_monte_carlo(
 
     ``rng`` is injected (a fresh ``numpy.random.default_rng()`` when omitted).
     """
-    from scipy.stats import norm
-
     q = check_redact_prob(redact_prob)
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
         raise ValueError(f"samples must be an integer >= 2, got {samples!r}")
@@ -599,5 +598,5 @@ def utility_monte_carlo(
     per_sample = published.mean(axis=1)
     est = float(per_sample.mean())
     se = float(per_sample.std(ddof=1) / math.sqrt(samples))
-    z = float(norm.ppf(0.5 + confidence / 2.0))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     return MonteCarloUtility(est, se, est - z * se, est + z * se, samples, confidence)

@@ -13,9 +13,9 @@ from typing import Literal
 
 import numpy as np
 
-from redactopt._validate import check_delta, check_probability_open
+from redactopt._validate import check_delta, check_eps, check_index, check_n, check_probability_open
 
-__all__ = ["MarkovChain"]
+__all__ = ["MarkovChain", "check_problem"]
 
 ChainKind = Literal["lazy", "independent", "oscillating"]
 
@@ -169,3 +169,11 @@ class MarkovChain:
         """
         m = self.n_step_matrix(delta)
         return float(m[0, 1]), float(m[1, 0])
+
+
+def check_problem(chain: object, n: object, eps: object, p: object) -> tuple[int, float, int]:
+    """Validate a design problem: a :class:`MarkovChain`, ``n`` records, budget ``eps``, 0-based ``p``."""
+    if not isinstance(chain, MarkovChain):
+        raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
+    n = check_n(n)
+    return n, check_eps(eps), check_index(p, n, "p")
