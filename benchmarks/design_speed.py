@@ -15,6 +15,7 @@ utility.  Targets: certified n = 10 in <= 5 s; occupancy at eps = 1 designed and
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from pathlib import Path
@@ -22,11 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import out_dir, parser, write_table  # noqa: E402
 
+from redactopt.engine.design import design  # noqa: E402
 from redactopt.judge.leakage import max_leakage  # noqa: E402
 from redactopt.model.chain import MarkovChain  # noqa: E402
-from redactopt.solvers.dim import dim_milp  # noqa: E402
-from redactopt.solvers.scip_global import design_global  # noqa: E402
-from redactopt.solvers.sgp import design_sgp  # noqa: E402
 
 
 def _row(kind: str, n: int, p: int, eps: float, chain: MarkovChain, fn) -> dict:
@@ -38,6 +37,11 @@ def _row(kind: str, n: int, p: int, eps: float, chain: MarkovChain, fn) -> dict:
             "seconds": dt, "utility": res.utility, "upper_bound": res.certificate.upper_bound,
             "gap": res.certificate.gap, "bound_from": res.certificate.solver,
             "leakage": exact, "passed": exact <= eps * (1 + 1e-12)}
+
+
+design_global = functools.partial(design, method="global")
+design_sgp = functools.partial(design, method="sgp")
+dim_milp = functools.partial(design, method="dim-milp")
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

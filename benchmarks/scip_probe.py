@@ -1,4 +1,4 @@
-"""Timing of the certified global optimum (``redactopt.solvers.scip_global.design_global``).
+"""Timing of the certified global optimum (``design(..., method="global")``).
 
 Usage: python benchmarks/scip_probe.py [--out DIR] [--quick] [--random K]
 
@@ -21,12 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import out_dir, parser, write_table  # noqa: E402
 
 from redactopt.model.chain import MarkovChain  # noqa: E402
-from redactopt.solvers.scip_global import design_global  # noqa: E402
+from redactopt.engine.design import design  # noqa: E402
 
 
 def _row(alpha: float, beta: float, eps: float, n: int, p: int, time_limit: float) -> dict:
     t = time.perf_counter()
-    res = design_global(MarkovChain(alpha, beta), n, eps=eps, p=p, time_limit=time_limit)
+    res = design(MarkovChain(alpha, beta), n, eps=eps, p=p, method="global", time_limit=time_limit)
     seconds = time.perf_counter() - t
     return {
         "alpha": alpha,

@@ -22,8 +22,16 @@ Two solvers give the same optimum:
 * :func:`dim_enumerate` — for every left choice the nearest feasible right choice by
   binary search, :math:`O(n\log n)`;
 * :func:`dim_milp` — the same problem as a MILP in OR-Tools MathOpt with one-hot
-  choices on each side and the two linear leakage constraints, certified by the MILP's
-  dual bound.
+  choices on each side and the two linear leakage constraints, with the MILP's dual
+  bound.
+
+**Outward and inward.**  The closed-form :math:`\ell_x` carry rounding errors of about
+1e-12 relative (:data:`redactopt.model.influence.INFLUENCE_RTOL` bounds them), so a window
+is only excluded when it is :func:`~redactopt.model.influence.provably_above` the budget:
+the proposal is the best window under that *outward* test (its count bounds the exact
+optimum over windows), and the fallback the best window under the *inward* test (budget
+shrunk by the same margin), which the exact judge accepts whenever the first one sits on
+a floating tie it refuses.
 
 Theorem 2 of the paper is **not** an upper bound everywhere: the exact optimum found
 here beats it (``tests/test_dim.py::test_theorem2_bound_is_beaten``).  Indices are
@@ -34,41 +42,27 @@ from __future__ import annotations
 
 import math
 import time
+from datetime import timedelta
 
 import numpy as np
 
-from redactopt._validate import check_problem, check_real
-from redactopt.errors import PrivacyCheckError
-from redactopt.judge.certify import DesignResult, finalize
-from redactopt.model.chain import MarkovChain
-from redactopt.model.influence import side_log_ratio_maxima as side_terms
+from redactopt._validate import check_real
+from redactopt.model.chain import MarkovChain, check_problem
+from redactopt.model.influence import INFLUENCE_RTOL, side_log_ratio_envelope, side_log_ratio_maxima
+from redactopt.solvers.base import Candidate
 
-__all__ = ["side_log_ratio_maxima", "dim_enumerate", "dim_milp"]
+__all__ = ["dim_enumerate", "dim_milp", "SCOPE"]
 
 SCOPE = "data-independent"
 
 
-def side_log_ratio_maxima(chain: MarkovChain, m: int) -> np.ndarray:
-    r"""One-sided log-ratio maxima :math:`\ell_x(d)` for every choice of nearest published record.
+def _terms(chain: MarkovChain, m: int, *, envelope: bool = False) -> np.ndarray:
+    r""":math:`\ell_x(d)` for the choices ``d = 1..m`` and "nothing published" (last row, 0).
 
-    Parameters
-    ----------
-    chain : MarkovChain
-    m : int
-        Number of records on the side (``m >= 0``).
-
-    Returns
-    -------
-    numpy.ndarray, shape (m + 1, 2)
-        Row ``d - 1`` (``d = 1..m``) holds :math:`(\ell_0(d), \ell_1(d))` with
-        :math:`\ell_x(d)=\max_v\log (P^d)_{xv}/(P^d)_{\bar xv}` for the nearest published
-        record at distance ``d``; the last row (nothing published on the side) is 0.
-        :math:`\max_x \ell_x(d)` is the max-influence :math:`\hat i(d)` (Def. 3), and
-        :math:`\ell_0(a)+\ell_0(b)`, :math:`\ell_1(a)+\ell_1(b)` are the two terms of
-        :func:`redactopt.model.influence.set_max_influence`.
+    With ``envelope`` the non-increasing envelope (for binary search, never below the terms).
     """
-    table = side_terms(chain, m)
-    return np.vstack([table, np.zeros((1, 2))])
+    ell = side_log_ratio_envelope(chain, m) if envelope else side_log_ratio_maxima(chain, m)
+    return np.vstack([ell, np.zeros((1, 2))])
 
 
 def _counts(m: int) -> np.ndarray:
@@ -100,12 +94,6 @@ def _window_info(a: int, b: int, m_left: int, m_right: int) -> dict:
     }
 
 
-def _suffix_max(values: np.ndarray) -> np.ndarray:
-    """``out[k] = max(values[k:])`` — equal to ``values`` when it is non-increasing, and an
-    upper bound otherwise, so searching it never accepts an infeasible choice."""
-    return np.maximum.accumulate(values[::-1])[::-1]
-
-
 def _first_feasible(right_sm: np.ndarray, budget: np.ndarray) -> np.ndarray:
     """For each budget pair, the first index ``b`` with ``right_sm[b, x] <= budget[x]`` for both x.
 
@@ -118,73 +106,63 @@ def _first_feasible(right_sm: np.ndarray, budget: np.ndarray) -> np.ndarray:
     return first
 
 
-def dim_enumerate(chain: MarkovChain, n: int, *, eps: float, p: int) -> DesignResult:
-    r"""Exact optimum over data-independent mechanisms by enumerating redaction windows.
+def _best_window(left: np.ndarray, right_env: np.ndarray, budget: float) -> tuple[int, int, int]:
+    """Best pair of choices under ``l_x(a) + r_x(b) <= budget`` and its published count.
+
+    ``right_env`` is the right side's non-increasing envelope (``_terms(..., envelope=True)``).
+    """
+    m_left, m_right = left.shape[0] - 1, right_env.shape[0] - 1
+    first = _first_feasible(right_env, budget - left)
+    cnt_left, cnt_right = _counts(m_left), _counts(m_right)
+    # "nothing published" (m_left, m_right) always qualifies: its leakage is 0
+    ok = first <= m_right
+    a = np.flatnonzero(ok)
+    totals = cnt_left[a] + cnt_right[first[a]]
+    j = int(np.argmax(totals))  # ties: the smallest a (the nearest left choice), as before
+    return int(a[j]), int(first[a[j]]), int(totals[j])
+
+
+def dim_enumerate(chain: MarkovChain, n: int, *, eps: float, p: int, time_limit: float = 60.0,
+                  verbose: bool = False, rng: object = None) -> Candidate:
+    r"""Best data-independent window by enumeration (Lemma 1), :math:`O(n\log n)`.
 
     For every left choice (nearest published record at distance :math:`1..p`, or none)
     the smallest feasible right window is found by binary search on the non-increasing
-    :math:`\ell_x` of :func:`side_log_ratio_maxima` (Lemma 1); the best pair maximises
-    the number of published records.  :math:`O(n\log n)`.
-
-    Parameters
-    ----------
-    chain : MarkovChain
-    n : int
-        Number of records.
-    eps : float
-        Privacy budget (nats).
-    p : int
-        0-based index of the private record.
+    :math:`\ell_x` of :func:`redactopt.model.influence.side_log_ratio_maxima`; the best pair
+    maximises the number of published records.  ``time_limit``, ``verbose`` and ``rng`` are
+    accepted for the common solver signature; the enumeration takes milliseconds.
 
     Returns
     -------
-    DesignResult
-        Method ``"dim"``; the certificate's upper bound is the optimum itself (solver
-        ``"enumeration"``, scope ``"data-independent"``).  ``info`` holds the window
-        radii and the number of windows checked.
+    Candidate
+        ``solver="dim"``, ``status="optimal"``: the best window under the outward test
+        (module docstring) with ``upper_bound`` its count over ``n`` (an upper bound on the
+        exact optimum over data-independent mechanisms, ``bound_scope="data-independent"``,
+        ``bound_solver="enumeration"``), and the inward optimum as fallback.  ``info``
+        holds the window radii.
     """
     n, eps, p = check_problem(chain, n, eps, p)
     t0 = time.perf_counter()
     m_left, m_right = p, n - 1 - p
-    left = side_log_ratio_maxima(chain, m_left)
-    right = side_log_ratio_maxima(chain, m_right)
-    right_sm = np.column_stack([_suffix_max(right[:, 0]), _suffix_max(right[:, 1])])
-    cnt_left, cnt_right = _counts(m_left), _counts(m_right)
-
-    first = _first_feasible(right_sm, eps - left)
-    # Candidate right choice per left choice; pairs with no feasible right side drop out.
-    cand = {int(a): int(b) for a, b in enumerate(first) if b <= m_right}
-    while True:
-        # cand always holds (m_left, m_right): nothing published, leakage 0.
-        best_a = max(cand, key=lambda a: (cnt_left[a] + cnt_right[cand[a]], -a))
-        best_b = cand[best_a]
-        count = int(cnt_left[best_a] + cnt_right[best_b])
-        q = _window_q(n, p, best_a, best_b, m_left, m_right)
-        info = _window_info(best_a, best_b, m_left, m_right)
-        info.update(windows_checked=m_left + 1, seconds=time.perf_counter() - t0)
-        try:
-            return finalize(
-                chain,
-                q,
-                private=(p,),
-                eps=eps,
-                method="dim",
-                upper_bound=count / n,
-                solver="enumeration",
-                scope=SCOPE,
-                info=info,
-            )
-        except PrivacyCheckError:
-            # Only a floating tie between eps and the closed-form influences gets here:
-            # the exact evaluator has the last word, so move this left choice one step out.
-            if best_b < m_right:
-                cand[best_a] = best_b + 1
-            else:
-                del cand[best_a]
+    left, right = _terms(chain, m_left), _terms(chain, m_right, envelope=True)
+    a, b, count = _best_window(left, right, eps * (1.0 + INFLUENCE_RTOL))
+    ai, bi, _ = _best_window(left, right, eps * (1.0 - INFLUENCE_RTOL))
+    info = _window_info(a, b, m_left, m_right)
+    info.update(windows_checked=m_left + 1, seconds=time.perf_counter() - t0)
+    return Candidate(
+        redact_prob=_window_q(n, p, a, b, m_left, m_right),
+        solver="dim",
+        status="optimal",
+        upper_bound=count / n,
+        bound_solver="enumeration",
+        bound_scope=SCOPE,
+        fallbacks=(_window_q(n, p, ai, bi, m_left, m_right),),
+        info=info,
+    )
 
 
 def _mathopt_solver(name: str | None):
-    from ortools.math_opt.python import mathopt
+    from ortools.math_opt.python import mathopt  # heavy (0.6 s): only when the MILP is asked for
 
     order = ["HIGHS", "GSCIP", "CP_SAT"] if name is None else [str(name).upper()]
     for key in order:
@@ -209,34 +187,28 @@ def dim_milp(
     eps: float,
     p: int,
     time_limit: float = 30.0,
+    verbose: bool = False,
+    rng: object = None,
     solver: str | None = None,
-) -> DesignResult:
-    r"""Exact optimum over data-independent mechanisms as a MILP (OR-Tools MathOpt).
+) -> Candidate:
+    r"""Best data-independent window as a MILP (OR-Tools MathOpt).
 
     Binaries :math:`a_k` (left) and :math:`b_k` (right) choose the nearest published
     record on each side (distance :math:`k+1`, or none); exactly one per side.  With
-    :math:`\ell_x` from :func:`side_log_ratio_maxima` (Lemma 1; the sides add because
-    they are independent given :math:`X_p`):
+    :math:`\ell_x` from :func:`redactopt.model.influence.side_log_ratio_maxima` (Lemma 1;
+    the sides add because they are independent given :math:`X_p`):
 
     .. math::
         \max \sum_k a_k c^\ell_k + \sum_k b_k c^r_k \quad\text{s.t.}\quad
         \sum_k a_k\ell_x(k) + \sum_k b_k \ell_x(k) \le \epsilon\ (x=0,1),\quad
         \sum_k a_k = \sum_k b_k = 1,
 
-    where :math:`c_k` counts the published records of the choice.  The solver's
-    feasibility tolerance could accept a pair leaking slightly above ``eps``; every
-    incumbent is re-checked exactly and such a pair is cut off (:math:`a_k+b_j\le1`)
-    and the MILP re-solved, so the dual bound stays valid for the exact problem.
+    where :math:`c_k` counts the published records of the choice.  Solved with the
+    outward budget (the dual bound, rounded down to a count, bounds the exact optimum
+    over windows) and with the inward budget (the fallback), as :func:`dim_enumerate`.
 
     Parameters
     ----------
-    chain : MarkovChain
-    n : int
-        Number of records.
-    eps : float
-        Privacy budget (nats).
-    p : int
-        0-based index of the private record.
     time_limit : float
         Seconds per MILP solve.
     solver : {"HIGHS", "GSCIP", "CP_SAT"}, optional
@@ -244,78 +216,69 @@ def dim_milp(
 
     Returns
     -------
-    DesignResult
-        Method ``"dim"``; certificate from the MILP dual bound (solver
-        ``"ortools-mathopt-<solver>"``, scope ``"data-independent"``).
+    Candidate
+        ``solver="dim"``, ``bound_solver="ortools-mathopt-<solver>"``,
+        ``bound_scope="data-independent"``; ``status`` ``"optimal"`` or ``"time_limit"``.
     """
     n, eps, p = check_problem(chain, n, eps, p)
     time_limit = check_real(time_limit, "time_limit")
     if time_limit <= 0.0:
         raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
-    from datetime import timedelta
-
-    from ortools.math_opt.python import mathopt
+    from ortools.math_opt.python import mathopt  # heavy: only when the MILP is asked for
 
     st, solver_name = _mathopt_solver(solver)
     t0 = time.perf_counter()
     m_left, m_right = p, n - 1 - p
-    left = side_log_ratio_maxima(chain, m_left)
-    right = side_log_ratio_maxima(chain, m_right)
+    left, right = _terms(chain, m_left), _terms(chain, m_right)
     cnt_left, cnt_right = _counts(m_left), _counts(m_right)
 
-    model = mathopt.Model(name="dim")
-    av = [model.add_binary_variable(name=f"a{k}") for k in range(m_left + 1)]
-    bv = [model.add_binary_variable(name=f"b{k}") for k in range(m_right + 1)]
-    model.add_linear_constraint(mathopt.fast_sum(av) == 1)
-    model.add_linear_constraint(mathopt.fast_sum(bv) == 1)
-    for x in (0, 1):
-        model.add_linear_constraint(
-            mathopt.fast_sum(float(left[k, x]) * av[k] for k in range(m_left + 1))
-            + mathopt.fast_sum(float(right[k, x]) * bv[k] for k in range(m_right + 1))
-            <= eps
+    def solve(budget: float):
+        model = mathopt.Model(name="dim")
+        av = [model.add_binary_variable(name=f"a{k}") for k in range(m_left + 1)]
+        bv = [model.add_binary_variable(name=f"b{k}") for k in range(m_right + 1)]
+        model.add_linear_constraint(mathopt.fast_sum(av) == 1)
+        model.add_linear_constraint(mathopt.fast_sum(bv) == 1)
+        for x in (0, 1):
+            model.add_linear_constraint(
+                mathopt.fast_sum(float(left[k, x]) * av[k] for k in range(m_left + 1))
+                + mathopt.fast_sum(float(right[k, x]) * bv[k] for k in range(m_right + 1))
+                <= budget
+            )
+        model.maximize(
+            mathopt.fast_sum(int(cnt_left[k]) * av[k] for k in range(m_left + 1))
+            + mathopt.fast_sum(int(cnt_right[k]) * bv[k] for k in range(m_right + 1))
         )
-    model.maximize(
-        mathopt.fast_sum(int(cnt_left[k]) * av[k] for k in range(m_left + 1))
-        + mathopt.fast_sum(int(cnt_right[k]) * bv[k] for k in range(m_right + 1))
-    )
-    params = mathopt.SolveParameters(
-        time_limit=timedelta(seconds=float(time_limit)),
-        relative_gap_tolerance=0.0,
-        absolute_gap_tolerance=0.5,  # the objective is an integer count
-    )
-    cuts = 0
-    while True:
+        params = mathopt.SolveParameters(
+            time_limit=timedelta(seconds=float(time_limit)),
+            relative_gap_tolerance=0.0,
+            absolute_gap_tolerance=0.5,  # the objective is an integer count
+            enable_output=bool(verbose),
+        )
         res = mathopt.solve(model, st, params=params)
-        reason = res.termination.reason
-        bound = res.termination.objective_bounds.dual_bound
-        # The objective is an integer: any dual bound can be rounded down.
-        count_bound = min(n - 1, math.floor(bound + 1e-6)) if math.isfinite(bound) else n - 1
         if res.has_primal_feasible_solution():
             vals = res.variable_values()
             a = max(range(m_left + 1), key=lambda k: vals[av[k]])
             b = max(range(m_right + 1), key=lambda k: vals[bv[k]])
         else:
             a, b = m_left, m_right  # publish nothing: always feasible
-        q = _window_q(n, p, a, b, m_left, m_right)
-        info = _window_info(a, b, m_left, m_right)
-        info.update(
-            termination=str(reason.name),
-            lazy_cuts=cuts,
-            dual_bound=float(bound),
-            seconds=time.perf_counter() - t0,
-        )
-        try:
-            return finalize(
-                chain,
-                q,
-                private=(p,),
-                eps=eps,
-                method="dim",
-                upper_bound=count_bound / n,
-                solver=f"ortools-mathopt-{solver_name.lower()}",
-                scope=SCOPE,
-                info=info,
-            )
-        except PrivacyCheckError:
-            model.add_linear_constraint(av[a] + bv[b] <= 1)
-            cuts += 1
+        return a, b, res.termination
+
+    a, b, term = solve(eps * (1.0 + INFLUENCE_RTOL))
+    ai, bi, _ = solve(eps * (1.0 - INFLUENCE_RTOL))
+    bound = term.objective_bounds.dual_bound
+    # The objective is an integer: the dual bound can be rounded down (with room for the
+    # MILP's own tolerance).
+    count_bound = min(n - 1, math.floor(bound + 1e-6)) if math.isfinite(bound) else n - 1
+    info = _window_info(a, b, m_left, m_right)
+    info.update(termination=str(term.reason.name), dual_bound=float(bound), seconds=time.perf_counter() - t0)
+    optimal = term.reason == mathopt.TerminationReason.OPTIMAL
+    return Candidate(
+        redact_prob=_window_q(n, p, a, b, m_left, m_right),
+        solver="dim",
+        status="optimal" if optimal else "time_limit",
+        upper_bound=count_bound / n,
+        bound_solver=f"ortools-mathopt-{solver_name.lower()}",
+        bound_scope=SCOPE,
+        fallbacks=(_window_q(n, p, ai, bi, m_left, m_right),),
+        info=info,
+    )

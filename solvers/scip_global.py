@@ -61,12 +61,11 @@ with :math:`M_s\ge 1\ge m_s` the extreme ratios of side ``s`` (Section II).  The
 intervals :math:`I_0^{(s)}=[1/B_s, A_s]` are variables with :math:`A_\ell A_r\le e^\epsilon`
 and :math:`(1/B_\ell)(1/B_r)\ge e^{-\epsilon}`: an exact budget split, no grid.
 
-**Verification.**  The solution is read with ``q = 1`` wherever ``z = 0`` and ``q = 0``
-beyond the cut, snapped and checked by the exact evaluator.  If SCIP's feasibility
-tolerance let a requirement slip, the partly published values are pushed minimally
-toward redaction and re-checked; failing that the model is re-solved with a slightly
-smaller budget, and the exactly verified incumbent is the last resort.  Nothing above
-``eps`` is returned (:func:`redactopt.judge.certify.finalize`).
+**What it proposes.**  The solution is read with ``q = 1`` wherever ``z = 0`` and
+``q = 0`` beyond the cut; the structured incumbent it started from is the fallback, and
+SCIP's dual bound (plus :data:`DUAL_MARGIN` for its feasibility tolerance) the upper
+bound.  Nothing is judged here: :func:`redactopt.engine.design.design` snaps, verifies
+exactly, repairs (if SCIP's tolerance let a requirement slip) or falls back.
 """
 
 from __future__ import annotations
@@ -81,39 +80,34 @@ from dataclasses import dataclass
 import numpy as np
 
 from redactopt._optional import require
-from redactopt._validate import check_eps, check_index, check_n, check_real
-from redactopt.judge.certify import SAFE_FRACTION, DesignResult, finalize, lemma2_upper_bound, snap
-from redactopt.model.chain import MarkovChain
-from redactopt.model.influence import pointwise_influence
-from redactopt.judge.leakage import leakage, utility
+from redactopt._search import bisect_boundary
+from redactopt._validate import check_real
+from redactopt.judge.leakage import leakage, side_extremes, utility
+from redactopt.judge.tolerances import SAFE_FRACTION
+from redactopt.model.chain import MarkovChain, check_problem
+from redactopt.model.influence import INFLUENCE_RTOL, publishable
+from redactopt.solvers.base import Candidate
 
-__all__ = ["design_global", "DUAL_MARGIN"]
+__all__ = ["propose_global", "DUAL_MARGIN"]
 
 #: Safety margin (utility units) added to SCIP's dual bound for its feasibility tolerance.
 DUAL_MARGIN = 1e-7
 
-#: Lemma 2 excludes a value only if its influence exceeds eps by this relative margin,
-#: so rounding in the closed form never excludes a publishable value.
-_LEMMA2_RTOL = 1e-9
-
 #: SCIP feasibility tolerance (all model quantities are O(1)).
 _FEASTOL = 1e-9
 
-#: How far the partly published values are pushed toward 1 when repairing.
-_REPAIR_STEPS = tuple(10.0 ** -k for k in range(10, 0, -1))
-
-#: Relative budget reductions tried when the answer cannot be repaired locally.
-_RESOLVE_SHRINK = (1e-6, 1e-5, 1e-4)
-
 
 @contextlib.contextmanager
-def _quiet_stderr():
+def _quiet_stderr(verbose: bool = False):
     """Silence C-level stderr while SCIP runs.
 
     With a feasibility tolerance of 1e-9 SoPlex occasionally reports that it cannot
     go below 1e-10 when SCIP retries an LP with a tighter tolerance; the message is
     harmless (the answer is re-verified exactly) and would only clutter the CLI.
     """
+    if verbose:
+        yield
+        return
     try:
         fd = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
@@ -173,38 +167,11 @@ class _Side:
 
 
 def _sides(chain: MarkovChain, n: int, p: int, eps: float) -> tuple[_Side, _Side]:
+    """Both sides with Lemma 2's admitted values (outward: excluded only if provably above eps)."""
     out = []
     for name, recs in (("left", tuple(range(p - 1, -1, -1))), ("right", tuple(range(p + 1, n)))):
-        allowed = np.zeros((len(recs), 2), dtype=bool)
-        if recs:
-            d = np.arange(1, len(recs) + 1)
-            for v in (0, 1):
-                infl = np.atleast_1d(pointwise_influence(chain, d, v))
-                allowed[:, v] = infl <= eps * (1.0 + _LEMMA2_RTOL)
-        out.append(_Side(name, recs, allowed))
+        out.append(_Side(name, recs, publishable(chain, len(recs), upper=eps, lower=eps)))
     return out[0], out[1]
-
-
-def _side_extremes(P: np.ndarray, qs: np.ndarray) -> tuple[float, float]:
-    """Smallest and largest ratio over one side's supported patterns (1 if there are none).
-
-    Forward recursion on the path matrix ``U_k`` renormalised at every step (only
-    ratios of its rows matter), as in :mod:`redactopt.judge.leakage`.
-    """
-    ratios = [1.0]
-    u = np.eye(2)
-    for k in range(qs.shape[0]):
-        h = u @ P
-        for v in (0, 1):
-            if qs[k, v] < 1.0:
-                ratios.append(h[0, v] / h[1, v])
-        if qs[k].max() <= 0.0:
-            return min(ratios), max(ratios)
-        u = h * qs[k][None, :]
-        u = u / u.max()
-    tot = u.sum(axis=1)
-    ratios.append(tot[0] / tot[1])
-    return min(ratios), max(ratios)
 
 
 def _intervals(geo: _Geometry, qs: np.ndarray, lam0: float, Lam0: float) -> tuple[np.ndarray, np.ndarray]:
@@ -301,15 +268,9 @@ def _incumbent(
             if ok(build(0.0)):
                 cand, label = build(0.0), "calibrated-3r"
             else:
-                lo, hi = 0.0, 1.0
-                for _ in range(40):
-                    mid = 0.5 * (lo + hi)
-                    if ok(build(mid)):
-                        hi = mid
-                    else:
-                        lo = mid
-                cand = build(hi)
-                label = "window" if hi == 1.0 else "calibrated-3r"
+                s = bisect_boundary(lambda s: ok(build(s)), 1.0, 0.0, steps=40)
+                cand = build(s)
+                label = "window" if s == 1.0 else "calibrated-3r"
             u = utility(chain, cand)
             if u > best_u:
                 best_q, best_u, best_label = cand, u, label
@@ -324,7 +285,7 @@ class _Model:
 
     def __init__(self, chain: MarkovChain, n: int, p: int, eps: float, left: _Side, right: _Side):
         scip = require("pyscipopt", purpose="the certified global solver")
-        self.n, self.p, self.eps = n, p, eps
+        self.chain, self.n, self.p, self.eps = chain, n, p, eps
         self.sides = [s for s in (left, right) if s.m]
         geo = _Geometry.of(chain)
         self.geo = geo
@@ -389,11 +350,11 @@ class _Model:
                     rv = float(r1[v])
                     if not isinstance(lam_prev, float):
                         m.addCons(lam_prev <= rv + (hi - rv) * off, name=f"pub_lo_{tag}_{v}")
-                    elif lam_prev > rv * (1.0 + _LEMMA2_RTOL):
+                    elif lam_prev > rv * (1.0 + INFLUENCE_RTOL):  # outward, as Lemma 2
                         m.chgVarUb(zk[v], 0.0)
                     if not isinstance(Lam_prev, float):
                         m.addCons(Lam_prev >= rv - (rv - lo) * off, name=f"pub_hi_{tag}_{v}")
-                    elif Lam_prev < rv * (1.0 - _LEMMA2_RTOL):
+                    elif Lam_prev < rv * (1.0 - INFLUENCE_RTOL):
                         m.chgVarUb(zk[v], 0.0)
                 # requirement intervals I_d = phi^{-1}(I_{d-1}) / rho_d
                 lam_k, Lam_k, mu_k, nu_k = self._step(m, tag, qk, lam_prev, Lam_prev, uk)
@@ -466,7 +427,8 @@ class _Model:
             qs = np.array([q_full[t] for t in s.records])
             lam0, Lam0 = self.starts[si]
             if self.two_sided:
-                lo_r, hi_r = _side_extremes(geo.P, qs)
+                ext = side_extremes(self.chain, qs)
+                lo_r, hi_r = ext.bottom[0], ext.top[0]
                 if not isinstance(lam0, float):
                     val = min(lam0.getUbOriginal(), max(lam0.getLbOriginal(), lo_r))
                     m.setSolVal(sol, lam0, val)
@@ -514,167 +476,100 @@ class _Model:
         return q
 
 
-def _solve(
-    chain: MarkovChain,
-    n: int,
-    p: int,
-    eps_model: float,
-    left: _Side,
-    right: _Side,
-    start: np.ndarray,
-    time_limit: float,
-    gap_limit: float,
-) -> tuple[np.ndarray | None, dict]:
-    mod = _Model(chain, n, p, eps_model, left, right)
-    m = mod.model
-    m.setParam("limits/time", max(0.5, float(time_limit)))
-    m.setParam("limits/gap", float(gap_limit))
-    m.setParam("numerics/feastol", _FEASTOL)
-    # bound tightening by LP at every node pays for itself on these small models
-    m.setParam("propagating/obbt/freq", 1)
-    accepted = mod.add_start(start)
-    with _quiet_stderr():
-        m.optimize()
-    stats = {
-        "status": m.getStatus(),
-        "dual_bound": float(m.getDualbound()),
-        "primal_bound": float(m.getPrimalbound()) if m.getNSols() else math.nan,
-        "nodes": int(m.getNNodes()),
-        "solve_seconds": float(m.getSolvingTime()),
-        "start_accepted": accepted,
-    }
-    q = mod.read_q() if m.getNSols() else None
-    return q, stats
-
-
-def _repair(chain: MarkovChain, q: np.ndarray, p: int, eps: float) -> tuple[np.ndarray | None, float]:
-    """Smallest push of the partly published values toward 1 that passes the exact check.
-
-    Only rows with one value always redacted are touched, so the support does not
-    change.
-    """
-    q = snap(q)
-    if leakage(chain, q, p).leakage <= eps * SAFE_FRACTION:
-        return q, 0.0
-    movable = (np.max(q, axis=1) >= 1.0)[:, None] & (q < 1.0)
-    movable[p] = False
-    if not movable.any():
-        return None, math.nan
-    for step in _REPAIR_STEPS:
-        cand = np.where(movable, q + step * (1.0 - q), q)
-        if leakage(chain, cand, p).leakage <= eps * SAFE_FRACTION:
-            return cand, step
-    return None, math.nan
-
-
-def design_global(
+def propose_global(
     chain: MarkovChain,
     n: int,
     *,
     eps: float,
     p: int = 0,
     time_limit: float = 60.0,
+    verbose: bool = False,
+    rng: object = None,
     gap_limit: float = 1e-6,
-) -> DesignResult:
-    r"""Certified global optimum over all local redaction mechanisms (PySCIPOpt).
+) -> Candidate:
+    r"""Global optimum over all local redaction mechanisms by spatial branch and bound (PySCIPOpt).
 
     Maximises the utility (Definition 2) subject to the exact leakage
     :math:`\mathcal L(X_p\to\mathbf Y)\le\epsilon` (Definition 1) over every
-    :math:`q\in[0,1]^{n\times2}` with private row ``[1, 1]``, by spatial branch and
-    bound on the requirement-interval model of the module docstring (the per-pattern
-    form of Appendix E, Eq. 19, for every output pattern, both sides coupled by an
-    exact budget split).
+    :math:`q\in[0,1]^{n\times2}` with private row ``[1, 1]``, on the requirement-interval
+    model of the module docstring (the per-pattern form of Appendix E, Eq. 19, for every
+    output pattern, both sides coupled by an exact budget split).
 
     Parameters
     ----------
     chain : MarkovChain
     n : int
-        Number of records.  Intended for one-sided ``n <= 12`` and two-sided
-        ``n <= 8``; larger ``n`` works but may stop at ``time_limit`` with a gap.
+        Number of records.  Practical for one-sided ``n <= 12`` and two-sided ``n <= 8``;
+        larger ``n`` stops at ``time_limit`` with a gap.
     eps : float
         Privacy budget (nats), ``> 0``.
     p : int
         0-based index of the private record.
     time_limit : float
-        Time limit in seconds for the SCIP solve; a re-solve after a failed repair
-        only gets what is left of it.
+        Seconds for the SCIP solve.
+    verbose : bool
+        Let SCIP print its log.
     gap_limit : float
         Relative gap at which SCIP stops (``limits/gap``).
 
     Returns
     -------
-    DesignResult
-        Built by :func:`redactopt.judge.certify.finalize` (snapped, exactly re-verified).
-        ``certificate.upper_bound`` is SCIP's dual bound plus :data:`DUAL_MARGIN`, capped
-        by the Lemma 2 bound; ``solver="scip"``, ``scope="all"``.  ``info`` holds the
-        SCIP status, nodes and time, the starting solution and any repair applied.
+    Candidate
+        ``solver="global"``; ``upper_bound`` SCIP's dual bound plus :data:`DUAL_MARGIN`
+        (``bound_solver="scip"``, scope ``"all"``), ``None`` if SCIP's dual bound is below
+        the utility of its own verified start (numerical trouble: it certifies nothing).
+        ``status`` ``"optimal"`` when SCIP closed the gap, else ``"time_limit"``.  The
+        structured incumbent is the fallback.  ``info`` holds SCIP's status, nodes and time.
 
     Notes
     -----
     Independent records (``alpha + beta = 1``) leak nothing: every non-private record
-    is published, which is optimal by inspection (``solver="closed-form"``).
+    is published, which is optimal by inspection (``bound_solver="closed-form"``).
     """
-    if not isinstance(chain, MarkovChain):
-        raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
-    n = check_n(n)
-    eps = check_eps(eps)
-    p = check_index(p, n, "p")
+    n, eps, p = check_problem(chain, n, eps, p)
     time_limit = check_real(time_limit, "time_limit")
     if time_limit <= 0.0:
         raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
     gap_limit = check_real(gap_limit, "gap_limit")
     if gap_limit < 0.0:
         raise ValueError(f"gap_limit must be >= 0, got {gap_limit!r}")
-
     started = time.perf_counter()
-    lemma2 = lemma2_upper_bound(chain, n, eps=eps, private=p)
     if n == 1 or chain.lam == 0.0:
         q = np.zeros((n, 2))
         q[p] = 1.0
-        return finalize(
-            chain, q, private=p, eps=eps, method="scip-global", upper_bound=utility(chain, q),
-            solver="closed-form", scope="all", info={"lemma2_bound": lemma2},
-        )
+        return Candidate(q, "global", "optimal", upper_bound=(n - 1) / n, bound_solver="closed-form")
     left, right = _sides(chain, n, p, eps)
     start_q, start_label = _incumbent(chain, n, p, eps, left, right)
-    info: dict = {"start": start_label, "start_utility": utility(chain, start_q), "lemma2_bound": lemma2}
-    q, stats = _solve(chain, n, p, eps, left, right, start_q, time_limit, gap_limit)
-    info.update(stats)
-    dual = stats["dual_bound"]
-    if math.isnan(dual) or dual < info["start_utility"] - 1e-6:
-        # a dual bound below a verified feasible utility can only come from numerical
-        # trouble; it certifies nothing, so fall back to the Lemma 2 bound
+    start_u = utility(chain, start_q)
+    info: dict = {"start": start_label, "start_utility": start_u}
+    mod = _Model(chain, n, p, eps, left, right)
+    m = mod.model
+    m.setParam("limits/time", max(0.5, float(time_limit)))
+    m.setParam("limits/gap", float(gap_limit))
+    m.setParam("numerics/feastol", _FEASTOL)
+    # bound tightening by LP at every node pays for itself on these small models
+    m.setParam("propagating/obbt/freq", 1)
+    if verbose:
+        m.showOutput()
+    info["start_accepted"] = mod.add_start(start_q)
+    with _quiet_stderr(verbose):
+        m.optimize()
+    status = m.getStatus()
+    dual = float(m.getDualbound())
+    info.update(status=status, dual_bound=dual, nodes=int(m.getNNodes()), solve_seconds=float(m.getSolvingTime()),
+                primal_bound=float(m.getPrimalbound()) if m.getNSols() else math.nan)
+    upper: float | None = dual + DUAL_MARGIN
+    if math.isnan(dual) or dual < start_u - 1e-6:
         info["dual_bound_rejected"] = dual
-        dual = math.inf
-    upper = min(dual + DUAL_MARGIN, lemma2)
-    final_q, step = (None, math.nan) if q is None else _repair(chain, q, p, eps)
-    info["repair"] = None if final_q is None or step == 0.0 else {"push": step}
-    if final_q is None:
-        for shrink in _RESOLVE_SHRINK:
-            remaining = time_limit - (time.perf_counter() - started)
-            if remaining <= 0.0:
-                break
-            eps2 = eps * (1.0 - shrink)
-            q2, stats2 = _solve(chain, n, p, eps2, left, right, start_q, remaining, gap_limit)
-            if q2 is not None:
-                final_q, step = _repair(chain, q2, p, eps)
-                if final_q is not None:
-                    info["repair"] = {"resolve_eps": eps2, "push": step, "status": stats2["status"]}
-                    break
-    if final_q is None or utility(chain, final_q) < info["start_utility"] - 1e-12:
-        # the solver's answer could not be verified (or verifies below the start): keep
-        # the exactly verified starting mechanism; the dual bound still certifies it
-        final_q = start_q
-        info["repair"] = {"kept_start": start_label}
+        upper = None
+    q = mod.read_q() if m.getNSols() else start_q
     info["seconds"] = time.perf_counter() - started
-    return finalize(
-        chain,
-        final_q,
-        private=p,
-        eps=eps,
-        method="scip-global",
+    return Candidate(
+        redact_prob=q,
+        solver="global",
+        status="optimal" if status in ("optimal", "gaplimit") else "time_limit",
         upper_bound=upper,
-        solver="scip",
-        scope="all",
+        bound_solver="scip",
+        fallbacks=(start_q,),
         info=info,
     )

@@ -68,9 +68,10 @@ parametrised (DPP) version takes tens of seconds to compile at a few hundred rec
 :func:`dgp_step` builds one SGP step literally as a DGP and solves it with
 ``gp=True``; ``tests/test_sgp.py`` checks that both forms take the same step.
 
-The final answer is snapped and re-verified exactly by
-:func:`redactopt.judge.certify.finalize`; SGP is a local method, so the certificate is the
-cheap Lemma 2 bound (:func:`redactopt.judge.certify.lemma2_upper_bound`).
+The answer is a proposal (:class:`redactopt.solvers.base.Candidate`): entries at the GP's
+lower bound are proposed as 0 (what they stand for), with the raw iterate as fallback;
+:func:`redactopt.engine.design.design` snaps, verifies exactly and certifies.  SGP is a
+local method and derives no bound.
 """
 
 from __future__ import annotations
@@ -85,16 +86,14 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from redactopt._validate import check_eps, check_index, check_n, check_real
-from redactopt.errors import PrivacyCheckError
-from redactopt.judge.certify import DesignResult, finalize, lemma2_upper_bound
-from redactopt.model.chain import MarkovChain
-from redactopt.model.influence import delta_star
-from redactopt.judge.leakage import utility
+from redactopt._search import bisect_boundary
+from redactopt._validate import check_real
+from redactopt.judge.leakage import side_pattern_products, utility
+from redactopt.model.chain import MarkovChain, check_problem
+from redactopt.model.influence import delta_star, provably_above, side_log_ratios
+from redactopt.solvers.base import Candidate
 
-__all__ = ["design_sgp", "dgp_step", "side_log_ratios"]
-
-METHOD = "optimal-sgp"
+__all__ = ["propose_sgp", "dgp_step"]
 
 #: Lower bound on every free redaction probability inside the GP (the GP needs q > 0).
 Q_MIN = 1e-9
@@ -132,32 +131,9 @@ _PIN = 1e-3
 # --------------------------------------------------------------------------
 # one side of the private record
 # --------------------------------------------------------------------------
-def side_log_ratios(chain: MarkovChain, m: int) -> np.ndarray:
-    r"""``rho[d-1, v] = log (P^d)_{0v} / (P^d)_{1v}`` for distances ``d = 1..m``.
-
-    With :math:`(P^d)_{xv}=\pi_v(1+c_{xv}\lambda^d)`, :math:`c_{xv}=(\delta_{xv}-\pi_v)/\pi_v`
-    (Appendix A), computed with ``log1p`` so it stays accurate when :math:`\lambda^d`
-    is tiny.  :math:`|\rho[d-1,v]|` is the pointwise influence
-    :math:`i(X_p\rightsquigarrow X_t=v)` of Proposition 1; its sign says which value of
-    :math:`X_p` publishing ``v`` favours.
-    """
-    if m == 0:
-        return np.zeros((0, 2))
-    d = np.arange(1, m + 1, dtype=float)
-    lam = chain.lam
-    if lam == 0.0:
-        lp = np.zeros(m)
-    elif lam > 0.0:
-        lp = np.exp(d * math.log1p(-(chain.alpha + chain.beta)))
-    else:
-        lp = np.exp(d * math.log(-lam)) * np.where(d % 2 == 1, -1.0, 1.0)
-    pi = chain.stationary
-    rho = np.empty((m, 2))
-    for v in (0, 1):
-        c0 = ((1.0 if v == 0 else 0.0) - pi[v]) / pi[v]
-        c1 = ((1.0 if v == 1 else 0.0) - pi[v]) / pi[v]
-        rho[:, v] = np.log1p(c0 * lp) - np.log1p(c1 * lp)
-    return rho
+def _rho(chain: MarkovChain, m: int) -> np.ndarray:
+    r"""``rho[d-1, v] = log (P^d)_{0v} / (P^d)_{1v}`` for ``d = 1..m`` (signed influences)."""
+    return side_log_ratios(chain, np.arange(1, m + 1)) if m else np.zeros((0, 2))
 
 
 @dataclass(frozen=True)
@@ -205,36 +181,22 @@ class _Side:
         return pat
 
 
-def _forward(P: np.ndarray, q: np.ndarray, side: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Normalised forward recursion :math:`F_k = F_{k-1}\\mathrm{diag}(q_k)P/s_k`, ``F_0 = P``.
+def _forward(chain: MarkovChain, q: np.ndarray, side: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The side's per-pattern products (:func:`redactopt.judge.leakage.side_pattern_products`).
 
     Returns ``F`` of shape ``(K + 1, 2, 2)``, the scales ``s`` (length ``K``) and,
     when the whole side is in the window, the all-⊥ vector :math:`F_{K}q_m`.
     """
-    K = side.K
-    F = np.empty((K + 1, 2, 2))
-    s = np.empty(K)
-    p00, p01, p10, p11 = (float(v) for v in P.ravel())
-    f = [p00, p01, p10, p11]
-    F[0] = P
-    rows = q[:K].tolist()
-    for k in range(K):
-        q0, q1 = rows[k]
-        a0, a1, b0, b1 = f[0] * q0, f[1] * q1, f[2] * q0, f[3] * q1
-        g = [a0 * p00 + a1 * p10, a0 * p01 + a1 * p11, b0 * p00 + b1 * p10, b0 * p01 + b1 * p11]
-        top = max(g)
-        f = [g[0] / top, g[1] / top, g[2] / top, g[3] / top]
-        s[k] = top
-        F[k + 1] = ((f[0], f[1]), (f[2], f[3]))
-    tail = F[K] @ q[side.m - 1] if side.full else None
+    F, s = side_pattern_products(chain, q, side.K)
+    tail = F[side.K] @ q[side.m - 1] if side.full else None
     return F, s, tail
 
 
-def _side_extremes(P: np.ndarray, q: np.ndarray, side: _Side) -> tuple[float, float, np.ndarray]:
+def _side_extremes(chain: MarkovChain, q: np.ndarray, side: _Side) -> tuple[float, float, np.ndarray]:
     """Largest and smallest log-ratio over the constrained patterns, and all pattern log-ratios."""
     if side.m == 0:
         return 0.0, 0.0, np.zeros((0, 2))
-    F, _, tail = _forward(P, q, side)
+    F, _, tail = _forward(chain, q, side)
     with np.errstate(divide="ignore", invalid="ignore"):
         lr = np.log(F[:, 0, :]) - np.log(F[:, 1, :])
     vals = lr[side.patterns()]
@@ -245,9 +207,9 @@ def _side_extremes(P: np.ndarray, q: np.ndarray, side: _Side) -> tuple[float, fl
     return float(vals.max()), float(vals.min()), lr
 
 
-def _gp_leakage(P: np.ndarray, qs: list[np.ndarray], sides: list[_Side]) -> float:
+def _gp_leakage(chain: MarkovChain, qs: list[np.ndarray], sides: list[_Side]) -> float:
     """Leakage with every constrained pattern counted (an upper bound on the exact leakage)."""
-    (hl, ll, _), (hr, lr_, _) = (_side_extremes(P, q, s) for q, s in zip(qs, sides))
+    (hl, ll, _), (hr, lr_, _) = (_side_extremes(chain, q, s) for q, s in zip(qs, sides))
     out = max(hl + hr, -(ll + lr_))
     return out if math.isfinite(out) else math.inf
 
@@ -397,7 +359,7 @@ class _LogGP:
                 rows = G.new(idx.size)  # trust region: log q >= log q_cur - log TRUST
                 G.add(rows, idx, 0.0, -1.0)
                 G.constant(rows, np.maximum(math.log(Q_MIN), cur - math.log(trust)))
-            F, s, _ = _forward(P, q, side)
+            F, s, _ = _forward(chain, q, side)
             if K > 0:
                 # condensation weights w[k-1, x, j, i] of step k at the current point
                 terms = F[:K, :, None, :] * q[:K, None, None, :] * P.T[None, None, :, :]
@@ -516,13 +478,13 @@ class _LogGP:
             objective = objective + np.concatenate(obj_w) @ cp.exp(sel @ X)
         self.problem = cp.Problem(cp.Minimize(objective), cons)
 
-    def solve(self, qs: list[np.ndarray]) -> list[np.ndarray] | None:
+    def solve(self, qs: list[np.ndarray], verbose: bool = False) -> list[np.ndarray] | None:
         """The next point, or ``None`` if the solver returned nothing usable."""
         try:
             with warnings.catch_warnings():
                 # an unpolished step is judged by the caller's exact check, not by the solver
                 warnings.simplefilter("ignore", UserWarning)
-                self.problem.solve(solver=_SOLVER, accept_unknown=True, **_SOLVER_OPTS)
+                self.problem.solve(solver=_SOLVER, accept_unknown=True, verbose=verbose, **_SOLVER_OPTS)
         except cp.error.SolverError:
             return None
         if self.problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or self.X.value is None:
@@ -577,7 +539,7 @@ def dgp_step(chain: MarkovChain, q_side: np.ndarray, closed: np.ndarray, *, eps:
     side = _Side.make(m, m, closed)
     P = chain.transition_matrix
     pi = chain.stationary
-    F, s, _ = _forward(P, q_side, side)
+    F, s, _ = _forward(chain, q_side, side)
     qv = [[cp.Variable(pos=True) if side.free[k, v] else 1.0 for v in (0, 1)] for k in range(m)]
     c, d = cp.Variable(pos=True), cp.Variable(pos=True)
     cons: list = [c <= math.exp(eps), d <= math.exp(eps)]
@@ -642,7 +604,7 @@ def dgp_step(chain: MarkovChain, q_side: np.ndarray, closed: np.ndarray, *, eps:
 def _closed_for(rho: np.ndarray, W: int, a: float, b: float) -> np.ndarray:
     """Entries a side with log-budgets ``(a, b)`` can never publish (one-sided Lemma 2)."""
     r = rho[:W]
-    return (r > a + 1e-12) | (-r > b + 1e-12)
+    return provably_above(r, a) | provably_above(-r, b)
 
 
 def _edge_need(rho: np.ndarray, m: int, W: int) -> tuple[float, float]:
@@ -691,7 +653,7 @@ def _target(kind: str, closed: np.ndarray, budget: tuple[float, float], rng: np.
     return q
 
 
-def _calibrate(P: np.ndarray, targets: list[np.ndarray], sides: list[_Side], eps_gp: float) -> list[np.ndarray] | None:
+def _calibrate(chain: MarkovChain, targets: list[np.ndarray], sides: list[_Side], eps_gp: float) -> list[np.ndarray] | None:
     """Largest blend ``1 - θ(1 - target)`` within budget, every constrained pattern counted.
 
     At ``θ = 0`` every window record is redacted; that point is feasible by the
@@ -701,18 +663,12 @@ def _calibrate(P: np.ndarray, targets: list[np.ndarray], sides: list[_Side], eps
     def blend(theta: float) -> list[np.ndarray]:
         return [1.0 - theta * (1.0 - t) for t in targets]
 
-    if _gp_leakage(P, blend(1.0), sides) <= eps_gp:
+    if _gp_leakage(chain, blend(1.0), sides) <= eps_gp:
         return blend(1.0)
-    if _gp_leakage(P, blend(0.0), sides) > eps_gp:
+    if _gp_leakage(chain, blend(0.0), sides) > eps_gp:
         return None
-    lo, hi = 0.0, 1.0
-    for _ in range(30):
-        mid = 0.5 * (lo + hi)
-        if _gp_leakage(P, blend(mid), sides) <= eps_gp:
-            lo = mid
-        else:
-            hi = mid
-    return blend(lo)
+    theta = bisect_boundary(lambda th: _gp_leakage(chain, blend(th), sides) <= eps_gp, 0.0, 1.0, steps=30)
+    return blend(theta)
 
 
 def _start_plan(starts: int, two_sided: bool, rng: np.random.Generator) -> list[tuple[str, float]]:
@@ -727,7 +683,7 @@ def _start_plan(starts: int, two_sided: bool, rng: np.random.Generator) -> list[
 
 
 def _repair(
-    P: np.ndarray,
+    chain: MarkovChain,
     pi: np.ndarray,
     n: int,
     new: list[np.ndarray] | None,
@@ -749,23 +705,17 @@ def _repair(
     def pulled(theta: float) -> list[np.ndarray]:
         return [np.where(s.free, 1.0 - theta * (1.0 - q), q) for q, s in zip(new, sides)]
 
-    if _gp_leakage(P, new, sides) <= limit:
+    if _gp_leakage(chain, new, sides) <= limit:
         return new if _objective(pi, new, n) <= obj else None
-    lo, hi = 0.9, 1.0
-    if _gp_leakage(P, pulled(lo), sides) > limit:
+    if _gp_leakage(chain, pulled(0.9), sides) > limit:
         return None
-    for _ in range(20):
-        mid = 0.5 * (lo + hi)
-        if _gp_leakage(P, pulled(mid), sides) <= limit:
-            lo = mid
-        else:
-            hi = mid
-    trial = pulled(lo)
+    theta = bisect_boundary(lambda th: _gp_leakage(chain, pulled(th), sides) <= limit, 0.9, 1.0, steps=20)
+    trial = pulled(theta)
     return trial if _objective(pi, trial, n) < obj else None
 
 
 def _zero_small(
-    P: np.ndarray, qs: list[np.ndarray], sides: list[_Side], limit: float
+    chain: MarkovChain, qs: list[np.ndarray], sides: list[_Side], limit: float
 ) -> tuple[list[_Side], list[np.ndarray]]:
     """Make free entries below ``Q_ZERO`` exactly 0; a record zero in both values ends the window.
 
@@ -784,13 +734,13 @@ def _zero_small(
         W = int(both[0]) if both.size else side.W
         new_sides.append(_Side.make(side.m, W, side.closed, zero))
         new_qs.append(q[:W].copy())
-    if _gp_leakage(P, new_qs, new_sides) <= limit:
+    if _gp_leakage(chain, new_qs, new_sides) <= limit:
         return new_sides, new_qs
     return sides, qs
 
 
 def _restructure(
-    P: np.ndarray, qs: list[np.ndarray], sides: list[_Side], eps_gp: float, blocked: list[np.ndarray]
+    chain: MarkovChain, qs: list[np.ndarray], sides: list[_Side], eps_gp: float, blocked: list[np.ndarray]
 ) -> tuple[list[_Side], list[np.ndarray], bool]:
     """Close free entries stuck at 1, then reopen closed entries whose pattern fits the budget.
 
@@ -811,15 +761,15 @@ def _restructure(
         trial_sides, trial_qs = list(sides), list(qs)
         trial_sides[s] = _Side.make(side.m, side.W, side.closed | stuck, side.zero)
         trial_qs[s] = np.where(stuck, 1.0, qs[s])
-        if _gp_leakage(P, trial_qs, trial_sides) <= eps_gp:
+        if _gp_leakage(chain, trial_qs, trial_sides) <= eps_gp:
             sides, qs = trial_sides, trial_qs
             blocked[s][: side.W] |= stuck
             changed = True
     for s, side in enumerate(sides):
         if side.W == 0:
             continue
-        other_hi, other_lo, _ = _side_extremes(P, qs[1 - s], sides[1 - s])
-        _, _, lr = _side_extremes(P, qs[s], side)
+        other_hi, other_lo, _ = _side_extremes(chain, qs[1 - s], sides[1 - s])
+        _, _, lr = _side_extremes(chain, qs[s], side)
         rows = min(side.W, lr.shape[0])
         fits = (lr[:rows] <= eps_gp - other_hi - 1e-9) & (lr[:rows] >= -eps_gp - other_lo + 1e-9)
         reopen = side.closed[:rows] & fits & ~blocked[s][:rows]
@@ -828,7 +778,7 @@ def _restructure(
             closed[:rows] &= ~reopen
             sides[s] = _Side.make(side.m, side.W, closed, side.zero)
             changed = True
-    if changed and _gp_leakage(P, qs, sides) > eps_gp:
+    if changed and _gp_leakage(chain, qs, sides) > eps_gp:
         return orig[0], orig[1], False
     return sides, qs, changed
 
@@ -874,25 +824,27 @@ def _to_full(n: int, p: int, qs: list[np.ndarray], sides: list[_Side]) -> np.nda
     return q
 
 
-def design_sgp(
+def propose_sgp(
     chain: MarkovChain,
     n: int,
     *,
     eps: float,
     p: int = 0,
+    time_limit: float = 60.0,
+    verbose: bool = False,
+    rng: np.random.Generator | None = None,
     starts: int = 3,
     max_iter: int = 50,
     tol: float = 1e-7,
     window: int | tuple[int, int] | None = None,
-    rng: np.random.Generator | None = None,
-) -> DesignResult:
+) -> Candidate:
     r"""Locally optimal data-dependent mechanism by successive geometric programming.
 
     Maximises the utility (Definition 2) subject to the exact leakage bound
     :math:`\mathcal L(X_p\to\mathbf Y)\le\epsilon` (Definition 1) over the redaction
     probabilities of the ``window`` records nearest to ``p`` on each side; see the
-    module docstring for the formulation.  Every iterate is feasible; the returned
-    design is snapped and re-verified exactly by :func:`redactopt.judge.certify.finalize`.
+    module docstring for the formulation.  Every iterate is feasible for the GP's own
+    pattern constraints; the proposal is judged by :func:`redactopt.engine.design.design`.
 
     Parameters
     ----------
@@ -903,6 +855,14 @@ def design_sgp(
         Privacy budget in nats, ``> 0``.
     p : int
         0-based index of the private record (the CLI's ``--p`` minus one).
+    time_limit : float
+        Seconds; no new GP step starts after it (the best iterate so far is proposed,
+        ``status="time_limit"``).
+    verbose : bool
+        Let the conic solver print its log.
+    rng : numpy.random.Generator, optional
+        Source for the random starts; a generator seeded with 0 when omitted, so that
+        designs are reproducible.
     starts : int
         Number of starting points, each calibrated to be feasible before the SGP runs:
         3R-like, all-0.5 and random when ``p`` is at an end; with records on both
@@ -917,28 +877,24 @@ def design_sgp(
         :math:`\epsilon'=\epsilon/2` when ``p`` has records on both sides and
         :math:`\epsilon'=\epsilon` otherwise (clipped to the side).  A window so small
         that publishing the next record already leaks more than ``eps`` is refused.
-    rng : numpy.random.Generator, optional
-        Source for the random starts; a generator seeded with 0 when omitted, so that
-        designs are reproducible.
 
     Returns
     -------
-    DesignResult
-        ``method="optimal-sgp"``, certificate from Lemma 2 (``solver="lemma2"``; SGP is a
-        local method).  ``info`` holds the windows, the side budgets used, per-start
-        utilities and GP solves, the time spent, and ``edge_active`` (redaction reaches
-        the last tenth of a window that stops short of the side: a larger window may help).
+    Candidate
+        ``solver="sgp"``, ``status="local"`` (or ``"time_limit"``), no bound.  ``info``
+        holds the windows, the side budgets used, per-start utilities and GP solves, the
+        time spent, and ``edge_active`` (redaction reaches the last tenth of a window that
+        stops short of the side: a larger window may help).
 
     Raises
     ------
     TypeError, ValueError
         For a bad argument, naming it.
     """
-    if not isinstance(chain, MarkovChain):
-        raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
-    n = check_n(n)
-    eps = check_eps(eps)
-    p = check_index(p, n, "p")
+    n, eps, p = check_problem(chain, n, eps, p)
+    time_limit = check_real(time_limit, "time_limit")
+    if time_limit <= 0.0:
+        raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
     starts = _check_count(starts, "starts", 1)
     max_iter = _check_count(max_iter, "max_iter", 1)
     tol = check_real(tol, "tol")
@@ -950,12 +906,11 @@ def design_sgp(
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
 
     t_start = time.perf_counter()
-    P = chain.transition_matrix
+    deadline = t_start + time_limit
     pi = chain.stationary
-    upper = lemma2_upper_bound(chain, n, eps=eps, private=p)
     ms = [p, n - 1 - p]
     Ws = _resolve_window(chain, ms, eps, window)
-    rhos = [side_log_ratios(chain, m) for m in ms]
+    rhos = [_rho(chain, m) for m in ms]
     eps_gp = eps * (1.0 - EPS_MARGIN)
     accept = eps * (1.0 - 1e-9)
     needs = [_edge_need(rhos[s], ms[s], Ws[s]) for s in (0, 1)]
@@ -972,15 +927,19 @@ def design_sgp(
         """Up to ``steps`` accepted GP steps on the run's current support pattern."""
         record = run["record"]
         for _ in range(steps):
+            if time.perf_counter() > deadline:
+                info["stopped_by_time_limit"] = True
+                run["stalled"] = True
+                return
             trust = TRUST
             for _ in range(2):
                 model = _LogGP(chain, run["sides"], run["qs"], eps_gp - run["margin"], _PIN, trust)
                 record["solves"] += 1
-                step = model.solve(run["qs"])
-                new = _repair(P, pi, n, step, run["sides"], run["obj"], accept)
+                step = model.solve(run["qs"], verbose)
+                new = _repair(chain, pi, n, step, run["sides"], run["obj"], accept)
                 if step is None or new is not None:
                     break
-                over = _gp_leakage(P, step, run["sides"]) - eps_gp
+                over = _gp_leakage(chain, step, run["sides"]) - eps_gp
                 if over <= 0.0:
                     break
                 # The solver returned an unpolished step that overshoots: ask for less
@@ -992,7 +951,7 @@ def design_sgp(
                 return
             improved = run["obj"] - _objective(pi, new, n)
             record["budgets"] = model.budgets()
-            run["sides"], run["qs"] = _zero_small(P, new, run["sides"], accept)
+            run["sides"], run["qs"] = _zero_small(chain, new, run["sides"], accept)
             run["obj"] = _objective(pi, run["qs"], n)
             if run["obj"] < run["best"][0]:
                 run["best"] = (run["obj"], run["qs"], run["sides"])
@@ -1007,7 +966,7 @@ def design_sgp(
                 sgp_steps(run, max_iter)
             if rnd == 3:
                 break
-            run["sides"], run["qs"], changed = _restructure(P, run["qs"], run["sides"], eps_gp, run["blocked"])
+            run["sides"], run["qs"], changed = _restructure(chain, run["qs"], run["sides"], eps_gp, run["blocked"])
             if not changed:
                 break
             run["stalled"] = False
@@ -1019,7 +978,7 @@ def design_sgp(
         budgets = _split(needs, ms, eps_gp, frac)
         sides = [_Side.make(ms[s], Ws[s], _closed_for(rhos[s], Ws[s], *budgets[s])) for s in (0, 1)]
         targets = [_target(kind, sides[s].closed, budgets[s], rng) for s in (0, 1)]
-        start = _calibrate(P, targets, sides, eps_gp)
+        start = _calibrate(chain, targets, sides, eps_gp)
         record: dict = {"kind": kind, "split": frac, "solves": 0, "structure_rounds": 0}
         info["starts"].append(record)
         if start is None:
@@ -1061,29 +1020,16 @@ def design_sgp(
         bool(0 < s.W == W0 < s.m and float(q[-max(1, W0 // 10) :].max()) > 1e-3)
         for q, s, W0 in zip(qs, sides, Ws)
     ]
-    info["budgets_used"] = [(hi, -lo) for hi, lo, _ in (_side_extremes(P, q, s) for q, s in zip(qs, sides))]
+    info["budgets_used"] = [(hi, -lo) for hi, lo, _ in (_side_extremes(chain, q, s) for q, s in zip(qs, sides))]
     info["seconds"] = time.perf_counter() - t_start
-    return _verified(chain, _to_full(n, p, qs, sides), p, eps, upper, info)
-
-
-def _verified(chain: MarkovChain, q: np.ndarray, p: int, eps: float, upper: float, info: dict) -> DesignResult:
-    """Snap the SGP answer and re-verify it exactly; fall back rather than exceed eps.
-
-    Entries at the GP's lower bound are snapped to 0 first (exactly what they stand
-    for); if that ever broke the budget the unsnapped array, which every constrained
-    pattern already bounds, is tried, and as a last resort the all-redacted mechanism.
-    """
-    n = q.shape[0]
-    for tau in (2.0 * Q_MIN, 0.0):
-        cand = q.copy()
-        cand[cand < tau] = 0.0
-        try:  # finalize is the judge (exact rational verdict near the boundary)
-            return finalize(
-                chain, cand, private=p, eps=eps, method=METHOD, upper_bound=upper, solver="lemma2", info=info
-            )
-        except PrivacyCheckError:
-            continue
-    info["fallback"] = "all records redacted"
-    return finalize(
-        chain, np.ones((n, 2)), private=p, eps=eps, method=METHOD, upper_bound=upper, solver="lemma2", info=info
+    q = _to_full(n, p, qs, sides)
+    # entries at the GP's lower bound stand for 0 (always published); the raw iterate, which
+    # every constrained pattern already bounds, is the fallback
+    clean = np.where(q < 2.0 * Q_MIN, 0.0, q)
+    return Candidate(
+        redact_prob=clean,
+        solver="sgp",
+        status="time_limit" if info.get("stopped_by_time_limit") else "local",
+        fallbacks=(q,),
+        info=info,
     )

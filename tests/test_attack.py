@@ -3,10 +3,10 @@ import json
 import numpy as np
 import pytest
 
-from redactopt.judge.attack import attack, log_likelihood_ratios, sample_outputs
+from redactopt.judge.attack import attack, sample_outputs
 from redactopt.model.chain import MarkovChain
 from redactopt.interface.cli import main
-from redactopt.judge.leakage import leakage, output_log_ratio
+from redactopt.judge.leakage import leakage, log_likelihood_ratios, output_log_ratio
 from redactopt.paper.mechanisms import three_region
 
 

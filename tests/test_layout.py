@@ -41,3 +41,62 @@ def test_old_path_warns_in_a_fresh_interpreter():
 def test_python_dash_m_runs_the_cli():
     res = subprocess.run([sys.executable, "-m", "redactopt", "--version"], capture_output=True, text=True)
     assert res.returncode == 0 and redactopt.__version__ in res.stdout
+
+
+def _module_graph():
+    """Module-level imports between redactopt's own modules (src/redactopt and solvers/)."""
+    import ast
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[1]
+    roots = {"redactopt": here / "src" / "redactopt", "redactopt.solvers": here / "solvers"}
+    mods = {}
+    for pkg, root in roots.items():
+        for f in root.rglob("*.py"):
+            parts = [x for x in f.relative_to(root).with_suffix("").parts if x != "__init__"]
+            mods[".".join([pkg] + parts)] = f
+    graph = {}
+    for name, f in mods.items():
+        deps = set()
+        for node in ast.parse(f.read_text()).body:
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("redactopt"):
+                deps.add(node.module)
+                deps |= {f"{node.module}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names}
+        graph[name] = {d for d in deps if d in mods and d not in (name, "redactopt")}
+    return graph
+
+
+def test_no_import_cycles():
+    graph = _module_graph()
+    state: dict[str, int] = {}
+
+    def visit(v, path):
+        state[v] = 1
+        for w in graph[v]:
+            assert state.get(w) != 1, "import cycle: " + " -> ".join(path + [v, w])
+            if w not in state:
+                visit(w, path + [v])
+        state[v] = 2
+
+    for v in graph:
+        if v not in state:
+            visit(v, [])
+
+
+def test_solvers_propose_and_never_judge():
+    # solvers return Candidates; only redactopt.engine.design verifies and certifies
+    graph = _module_graph()
+    for name, deps in graph.items():
+        if name.startswith("redactopt.solvers"):
+            assert "redactopt.judge.certify" not in deps, name
+            assert not any(d.startswith("redactopt.engine") for d in deps), name
+
+
+def test_import_redactopt_stays_light():
+    code = ("import sys, redactopt\n"
+            "print(','.join(m for m in ('scipy', 'cvxpy', 'pandas', 'pyarrow', 'pyscipopt', 'ortools', 'matplotlib')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == ""

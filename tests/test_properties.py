@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redactopt.judge.certify import LEAKAGE_RTOL
+from redactopt.judge.tolerances import LEAKAGE_RTOL
 from redactopt.model.chain import MarkovChain
 from redactopt.judge.leakage import leakage, leakage_bruteforce, utility
 from redactopt.paper.mechanisms import markov_quilt, three_region, three_region_utility

@@ -17,8 +17,14 @@ import pytest
 from redactopt.model.chain import MarkovChain
 from redactopt.judge.leakage import leakage, leakage_bruteforce, utility
 from redactopt.paper.mechanisms import markov_quilt
+from redactopt.engine.design import design
 from redactopt.solvers import sgp
-from redactopt.solvers.sgp import design_sgp, dgp_step
+from redactopt.solvers.sgp import dgp_step
+
+
+def design_sgp(chain, n, *, eps, p=0, rng=None, **options):
+    """The SGP solver's proposal, judged by design()."""
+    return design(chain, n, eps=eps, p=p, method="sgp", rng=rng, options=options)
 
 OCCUPANCY = MarkovChain(0.003, 0.012)
 
@@ -73,7 +79,7 @@ def assert_private(res, chain: MarkovChain, p: int, eps: float) -> None:
     assert ref.leakage <= eps * (1 + 1e-9)
     assert res.leakage == pytest.approx(ref.leakage, abs=1e-9)
     assert res.utility == pytest.approx(utility(chain, res.redact_prob), abs=1e-12)
-    assert res.method == "optimal-sgp"
+    assert res.method == "sgp" and res.info["source"] == "sgp"
     assert res.certificate.solver == "lemma2"
     assert res.certificate.upper_bound >= res.utility - 1e-12
 
@@ -184,20 +190,19 @@ def test_convex_form_matches_dgp():
     chain = MarkovChain(0.2, 0.4)
     n, eps = 4, 0.7
     m = n - 1
-    rho = sgp.side_log_ratios(chain, m)
+    rho = sgp._rho(chain, m)
     closed = sgp._closed_for(rho, m, eps, eps)
     side = sgp._Side.make(m, m, closed)
     q = np.where(closed, 1.0, 0.9)
     empty = sgp._Side.make(0, 0, np.zeros((0, 2), dtype=bool))
-    P = chain.transition_matrix
-    assert sgp._gp_leakage(P, [np.ones((0, 2)), q], [empty, side]) <= eps
+    assert sgp._gp_leakage(chain, [np.ones((0, 2)), q], [empty, side]) <= eps
     model = sgp._LogGP(chain, [empty, side], [np.ones((0, 2)), q], eps, 0.0)
     step = model.solve([np.ones((0, 2)), q])
     assert step is not None and model.problem.status == "optimal"
     reference = dgp_step(chain, q, closed, eps=eps)
     np.testing.assert_allclose(step[1], reference, atol=1e-4)
     # the step is feasible for the true constraints (inner approximation)
-    assert sgp._gp_leakage(P, step, [empty, side]) <= eps + 1e-7
+    assert sgp._gp_leakage(chain, step, [empty, side]) <= eps + 1e-7
 
 
 # --------------------------------------------------------------------------

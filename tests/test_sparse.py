@@ -20,7 +20,7 @@ from redactopt.release.report import write_json
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import SparseRows, finalize, finalize_sparse
 from redactopt.model.chain import MarkovChain
-from redactopt.engine.joint import design_joint, design_joint_sparse, lemma2_bound
+from redactopt.engine.joint import design_joint, design_joint_sparse
 from redactopt.judge.certify import lemma2_upper_bound
 from redactopt.judge.leakage import leakage, leakage_bruteforce, utility
 
@@ -46,9 +46,9 @@ def _random_blocks(rng, n, n_blocks, priv_per_block=1):
 
 def test_sparse_rows_equals_its_dense_array(rng):
     parts, _, dense = _random_blocks(rng, 40, 3)
-    from redactopt.judge.certify import _merge_blocks
+    from redactopt.judge.certify import merge_blocks
 
-    starts, blocks = _merge_blocks(40, parts)
+    starts, blocks = merge_blocks(40, parts)
     sr = SparseRows(40, tuple(starts), tuple(blocks))
     assert np.array_equal(np.asarray(sr), dense)
     assert np.array_equal(np.concatenate(list(sr.chunks(7))), dense)
@@ -58,9 +58,9 @@ def test_sparse_rows_equals_its_dense_array(rng):
 
 def test_overlapping_and_touching_blocks_merge_by_maximum():
     parts = [(2, np.full((3, 2), 0.2)), (4, np.full((2, 2), 0.5)), (6, np.full((1, 2), 0.1)), (9, np.ones((1, 2)))]
-    from redactopt.judge.certify import _merge_blocks
+    from redactopt.judge.certify import merge_blocks
 
-    starts, blocks = _merge_blocks(12, parts)
+    starts, blocks = merge_blocks(12, parts)
     # rows 2..6 are one block (4 overlaps, 6 touches); 9 is apart (rows 7, 8 are zero)
     assert starts == [2, 9]
     assert np.allclose(blocks[0][:, 0], [0.2, 0.2, 0.5, 0.5, 0.1])
@@ -149,11 +149,18 @@ def test_design_joint_sparse_memory_does_not_grow_with_n():
 
 
 def test_lemma2_bound_with_far_apart_private_records():
+    # each far-apart group costs only its own stretch: the bound is the sum of the groups'
+    # exclusions, computed here group by group on short sequences
     chain = MarkovChain(0.1, 0.3)
     n = 5000
     for priv in ([0, 4999], [3, 2500, 2501, 4990], [100, 140, 4000]):
-        assert lemma2_bound(chain, n, eps=0.5, private=priv) == pytest.approx(
-            lemma2_upper_bound(chain, n, eps=0.5, private=priv), rel=1e-13)
+        excluded = 0.0
+        for group in ([p for p in priv if p < 1000], [p for p in priv if 1000 <= p < 3500], [p for p in priv if p >= 3500]):
+            if group:
+                lo = max(0, group[0] - 200)
+                m = min(n, group[-1] + 201) - lo
+                excluded += m * (1.0 - lemma2_upper_bound(chain, m, eps=0.5, private=[p - lo for p in group]))
+        assert lemma2_upper_bound(chain, n, eps=0.5, private=priv) == pytest.approx((n - excluded) / n, rel=1e-13)
 
 
 def _hand_dense_mask(q, codes, positions, values, keys, seed):
@@ -204,9 +211,9 @@ def test_redactor_with_several_blocks_and_sequences_draws_like_the_dense_table(r
 
 def test_report_streams_sparse_rows_as_the_dense_json(rng):
     parts, _, dense = _random_blocks(rng, 300, 2)
-    from redactopt.judge.certify import _merge_blocks
+    from redactopt.judge.certify import merge_blocks
 
-    starts, blocks = _merge_blocks(300, parts)
+    starts, blocks = merge_blocks(300, parts)
     sr = SparseRows(300, tuple(starts), tuple(blocks))
     a, b = io.StringIO(), io.StringIO()
     write_json({"redact_prob": sr}, a)
@@ -258,9 +265,9 @@ def test_padded_parts_are_trimmed_and_still_verified(rng):
 def test_sparse_rows_with_many_blocks(rng):
     n = 5000
     parts, _, dense = _random_blocks(rng, n, 200)
-    from redactopt.judge.certify import _merge_blocks
+    from redactopt.judge.certify import merge_blocks
 
-    sr = SparseRows(n, *map(tuple, _merge_blocks(n, parts)))
+    sr = SparseRows(n, *map(tuple, merge_blocks(n, parts)))
     for _ in range(200):
         a = int(rng.integers(0, n))
         b = a + int(rng.integers(0, 300))

@@ -8,7 +8,14 @@ from redactopt.model.chain import MarkovChain
 from redactopt.model.influence import regions
 from redactopt.judge.leakage import leakage_bruteforce
 from redactopt.paper.mechanisms import Mechanism, default_split, three_region, three_region_utility
-from redactopt.engine.tuning import TunedSplit, calibrated_three_region, tuned_three_region
+from redactopt.engine.design import design
+from redactopt.engine.tuning import TunedSplit, tuned_three_region
+
+
+def calibrated_three_region(chain, n, *, eps, p=0, eps_left=None):
+    """Calibrated 3R's proposal, judged by design()."""
+    options = {} if eps_left is None else {"eps_left": eps_left}
+    return design(chain, n, eps=eps, p=p, method="3r-calibrated", options=options)
 from conftest import matrix_power_P
 
 FIG3 = (0.01, 0.8, 10, 0)  # alpha, beta, n, p (0-based; the paper's p = 1)

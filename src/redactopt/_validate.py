@@ -128,16 +128,6 @@ def check_redact_prob(value: object, name: str = "redact_prob", *, n: int | None
     return arr
 
 
-def check_problem(chain: object, n: object, eps: object, p: object) -> tuple[int, float, int]:
-    """Validate a design problem: a MarkovChain, ``n`` records, budget ``eps``, 0-based ``p``."""
-    from redactopt.model.chain import MarkovChain
-
-    if not isinstance(chain, MarkovChain):
-        raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
-    n = check_n(n)
-    return n, check_eps(eps), check_index(p, n, "p")
-
-
 def sequence_of_floats(values: Sequence[float], name: str) -> list[float]:
     """A list of finite floats (used for grids of eps and the like)."""
     return [check_real(v, name) for v in values]

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from redactopt.errors import PrivacyCheckError
-from redactopt.judge.certify import LEAKAGE_RTOL, DesignResult
+from redactopt.judge.certify import DesignResult
+from redactopt.judge.tolerances import LEAKAGE_RTOL
 from redactopt.model.chain import MarkovChain
 from redactopt.engine.design import design
 from redactopt.paper.mechanisms import markov_quilt, theorem2_bound, three_region

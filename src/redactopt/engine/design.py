@@ -1,32 +1,57 @@
-"""One entry point for mechanism design: :func:`design`.
+"""One entry point for mechanism design: :func:`design` — the one place that judges.
 
-Every method returns a :class:`~redactopt.judge.certify.DesignResult` built by
-:func:`~redactopt.judge.certify.finalize`: snapped, re-verified by the exact leakage evaluator,
-never above ``eps``, with a certificate bounding the optimum over *all* local
-redaction mechanisms (DESIGN.md, "What optimal means here").
+Solvers *propose* (:class:`redactopt.solvers.base.Candidate`); :func:`design` snaps every
+proposal, verifies it exactly (:func:`redactopt.judge.certify.finalize`), repairs or falls
+back (one ladder, :func:`judge_candidate`), picks the best verified design and certifies it
+with the smallest valid upper bound it has: Lemma 2's closed form and every bound a solver
+derived over all mechanisms.  A bound below a verified utility is an error
+(:class:`redactopt.errors.BoundError`), never clamped.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Literal
+import importlib
+from collections.abc import Callable
+from typing import Any, Literal
 
 import numpy as np
 
-from redactopt._validate import check_eps, check_index, check_n, check_real
-from redactopt.errors import PrivacyCheckError
-from redactopt.judge.certify import Certificate, DesignResult, finalize, lemma2_upper_bound
-from redactopt.model.chain import MarkovChain
+from redactopt._search import bisect_boundary
+from redactopt._validate import check_real
+from redactopt.engine.tuning import tuned_three_region
+from redactopt.errors import BoundError
+from redactopt.judge.certify import DesignResult, finalize, lemma2_upper_bound, snap, verify
+from redactopt.judge.leakage import check_mechanism, utility
+from redactopt.judge.tolerances import SNAP_TOL, UTILITY_ATOL
+from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.paper.mechanisms import markov_quilt, three_region
+from redactopt.solvers.base import Candidate
 
-__all__ = ["METHODS", "design", "global_solver_applies", "resolve_split"]
+__all__ = ["METHODS", "SOLVERS", "design", "judge_candidate", "global_solver_applies", "resolve_split"]
 
-Method = Literal["optimal", "3r", "3r-calibrated", "mq", "dim", "global", "sgp"]
-METHODS: tuple[str, ...] = ("optimal", "3r", "3r-calibrated", "mq", "dim", "global", "sgp")
+Method = Literal["optimal", "3r", "3r-calibrated", "mq", "dim", "dim-milp", "global", "sgp"]
+
+#: method -> (module, function) of the optimiser that proposes for it (imported on first use:
+#: CVXPY, OR-Tools and SCIP are heavy).  Every one has the signature of
+#: :mod:`redactopt.solvers.base`.
+SOLVERS: dict[str, tuple[str, str]] = {
+    "3r-calibrated": ("redactopt.engine.tuning", "calibrated_three_region"),
+    "dim": ("redactopt.solvers.dim", "dim_enumerate"),
+    "dim-milp": ("redactopt.solvers.dim", "dim_milp"),
+    "global": ("redactopt.solvers.scip_global", "propose_global"),
+    "sgp": ("redactopt.solvers.sgp", "propose_sgp"),
+}
+
+#: The paper's mechanisms as printed: judged strictly (refused above eps, never repaired).
+_PAPER = {"3r": three_region, "mq": markov_quilt}
+
+METHODS: tuple[str, ...] = ("optimal", "3r", "3r-calibrated", "mq", "dim", "dim-milp", "global", "sgp")
 
 #: Largest problems handed to the global solver by ``method="optimal"``.
 GLOBAL_MAX_ONE_SIDED = 12
 GLOBAL_MAX_TWO_SIDED = 8
+
+Progress = Callable[[str], None]
 
 
 def global_solver_applies(n: int, p: int) -> bool:
@@ -55,12 +80,85 @@ def _parse_float(s: str) -> float:
         raise ValueError(f"split must be 'auto', 'half' or a number (eps_left), got {s!r}") from None
 
 
-def _with_certificate(res: DesignResult, bound: float, solver: str) -> DesignResult:
-    ub = max(bound, res.utility)
-    cert = Certificate(upper_bound=ub, gap=max(0.0, ub - res.utility), solver=solver, scope="all")
-    return dataclasses.replace(res, certificate=cert)
+def _solver(method: str) -> Callable[..., Candidate]:
+    module, name = SOLVERS[method]
+    return getattr(importlib.import_module(module), name)
 
 
+# --------------------------------------------------------------------------
+# the judge
+# --------------------------------------------------------------------------
+def _variants(q: np.ndarray) -> list[np.ndarray]:
+    """The snapped proposal, then the proposal snapped toward privacy only.
+
+    Snapping near-0 entries to 0 can create nothing but can remove redaction; snapping
+    near-1 entries to 1 only redacts more, which never raises the leakage (post-processing:
+    Definition 1's leakage is non-increasing in every entry of ``q``).  So the second
+    variant passes whenever the raw proposal would.
+    """
+    up = np.array(q, dtype=float)
+    up[up > 1.0 - SNAP_TOL] = 1.0
+    return [snap(q), np.clip(up, 0.0, 1.0)]
+
+
+def _pushed(chain: MarkovChain, q: np.ndarray, p: tuple[int, ...], eps: float) -> np.ndarray | None:
+    """Repair: push the partly published entries toward 1 just far enough to verify exactly.
+
+    ``q + θ(1 - q)`` on the entries strictly between 0 and 1; leakage is non-increasing in
+    θ (post-processing), so bisection finds the smallest verified θ.  ``None`` if even
+    θ = 1 fails (then the always-published records themselves leak too much).
+    """
+    partial = (q > 0.0) & (q < 1.0)
+    if not partial.any():
+        return None
+
+    def at(theta: float) -> np.ndarray:
+        return np.where(partial, q + theta * (1.0 - q), q)
+
+    def ok(theta: float) -> bool:
+        return verify(chain, at(theta), p, eps)[1]
+
+    if not ok(1.0):
+        return None
+    return at(bisect_boundary(ok, 1.0, 0.0, steps=40))
+
+
+def judge_candidate(chain: MarkovChain, cand: Candidate, *, eps: float,
+                    p: int) -> tuple[np.ndarray | None, float, dict, list[str]]:
+    """The single repair and fallback ladder: the best exactly verified proposal of a candidate.
+
+    Every proposal (the candidate's, then its fallbacks) is tried snapped, then snapped
+    toward privacy only (:func:`_variants`), then repaired by pushing its partly published
+    values toward redaction (:func:`_pushed`); the verified proposal of largest utility
+    wins.  Returns it (``None`` if nothing verified), its utility, what was done to it, and
+    the reasons proposals were refused.  :func:`design` packages the winner through
+    :func:`~redactopt.judge.certify.finalize`, which verifies it once more.
+    """
+    best: tuple[np.ndarray | None, float, dict] = (None, -1.0, {})
+    refused: list[str] = []
+    for k, raw in enumerate((cand.redact_prob, *cand.fallbacks)):
+        variants = [check_mechanism(v, (p,))[0] for v in _variants(np.asarray(raw, dtype=float))]
+        accepted, how = None, {}
+        for label, q in zip(("snapped", "snapped toward redaction"), variants):
+            res, ok = verify(chain, q, (p,), eps)
+            if ok:
+                accepted, how = q, dict(cand.proposal_info(k), proposal=k,
+                                        repair=None if label == "snapped" else label)
+                break
+            refused.append(f"{cand.solver} proposal {k} ({label}): exact leakage {res.leakage:.12g} > eps={eps:.12g}")
+        if accepted is None:
+            accepted = _pushed(chain, variants[1], (p,), eps)
+            how = dict(cand.proposal_info(k), proposal=k, repair="pushed toward redaction")
+        if accepted is not None:
+            u = utility(chain, accepted)
+            if u > best[1]:
+                best = (accepted, u, how)
+    return best[0], best[1], best[2], refused
+
+
+# --------------------------------------------------------------------------
+# the entry point
+# --------------------------------------------------------------------------
 def design(
     chain: MarkovChain,
     n: int,
@@ -72,6 +170,9 @@ def design(
     time_limit: float = 60.0,
     rng: np.random.Generator | None = None,
     certify_time: float = 0.0,
+    options: dict[str, Any] | None = None,
+    progress: Progress | None = None,
+    verbose: bool = False,
 ) -> DesignResult:
     r"""Design a local redaction mechanism with exact leakage at most ``eps``.
 
@@ -90,9 +191,10 @@ def design(
         larger windows), calibrated 3R and the data-independent optimum.
         ``"global"``/``"sgp"`` force one of the optimisers; ``"3r-calibrated"``: 3R's
         structure with redaction probabilities set by the exact leakage;
-        ``"dim"``: the exact data-independent window optimum (MILP / enumeration);
-        ``"mq"``: Algorithm 1 as printed; ``"3r"``: the paper's 3R as printed — raises
-        :class:`~redactopt.judge.certify.PrivacyCheckError` where it leaks more than ``eps``.
+        ``"dim"``/``"dim-milp"``: the exact data-independent window optimum (enumeration /
+        OR-Tools MILP); ``"mq"``: Algorithm 1 as printed; ``"3r"``: the paper's 3R as
+        printed — raises :class:`~redactopt.errors.PrivacyCheckError` where it leaks more
+        than ``eps``.
     split : "auto", "half" or float
         Budget split for the 3R-based methods: tuned (``"auto"``), ``eps/2`` per side
         (``"half"``), or the left budget ``eps_left``.
@@ -102,19 +204,35 @@ def design(
         Random starts of the local optimiser.
     certify_time : float
         ``method="optimal"`` on problems too large for the global solver: also run it for
-        this many seconds (0 = not at); its dual bound replaces Lemma 2's when tighter
-        and its incumbent joins the candidates.
+        this many seconds (0 = not at all); its dual bound replaces Lemma 2's when tighter
+        and its proposal joins the candidates.
+    options : dict, optional
+        Solver-specific keyword arguments for a forced method (e.g. ``{"starts": 5}`` for
+        ``"sgp"``, ``{"gap_limit": 1e-8}`` for ``"global"``, ``{"solver": "HIGHS"}`` for
+        ``"dim-milp"``).
+    progress : callable, optional
+        Called with a short status line as each optimiser starts.
+    verbose : bool
+        Let the solvers print their logs.
 
     Returns
     -------
     DesignResult
-        With ``certificate.upper_bound`` a valid bound on the utility of *every*
-        ``eps``-private local redaction mechanism: SCIP's dual bound when the global
-        solver ran, else Lemma 2's bound (:func:`~redactopt.judge.certify.lemma2_upper_bound`).
+        Exactly verified; ``certificate.upper_bound`` is the smallest valid bound on the
+        utility of *every* ``eps``-private local redaction mechanism among Lemma 2's
+        (:func:`~redactopt.judge.certify.lemma2_upper_bound`) and those the solvers
+        derived; ``certificate.stopped`` says a time limit stopped the search that gave
+        it.  ``info["source"]`` names the optimiser whose proposal won and
+        ``info["candidates"]`` the verified utility of each one that ran.
+
+    Raises
+    ------
+    PrivacyCheckError
+        ``method="3r"``/``"mq"`` where the paper's mechanism leaks more than ``eps``.
+    BoundError
+        If a solver's bound lies below a verified utility (a bug, never clamped).
     """
-    n = check_n(n)
-    eps = check_eps(eps)
-    p = check_index(p, n, "p")
+    n, eps, p = check_problem(chain, n, eps, p)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     tl = check_real(time_limit, "time_limit")
@@ -123,88 +241,71 @@ def design(
     ct = check_real(certify_time, "certify_time")
     if ct < 0:
         raise ValueError(f"certify_time must be >= 0, got {ct!r}")
+    if options and method == "optimal":
+        raise ValueError("options apply to one forced method, not to method='optimal'")
     eps_left = resolve_split(split, n, p, eps)
-    bound = lemma2_upper_bound(chain, n, eps=eps, private=[p])
+    lemma2 = lemma2_upper_bound(chain, n, eps=eps, private=[p])
 
-    if method == "3r":
+    if method in _PAPER:
         el = None if eps_left == "auto" else eps_left
-        if eps_left == "auto":
-            from redactopt.engine.tuning import tuned_three_region
-
+        if method == "3r" and eps_left == "auto":
             el = tuned_three_region(chain, n, eps=eps, p=p).eps_left
-        mech = three_region(chain, n, eps=eps, p=p, eps_left=el)
-        return finalize(chain, mech.redact_prob, private=[p], eps=eps, method="3r", upper_bound=bound,
+        mech = _PAPER[method](chain, n, eps=eps, p=p, **({"eps_left": el} if method == "3r" else {}))
+        return finalize(chain, mech.redact_prob, private=[p], eps=eps, method=method, upper_bound=lemma2,
                         solver="lemma2", info=dict(mech.info))
-    if method == "mq":
-        mech = markov_quilt(chain, n, eps=eps, p=p)
-        return finalize(chain, mech.redact_prob, private=[p], eps=eps, method="mq", upper_bound=bound,
-                        solver="lemma2", info=dict(mech.info))
-    if method == "dim":
-        return _with_certificate(_dim(chain, n, eps, p, tl), bound, "lemma2")
-    if method == "3r-calibrated":
-        return _with_certificate(_calibrated(chain, n, eps, p, eps_left), bound, "lemma2")
-    if method == "global":
-        return _global(chain, n, eps, p, tl)
-    if method == "sgp":
-        return _with_certificate(_sgp(chain, n, eps, p, tl, rng), bound, "lemma2")
-    return _optimal(chain, n, eps, p, eps_left, tl, rng, bound, ct)
 
-
-def _dim(chain: MarkovChain, n: int, eps: float, p: int, time_limit: float) -> DesignResult:
-    from redactopt.solvers.dim import dim_enumerate
-
-    return dim_enumerate(chain, n, eps=eps, p=p)
-
-
-def _calibrated(chain: MarkovChain, n: int, eps: float, p: int, eps_left) -> DesignResult:
-    from redactopt.engine.tuning import calibrated_three_region
-
-    el = None if eps_left in (None, "auto") else eps_left
-    return calibrated_three_region(chain, n, eps=eps, p=p, eps_left=el)
-
-
-def _global(chain: MarkovChain, n: int, eps: float, p: int, time_limit: float) -> DesignResult:
-    from redactopt.solvers.scip_global import design_global
-
-    return design_global(chain, n, eps=eps, p=p, time_limit=time_limit)
-
-
-def _sgp(chain, n, eps, p, time_limit, rng) -> DesignResult:
-    from redactopt.solvers.sgp import design_sgp
-
-    return design_sgp(chain, n, eps=eps, p=p, rng=rng)
-
-
-def _optimal(chain, n, eps, p, eps_left, time_limit, rng, bound, certify_time=0.0) -> DesignResult:
-    candidates: list[DesignResult] = []
-    errors: list[str] = []
-    certified: DesignResult | None = None
-    runners = [("dim", lambda: _dim(chain, n, eps, p, time_limit)),
-               ("3r-calibrated", lambda: _calibrated(chain, n, eps, p, eps_left))]
-    if global_solver_applies(n, p):
-        runners.append(("global", lambda: _global(chain, n, eps, p, time_limit)))
+    runs: list[tuple[str, dict[str, Any]]] = []
+    calibrated_opts = {} if eps_left in (None, "auto") else {"eps_left": eps_left}
+    if method != "optimal":
+        runs.append((method, dict(calibrated_opts if method == "3r-calibrated" else {}, **(options or {}))))
     else:
-        runners.append(("sgp", lambda: _sgp(chain, n, eps, p, time_limit, rng)))
-        if certify_time > 0:
-            runners.append(("global", lambda: _global(chain, n, eps, p, certify_time)))
-    for name, run in runners:
-        try:
-            res = run()
-        except PrivacyCheckError as exc:  # a candidate that fails the exact check is dropped
-            errors.append(f"{name}: {exc}")
+        runs += [("dim", {}), ("3r-calibrated", calibrated_opts)]
+        if global_solver_applies(n, p):
+            runs.append(("global", {}))
+        else:
+            runs.append(("sgp", {}))
+            if ct > 0:
+                runs.append(("global", {"time_limit": ct}))
+    return _judge_runs(chain, n, eps, p, method, runs, lemma2, tl, rng, progress, verbose)
+
+
+def _judge_runs(chain: MarkovChain, n: int, eps: float, p: int, method: str, runs: list[tuple[str, dict]],
+                lemma2: float, time_limit: float, rng: np.random.Generator | None, progress: Progress | None,
+                verbose: bool) -> DesignResult:
+    """Run the optimisers, judge every proposal, certify the best with the smallest valid bound."""
+    judged: list[tuple[Candidate, np.ndarray, float, dict]] = []
+    refused: list[str] = []
+    for name, opts in runs:
+        if progress is not None:
+            progress(f"{name}: proposing")
+        kw = dict(time_limit=time_limit, verbose=verbose, rng=rng)
+        kw.update(opts)
+        cand = _solver(name)(chain, n, eps=eps, p=p, **kw)
+        q, u, how, why = judge_candidate(chain, cand, eps=eps, p=p)
+        refused += why
+        if q is not None:
+            judged.append((cand, q, u, how))
+    if not judged:
+        # every proposal failed: full redaction leaks nothing and is always a valid answer
+        q = np.ones((n, 2))
+        return finalize(chain, q, private=[p], eps=eps, method=method, upper_bound=lemma2, solver="lemma2",
+                        info={"fallback": "all records redacted", "refused": refused})
+    cand, q, top, how = max(judged, key=lambda j: j[2])
+    bound, solver, stopped = lemma2, "lemma2", False
+    for c, *_ in judged:
+        if c.upper_bound is None or c.bound_scope != "all":
             continue
-        candidates.append(res)
-        if name == "global" and res.certificate.scope == "all":
-            certified = res
-    if not candidates:
-        raise PrivacyCheckError("no candidate design passed the exact leakage check: " + "; ".join(errors))
-    best = max(candidates, key=lambda r: r.utility)
-    ub = bound
-    solver = "lemma2"
-    if certified is not None and certified.certificate.upper_bound < ub:
-        ub, solver = certified.certificate.upper_bound, certified.certificate.solver
-    res = _with_certificate(best, ub, solver)
-    info = dict(res.info)
-    info["source"] = best.method
-    info["candidates"] = {r.method: r.utility for r in candidates}
-    return dataclasses.replace(res, method="optimal", info=info)
+        if c.upper_bound < top - UTILITY_ATOL:
+            raise BoundError(f"{c.solver} upper bound {c.upper_bound!r} is below the verified utility {top!r}")
+        if c.upper_bound < bound:
+            bound, solver, stopped = c.upper_bound, c.bound_solver or c.solver, c.status == "time_limit"
+    class_bound = None
+    if cand.upper_bound is not None and cand.bound_scope != "all":
+        class_bound = (cand.upper_bound, cand.bound_solver or cand.solver, cand.bound_scope)
+    info = dict(how, solver_status=cand.status)
+    info["source"] = cand.solver
+    info["candidates"] = {c.solver: u for c, _, u, _ in judged}
+    if refused:
+        info["refused"] = refused
+    return finalize(chain, q, private=[p], eps=eps, method=method, upper_bound=bound,
+                    solver=solver, info=info, tol=0.0, stopped=stopped, class_bound=class_bound)

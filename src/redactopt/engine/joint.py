@@ -58,36 +58,36 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from redactopt._search import bisect_boundary
 from redactopt._validate import check_eps, check_n, check_private
+from redactopt.engine.design import METHODS, design
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import (
-    SAFE_FRACTION,
     DesignResult,
     SparseDesign,
-    _merge_blocks,
     extended_block,
     finalize,
     finalize_sparse,
     lemma2_upper_bound,
+    merge_blocks,
 )
-from redactopt.model.chain import MarkovChain
-from redactopt.model.influence import delta_star, side_log_ratio_maxima
 from redactopt.judge.leakage import leakage
+from redactopt.judge.tolerances import SAFE_FRACTION
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import delta_star, side_log_ratio_envelope
 
 __all__ = [
     "JOINT_METHODS",
-    "side_log_ratio_table",
     "design_local",
     "combine_max",
     "joint_dim",
     "improve_locally",
     "design_joint",
     "design_joint_sparse",
-    "lemma2_bound",
 ]
 
 #: ``method`` values of :func:`design_joint`: ``"auto"`` plus those of :func:`redactopt.engine.design.design`.
-JOINT_METHODS: tuple[str, ...] = ("auto", "dim", "3r-calibrated", "optimal", "sgp", "global", "mq", "3r")
+JOINT_METHODS: tuple[str, ...] = ("auto",) + METHODS
 
 #: ``method="auto"`` adds footnote-style calibrated-3R candidates up to this many private records.
 AUTO_CALIBRATED_MAX = 3
@@ -113,58 +113,16 @@ def _small_info(info: dict) -> dict:
     return out
 
 
-def lemma2_bound(chain: MarkovChain, n: int, *, eps: float, private: Sequence[int]) -> float:
-    r""":func:`redactopt.judge.certify.lemma2_upper_bound`, computed on the records near the private ones.
+def _side_table(chain: MarkovChain, m: int) -> np.ndarray:
+    r"""Rows ``d = 0..m`` of the non-increasing envelope of :math:`\ell_x(d)`, clipped at 0.
 
-    Lemma 2 forbids publishing value ``x`` at ``t`` only if some private ``p`` has
-    :math:`i(X_p\rightsquigarrow X_t=x) > \epsilon`; both pointwise influences are at most
-    the max-influence :math:`\hat i(|t-p|)`, which is non-increasing in the distance and
-    at most ``eps`` from :math:`\Delta^\star(\epsilon)` on
-    (:func:`redactopt.model.influence.delta_star`).  Records farther than that from every
-    private record are therefore allowed both values, and the bound of the whole sequence
-    is the bound of the stretch around the private records plus one per record outside
-    it — the same number as :func:`~redactopt.judge.certify.lemma2_upper_bound`, in time
-    independent of ``n``.  Private records farther apart than ``2 Δ*`` form separate
-    stretches (a record near one group is farther than ``Δ*`` from every other group),
-    so far-apart private records cost two short stretches, not the records between them.
+    Row 0 (distance 0, the private record itself) is ``inf``; rows ``1..m`` are
+    :func:`redactopt.model.influence.side_log_ratio_envelope`, so binary search never
+    accepts an infeasible distance.
     """
-    priv = sorted(int(p) for p in private)
-    reach = delta_star(chain, eps)
-    groups: list[list[int]] = []
-    for p in priv:
-        if groups and p - groups[-1][-1] <= 2 * reach + 1:
-            groups[-1].append(p)
-        else:
-            groups.append([p])
-    allowed = 0.0
-    outside = n
-    for g in groups:
-        lo, hi = max(0, g[0] - reach), min(n - 1, g[-1] + reach)
-        m = hi - lo + 1
-        allowed += lemma2_upper_bound(chain, m, eps=eps, private=[p - lo for p in g]) * m
-        outside -= m
-    return (allowed + outside) / n
-
-
-# --------------------------------------------------------------------------
-# one-sided log-ratio maxima, vectorised
-# --------------------------------------------------------------------------
-def side_log_ratio_table(chain: MarkovChain, m: int) -> np.ndarray:
-    r""":math:`\ell_x(d)=\max_v\log (P^d)_{xv}/(P^d)_{\bar xv}` for ``d = 0..m``, made non-increasing.
-
-    Row ``d`` holds :math:`(\ell_0(d), \ell_1(d))` (row 0 is ``inf``: distance 0 is the
-    private record itself).  The closed form of Appendix A gives
-    :math:`P^d` for all ``d`` at once; a suffix maximum removes floating wiggles so that
-    binary search never accepts an infeasible distance (the exact values are
-    non-increasing by data processing).  Same quantity as
-    :func:`redactopt.solvers.dim.side_log_ratio_maxima`, in numpy.
-    """
-    chain = _check_chain(chain)
-    ell = side_log_ratio_maxima(chain, int(m))
     out = np.empty((int(m) + 1, 2))
     out[0] = np.inf
-    if m:
-        out[1:] = np.maximum.accumulate(ell[::-1], axis=0)[::-1]
+    out[1:] = side_log_ratio_envelope(chain, int(m))
     return np.maximum(out, 0.0)
 
 
@@ -239,7 +197,7 @@ def _table_length(chain: MarkovChain, n: int) -> int:
     """
     m = min(n, 4096)
     while True:
-        T = side_log_ratio_table(chain, m)
+        T = _side_table(chain, m)
         if m >= n or (m >= 1 and not T[m].any()):
             return m
         m = min(n, 4 * m)
@@ -247,7 +205,7 @@ def _table_length(chain: MarkovChain, n: int) -> int:
 
 def _joint_windows(chain: MarkovChain, n: int, eps: float, priv: Sequence[int]) -> list[tuple[int, int]]:
     """Cluster windows (0-based, inclusive), merged until no two touch."""
-    T = side_log_ratio_table(chain, _table_length(chain, n))
+    T = _side_table(chain, _table_length(chain, n))
     neg = (np.ascontiguousarray(-T[1:, 0]), np.ascontiguousarray(-T[1:, 1]))
     half_radius = delta_star(chain, eps / 2.0) - 1
     clusters: list[list[int]] = [[p] for p in priv]
@@ -281,7 +239,7 @@ def joint_dim(chain: MarkovChain, n: int, *, eps: float, private: object) -> Des
     eps = check_eps(eps)
     priv = check_private(private, n)
     windows = _joint_windows(chain, n, eps, priv)
-    bound = lemma2_bound(chain, n, eps=eps, private=priv)
+    bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)
     for _ in range(n + 1):
         q = _window_mask(n, windows)
         try:
@@ -309,8 +267,6 @@ def _local_window(chain: MarkovChain, n: int, eps: float, p: int, method: str, r
     records ``lo..hi`` (verified there by ``finalize``); embedding it needs a check on
     the whole sequence, which the callers do.
     """
-    from redactopt.engine.design import design
-
     R = _initial_radius(chain, eps, n) if radius is None else max(1, int(radius))
     while True:
         lo, hi = max(0, p - R), min(n - 1, p + R)
@@ -351,7 +307,7 @@ def design_local(
     info = _small_info(dict(res.info))
     info.update(window=[lo, hi], window_method=res.method)
     return finalize(chain, q, private=[p], eps=eps, method=res.method,
-                    upper_bound=lemma2_bound(chain, n, eps=eps, private=[p]), solver="lemma2", info=info)
+                    upper_bound=lemma2_upper_bound(chain, n, eps=eps, private=[p]), solver="lemma2", info=info)
 
 
 def _local_parts(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], method: str,
@@ -369,7 +325,7 @@ class _Blocks:
 
     def __init__(self, n: int, parts: list[tuple[int, np.ndarray]]) -> None:
         self.n = n
-        self.starts, self.blocks = _merge_blocks(n, parts)
+        self.starts, self.blocks = merge_blocks(n, parts)
 
     @staticmethod
     def of_windows(n: int, windows: list[tuple[int, int]]) -> "_Blocks":
@@ -411,7 +367,7 @@ def _combine_max_sparse(chain: MarkovChain, n: int, eps: float, priv: tuple[int,
     blocks = _Blocks.of_max(n, parts, priv)
     name = method if len(priv) == 1 else f"max-{method}"
     return finalize_sparse(chain, n, blocks.parts(), private=priv, eps=eps, method=name,
-                           upper_bound=lemma2_bound(chain, n, eps=eps, private=priv), solver="lemma2",
+                           upper_bound=lemma2_upper_bound(chain, n, eps=eps, private=priv), solver="lemma2",
                            info={"per_record_method": method, "windows": [[lo, hi] for lo, hi, _ in parts]})
 
 
@@ -506,14 +462,11 @@ def _lower(seg: np.ndarray, t: int, v: int, ok: _SegmentCheck, steps: int) -> fl
         if ok.quick(seg):
             hi = 0.0
         else:
-            lo, hi = 0.0, cur
-            for _ in range(steps):
-                mid = 0.5 * (lo + hi)
-                seg[t, v] = mid
-                if ok.quick(seg):
-                    hi = mid
-                else:
-                    lo = mid
+            def passes(x: float) -> bool:
+                seg[t, v] = x
+                return ok.quick(seg)
+
+            hi = bisect_boundary(passes, cur, 0.0, steps=steps)
             # Stay clear of finalize's snapping to 0 (a value it would round down is not checked).
             hi = max(hi, min(cur, 4e-9))
         if hi >= cur:
@@ -704,7 +657,7 @@ def _design_joint(chain: MarkovChain, n: int, *, eps: float, private: object, me
     info: dict = {"candidates": utilities, "start": best_name}
     if errors:
         info["failed"] = errors
-    bound = lemma2_bound(chain, n, eps=eps, private=priv)
+    bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)
     tries: list[tuple[str, list[tuple[int, np.ndarray]]]] = []
     if improve:
         improved = _Blocks(n, [(s, b.copy()) for s, b in built[best_name].parts()])

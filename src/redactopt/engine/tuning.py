@@ -11,7 +11,8 @@ Two library calls on top of :func:`redactopt.paper.mechanisms.three_region`:
   high-influence value always redacted in :math:`R_M`, :math:`R_L` redacted,
   :math:`R_S` published) with the redaction probability of the low value in
   :math:`R_M` chosen so that the **exact** leakage (Definition 1) is at most
-  :math:`\epsilon`; the result is verified by :func:`redactopt.judge.certify.finalize`.
+  :math:`\epsilon`; a proposal (:class:`redactopt.solvers.base.Candidate`) that
+  :func:`redactopt.engine.design.design` judges.
 
 Indices are 0-based.
 """
@@ -22,12 +23,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from redactopt._validate import check_problem, check_real
-from redactopt.judge.certify import SAFE_FRACTION, DesignResult, finalize, lemma2_upper_bound, snap
-from redactopt.model.chain import MarkovChain
+from redactopt._search import bisect_boundary
+from redactopt._validate import check_real
+from redactopt.judge.certify import snap
+from redactopt.judge.tolerances import SAFE_FRACTION
+from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.influence import low_value, pointwise_influence, regions
-from redactopt.judge.leakage import leakage
+from redactopt.judge.leakage import leakage, utility
 from redactopt.paper.mechanisms import Mechanism, default_split, three_region, three_region_utility
+from redactopt.solvers.base import Candidate
 
 __all__ = ["TunedSplit", "tuned_three_region", "calibrated_three_region"]
 
@@ -196,16 +200,7 @@ def _smallest_feasible(h, upper: float, budget: float) -> float:
     k = int(np.argmax(ok))
     if k == 0:
         return 0.0
-    bad, good = float(grid[k - 1]), float(grid[k])
-    for _ in range(_BISECT):
-        mid = 0.5 * (bad + good)
-        if mid in (bad, good):
-            break
-        if h(mid) <= budget:
-            good = mid
-        else:
-            bad = mid
-    return good
+    return bisect_boundary(lambda x: h(x) <= budget, float(grid[k]), float(grid[k - 1]), steps=_BISECT)
 
 
 def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float) -> tuple[np.ndarray, dict]:
@@ -293,7 +288,10 @@ def calibrated_three_region(
     eps: float,
     p: int = 0,
     eps_left: float | None = None,
-) -> DesignResult:
+    time_limit: float = 60.0,
+    verbose: bool = False,
+    rng: object = None,
+) -> Candidate:
     r"""3R with the low value's redaction probability in :math:`R_M` calibrated to exact leakage.
 
     Keeps the structure of the 3R mechanism (Section IV, Eqs. 1–2): regions from the
@@ -316,14 +314,17 @@ def calibrated_three_region(
     eps_left : float, optional
         Use this split.  By default both the default split
         (:func:`~redactopt.paper.mechanisms.default_split`) and the tuned split
-        (:func:`tuned_three_region`) are calibrated and the better is returned.
+        (:func:`tuned_three_region`) are calibrated and the better is proposed first.
+    time_limit, verbose, rng
+        The common solver signature (:mod:`redactopt.solvers.base`); calibration takes
+        a fraction of a second and draws nothing at random.
 
     Returns
     -------
-    DesignResult
-        Method ``"3r-calibrated"``, verified by :func:`~redactopt.judge.certify.finalize`; the
-        certificate is Lemma 2's bound (:func:`~redactopt.judge.certify.lemma2_upper_bound`).
-        ``info`` holds the split, the per-side probabilities and the regions.
+    Candidate
+        ``solver="3r-calibrated"``, ``status="heuristic"``, no bound (the judge certifies
+        with Lemma 2's).  ``info`` holds the split, the per-side probabilities and the
+        regions of the first proposal.
 
     Notes
     -----
@@ -347,22 +348,13 @@ def calibrated_three_region(
         if not 0.0 <= el <= eps:
             raise ValueError(f"eps_left must lie in [0, eps] = [0, {eps}], got {el!r}")
         splits = {"given": el}
-    ub = lemma2_upper_bound(chain, n, eps=eps, private=(p,))
-    best: DesignResult | None = None
+    proposals = []
     for name, el in splits.items():
         q, info = _calibrate(chain, n, p, eps, el)
         info["split"] = name
-        res = finalize(
-            chain,
-            q,
-            private=(p,),
-            eps=eps,
-            method="3r-calibrated",
-            upper_bound=ub,
-            solver="lemma2",
-            info=info,
-        )
-        if best is None or res.utility > best.utility:
-            best = res
-    assert best is not None
-    return best
+        proposals.append((utility(chain, q), q, info))
+    # the more useful split first (stable: the default split wins ties)
+    proposals.sort(key=lambda u_q_i: -u_q_i[0])
+    return Candidate(redact_prob=proposals[0][1], solver="3r-calibrated", status="heuristic",
+                     fallbacks=tuple(q for _, q, _ in proposals[1:]), info=proposals[0][2],
+                     fallback_info=tuple(i for _, _, i in proposals[1:]))

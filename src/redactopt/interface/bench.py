@@ -23,12 +23,11 @@ from redactopt.engine.compare import compare_point
 from redactopt.engine.design import design
 from redactopt.interface.progress import iterate
 from redactopt.interface.report import rows_csv, rows_markdown
-from redactopt.judge.certify import LEAKAGE_RTOL
+from redactopt.judge.tolerances import LEAKAGE_RTOL
 from redactopt.judge.leakage import leakage, utility
 from redactopt.model.chain import MarkovChain
 from redactopt.model.influence import max_influence, pointwise_influence, regions
 from redactopt.paper.mechanisms import markov_quilt, theorem2_bound, three_region
-from redactopt.solvers.dim import dim_enumerate
 
 __all__ = ["run_bench", "bench_files", "FIG3_EPS", "GAP_CHAINS"]
 
@@ -253,7 +252,7 @@ def paper_audit(out: Path, *, points: int, seed: int, progress: bool) -> dict[st
             m = three_region(ch, n, eps=eps, p=p, reading=reading)
             row[f"3r_{reading}_has_middle"] = "M" in m.info["regions"]
             row[f"3r_{reading}_leakage"] = m.leakage().leakage
-        dim = dim_enumerate(ch, n, eps=eps, p=p)
+        dim = design(ch, n, eps=eps, p=p, method="dim")
         row["dim_optimal"] = dim.utility
         row["thm2_bound"] = theorem2_bound(ch, n, eps=eps, p=p)
         mq = markov_quilt(ch, n, eps=eps, p=p)

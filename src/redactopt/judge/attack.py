@@ -31,10 +31,10 @@ import numpy as np
 from scipy.stats import beta as beta_dist
 
 from redactopt.errors import TooLongError
-from redactopt.judge.leakage import check_mechanism
+from redactopt.judge.leakage import check_mechanism, log_likelihood_ratios
 from redactopt.model.chain import MarkovChain
 
-__all__ = ["AttackResult", "attack", "sample_outputs", "log_likelihood_ratios", "BATCH_CELLS"]
+__all__ = ["AttackResult", "attack", "sample_outputs", "BATCH_CELLS"]
 
 #: Most (sample, record) cells drawn at once: about 60 MB of working memory.
 BATCH_CELLS = 5_000_000
@@ -73,29 +73,6 @@ def sample_outputs(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples: 
             x[:, t] = u < P[prev, 1]
     redact = rng.random((samples, n)) < q[np.arange(n)[None, :], x]
     return np.where(redact, -1, x).astype(np.int8)
-
-
-def log_likelihood_ratios(chain: MarkovChain, q: np.ndarray, p: int, y: np.ndarray) -> np.ndarray:
-    """:math:`\\Lambda(y)` for each row of ``y`` by a vectorised forward pass (normalised)."""
-    S, n = y.shape
-    P = chain.transition_matrix
-    logs = np.zeros((2, S))
-    vec = np.broadcast_to(chain.stationary, (2, S, 2)).copy()  # [hypothesis, sample, state]
-    for t in range(n):
-        if t:
-            vec = vec @ P
-        yt = y[:, t]
-        em = np.where(yt[:, None] == -1, q[t][None, :],
-                      (1.0 - q[t][None, :]) * (np.arange(2)[None, :] == yt[:, None]))
-        vec = vec * em[None, :, :]
-        if t == p:
-            vec[0, :, 1] = 0.0
-            vec[1, :, 0] = 0.0
-        s = vec.sum(axis=2)
-        logs += np.log(s)
-        vec = vec / s[:, :, None]
-    pi = chain.stationary
-    return logs[0] - logs[1] - math.log(pi[0]) + math.log(pi[1])
 
 
 def _batch_sizes(samples: int, n: int) -> list[int]:

@@ -8,16 +8,17 @@ carries a valid upper bound on the optimal utility, so the gap is known.
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from redactopt._validate import check_eps, check_n, check_private
-from redactopt.errors import PrivacyCheckError
+from redactopt.errors import BoundError, PrivacyCheckError
+from redactopt.judge.exact import MAX_EXACT_N, certify_exact
+from redactopt.judge.tolerances import BOUNDARY_RTOL, LEAKAGE_RTOL, SNAP_TOL, UTILITY_ATOL
 from redactopt.model.chain import MarkovChain
-from redactopt.model.influence import pointwise_influence
+from redactopt.model.influence import delta_star, provably_above, side_log_ratios
 from redactopt.judge.leakage import LeakageResult, check_mechanism, leakage, max_leakage, utility
 
 __all__ = [
@@ -27,20 +28,13 @@ __all__ = [
     "SparseRows",
     "finalize_sparse",
     "extended_block",
-    "SNAP_TOL",
+    "merge_blocks",
     "finalize",
+    "make_certificate",
     "snap",
     "lemma2_upper_bound",
     "verify",
-    "SAFE_FRACTION",
 ]
-
-#: Probabilities within this distance of 0 or 1 are snapped to 0 or 1 before the
-#: exact check (DESIGN.md, "Support matters": a 1e-9 that was meant as 0 creates outputs).
-SNAP_TOL = 1e-9
-
-#: Relative slack allowed between the exact leakage and eps for floating rounding only.
-LEAKAGE_RTOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -80,6 +74,9 @@ class DesignResult:
 
     ``private`` holds 0-based indices; ``leakage`` is the exact leakage of
     ``redact_prob`` exactly as stored (after snapping), the worst over ``private``.
+    ``certificate`` bounds the utility of every local redaction mechanism;
+    ``class_certificate``, when a solver derived one, bounds a named class only (e.g. the
+    exact optimum over data-independent mechanisms for ``method="dim"``).
     """
 
     chain: MarkovChain
@@ -92,6 +89,7 @@ class DesignResult:
     witness: LeakageResult
     certificate: Certificate
     info: dict = field(default_factory=dict, compare=False)
+    class_certificate: Certificate | None = None
 
     @property
     def n(self) -> int:
@@ -110,6 +108,22 @@ def snap(redact_prob: np.ndarray, tol: float = SNAP_TOL) -> np.ndarray:
     return np.clip(q, 0.0, 1.0)
 
 
+def make_certificate(upper_bound: float, utility_: float, *, solver: str, scope: str = "all",
+                     stopped: bool = False) -> Certificate:
+    """A :class:`Certificate` for a verified utility; a bound below it is an error, never clamped.
+
+    The gap is ``upper_bound - utility``; the float utility carries a rounding error below
+    :data:`~redactopt.judge.tolerances.UTILITY_ATOL`, so a bound within that of the utility
+    is consistent (gap 0), and one further below raises :class:`~redactopt.errors.BoundError`
+    naming both numbers.
+    """
+    ub, u = float(upper_bound), float(utility_)
+    if not ub >= u - UTILITY_ATOL:
+        raise BoundError(f"{solver} upper bound {ub!r} is below the verified utility {u!r} "
+                         f"({scope} mechanisms): the bound is wrong")
+    return Certificate(upper_bound=ub, gap=max(0.0, ub - u), solver=solver, scope=scope, stopped=stopped)
+
+
 def finalize(
     chain: MarkovChain,
     redact_prob: object,
@@ -122,15 +136,22 @@ def finalize(
     scope: str = "all",
     info: dict | None = None,
     tol: float = SNAP_TOL,
+    stopped: bool = False,
+    class_bound: tuple[float, str, str] | None = None,
 ) -> DesignResult:
-    """Snap, re-verify exactly and package a design.
+    """Snap, re-verify exactly and package a design: the only constructor of :class:`DesignResult`.
+
+    ``upper_bound``/``solver``/``scope`` make the certificate (:func:`make_certificate`);
+    ``class_bound`` = ``(upper_bound, solver, scope)`` an optional class certificate.
 
     Raises
     ------
     PrivacyCheckError
-        If the exact leakage of the snapped array exceeds ``eps`` (beyond a relative
-        1e-12 for floating rounding).  Callers fall back to a verified alternative;
-        nothing above the budget is ever returned.
+        If the exact leakage of the snapped array exceeds ``eps`` (decided in rational
+        arithmetic near the boundary, :func:`verify`).  Nothing above the budget is ever
+        returned.
+    BoundError
+        If a bound lies below the verified utility.
     """
     eps = check_eps(eps)
     q = snap(np.asarray(redact_prob, dtype=float), tol)
@@ -141,7 +162,9 @@ def finalize(
             f"{method}: exact leakage {res.leakage:.12g} exceeds eps={eps:.12g} after snapping"
         )
     u = utility(chain, q)
-    ub = max(float(upper_bound), u)
+    cert = make_certificate(upper_bound, u, solver=solver, scope=scope, stopped=stopped)
+    cls = None if class_bound is None else make_certificate(class_bound[0], u, solver=class_bound[1],
+                                                             scope=class_bound[2])
     q.setflags(write=False)
     return DesignResult(
         chain=chain,
@@ -152,17 +175,10 @@ def finalize(
         utility=u,
         leakage=res.leakage,
         witness=res,
-        certificate=Certificate(upper_bound=ub, gap=max(0.0, ub - u), solver=solver, scope=scope),
+        certificate=cert,
         info=dict(info or {}),
+        class_certificate=cls,
     )
-
-
-#: Float leakages this close to eps (relative) are re-decided in rational arithmetic when n is small.
-BOUNDARY_RTOL = 1e-9
-
-#: Optimisers that search up to the budget (bisection and the like) aim at ``eps * SAFE_FRACTION``
-#: so that their answers lie outside the boundary zone and rounding can never decide them.
-SAFE_FRACTION = 1.0 - 2.0 * BOUNDARY_RTOL
 
 
 def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...], eps: float,
@@ -181,8 +197,6 @@ def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...]
         return res, True
     if res.leakage > eps * (1.0 + BOUNDARY_RTOL):
         return res, False
-    from redactopt.judge.exact import MAX_EXACT_N, certify_exact
-
     if redact_prob.shape[0] <= MAX_EXACT_N:
         cert = certify_exact(chain.alpha, chain.beta, redact_prob.tolist(), list(private), eps)
         return res, cert.status == "certified"
@@ -190,7 +204,7 @@ def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...]
 
 
 def lemma2_upper_bound(chain: MarkovChain, n: int, *, eps: float, private: object) -> float:
-    r"""Cheap valid upper bound on the utility of every :math:`\epsilon`-private mechanism.
+    r"""Cheap valid upper bound on the utility of every :math:`\epsilon`-private mechanism (Lemma 2).
 
     By Lemma 2 (Appendix D) with :math:`\mathcal Q=\{t\}`, value ``x`` can be published at
     ``t`` with positive probability only if :math:`i(X_p\rightsquigarrow X_t=x)\le\epsilon`
@@ -198,22 +212,37 @@ def lemma2_upper_bound(chain: MarkovChain, n: int, *, eps: float, private: objec
 
     .. math:: \nu \le \frac1n\sum_{t}\sum_x \pi_x\,\mathbb 1\big[\max_p i(X_p\rightsquigarrow X_t=x)\le\epsilon\big].
 
-    ``private`` holds 0-based indices.
+    Outward: a value is counted unless its influence is
+    :func:`~redactopt.model.influence.provably_above` ``eps``, so rounding in the closed form
+    never excludes a publishable value.  Records farther than :math:`\Delta^\star(\epsilon)`
+    from every private record have both influences at most ``eps`` (the max-influence is
+    non-increasing), so only stretches around groups of private records are evaluated: time
+    independent of ``n``.  ``private`` holds 0-based indices.
     """
     n = check_n(n)
     eps = check_eps(eps)
     priv = check_private(private, n)
-    t = np.arange(n)
-    allowed = np.ones((n, 2), dtype=bool)
-    allowed[list(priv)] = False
+    reach = delta_star(chain, eps)
+    groups: list[list[int]] = []
     for p in priv:
-        d = np.abs(t - p)
-        mask = d > 0
-        for x in (0, 1):
-            infl = np.full(n, math.inf)
-            infl[mask] = pointwise_influence(chain, d[mask], x)
-            allowed[:, x] &= infl <= eps
-    return float((allowed * chain.stationary[None, :]).sum() / n)
+        if groups and p - groups[-1][-1] <= 2 * reach + 1:
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    pi = chain.stationary
+    total = float(n)  # every record counts 1 (both values) unless excluded below
+    for g in groups:
+        lo, hi = max(0, g[0] - reach), min(n - 1, g[-1] + reach)
+        t = np.arange(lo, hi + 1)
+        allowed = np.ones((t.size, 2), dtype=bool)
+        allowed[np.asarray(g) - lo] = False
+        for p in g:
+            d = np.abs(t - p)
+            far = d > 0
+            rho = side_log_ratios(chain, d[far])
+            allowed[far] &= ~provably_above(np.abs(rho), eps)
+        total -= float(((~allowed) * pi[None, :]).sum())
+    return total / n
 
 
 # --------------------------------------------------------------------------
@@ -299,7 +328,7 @@ class SparseDesign:
                         info=self.info)
 
 
-def _merge_blocks(n: int, parts: list[tuple[int, np.ndarray]]) -> tuple[list[int], list[np.ndarray]]:
+def merge_blocks(n: int, parts: list[tuple[int, np.ndarray]]) -> tuple[list[int], list[np.ndarray]]:
     """Blocks sorted, overlapping or touching ones merged (elementwise maximum)."""
     parts = sorted(((int(s), np.asarray(b, dtype=float)) for s, b in parts), key=lambda x: x[0])
     starts: list[int] = []
@@ -392,7 +421,7 @@ def finalize_sparse(
     n = check_n(n)
     eps = check_eps(eps)
     priv = check_private(private, n)
-    starts, blocks = _trim_blocks(*_merge_blocks(n, list(parts)), tol)
+    starts, blocks = _trim_blocks(*merge_blocks(n, list(parts)), tol)
     per: dict[int, float] = {}
     worst: tuple[LeakageResult, int] | None = None
     all_ok = True
@@ -418,7 +447,7 @@ def finalize_sparse(
             f"{method}: exact leakage {worst[0].leakage:.12g} exceeds eps={eps:.12g} after snapping")
     pi = chain.stationary
     u = 1.0 - sum(float((b @ pi).sum()) for b in blocks) / n
-    ub = max(float(upper_bound), u)
+    cert = make_certificate(upper_bound, u, solver=solver, scope=scope)
     for b in blocks:
         b.setflags(write=False)
     return SparseDesign(
@@ -432,6 +461,6 @@ def finalize_sparse(
         per_private=tuple(per[p] for p in priv),
         witness=worst[0],
         witness_offset=worst[1],
-        certificate=Certificate(upper_bound=ub, gap=max(0.0, ub - u), solver=solver, scope=scope),
+        certificate=cert,
         info=dict(info or {}),
     )

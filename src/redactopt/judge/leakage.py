@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -44,6 +45,10 @@ __all__ = [
     "max_leakage",
     "leakage_bruteforce",
     "output_log_ratio",
+    "log_likelihood_ratios",
+    "SideExtremes",
+    "side_extremes",
+    "side_pattern_products",
     "utility",
     "utility_monte_carlo",
     "MonteCarloUtility",
@@ -207,12 +212,13 @@ def _block_starts(local: np.ndarray, left: Mat) -> Mat:
 # one side of the private record
 # --------------------------------------------------------------------------
 @dataclass(frozen=True)
-class _Side:
+class SideExtremes:
     """Extreme likelihood ratios Pr(.|X_p=0)/Pr(.|X_p=1) of the output patterns of one side.
 
     A pattern is ``(k, v)``: "the k nearest records are ⊥, the (k+1)-th shows v", or
     ``(None, None)``: "every record of the side is ⊥".  ``top``/``bottom`` hold the
-    largest/smallest ratio and its pattern.
+    largest/smallest ratio over the patterns in the support and that pattern; a side with
+    no records has ratio 1.  ``q`` is the side's rows, nearest first.
     """
 
     top: tuple[float, int | None, int | None]
@@ -227,10 +233,18 @@ def _mobius(F: Mat, rho: np.ndarray) -> np.ndarray:
     return np.where(np.isinf(rho), F[0] / F[2], out)
 
 
-def _side(chain: MarkovChain, q_side: np.ndarray) -> _Side:
+def side_extremes(chain: MarkovChain, q_side: np.ndarray) -> SideExtremes:
+    r"""The one-sided recursion: extreme pattern ratios of one side of ``p`` (module docstring).
+
+    ``q_side`` holds the side's rows ordered by distance from ``p`` (nearest first; the
+    left side reversed — the stationary chain is reversible, so the same ``P`` serves).
+    Given :math:`X_p` the two sides are independent, so the leakage is
+    :math:`\max(\log M_\ell+\log M_r, -\log m_\ell-\log m_r)` with :math:`M_s, m_s` the
+    ``top`` and ``bottom`` ratios of the sides.  Blocked prefix products, O(m).
+    """
     m = q_side.shape[0]
     if m == 0:
-        return _Side((1.0, None, None), (1.0, None, None), q_side)
+        return SideExtremes((1.0, None, None), (1.0, None, None), q_side)
     top = np.maximum(q_side[:, 0], q_side[:, 1])
     blocked = np.flatnonzero(top <= 0.0)
     reach = int(blocked[0]) if blocked.size else m  # distances 1..reach can all be ⊥
@@ -296,10 +310,39 @@ def _side(chain: MarkovChain, q_side: np.ndarray) -> _Side:
         candidates.append((float(num / den), None, None))
     hi_c = max(candidates, key=lambda c: c[0])
     lo_c = min(candidates, key=lambda c: c[0])
-    return _Side(hi_c, lo_c, q_side)
+    return SideExtremes(hi_c, lo_c, q_side)
 
 
-def _side_extreme(side: _Side, favoured: int) -> tuple[float, int | None, int | None]:
+def side_pattern_products(chain: MarkovChain, q_side: np.ndarray, k_max: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""Per-pattern path products of one side, for optimisers that need every pattern's terms.
+
+    Returns ``(F, s)``: ``F[k]`` (``k = 0..k_max``) is
+    :math:`P\,\mathrm{diag}(q_1)P\cdots\mathrm{diag}(q_k)P` divided by the scales
+    :math:`s_1\cdots s_k` (``s[k-1]`` is the largest entry before step ``k``'s
+    normalisation), so the pattern "the ``k`` nearest are ⊥, record ``k+1`` shows ``v``" has
+    likelihood ratio ``F[k, 0, v] / F[k, 1, v]`` and the all-⊥ pattern of a side of ``m``
+    records ``(F[m-1] q_m)_0 / (F[m-1] q_m)_1``.  Same recursion as :func:`side_extremes`,
+    kept per pattern (support is the caller's business); O(k_max).
+    """
+    P = chain.transition_matrix
+    F = np.empty((k_max + 1, 2, 2))
+    s = np.empty(k_max)
+    p00, p01, p10, p11 = (float(v) for v in P.ravel())
+    f = [p00, p01, p10, p11]
+    F[0] = P
+    rows = np.asarray(q_side[:k_max], dtype=float).tolist()
+    for k in range(k_max):
+        q0, q1 = rows[k]
+        a0, a1, b0, b1 = f[0] * q0, f[1] * q1, f[2] * q0, f[3] * q1
+        g = [a0 * p00 + a1 * p10, a0 * p01 + a1 * p11, b0 * p00 + b1 * p10, b0 * p01 + b1 * p11]
+        top = max(g)
+        f = [g[0] / top, g[1] / top, g[2] / top, g[3] / top]
+        s[k] = top
+        F[k + 1] = ((f[0], f[1]), (f[2], f[3]))
+    return F, s
+
+
+def _side_extreme(side: SideExtremes, favoured: int) -> tuple[float, int | None, int | None]:
     """Largest log ratio favouring ``X_p = favoured`` and its pattern (k, v); k=None: all ⊥."""
     if favoured == 0:
         ratio, k, v = side.top
@@ -346,8 +389,8 @@ def leakage(chain: MarkovChain, redact_prob: object, p: int) -> LeakageResult:
     """
     q, (p,) = check_mechanism(redact_prob, p, "p")
     n = q.shape[0]
-    left = _side(chain, q[:p][::-1])
-    right = _side(chain, q[p + 1 :])
+    left = side_extremes(chain, q[:p][::-1])
+    right = side_extremes(chain, q[p + 1 :])
     best = None
     for favoured in (0, 1):
         lv, lk, lvv = _side_extreme(left, favoured)
@@ -437,43 +480,62 @@ def leakage_bruteforce(chain: MarkovChain, redact_prob: object, p: int) -> Leaka
     )
 
 
-def output_log_ratio(chain: MarkovChain, redact_prob: object, p: int, output: object) -> float:
-    """``log Pr(Y=y | X_p=0) / Pr(Y=y | X_p=1)`` of one output, by a forward pass in O(n).
+def log_likelihood_ratios(chain: MarkovChain, redact_prob: object, p: int, outputs: object) -> np.ndarray:
+    r""":math:`\log\Pr(\mathbf Y=\mathbf y\mid X_p=0)/\Pr(\mathbf Y=\mathbf y\mid X_p=1)` for each row of ``outputs``.
 
-    Raises ``ValueError`` when the output has probability 0.  ``output`` holds 0, 1 or
-    ``None`` (⊥) per record, index 0 first; a numpy array may use -1 for ⊥.
+    A forward pass over the records for all outputs at once (normalised at every step),
+    independent of the pattern reduction of :func:`leakage`, which it re-checks.  ``outputs``
+    is an ``(S, n)`` integer array with -1 for ⊥ (0-based ``p``).  An output of probability
+    0 under one value of :math:`X_p` gets ``±inf``; under both, ``nan``.
     """
     q, (p,) = check_mechanism(redact_prob, p, "p")
-    n = q.shape[0]
-    y = list(output)  # type: ignore[call-overload]
-    if len(y) != n:
-        raise ValueError(f"output must have {n} entries, got {len(y)}")
+    y = np.asarray(outputs)
+    S, n = y.shape
+    if n != q.shape[0]:
+        raise ValueError(f"outputs must have {q.shape[0]} columns, got {n}")
     P = chain.transition_matrix
-    vec = np.vstack([chain.stationary, chain.stationary])  # rows: X_p = 0, 1
-    log_scale = np.zeros(2)
+    logs = np.zeros((2, S))
+    vec = np.broadcast_to(chain.stationary, (2, S, 2)).copy()  # [hypothesis, output, state]
+    states = np.arange(2)[None, :]
     for t in range(n):
         if t:
             vec = vec @ P
-        yt = y[t]
-        if yt is not None and not isinstance(yt, bool) and yt == -1:
-            yt = None
-        if yt is None:
-            vec = vec * q[t][None, :]
-        elif yt in (0, 1):
-            mask = np.zeros(2)
-            mask[yt] = 1.0 - q[t, yt]
-            vec = vec * mask[None, :]
-        else:
-            raise ValueError(f"output entries must be 0, 1 or None, got {yt!r} at index {t}")
+        yt = y[:, t]
+        em = np.where(yt[:, None] == -1, q[t][None, :], (1.0 - q[t][None, :]) * (states == yt[:, None]))
+        vec = vec * em[None, :, :]
         if t == p:
-            vec = vec * np.eye(2)
-        s = vec.sum(axis=1)
-        if np.any(s <= 0.0):
-            raise ValueError("output has probability 0 under the mechanism")
-        log_scale += np.log(s)
-        vec = vec / s[:, None]
+            vec[0, :, 1] = 0.0
+            vec[1, :, 0] = 0.0
+        s = vec.sum(axis=2)
+        with np.errstate(divide="ignore"):
+            logs += np.log(s)
+        vec = vec / np.where(s > 0.0, s, 1.0)[:, :, None]
     pi = chain.stationary
-    return float(log_scale[0] - log_scale[1] - math.log(pi[0]) + math.log(pi[1]))
+    with np.errstate(invalid="ignore"):
+        return logs[0] - logs[1] - math.log(pi[0]) + math.log(pi[1])
+
+
+def output_log_ratio(chain: MarkovChain, redact_prob: object, p: int, output: object) -> float:
+    """:func:`log_likelihood_ratios` of one output; ``ValueError`` when it has probability 0.
+
+    ``output`` holds 0, 1 or ``None`` (⊥) per record, index 0 first; a numpy array may use
+    -1 for ⊥.
+    """
+    q, (p,) = check_mechanism(redact_prob, p, "p")
+    y = []
+    for t, v in enumerate(list(output)):  # type: ignore[call-overload]
+        if v is None or (not isinstance(v, bool) and v == -1):
+            y.append(-1)
+        elif not isinstance(v, bool) and v in (0, 1):
+            y.append(int(v))
+        else:
+            raise ValueError(f"output entries must be 0, 1 or None, got {v!r} at index {t}")
+    if len(y) != q.shape[0]:
+        raise ValueError(f"output must have {q.shape[0]} entries, got {len(y)}")
+    r = float(log_likelihood_ratios(chain, q, p, np.array([y], dtype=np.int8))[0])
+    if not math.isfinite(r):
+        raise ValueError("output has probability 0 under the mechanism")
+    return r
 
 
 # --------------------------------------------------------------------------
@@ -523,8 +585,6 @@ def utility_monte_carlo(
 
     ``rng`` is injected (a fresh ``numpy.random.default_rng()`` when omitted).
     """
-    from scipy.stats import norm
-
     q = check_redact_prob(redact_prob)
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
         raise ValueError(f"samples must be an integer >= 2, got {samples!r}")
@@ -538,5 +598,5 @@ def utility_monte_carlo(
     per_sample = published.mean(axis=1)
     est = float(per_sample.mean())
     se = float(per_sample.std(ddof=1) / math.sqrt(samples))
-    z = float(norm.ppf(0.5 + confidence / 2.0))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     return MonteCarloUtility(est, se, est - z * se, est + z * se, samples, confidence)

@@ -13,9 +13,9 @@ from typing import Literal
 
 import numpy as np
 
-from redactopt._validate import check_delta, check_probability_open
+from redactopt._validate import check_delta, check_eps, check_index, check_n, check_probability_open
 
-__all__ = ["MarkovChain"]
+__all__ = ["MarkovChain", "check_problem"]
 
 ChainKind = Literal["lazy", "independent", "oscillating"]
 
@@ -94,61 +94,59 @@ class MarkovChain:
         return np.array([[1.0 - a, a], [b, 1.0 - b]])
 
     # --- n-step transitions (Appendix A) ----------------------------------
-    def lam_power(self, delta: int) -> float:
-        r""":math:`\lambda^\Delta` computed through logarithms, accurate for huge Delta."""
-        delta = check_delta(delta, "delta", allow_zero=True)
-        if delta == 0:
-            return 1.0
+    def lam_powers(self, deltas: object) -> tuple[np.ndarray, np.ndarray]:
+        r""":math:`(\lambda^\Delta, 1-\lambda^\Delta)` for an array of distances, both accurate.
+
+        The one place where powers of :math:`\lambda` are formed.  Through logarithms
+        (:attr:`log_abs_lam`), so they stay accurate for distances in the millions;
+        :math:`1-\lambda^\Delta` by ``expm1`` when :math:`\lambda^\Delta>0`, so it keeps full
+        relative accuracy when :math:`\lambda^\Delta\approx 1`.  Relative error of
+        :math:`\lambda^\Delta` about :math:`|\Delta\log|\lambda||` ulps (at most ~750 ulps
+        while it is not 0).
+
+        Parameters
+        ----------
+        deltas : int or array of int
+            Distances :math:`\Delta\ge 0`.
+        """
+        d = np.asarray(deltas, dtype=float)
+        if d.size and (np.min(d) < 0 or not np.all(d == np.round(d))):
+            raise ValueError("deltas must be integers >= 0")
         lam = self.lam
         if lam == 0.0:
-            return 0.0
-        magnitude = math.exp(delta * self.log_abs_lam)
-        return -magnitude if (lam < 0.0 and delta % 2) else magnitude
+            lp = np.where(d == 0, 1.0, 0.0)
+            return lp, 1.0 - lp
+        log_mag = d * self.log_abs_lam
+        mag = np.exp(log_mag)
+        one_minus = -np.expm1(log_mag)
+        if lam > 0.0:
+            return mag, one_minus
+        odd = np.mod(d, 2.0) == 1.0
+        return np.where(odd, -mag, mag), np.where(odd, 1.0 + mag, one_minus)
+
+    def lam_power(self, delta: int) -> float:
+        r""":math:`\lambda^\Delta` (:meth:`lam_powers` for one distance)."""
+        return float(self.lam_powers(check_delta(delta, "delta", allow_zero=True))[0])
 
     def one_minus_lam_power(self, delta: int) -> float:
-        r""":math:`1-\lambda^\Delta` without cancellation when :math:`\lambda^\Delta \approx 1`."""
-        delta = check_delta(delta, "delta", allow_zero=True)
-        if delta == 0:
-            return 0.0
-        lam = self.lam
-        if lam == 0.0:
-            return 1.0
-        if lam > 0.0 or delta % 2 == 0:
-            return -math.expm1(delta * self.log_abs_lam)
-        return 1.0 - self.lam_power(delta)
-
-    def n_step(self, delta: int) -> tuple[float, float]:
-        r"""Closed-form :math:`(\alpha_\Delta, \beta_\Delta)` of Appendix A.
-
-        .. math::
-            \alpha_\Delta = \tfrac{\alpha}{\alpha+\beta}(1-\lambda^\Delta),\quad
-            \beta_\Delta = \tfrac{\beta}{\alpha+\beta}(1-\lambda^\Delta),
-
-        so that :math:`P^\Delta = \begin{pmatrix}1-\alpha_\Delta & \alpha_\Delta\\
-        \beta_\Delta & 1-\beta_\Delta\end{pmatrix}`.  Accurate for Delta in the
-        millions and for oscillating chains.
-        """
-        s = self.alpha + self.beta
-        one_minus = self.one_minus_lam_power(delta)
-        return self.alpha / s * one_minus, self.beta / s * one_minus
+        r""":math:`1-\lambda^\Delta` without cancellation (:meth:`lam_powers` for one distance)."""
+        return float(self.lam_powers(check_delta(delta, "delta", allow_zero=True))[1])
 
     def n_step_matrices(self, deltas: object) -> np.ndarray:
         r""":math:`P^\Delta` for an array of distances at once, shape ``(len, 2, 2)`` (Appendix A).
 
-        Same closed form and accuracy as :meth:`n_step_matrix`, vectorised.
+        .. math::
+            P^\Delta = \begin{pmatrix}\pi_0+\pi_1\lambda^\Delta & \pi_1(1-\lambda^\Delta)\\
+            \pi_0(1-\lambda^\Delta) & \pi_1+\pi_0\lambda^\Delta\end{pmatrix},
+
+        the diagonal formed as :math:`\pi_x + \pi_{\bar x}\lambda^\Delta` so that tiny
+        entries keep full relative accuracy.
         """
         d = np.asarray(deltas, dtype=float)
-        if d.ndim != 1 or (d.size and (np.min(d) < 0 or not np.all(d == np.round(d)))):
+        if d.ndim != 1:
             raise ValueError("deltas must be a 1-D array of integers >= 0")
+        lp, om = self.lam_powers(d)
         pi0, pi1 = self.stationary
-        if self.lam == 0.0:
-            lp = np.where(d == 0, 1.0, 0.0)
-            om = 1.0 - lp
-        else:
-            mag = np.exp(d * self.log_abs_lam)
-            odd = (self.lam < 0.0) & (np.mod(d, 2.0) == 1.0)
-            lp = np.where(odd, -mag, mag)
-            om = np.where(odd, 1.0 + mag, -np.expm1(d * self.log_abs_lam))
         out = np.empty((d.size, 2, 2))
         out[:, 0, 0] = pi0 + pi1 * lp
         out[:, 0, 1] = pi1 * om
@@ -157,12 +155,25 @@ class MarkovChain:
         return out
 
     def n_step_matrix(self, delta: int) -> np.ndarray:
-        r""":math:`P^\Delta` from the closed form (Appendix A).
+        r""":math:`P^\Delta` from the closed form of Appendix A (one distance of :meth:`n_step_matrices`)."""
+        return self.n_step_matrices([check_delta(delta, "delta", allow_zero=True)])[0]
 
-        The diagonal entries are formed as :math:`\pi_x + \pi_{\bar x}\lambda^\Delta`
-        so that they keep full relative accuracy when they are tiny.
+    def n_step(self, delta: int) -> tuple[float, float]:
+        r"""Closed-form :math:`(\alpha_\Delta, \beta_\Delta)` of Appendix A.
+
+        .. math::
+            \alpha_\Delta = \tfrac{\alpha}{\alpha+\beta}(1-\lambda^\Delta),\quad
+            \beta_\Delta = \tfrac{\beta}{\alpha+\beta}(1-\lambda^\Delta),
+
+        the off-diagonal entries of :math:`P^\Delta` (:meth:`n_step_matrices`).
         """
-        a_d, b_d = self.n_step(delta)
-        pi0, pi1 = self.stationary
-        lp = self.lam_power(delta)
-        return np.array([[pi0 + pi1 * lp, a_d], [b_d, pi1 + pi0 * lp]])
+        m = self.n_step_matrix(delta)
+        return float(m[0, 1]), float(m[1, 0])
+
+
+def check_problem(chain: object, n: object, eps: object, p: object) -> tuple[int, float, int]:
+    """Validate a design problem: a :class:`MarkovChain`, ``n`` records, budget ``eps``, 0-based ``p``."""
+    if not isinstance(chain, MarkovChain):
+        raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
+    n = check_n(n)
+    return n, check_eps(eps), check_index(p, n, "p")

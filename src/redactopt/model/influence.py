@@ -24,7 +24,12 @@ __all__ = [
     "Regions",
     "regions",
     "low_value",
+    "side_log_ratios",
     "side_log_ratio_maxima",
+    "side_log_ratio_envelope",
+    "publishable",
+    "provably_above",
+    "INFLUENCE_RTOL",
 ]
 
 
@@ -35,6 +40,27 @@ def low_value(chain: MarkovChain) -> int:
     When alpha == beta both values have equal influence and 0 is returned.
     """
     return 0 if chain.alpha <= chain.beta else 1
+
+
+#: Relative accuracy claimed for :func:`side_log_ratios` (hence every influence): measured
+#: errors are below 1e-12 (``tests/test_influence.py`` against exact rational matrix powers).
+#: A decision that *excludes* something because an influence exceeds a budget is taken only
+#: when it exceeds the budget by this relative margin (:func:`provably_above`), so rounding
+#: never excludes what exact arithmetic allows and every bound built on it stays a bound.
+INFLUENCE_RTOL = 1e-9
+
+#: Distances up to this many steps form P^d by products of the non-negative matrix P, whose
+#: entries then keep full relative accuracy (no cancellation in pi_x + pi_x' lambda^d).
+_PRODUCT_STEPS = 64
+
+
+def provably_above(value: object, budget: float) -> np.ndarray | bool:
+    """Whether a computed influence (or sum of them) exceeds ``budget`` beyond its rounding error.
+
+    The outward test of the bounds (Lemma 2, data-independent windows, fixed supports):
+    true only if ``value > budget * (1 + INFLUENCE_RTOL)``.
+    """
+    return np.asarray(value) > budget * (1.0 + INFLUENCE_RTOL)
 
 
 def _as_deltas(delta: object) -> tuple[np.ndarray, bool]:
@@ -49,22 +75,53 @@ def _as_deltas(delta: object) -> tuple[np.ndarray, bool]:
     return arr.astype(float), False
 
 
-def _influence_c(chain: MarkovChain, deltas: np.ndarray, c: float) -> np.ndarray:
-    r""":math:`i_c(\Delta)=|\log\frac{1+c\lambda^\Delta}{1-\lambda^\Delta}|` (Eq. 10), stably."""
-    lam = chain.lam
-    if lam == 0.0:
-        return np.zeros_like(deltas)
-    log_abs = chain.log_abs_lam
-    mag = np.exp(deltas * log_abs)
-    if lam > 0.0:
-        lp = mag
-        one_minus = -np.expm1(deltas * log_abs)
-    else:
-        odd = np.mod(deltas, 2.0) == 1.0
-        lp = np.where(odd, -mag, mag)
-        one_minus = np.where(odd, 1.0 + mag, -np.expm1(deltas * log_abs))
+def side_log_ratios(chain: MarkovChain, delta: int | Iterable[int]) -> np.ndarray:
+    r"""Signed log-ratios :math:`\rho_v(\Delta)=\log (P^\Delta)_{0v}/(P^\Delta)_{1v}`, shape ``(len, 2)``.
+
+    Publishing ``X_t = v`` at distance :math:`\Delta` from ``p`` (and nothing nearer) moves
+    the odds of :math:`X_p = 0` by :math:`\rho_v(\Delta)`; its absolute value is the
+    pointwise influence :math:`i(X_p\rightsquigarrow X_t=v)` of Definition 3.  The one
+    place the influences are computed (Proposition 1, Appendix A):
+
+    .. math::
+        \rho_0 = \log\frac{1+\frac{\alpha}{\beta}\lambda^\Delta}{1-\lambda^\Delta},\qquad
+        \rho_1 = -\log\frac{1+\frac{\beta}{\alpha}\lambda^\Delta}{1-\lambda^\Delta},
+
+    with ``log1p`` where :math:`|\lambda^\Delta|<1/2` (full relative accuracy for tiny
+    influences) and, where :math:`|\lambda^\Delta|\ge 1/2`, the logarithms of the entries of
+    :math:`P^\Delta` formed by products of ``P`` (up to 64 steps; the closed form beyond,
+    where no cancellation is possible).  Relative error below :data:`INFLUENCE_RTOL`.
+
+    Parameters
+    ----------
+    chain : MarkovChain
+    delta : int or array of int
+        Distances :math:`\Delta \ge 1`.
+    """
+    d, _ = _as_deltas(delta)
+    lp, om = chain.lam_powers(d)
     with np.errstate(divide="ignore"):
-        return np.abs(np.log1p(c * lp) - np.log(one_minus))
+        log_om = np.where(np.abs(lp) < 0.5, np.log1p(-np.where(np.abs(lp) < 0.5, lp, 0.0)), np.log(om))
+    a_b = chain.alpha / chain.beta
+    out = np.empty((d.size, 2))
+    out[:, 0] = np.log1p(a_b * lp) - log_om
+    out[:, 1] = log_om - np.log1p(lp / a_b)
+    strong = np.flatnonzero((np.abs(lp) >= 0.5) & (d <= _PRODUCT_STEPS))
+    if strong.size:
+        powers = _matrix_powers(chain, int(d[strong].max()))
+        Pd = powers[d[strong].astype(int) - 1]
+        out[strong] = np.log(Pd[:, 0, :]) - np.log(Pd[:, 1, :])
+    return out
+
+
+def _matrix_powers(chain: MarkovChain, m: int) -> np.ndarray:
+    """``P^1 .. P^m`` by products of the non-negative one-step matrix (entries relatively exact)."""
+    P = chain.transition_matrix
+    out = np.empty((m, 2, 2))
+    out[0] = P
+    for k in range(1, m):
+        out[k] = out[k - 1] @ P
+    return out
 
 
 def pointwise_influence(chain: MarkovChain, delta: int | Iterable[int], x: int) -> float | np.ndarray:
@@ -76,10 +133,10 @@ def pointwise_influence(chain: MarkovChain, delta: int | Iterable[int], x: int) 
         i(X_p \rightsquigarrow X_t=1) = \Big|\log\frac{1+\frac{\beta}{\alpha}\lambda^\Delta}{1-\lambda^\Delta}\Big|,\qquad
         i(X_p \rightsquigarrow X_t=0) = \Big|\log\frac{1+\frac{\alpha}{\beta}\lambda^\Delta}{1-\lambda^\Delta}\Big|,
 
-    with :math:`\lambda = 1-\alpha-\beta`.  (Proposition 1 as printed labels both
-    bullets ``X_t = 1``; Eq. 8 shows the first is ``X_t = 0``.)  It equals
-    :math:`|\log (P^\Delta)_{0x}/(P^\Delta)_{1x}|`; ``tests/test_influence.py`` checks this
-    against matrix powers.
+    with :math:`\lambda = 1-\alpha-\beta`, i.e. :math:`|\rho_x(\Delta)|` of
+    :func:`side_log_ratios`.  (Proposition 1 as printed labels both bullets ``X_t = 1``;
+    Eq. 8 shows the first is ``X_t = 0``.)  ``tests/test_influence.py`` checks it against
+    matrix powers.
 
     Parameters
     ----------
@@ -96,9 +153,8 @@ def pointwise_influence(chain: MarkovChain, delta: int | Iterable[int], x: int) 
     """
     if isinstance(x, bool) or x not in (0, 1):
         raise ValueError(f"x must be 0 or 1, got {x!r}")
-    deltas, scalar = _as_deltas(delta)
-    c = chain.beta / chain.alpha if x == 1 else chain.alpha / chain.beta
-    out = _influence_c(chain, deltas, c)
+    _, scalar = _as_deltas(delta)
+    out = np.abs(side_log_ratios(chain, delta)[:, x])
     return float(out[0]) if scalar else out
 
 
@@ -109,16 +165,9 @@ def max_influence(chain: MarkovChain, delta: int | Iterable[int]) -> float | np.
     distance for every chain (data processing), even when the pointwise
     influences oscillate (alpha + beta > 1).
     """
-    deltas, scalar = _as_deltas(delta)
-    c = max(chain.alpha / chain.beta, chain.beta / chain.alpha)
-    out = _influence_c(chain, deltas, c)
+    _, scalar = _as_deltas(delta)
+    out = np.abs(side_log_ratios(chain, delta)).max(axis=1)
     return float(out[0]) if scalar else out
-
-
-def _side_log_ratios(chain: MarkovChain, delta: int) -> np.ndarray:
-    """log P^delta[0, v] / P^delta[1, v] for v = 0, 1."""
-    m = chain.n_step_matrix(delta)
-    return np.log(m[0]) - np.log(m[1])
 
 
 def side_log_ratio_maxima(chain: MarkovChain, m: int) -> np.ndarray:
@@ -129,15 +178,45 @@ def side_log_ratio_maxima(chain: MarkovChain, m: int) -> np.ndarray:
     of :math:`X_p=x` that publishing a record at distance ``d`` (and nothing nearer) allows.
     Given :math:`X_p` the two sides are independent, so a window's leakage is
     :math:`\max_x[\ell_x(d_\ell)+\ell_x(d_r)]` (cf. :func:`set_max_influence`), and
-    :math:`\max_x\ell_x(d)=\hat i(d)`.  Vectorised closed form (Appendix A).
+    :math:`\max_x\ell_x(d)=\hat i(d)`.  The one table of these terms; from
+    :func:`side_log_ratios`.
     """
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
         raise TypeError(f"m must be an integer, got {m!r} ({type(m).__name__})")
     if m < 0:
         raise ValueError(f"m must be >= 0, got {m}")
-    Pd = chain.n_step_matrices(np.arange(1, int(m) + 1))
-    r = np.log(Pd[:, 0, :]) - np.log(Pd[:, 1, :])  # [d, v]: log P^d[0,v] / P^d[1,v]
-    return np.column_stack([r.max(axis=1), (-r).max(axis=1)]) if m else np.zeros((0, 2))
+    if m == 0:
+        return np.zeros((0, 2))
+    r = side_log_ratios(chain, np.arange(1, int(m) + 1))
+    return np.column_stack([r.max(axis=1), (-r).max(axis=1)])
+
+
+def side_log_ratio_envelope(chain: MarkovChain, m: int) -> np.ndarray:
+    r"""Non-increasing envelope of :func:`side_log_ratio_maxima` for binary search, shape ``(m, 2)``.
+
+    Row ``d - 1`` holds :math:`\max_{d'\ge d}\ell_x(d')`.  The exact :math:`\ell_x` are
+    non-increasing in ``d`` (data processing: :math:`X_{p+d+1}` is :math:`X_{p+d}` passed
+    through ``P``), so the envelope equals them up to rounding and never lies below them:
+    a search on it never accepts a distance the exact terms would refuse.
+    """
+    ell = side_log_ratio_maxima(chain, m)
+    return np.maximum.accumulate(ell[::-1], axis=0)[::-1] if m else ell
+
+
+def publishable(chain: MarkovChain, m: int, *, upper: float, lower: float) -> np.ndarray:
+    r"""Lemma 2 on one side: which values may be published at distances ``1..m`` (``(m, 2)`` bool).
+
+    If ``v`` is published at distance ``d`` with positive probability, the event
+    :math:`\{Y_d = v\}` has likelihood ratio :math:`e^{\rho_v(d)}` (the factor
+    :math:`1-q_d[v]` cancels), and it is a union of outputs of the side, so its ratio is a
+    mediant of theirs (Lemma 2, Appendix D, with :math:`\mathcal Q=\{d\}`).  A side whose
+    log-ratios all lie in ``[-lower, upper]`` can therefore publish ``v`` at ``d`` only if
+    :math:`-\text{lower}\le\rho_v(d)\le\text{upper}`; with ``upper = lower = eps`` this is
+    :math:`i(X_p\rightsquigarrow X_t=v)\le\epsilon`.  Outward: a value is excluded only if
+    it is :func:`provably_above` the budget.
+    """
+    r = side_log_ratios(chain, np.arange(1, int(m) + 1)) if m else np.zeros((0, 2))
+    return ~(provably_above(r, upper) | provably_above(-r, lower))
 
 
 def set_max_influence(chain: MarkovChain, p: int, records: Iterable[int], n: int | None = None) -> float:
@@ -178,7 +257,7 @@ def set_max_influence(chain: MarkovChain, p: int, records: Iterable[int], n: int
         if not side:
             continue
         d = p - side[-1] if side is left else side[0] - p
-        lr = _side_log_ratios(chain, d)
+        lr = side_log_ratios(chain, d)[0]
         total += np.array([lr.max(), (-lr).max()])
     return float(total.max())
 
