@@ -83,9 +83,10 @@ from redactopt._optional import require
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_real
 from redactopt.judge.leakage import leakage, side_extremes, utility
-from redactopt.judge.tolerances import SAFE_FRACTION
+from redactopt.judge.tolerances import safe_budget
 from redactopt.model.chain import MarkovChain, check_problem
-from redactopt.model.influence import INFLUENCE_RTOL, publishable
+from redactopt.judge.lemma2 import publishable
+from redactopt.model.influence import INFLUENCE_RTOL
 from redactopt.solvers.base import Candidate
 
 __all__ = ["propose_global", "DUAL_MARGIN"]
@@ -95,6 +96,10 @@ DUAL_MARGIN = 1e-7
 
 #: SCIP feasibility tolerance (all model quantities are O(1)).
 _FEASTOL = 1e-9
+
+#: Below this budget the ratios the model compares differ from 1 by less than a few thousand
+#: feasibility tolerances; SCIP's answer is still proposed, but its dual bound is not claimed.
+MIN_BOUND_EPS = 1e-4
 
 
 @contextlib.contextmanager
@@ -253,7 +258,7 @@ def _incumbent(
     best_label = "full-redaction"
 
     def ok(q: np.ndarray) -> bool:
-        return leakage(chain, q, p).leakage <= eps * SAFE_FRACTION
+        return leakage(chain, q, p).leakage <= safe_budget(eps, n)
 
     for cl in _cuts(left):
         for cr in _cuts(right):
@@ -518,6 +523,8 @@ def propose_global(
         ``solver="global"``; ``upper_bound`` SCIP's dual bound plus :data:`DUAL_MARGIN`
         (``bound_solver="scip"``, scope ``"all"``), ``None`` if SCIP's dual bound is below
         the utility of its own verified start (numerical trouble: it certifies nothing).
+        No bound either below ``eps`` = :data:`MIN_BOUND_EPS` (the budget is then too close
+        to SCIP's feasibility tolerance for its dual bound to be trusted).
         ``status`` ``"optimal"`` when SCIP closed the gap, else ``"time_limit"``.  The
         structured incumbent is the fallback.  ``info`` holds SCIP's status, nodes and time.
 
@@ -561,6 +568,9 @@ def propose_global(
     upper: float | None = dual + DUAL_MARGIN
     if math.isnan(dual) or dual < start_u - 1e-6:
         info["dual_bound_rejected"] = dual
+        upper = None
+    elif eps < MIN_BOUND_EPS:
+        info["dual_bound_not_claimed"] = f"eps < {MIN_BOUND_EPS:g}: below the model's numerical resolution"
         upper = None
     q = mod.read_q() if m.getNSols() else start_q
     info["seconds"] = time.perf_counter() - started

@@ -90,7 +90,8 @@ from redactopt._search import bisect_boundary
 from redactopt._validate import check_real
 from redactopt.judge.leakage import side_pattern_products, utility
 from redactopt.model.chain import MarkovChain, check_problem
-from redactopt.model.influence import delta_star, provably_above, side_log_ratios
+from redactopt.judge.lemma2 import publishable
+from redactopt.model.influence import delta_star, side_log_ratios
 from redactopt.solvers.base import Candidate
 
 __all__ = ["propose_sgp", "dgp_step"]
@@ -601,10 +602,9 @@ def dgp_step(chain: MarkovChain, q_side: np.ndarray, closed: np.ndarray, *, eps:
 # --------------------------------------------------------------------------
 # starts and support changes
 # --------------------------------------------------------------------------
-def _closed_for(rho: np.ndarray, W: int, a: float, b: float) -> np.ndarray:
+def _closed_for(chain: MarkovChain, W: int, a: float, b: float) -> np.ndarray:
     """Entries a side with log-budgets ``(a, b)`` can never publish (one-sided Lemma 2)."""
-    r = rho[:W]
-    return provably_above(r, a) | provably_above(-r, b)
+    return ~publishable(chain, W, upper=a, lower=b)
 
 
 def _edge_need(rho: np.ndarray, m: int, W: int) -> tuple[float, float]:
@@ -976,7 +976,7 @@ def propose_sgp(
     runs = []
     for kind, frac in _start_plan(starts, two_sided, rng):
         budgets = _split(needs, ms, eps_gp, frac)
-        sides = [_Side.make(ms[s], Ws[s], _closed_for(rhos[s], Ws[s], *budgets[s])) for s in (0, 1)]
+        sides = [_Side.make(ms[s], Ws[s], _closed_for(chain, Ws[s], *budgets[s])) for s in (0, 1)]
         targets = [_target(kind, sides[s].closed, budgets[s], rng) for s in (0, 1)]
         start = _calibrate(chain, targets, sides, eps_gp)
         record: dict = {"kind": kind, "split": frac, "solves": 0, "structure_rounds": 0}

@@ -158,7 +158,7 @@ def test_global_beats_or_matches_every_alternative_in_fig3_setting():
 
 
 def test_certify_time_tightens_the_bound_beyond_the_default_global_sizes():
-    from redactopt.judge.certify import lemma2_upper_bound
+    from redactopt.judge.lemma2 import lemma2_upper_bound
 
     ch = MarkovChain(0.05, 0.4)
     plain = design(ch, 10, eps=1.0, p=4, method="optimal")

@@ -173,7 +173,7 @@ def test_every_private_record_of_a_cluster_is_checked_all_subsets():
 @pytest.mark.parametrize("chain", CHAINS + [MarkovChain(0.003, 0.012)], ids=lambda c: f"{c.alpha}-{c.beta}")
 @pytest.mark.parametrize("eps", [0.3, 1.0, 3.0])
 def test_windowed_lemma2_bound_equals_the_dense_formula(chain, eps):
-    from redactopt.judge.certify import lemma2_upper_bound
+    from redactopt.judge.lemma2 import lemma2_upper_bound
 
     def dense(n, priv):
         # Lemma 2 over every record: value x at t counts iff no private record is influenced > eps

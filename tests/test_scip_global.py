@@ -26,7 +26,7 @@ pytest.importorskip("pyscipopt")
 
 from scipy.optimize import minimize  # noqa: E402
 
-from redactopt.judge.certify import lemma2_upper_bound  # noqa: E402
+from redactopt.judge.lemma2 import lemma2_upper_bound  # noqa: E402
 from redactopt.model.chain import MarkovChain  # noqa: E402
 from redactopt.judge.leakage import leakage_bruteforce  # noqa: E402
 from redactopt.engine.design import design  # noqa: E402

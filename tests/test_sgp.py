@@ -190,8 +190,7 @@ def test_convex_form_matches_dgp():
     chain = MarkovChain(0.2, 0.4)
     n, eps = 4, 0.7
     m = n - 1
-    rho = sgp._rho(chain, m)
-    closed = sgp._closed_for(rho, m, eps, eps)
+    closed = sgp._closed_for(chain, m, eps, eps)
     side = sgp._Side.make(m, m, closed)
     q = np.where(closed, 1.0, 0.9)
     empty = sgp._Side.make(0, 0, np.zeros((0, 2), dtype=bool))

@@ -21,7 +21,7 @@ from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import SparseRows, finalize, finalize_sparse
 from redactopt.model.chain import MarkovChain
 from redactopt.engine.joint import design_joint, design_joint_sparse
-from redactopt.judge.certify import lemma2_upper_bound
+from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.leakage import leakage, leakage_bruteforce, utility
 
 

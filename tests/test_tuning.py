@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from redactopt.judge.certify import DesignResult, lemma2_upper_bound
+from redactopt.judge.certify import DesignResult
+from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.model.chain import MarkovChain
 from redactopt.model.influence import regions
 from redactopt.judge.leakage import leakage_bruteforce

@@ -37,7 +37,8 @@ from redactopt.paper.mechanisms import (
     three_region,
     three_region_utility,
 )
-from redactopt.judge.certify import Certificate, DesignResult, lemma2_upper_bound
+from redactopt.judge.certify import Certificate, DesignResult
+from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge import audit as _audit_module
 from redactopt.judge.audit import audit
 from redactopt.engine import design as _design_module

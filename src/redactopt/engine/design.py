@@ -20,7 +20,8 @@ from redactopt._search import bisect_boundary
 from redactopt._validate import check_real
 from redactopt.engine.tuning import tuned_three_region
 from redactopt.errors import BoundError
-from redactopt.judge.certify import DesignResult, finalize, lemma2_upper_bound, snap, verify
+from redactopt.judge.certify import DesignResult, finalize, snap, verify
+from redactopt.judge.lemma2 import lemma2_upper_bound, publishable
 from redactopt.judge.leakage import check_mechanism, utility
 from redactopt.judge.tolerances import SNAP_TOL, UTILITY_ATOL
 from redactopt.model.chain import MarkovChain, check_problem
@@ -123,6 +124,54 @@ def _pushed(chain: MarkovChain, q: np.ndarray, p: tuple[int, ...], eps: float) -
     return at(bisect_boundary(ok, 1.0, 0.0, steps=40))
 
 
+def _lemma2_closed(chain: MarkovChain, q: np.ndarray, p: int, eps: float) -> np.ndarray:
+    """Repair without loss: redact always every value Lemma 2 forbids (decided exactly).
+
+    A value published with positive probability whose pointwise influence exceeds ``eps``
+    makes a mechanism leak more than ``eps`` (Lemma 2), so every eps-private mechanism
+    redacts it always: closing it costs nothing a private mechanism could have.
+    """
+    q = q.copy()
+    for side, sign in ((slice(None, p), -1), (slice(p + 1, None), 1)):
+        rows = np.arange(q.shape[0])[side]
+        if not rows.size:
+            continue
+        d = np.abs(rows - p)
+        allowed = publishable(chain, int(d.max()), upper=eps, lower=eps)[d - 1]
+        q[rows] = np.where(allowed, q[rows], 1.0)
+    return q
+
+
+def _closed(chain: MarkovChain, q: np.ndarray, p: tuple[int, ...], eps: float) -> np.ndarray:
+    """Repair: close the published values the witness output shows, until it verifies exactly.
+
+    A partly published value whose own pattern leaks (say, ``v`` at distance 1 with
+    influence just above ``eps``) keeps leaking however close to 1 its redaction
+    probability is pushed; only redacting it always removes the pattern.  Each round closes
+    (sets to 1) the partly published entries that the worst output publishes nearest to
+    ``p`` on each side; leakage never rises (post-processing).  Stops when it verifies or
+    the worst output publishes nothing that can be closed (then the caller pushes the rest).
+    """
+    q = q.copy()
+    for _ in range(q.size):
+        res, ok = verify(chain, q, p, eps)
+        if ok:
+            return q
+        w, pp = res.witness, res.p
+        left = np.flatnonzero(w[:pp] >= 0)
+        right = np.flatnonzero(w[pp + 1 :] >= 0)
+        shown = ([int(left[-1])] if left.size else []) + ([pp + 1 + int(right[0])] if right.size else [])
+        changed = False
+        for t in shown:
+            v = int(w[t])
+            if 0.0 < q[t, v] < 1.0:
+                q[t, v] = 1.0
+                changed = True
+        if not changed:
+            break
+    return q
+
+
 def judge_candidate(chain: MarkovChain, cand: Candidate, *, eps: float,
                     p: int) -> tuple[np.ndarray | None, float, dict, list[str]]:
     """The single repair and fallback ladder: the best exactly verified proposal of a candidate.
@@ -146,13 +195,26 @@ def judge_candidate(chain: MarkovChain, cand: Candidate, *, eps: float,
                                         repair=None if label == "snapped" else label)
                 break
             refused.append(f"{cand.solver} proposal {k} ({label}): exact leakage {res.leakage:.12g} > eps={eps:.12g}")
-        if accepted is None:
-            accepted = _pushed(chain, variants[1], (p,), eps)
-            how = dict(cand.proposal_info(k), proposal=k, repair="pushed toward redaction")
         if accepted is not None:
-            u = utility(chain, accepted)
+            repaired = [(accepted, how)]
+        else:
+            repaired = []
+            base = _lemma2_closed(chain, variants[1], p, eps)
+            if verify(chain, base, (p,), eps)[1]:
+                repaired.append((base, dict(cand.proposal_info(k), proposal=k, repair="Lemma 2 values closed")))
+            pushed = _pushed(chain, base, (p,), eps)
+            if pushed is not None:
+                repaired.append((pushed, dict(cand.proposal_info(k), proposal=k, repair="pushed toward redaction")))
+            closed: np.ndarray | None = _closed(chain, base, (p,), eps)
+            if not verify(chain, closed, (p,), eps)[1]:
+                closed = _pushed(chain, closed, (p,), eps)
+            if closed is not None:
+                repaired.append((closed, dict(cand.proposal_info(k), proposal=k,
+                                              repair="witness values closed")))
+        for q, why in repaired:
+            u = utility(chain, q)
             if u > best[1]:
-                best = (accepted, u, how)
+                best = (q, u, why)
     return best[0], best[1], best[2], refused
 
 

@@ -68,11 +68,11 @@ from redactopt.judge.certify import (
     extended_block,
     finalize,
     finalize_sparse,
-    lemma2_upper_bound,
     merge_blocks,
 )
 from redactopt.judge.leakage import leakage
-from redactopt.judge.tolerances import SAFE_FRACTION
+from redactopt.judge.lemma2 import lemma2_upper_bound
+from redactopt.judge.tolerances import safe_budget
 from redactopt.model.chain import MarkovChain
 from redactopt.model.influence import delta_star, side_log_ratio_envelope
 
@@ -431,7 +431,7 @@ class _SegmentCheck:
 
     def _fails(self, seg: np.ndarray, p: int) -> bool:
         self.evaluations += 1
-        return leakage(self.chain, seg, p - self.lo).leakage > self.eps * SAFE_FRACTION
+        return leakage(self.chain, seg, p - self.lo).leakage > safe_budget(self.eps, seg.shape[0])
 
     def quick(self, seg: np.ndarray) -> bool:
         for i, p in enumerate(self.binding):

@@ -26,7 +26,7 @@ import numpy as np
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_real
 from redactopt.judge.certify import snap
-from redactopt.judge.tolerances import SAFE_FRACTION
+from redactopt.judge.tolerances import safe_budget
 from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.influence import low_value, pointwise_influence, regions
 from redactopt.judge.leakage import leakage, utility
@@ -244,8 +244,8 @@ def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float) 
             shrunk[s] += 1
         if med[s].size:
             # The safety margin keeps the sum of the two sides, evaluated jointly, out of
-            # the boundary zone where rounding could decide (certify.SAFE_FRACTION).
-            target = budget * SAFE_FRACTION
+            # the boundary zone where rounding could decide (tolerances.safe_budget).
+            target = safe_budget(budget, n)
             probs[s] = _smallest_feasible(one_sided, 1.0, target if one_sided(1.0) <= target else budget)
 
     def joint(pr: list[float]) -> float:
@@ -253,7 +253,7 @@ def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float) 
 
     stage1 = tuple(probs)
     # Stage 2 only when the split left slack (joint leakage strictly below eps).
-    rounds = 2 if joint(probs) < eps * SAFE_FRACTION else 0
+    rounds = 2 if joint(probs) < safe_budget(eps, n) else 0
     for _ in range(rounds):
         for s in (0, 1):
             if med[s].size == 0 or probs[s] == 0.0:
@@ -264,7 +264,7 @@ def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float) 
                 pr[s] = x
                 return joint(pr)
 
-            probs[s] = _smallest_feasible(h, probs[s], eps * SAFE_FRACTION)
+            probs[s] = _smallest_feasible(h, probs[s], safe_budget(eps, n))
     q = _with_probs(base, med, lo, (probs[0], probs[1]))
     info = {
         "eps_left": float(eps_left),

@@ -16,9 +16,8 @@ import numpy as np
 from redactopt._validate import check_eps, check_n, check_private
 from redactopt.errors import BoundError, PrivacyCheckError
 from redactopt.judge.exact import MAX_EXACT_N, certify_exact
-from redactopt.judge.tolerances import BOUNDARY_RTOL, LEAKAGE_RTOL, SNAP_TOL, UTILITY_ATOL
+from redactopt.judge.tolerances import LEAKAGE_RTOL, SNAP_TOL, UTILITY_ATOL, boundary_zone
 from redactopt.model.chain import MarkovChain
-from redactopt.model.influence import delta_star, provably_above, side_log_ratios
 from redactopt.judge.leakage import LeakageResult, check_mechanism, leakage, max_leakage, utility
 
 __all__ = [
@@ -32,7 +31,6 @@ __all__ = [
     "finalize",
     "make_certificate",
     "snap",
-    "lemma2_upper_bound",
     "verify",
 ]
 
@@ -183,66 +181,37 @@ def finalize(
 
 def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...], eps: float,
            worst: LeakageResult | None = None) -> tuple[LeakageResult, bool]:
-    """Exact leakage (worst over ``private``) and whether it is at most ``eps``.
+    """Exact leakage (worst over ``private``) and whether it is *provably* at most ``eps``.
 
-    Far from the boundary the float evaluation decides.  Within a relative
-    :data:`BOUNDARY_RTOL` of ``eps`` and for ``n <= 64`` the verdict is taken in rational
-    arithmetic on the stored floats (:func:`redactopt.judge.exact.certify_exact`), so rounding
-    cannot pass a mechanism whose true leakage is above ``eps``; longer mechanisms
-    there pass only up to a relative :data:`LEAKAGE_RTOL`.  ``worst``, when given, is the
-    already computed worst :class:`~redactopt.judge.leakage.LeakageResult` over ``private``.
+    Outside the :func:`~redactopt.judge.tolerances.boundary_zone` around ``eps`` the float
+    evaluation decides (its rounding error is smaller than the zone).  Inside it the verdict
+    is taken in rational arithmetic on the stored floats
+    (:func:`redactopt.judge.exact.certify_exact`), for every private record on its
+    *segment*: the records between the nearest rows published with certainty on each side
+    (such a row is observed without noise, so by the Markov property everything beyond it
+    cancels from every likelihood ratio).  A segment longer than
+    :data:`~redactopt.judge.exact.MAX_EXACT_N` cannot be decided there and is refused: a
+    pass is always a proof.  ``worst``, when given, is the already computed worst
+    :class:`~redactopt.judge.leakage.LeakageResult` over ``private``.
     """
     res = worst if worst is not None else max_leakage(chain, redact_prob, private)
-    if res.leakage <= eps * (1.0 - BOUNDARY_RTOL):
+    zone = boundary_zone(eps, redact_prob.shape[0])
+    if res.leakage <= eps - zone:
         return res, True
-    if res.leakage > eps * (1.0 + BOUNDARY_RTOL):
+    if res.leakage > eps + zone:
         return res, False
-    if redact_prob.shape[0] <= MAX_EXACT_N:
-        cert = certify_exact(chain.alpha, chain.beta, redact_prob.tolist(), list(private), eps)
-        return res, cert.status == "certified"
-    return res, res.leakage <= eps * (1.0 + LEAKAGE_RTOL)
-
-
-def lemma2_upper_bound(chain: MarkovChain, n: int, *, eps: float, private: object) -> float:
-    r"""Cheap valid upper bound on the utility of every :math:`\epsilon`-private mechanism (Lemma 2).
-
-    By Lemma 2 (Appendix D) with :math:`\mathcal Q=\{t\}`, value ``x`` can be published at
-    ``t`` with positive probability only if :math:`i(X_p\rightsquigarrow X_t=x)\le\epsilon`
-    for every private ``p``; the private records are never published.  Hence
-
-    .. math:: \nu \le \frac1n\sum_{t}\sum_x \pi_x\,\mathbb 1\big[\max_p i(X_p\rightsquigarrow X_t=x)\le\epsilon\big].
-
-    Outward: a value is counted unless its influence is
-    :func:`~redactopt.model.influence.provably_above` ``eps``, so rounding in the closed form
-    never excludes a publishable value.  Records farther than :math:`\Delta^\star(\epsilon)`
-    from every private record have both influences at most ``eps`` (the max-influence is
-    non-increasing), so only stretches around groups of private records are evaluated: time
-    independent of ``n``.  ``private`` holds 0-based indices.
-    """
-    n = check_n(n)
-    eps = check_eps(eps)
-    priv = check_private(private, n)
-    reach = delta_star(chain, eps)
-    groups: list[list[int]] = []
-    for p in priv:
-        if groups and p - groups[-1][-1] <= 2 * reach + 1:
-            groups[-1].append(p)
-        else:
-            groups.append([p])
-    pi = chain.stationary
-    total = float(n)  # every record counts 1 (both values) unless excluded below
-    for g in groups:
-        lo, hi = max(0, g[0] - reach), min(n - 1, g[-1] + reach)
-        t = np.arange(lo, hi + 1)
-        allowed = np.ones((t.size, 2), dtype=bool)
-        allowed[np.asarray(g) - lo] = False
-        for p in g:
-            d = np.abs(t - p)
-            far = d > 0
-            rho = side_log_ratios(chain, d[far])
-            allowed[far] &= ~provably_above(np.abs(rho), eps)
-        total -= float(((~allowed) * pi[None, :]).sum())
-    return total / n
+    q = np.asarray(redact_prob)
+    published = np.flatnonzero(~q.any(axis=1))
+    for p in private:
+        k = int(np.searchsorted(published, p))
+        lo = int(published[k - 1]) if k > 0 else 0
+        hi = int(published[k]) if k < published.size else q.shape[0] - 1
+        if hi - lo + 1 > MAX_EXACT_N:
+            return res, False
+        cert = certify_exact(chain.alpha, chain.beta, q[lo : hi + 1].tolist(), [p - lo], eps)
+        if cert.status != "certified":
+            return res, False
+    return res, True
 
 
 # --------------------------------------------------------------------------

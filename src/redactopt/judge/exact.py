@@ -23,7 +23,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Literal
 
-__all__ = ["ExactCertificate", "exact_leakage_ratio", "certify_exact", "exp_bounds", "MAX_EXACT_N"]
+__all__ = ["ExactCertificate", "exact_leakage_ratio", "certify_exact", "n_step_ratio", "ratio_at_most_exp", "exp_bounds", "MAX_EXACT_N"]
 
 #: Rational arithmetic grows with n; audits refuse longer mechanisms (the issue asks for n <= 12).
 MAX_EXACT_N = 64
@@ -157,3 +157,41 @@ def certify_exact(alpha: object, beta: object, redact_prob: list, private: list[
             break
         terms = min(max_terms, terms * 2)
     return ExactCertificate(status, R, leak, e, terms, tuple(private))  # type: ignore[arg-type]
+
+
+
+def n_step_ratio(alpha: object, beta: object, d: int, v: int) -> Fraction:
+    r""":math:`(P^d)_{0v}/(P^d)_{1v}` exactly (repeated squaring of ``P`` in rationals), ``d <= 64``.
+
+    Publishing ``v`` at distance ``d`` moves the odds of :math:`X_p=0` by this factor; its
+    logarithm's absolute value is the pointwise influence (Definition 3).
+    """
+    a, b = _frac(alpha, "alpha"), _frac(beta, "beta")
+    if isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= MAX_EXACT_N or v not in (0, 1):
+        raise ValueError(f"d must be an integer in 1..{MAX_EXACT_N} and v 0 or 1, got d={d!r}, v={v!r}")
+    P = [[1 - a, a], [b, 1 - b]]
+    R = [[Fraction(1), Fraction(0)], [Fraction(0), Fraction(1)]]
+    base, k = P, d
+    while k:
+        if k & 1:
+            R = [[sum(R[i][m] * base[m][j] for m in (0, 1)) for j in (0, 1)] for i in (0, 1)]
+        base = [[sum(base[i][m] * base[m][j] for m in (0, 1)) for j in (0, 1)] for i in (0, 1)]
+        k >>= 1
+    return R[0][v] / R[1][v]
+
+
+def ratio_at_most_exp(ratio: Fraction, eps: object, *, max_terms: int = 400) -> bool | None:
+    r"""Decide :math:`\text{ratio}\le e^{\epsilon}` exactly (``None``: undecided after ``max_terms``)."""
+    e = _frac(eps, "eps")
+    if e < 0:
+        raise ValueError(f"eps must be >= 0, got {e}")
+    terms = max(8, int(2 * float(e)) + 8)
+    while True:
+        lo, hi = exp_bounds(e, terms)
+        if ratio <= lo:
+            return True
+        if ratio > hi:
+            return False
+        if terms >= max_terms:
+            return None
+        terms = min(max_terms, terms * 2)

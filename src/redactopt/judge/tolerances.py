@@ -7,22 +7,40 @@ arithmetic (:func:`redactopt.judge.certify.verify`), and bounds are rounded outw
 
 from __future__ import annotations
 
-__all__ = ["SNAP_TOL", "LEAKAGE_RTOL", "BOUNDARY_RTOL", "SAFE_FRACTION", "UTILITY_ATOL"]
+__all__ = ["SNAP_TOL", "LEAKAGE_RTOL", "BOUNDARY_RTOL", "LEAKAGE_ATOL_PER_RECORD", "boundary_zone", "safe_budget", "UTILITY_ATOL"]
 
 #: Probabilities within this distance of 0 or 1 are snapped to 0 or 1 before the exact check
 #: ("support matters": a 1e-9 that was meant as 0 creates outputs that leak).
 SNAP_TOL = 1e-9
 
-#: Relative slack between a float leakage and eps for long mechanisms (n > 64) whose verdict
-#: cannot be taken in rational arithmetic; it only covers the evaluator's rounding.
+#: Relative slack used only by *reports* (comparison tables, audits of the paper's mechanisms)
+#: to print "ok" for a float leakage that equals eps up to rounding; no design is judged by it.
 LEAKAGE_RTOL = 1e-12
 
-#: Float leakages this close to eps (relative) are re-decided in rational arithmetic when n is small.
+#: Float leakages this close to eps (relative) are re-decided in rational arithmetic.
 BOUNDARY_RTOL = 1e-9
 
-#: Optimisers that search up to the budget (bisection and the like) aim at ``eps * SAFE_FRACTION``
-#: so that their answers lie outside the boundary zone and rounding can never decide them.
-SAFE_FRACTION = 1.0 - 2.0 * BOUNDARY_RTOL
+#: Absolute rounding error of the float leakage per record of the patterns: the log of a
+#: ratio of prefix products loses a few ulps per step, which matters when eps is tiny.
+LEAKAGE_ATOL_PER_RECORD = 1e-15
+
+
+def boundary_zone(eps: float, n: int) -> float:
+    """Half-width of the band around ``eps`` in which a float leakage of ``n`` records decides nothing.
+
+    Within it :func:`redactopt.judge.certify.verify` decides in rational arithmetic (or
+    refuses); outside it the float leakage is provably on the right side of ``eps``.
+    """
+    return eps * BOUNDARY_RTOL + LEAKAGE_ATOL_PER_RECORD * (n + 16)
+
+
+def safe_budget(eps: float, n: int) -> float:
+    """What optimisers that search up to the budget (bisection and the like) aim at.
+
+    Twice the boundary zone below ``eps``, so their answers are decided by the float check
+    and rounding can never decide them.
+    """
+    return eps - 2.0 * boundary_zone(eps, n)
 
 #: Rounding error allowed in a float utility (a mean of n terms in [0, 1]) when it is compared
 #: with an upper bound: a bound within this of a verified utility is consistent; further below,

@@ -27,7 +27,6 @@ __all__ = [
     "side_log_ratios",
     "side_log_ratio_maxima",
     "side_log_ratio_envelope",
-    "publishable",
     "provably_above",
     "INFLUENCE_RTOL",
 ]
@@ -201,22 +200,6 @@ def side_log_ratio_envelope(chain: MarkovChain, m: int) -> np.ndarray:
     """
     ell = side_log_ratio_maxima(chain, m)
     return np.maximum.accumulate(ell[::-1], axis=0)[::-1] if m else ell
-
-
-def publishable(chain: MarkovChain, m: int, *, upper: float, lower: float) -> np.ndarray:
-    r"""Lemma 2 on one side: which values may be published at distances ``1..m`` (``(m, 2)`` bool).
-
-    If ``v`` is published at distance ``d`` with positive probability, the event
-    :math:`\{Y_d = v\}` has likelihood ratio :math:`e^{\rho_v(d)}` (the factor
-    :math:`1-q_d[v]` cancels), and it is a union of outputs of the side, so its ratio is a
-    mediant of theirs (Lemma 2, Appendix D, with :math:`\mathcal Q=\{d\}`).  A side whose
-    log-ratios all lie in ``[-lower, upper]`` can therefore publish ``v`` at ``d`` only if
-    :math:`-\text{lower}\le\rho_v(d)\le\text{upper}`; with ``upper = lower = eps`` this is
-    :math:`i(X_p\rightsquigarrow X_t=v)\le\epsilon`.  Outward: a value is excluded only if
-    it is :func:`provably_above` the budget.
-    """
-    r = side_log_ratios(chain, np.arange(1, int(m) + 1)) if m else np.zeros((0, 2))
-    return ~(provably_above(r, upper) | provably_above(-r, lower))
 
 
 def set_max_influence(chain: MarkovChain, p: int, records: Iterable[int], n: int | None = None) -> float:
