@@ -367,7 +367,7 @@ def test_outputs_never_create_directories(run, capsys, tmp_path, csv_file, argv)
     assert _listing(tmp_path) == before
 
 
-@pytest.mark.parametrize("mask", [0o022, 0o077, 0o027])
+@pytest.mark.parametrize("mask", [0o022, 0o077])
 def test_written_files_get_the_umask_permissions(run, capsys, tmp_path, csv_file, mask, umask):
     umask(mask)
     files = [tmp_path / "m.json", tmp_path / "o.csv", tmp_path / "o.parquet", tmp_path / "r.json"]
