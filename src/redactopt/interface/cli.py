@@ -10,7 +10,6 @@ name per concept, ``-`` for standard input/output, old spellings as aliases) are
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import json
 import os
@@ -49,7 +48,6 @@ from redactopt.interface.progress import Bars, iterate, progress_enabled
 from redactopt.io import STDIO, check_output_path, design_to_dict, read_mechanisms, write_text_atomic
 from redactopt.judge.attack import attack
 from redactopt.judge.audit import audit
-from redactopt.judge.certify import DesignResult
 from redactopt.judge.exact import certify_exact
 from redactopt.model.chain import MarkovChain
 from redactopt.paper.mechanisms import markov_quilt, three_region
@@ -119,15 +117,6 @@ def _write_output(text: str, out: str | None, force: bool) -> None:
         sys.stdout.write(text)
     else:
         write_text_atomic(out, text, force=force)
-
-
-def _as_requested(res: DesignResult, method: str) -> DesignResult:
-    """Report a forced optimiser under the name it was asked by (``sgp``), its solver as the source."""
-    if res.method == method:
-        return res
-    info = dict(res.info)
-    info.setdefault("source", res.method)
-    return dataclasses.replace(res, method=method, info=info)
 
 
 # ---------------------------------------------------------------------------
@@ -328,7 +317,6 @@ def _cmd_design(args: argparse.Namespace) -> int:
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt design: privacy check failed: {exc}\n")
         return EXIT_FAIL
-    res = _as_requested(res, args.method)
     if fmt == "json":
         text = json.dumps(design_to_dict(res), indent=2)
     elif fmt == "csv":
