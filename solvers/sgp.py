@@ -1,6 +1,6 @@
 r"""Data-dependent design by successive geometric programming (SGP), method ``"optimal-sgp"``.
 
-The design problem (DESIGN.md, "What optimal means here") is
+The design problem (docs/mathematics.md) is
 
 .. math::
     \max_q\ \frac1n\sum_t\sum_x \pi_x\,(1-q_t[x])

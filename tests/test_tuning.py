@@ -138,7 +138,7 @@ def test_calibrated_fig3_setting(eps):
 
 
 def test_calibrated_repairs_the_paper_counterexample():
-    # 3R as printed leaks 0.6545 > 0.5 here (DESIGN.md); the calibrated version does not.
+    # 3R as printed leaks 0.6545 > 0.5 here (README, "Notes on the paper"); the calibrated version does not.
     ch = MarkovChain(0.01, 0.8)
     mech = three_region(ch, 10, eps=0.5, p=0)
     assert leakage_bruteforce(ch, mech.redact_prob, 0).leakage > 0.6

@@ -44,7 +44,7 @@ from redactopt.judge.audit import audit
 from redactopt.engine import design as _design_module
 from redactopt.engine.design import design
 from redactopt.engine.joint import design_joint, design_joint_sparse
-from redactopt import _legacy
+from redactopt import _legacy, datasets
 
 _legacy.install({"design": _design_module, "audit": _audit_module})
 
@@ -77,6 +77,7 @@ __all__ = [
     "design_joint_sparse",
     "audit",
     "apply_table",
+    "datasets",
     "__version__",
 ]
 

@@ -11,7 +11,7 @@ from redactopt.judge.certify import verify
 from redactopt.model.chain import MarkovChain
 from redactopt.judge.leakage import check_mechanism, leakage, utility
 
-__all__ = ["audit", "audit_text"]
+__all__ = ["audit"]
 
 
 def audit(
@@ -54,42 +54,3 @@ def audit(
     if info:
         report["info"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in info.items()}
     return report
-
-
-def audit_text(report: dict[str, Any]) -> str:
-    """Human-readable form of :func:`audit`'s report."""
-    w = report["witness"]
-    shown = " ".join("⊥" if v is None else str(v) for v in w[:60])
-    if len(w) > 60:
-        shown += f" … ({len(w)} records)"
-    ratio_dir = f"Pr(y | X_p={report['favoured']}) / Pr(y | X_p={1 - report['favoured']})"
-    lines = [
-        f"mechanism : {report['method']}  n={report['n']}  private={report['private']}  "
-        f"alpha={report['chain']['alpha']:g}  beta={report['chain']['beta']:g}",
-    ]
-    if "info" in report and "regions" in report["info"]:
-        lines.append(f"regions   : {report['info']['regions']}  (P private, S small, M medium, L large)")
-    lines += [
-        f"eps       : {report['eps']:.6g}",
-        f"leakage   : {report['leakage']:.10g}  (exact, nats; worst private record {report['witness_private']})",
-        f"witness   : {shown}",
-        f"            attains log {ratio_dir}",
-        f"utility   : {report['utility']:.10g}",
-    ]
-    if "exact" in report:
-        ex = report["exact"]
-        lines.append(f"exact     : {ex['status']} (rational arithmetic on the doubles; "
-                     f"L = {ex['leakage']:.10g})")
-    if "attack" in report:
-        at = report["attack"]
-        lines.append(f"attack    : leakage >= {at['lower_bound']:.6g} with confidence {at['confidence']:g} "
-                     f"({at['samples']} chains per value of X_p; largest observed |log ratio| "
-                     f"{at['max_observed']:.6g})" + ("  -> violation shown" if at["violation_shown"] else ""))
-    if report["passed"]:
-        verdict = "PASS"
-    elif report["leakage"] > report["eps"]:
-        verdict = "FAIL: leakage exceeds eps"
-    else:
-        verdict = "FAIL: not certified exactly"
-    lines.append(f"result    : {verdict}")
-    return "\n".join(lines)

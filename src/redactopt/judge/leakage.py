@@ -23,7 +23,7 @@ is reversible, so the same ``P`` serves the left side) and ``U_k = M_1 ⋯ M_k``
 A pattern is in the support iff every record before it can be redacted
 (``max_x q_d[x] > 0``) and its published value can be published (``q_{k+1}[v] < 1``):
 all transition probabilities are positive, so nothing else can rule an output out.
-Probabilities as small as 1e-300 count exactly like large ones (DESIGN.md, "Support
+Probabilities as small as 1e-300 count exactly like large ones (docs/mathematics.md; "support
 matters").  The prefix products ``U_k`` are computed in blocks with numpy and
 renormalised so nothing underflows.
 """
