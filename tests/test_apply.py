@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import chi2
 
+from conftest import dense_redact_prob
 from redactopt.release.bits import SecureBits, SeededBits, bernoulli_exact, exact_thresholds
 from redactopt.interface.options import parse_positions
 from redactopt.release.report import NOT_FOR_RELEASE
@@ -194,9 +195,10 @@ def test_apply_csv_end_to_end(tmp_path, run, capsys):
     assert r["chain"]["source"] == "fitted"
     assert r["chain"]["fit"]["alpha_ci"][0] < r["chain"]["alpha"] < r["chain"]["fit"]["alpha_ci"][1]
     mech = mechanism_from_dict(r["mechanism"])
-    assert mech.n == 2500 if hasattr(mech, "n") else mech.redact_prob.shape[0] == 2500
+    assert mech.n == 2500
     assert [p + 1 for p in mech.private] == [p + 1 for p in private0]
-    q = mech.redact_prob
+    q = dense_redact_prob(r["mechanism"])
+    assert np.array_equal(np.asarray(mech.redact_prob), q)
     assert not red[~q.any(axis=1)].any()  # never redacted where q = 0
     rep_audit = audit(mech.chain, q, private=mech.private, eps=mech.eps)
     assert rep_audit["passed"]
@@ -279,7 +281,7 @@ def test_apply_is_independent_of_chunking_and_uses_exact_q(tmp_path, run, capsys
                     "--out", str(out), "--report", str(rep), "--chunk-rows", chunk]) == 0
         outs.append((out.read_bytes(), json.loads(rep.read_text())))
     assert outs[0][0] == outs[1][0]
-    q = np.array(outs[0][1]["mechanism"]["redact_prob"])
+    q = dense_redact_prob(outs[0][1]["mechanism"])
     assert ((q > 0) & (q < 1)).any()  # some draws really were random
 
 
@@ -335,6 +337,8 @@ def test_apply_parquet_with_sequences(tmp_path, run, capsys):
         assert all(d["leakage"] <= 1.0 for d in s["leakage"])
         m = mechanism_from_dict(s["mechanism"])
         assert audit(m.chain, m.redact_prob, private=m.private, eps=1.0)["passed"]
+        for p in m.private:
+            assert leakage(m.chain, dense_redact_prob(s["mechanism"]), p).leakage <= 1.0
 
 
 def test_parquet_read_row_group_by_row_group(tmp_path):

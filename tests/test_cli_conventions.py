@@ -22,6 +22,7 @@ import pytest
 import redactopt
 from redactopt.interface import cli
 from redactopt.interface.report import positions_text, witness_text
+from conftest import dense_redact_prob
 from redactopt.io import mechanism_to_dict
 from redactopt.judge.leakage import leakage_bruteforce, sample_chains, utility
 from redactopt.model.chain import MarkovChain
@@ -214,7 +215,7 @@ def test_forced_optimiser_reports_its_own_name(run, capsys):
                 "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["method"] == "sgp"
-    assert leakage_bruteforce(MarkovChain(0.2, 0.5), np.array(d["redact_prob"]), 0).leakage <= 1 + 1e-12
+    assert leakage_bruteforce(MarkovChain(0.2, 0.5), dense_redact_prob(d), 0).leakage <= 1 + 1e-12
 
 
 def test_bench_old_and_new_flags_and_overwrite(run, capsys, tmp_path, monkeypatch):
@@ -342,7 +343,7 @@ def test_apply_report_on_stdout(run, capsys, tmp_path, csv_file):
     assert run(["apply", str(csv_file), "--column", "occ", "--private", "150", "--eps", "1", "--seed", "2",
                 "--out", str(out), "--report", "-"]) == 0
     cap = capsys.readouterr()
-    assert json.loads(cap.out)["format"] == "redactopt.release.apply-report/1"
+    assert json.loads(cap.out)["format"] == "redactopt.release.apply-report/2"
     assert cap.err.startswith("wrote     : ")
     assert run(["apply", str(csv_file), "--column", "occ", "--private", "150", "--eps", "1",
                 "--out", "-", "--report", "-"]) == 2

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import dense_redact_prob
 from redactopt.release.apply import apply_table
 from redactopt.model.chain import MarkovChain
 from redactopt.judge.leakage import sample_chains
@@ -59,8 +60,8 @@ def test_dask_matches_in_memory_with_sequences(tmp_path, client):
     for sm, sd in zip(mem["sequences"], dsk["sequences"]):
         assert sm["id"] == sd["id"] and sm["private"] == sd["private"]
         if sm["mechanism"] is not None:
-            assert np.array_equal(sm["mechanism"]["redact_prob"], sd["mechanism"]["redact_prob"])
-    qs = np.concatenate([np.array(s["mechanism"]["redact_prob"]) for s in mem["sequences"] if s["mechanism"]])
+            assert sm["mechanism"] == sd["mechanism"]
+    qs = np.concatenate([dense_redact_prob(s["mechanism"]) for s in mem["sequences"] if s["mechanism"]])
     assert ((qs > 0) & (qs < 1)).any()  # the comparison covers random draws, not only 0/1
 
 

@@ -7,6 +7,7 @@ import pytest
 from redactopt.model.chain import MarkovChain
 from redactopt.interface.cli import main
 from redactopt.engine.design import design
+from conftest import dense_redact_prob
 from redactopt.io import read_mechanism
 from redactopt.judge.leakage import leakage_bruteforce, utility
 from redactopt.paper.mechanisms import markov_quilt
@@ -35,7 +36,7 @@ def test_design_json_roundtrips_through_audit(tmp_path, capsys):
     out = tmp_path / "mech.json"
     assert main(["design", "--n", "10", "--eps", "1", "--method", "dim", "--format", "json", "--out", str(out)]) == 0
     d = json.loads(out.read_text())
-    assert d["format"] == "redactopt.mechanism/1" and d["private"] == [1] and d["n"] == 10
+    assert d["format"] == "redactopt.mechanism/2" and d["private"] == [1] and d["n"] == 10
     assert set(d["certificate"]) >= {"upper_bound", "gap", "solver"}
     mf = read_mechanism(out)
     assert d["leakage"] == pytest.approx(leakage_bruteforce(FIG3, mf.redact_prob, 0).leakage, abs=1e-12)
@@ -129,7 +130,7 @@ def test_optimisers_from_the_cli(method, capsys):
                  "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     ch = MarkovChain(0.2, 0.5)
-    q = np.array(d["redact_prob"])
+    q = dense_redact_prob(d)
     assert leakage_bruteforce(ch, q, 0).leakage <= 1.0 * (1 + 1e-12)
     assert d["certificate"]["upper_bound"] >= d["utility"] - 1e-12
     if method in ("global", "optimal"):  # certified: SCIP's dual bound, or Lemma 2's when it is tighter
@@ -142,7 +143,7 @@ def test_split_options_two_sided(split, capsys):
                  "--method", "3r-calibrated", "--split", split, "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     ch = MarkovChain(0.05, 0.4)
-    assert leakage_bruteforce(ch, np.array(d["redact_prob"]), 4).leakage <= 1.0 * (1 + 1e-12)
+    assert leakage_bruteforce(ch, dense_redact_prob(d), 4).leakage <= 1.0 * (1 + 1e-12)
 
 
 def test_global_beats_or_matches_every_alternative_in_fig3_setting():

@@ -6,8 +6,6 @@ the dense evaluator on the dense array for longer ones, and hand-built dense arr
 
 from __future__ import annotations
 
-import io
-import json
 
 import numpy as np
 import pytest
@@ -16,7 +14,6 @@ from redactopt.release.bits import SeededBits, bernoulli_exact
 from redactopt.release.data import sequence_key
 from redactopt.release.plan import SequencePlan
 from redactopt.release.redactor import Redactor
-from redactopt.release.report import write_json
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import SparseRows, finalize, finalize_sparse
 from redactopt.model.chain import MarkovChain
@@ -207,19 +204,6 @@ def test_redactor_with_several_blocks_and_sequences_draws_like_the_dense_table(r
     c0 = np.zeros(ns[0], dtype=np.int64)
     assert np.array_equal(got0, _hand_dense_mask([dense[0]], c0, np.arange(ns[0]), v0, [keys[0]], seed=5))
     assert not got0[~dense[0][np.arange(ns[0]), v0].astype(bool)].any()
-
-
-def test_report_streams_sparse_rows_as_the_dense_json(rng):
-    parts, _, dense = _random_blocks(rng, 300, 2)
-    from redactopt.judge.certify import merge_blocks
-
-    starts, blocks = merge_blocks(300, parts)
-    sr = SparseRows(300, tuple(starts), tuple(blocks))
-    a, b = io.StringIO(), io.StringIO()
-    write_json({"redact_prob": sr}, a)
-    write_json({"redact_prob": dense}, b)
-    assert a.getvalue() == b.getvalue()
-    assert json.loads(a.getvalue())["redact_prob"] == dense.tolist()
 
 
 def test_blocks_are_exactly_the_redactable_rows():

@@ -1,6 +1,16 @@
-"""Files: the mechanism file format ``redactopt.mechanism/1`` and how every output is written.
+"""Files: the mechanism file formats and how every output is written.
 
 Files count records from 1 (``private`` is 1-based); the Python API counts from 0.
+
+Mechanism files (README, "Mechanism file"):
+
+* ``redactopt.mechanism/2`` (written since 0.2): ``blocks``, a sorted list of
+  ``{"start": first row, "redact_prob": rows}`` separated by at least one row; every record
+  outside a block is published with certainty.  Its size grows with the blocks, not with
+  ``n``, and an audit re-verifies it block by block (:mod:`redactopt.judge.audit`) without
+  ever building ``n`` rows.  Readers of ``/1`` check the ``format`` field, so they refuse a
+  ``/2`` file with a message naming both formats.
+* ``redactopt.mechanism/1``: ``redact_prob`` with one row per record; still read.
 
 Conventions for every file redactopt reads or writes (the command line relies on them):
 
@@ -31,12 +41,15 @@ import numpy as np
 
 from redactopt._validate import check_eps, check_redact_prob
 from redactopt.model.chain import MarkovChain
+from redactopt.judge.audit import as_sparse
 from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows
 from redactopt.judge.leakage import check_mechanism
 
 __all__ = [
     "FORMAT",
+    "FORMAT_DENSE",
     "REPORT_FORMAT",
+    "REPORT_FORMATS",
     "STDIO",
     "MechanismFile",
     "mechanism_to_dict",
@@ -53,9 +66,14 @@ __all__ = [
     "stdin_as_file",
 ]
 
-FORMAT = "redactopt.mechanism/1"
-#: The report ``apply`` writes; it carries the mechanism of every designed sequence.
-REPORT_FORMAT = "redactopt.release.apply-report/1"
+#: The mechanism file format redactopt writes: blocks of rows, everything else published.
+FORMAT = "redactopt.mechanism/2"
+#: The first mechanism file format, one row per record: still read (and written on request).
+FORMAT_DENSE = "redactopt.mechanism/1"
+#: The report ``apply`` writes; it carries the mechanism of every designed sequence (``/2`` files).
+REPORT_FORMAT = "redactopt.release.apply-report/2"
+#: Reports audit reads: ``/1`` carried ``redactopt.mechanism/1`` objects.
+REPORT_FORMATS = ("redactopt.release.apply-report/1", REPORT_FORMAT)
 #: The path that means standard input or standard output.
 STDIO = "-"
 
@@ -64,18 +82,24 @@ STDIO = "-"
 class MechanismFile:
     """A parsed mechanism file; ``private`` is 0-based here.
 
+    ``redact_prob`` is a dense ``(n, 2)`` array (``redactopt.mechanism/1``) or a
+    :class:`~redactopt.judge.certify.SparseRows` (``/2``: never densified).
     ``utility``, ``leakage`` and ``certificate`` are what the file *claims*; audits
     recompute them.
     """
 
     chain: MarkovChain
-    redact_prob: np.ndarray
+    redact_prob: np.ndarray | SparseRows
     private: tuple[int, ...]
     eps: float
     method: str
     utility: float | None
     leakage: float | None
     certificate: dict | None
+
+    @property
+    def n(self) -> int:
+        return int(self.redact_prob.shape[0])
 
 
 def _finite_or_none(x: float | None) -> float | None:
@@ -87,44 +111,38 @@ def _finite_or_none(x: float | None) -> float | None:
 
 def mechanism_to_dict(
     chain: MarkovChain,
-    redact_prob: np.ndarray,
+    redact_prob: np.ndarray | SparseRows,
     *,
     private: tuple[int, ...] | list[int],
     eps: float,
     method: str,
     utility: float,
     leakage: float,
+    format: str = FORMAT,
 ) -> dict[str, Any]:
-    """The mechanism file object (README, "Mechanism file") of a mechanism (``private`` given 0-based)."""
-    q = np.asarray(redact_prob, dtype=float)
-    return {
-        "format": FORMAT,
-        "chain": {"alpha": chain.alpha, "beta": chain.beta},
-        "n": int(q.shape[0]),
-        "private": [int(p) + 1 for p in private],
-        "eps": float(eps),
-        "redact_prob": q.tolist(),
-        "method": method,
-        "utility": _finite_or_none(utility),
-        "leakage": _finite_or_none(leakage),
-    }
+    """The mechanism file object (README, "Mechanism file") of a mechanism (``private`` given 0-based).
 
-
-def design_to_dict(res: DesignResult | SparseDesign, *, stream: bool = False) -> dict[str, Any]:
-    """The mechanism file of a verified design, with its ``certificate``.
-
-    With ``stream=True`` ``redact_prob`` stays an array or a
-    :class:`~redactopt.judge.certify.SparseRows` (for writers that stream it in pieces, so a
-    long sequence is never held as a list of Python floats); otherwise it is a list.
+    ``format`` is :data:`FORMAT` (``blocks``: the maximal runs of rows that can be
+    redacted, or the blocks of a :class:`~redactopt.judge.certify.SparseRows`) or
+    :data:`FORMAT_DENSE` (one row per record, for readers of ``redactopt.mechanism/1``).
     """
-    if stream:
-        q = res.redact_prob if isinstance(res.redact_prob, SparseRows) else np.asarray(res.redact_prob)
-        d = mechanism_to_dict(res.chain, np.zeros((0, 2)), private=res.private, eps=res.eps,
-                              method=res.method, utility=res.utility, leakage=res.leakage)
-        d["n"], d["redact_prob"] = int(res.redact_prob.shape[0]), q
+    rows = as_sparse(redact_prob)
+    d: dict[str, Any] = {"format": format, "chain": {"alpha": chain.alpha, "beta": chain.beta}, "n": rows.n,
+                         "private": [int(p) + 1 for p in private], "eps": float(eps)}
+    if format == FORMAT:
+        d["blocks"] = [{"start": s + 1, "redact_prob": b.tolist()} for s, b in zip(rows.starts, rows.blocks)]
+    elif format == FORMAT_DENSE:
+        d["redact_prob"] = np.asarray(rows).tolist()
     else:
-        d = mechanism_to_dict(res.chain, np.asarray(res.redact_prob), private=res.private, eps=res.eps,
-                              method=res.method, utility=res.utility, leakage=res.leakage)
+        raise ValueError(f"format must be {FORMAT!r} or {FORMAT_DENSE!r}, got {format!r}")
+    d.update({"method": method, "utility": _finite_or_none(utility), "leakage": _finite_or_none(leakage)})
+    return d
+
+
+def design_to_dict(res: DesignResult | SparseDesign, *, format: str = FORMAT) -> dict[str, Any]:
+    """The mechanism file of a verified design, with its ``certificate``."""
+    d = mechanism_to_dict(res.chain, res.redact_prob, private=res.private, eps=res.eps, method=res.method,
+                          utility=res.utility, leakage=res.leakage, format=format)
     d["certificate"] = res.certificate.to_dict()
     return d
 
@@ -135,13 +153,62 @@ def _require(d: dict, key: str, where: str) -> Any:
     return d[key]
 
 
+def _int_field(value: object, name: str, where: str, lo: int, hi: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo or (hi is not None and value > hi):
+        bound = f" in {lo}..{hi}" if hi is not None else f" >= {lo}"
+        raise ValueError(f"{where}: field '{name}' must be an integer{bound}, got {value!r}")
+    return value
+
+
+def _sparse_rows(d: dict, n: int, where: str) -> SparseRows:
+    """The ``blocks`` of a ``redactopt.mechanism/2`` object, checked."""
+    raw = _require(d, "blocks", where)
+    if not isinstance(raw, list):
+        raise ValueError(f"{where}: field 'blocks' must be a list of objects with 'start' and 'redact_prob'")
+    starts, blocks = [], []
+    end = -2  # 0-based last row of the previous block
+    for i, b in enumerate(raw):
+        name = f"blocks[{i}]"
+        if not isinstance(b, dict):
+            raise ValueError(f"{where}: field '{name}' must be an object with 'start' and 'redact_prob'")
+        s = _int_field(_require(b, "start", f"{where}: {name}"), f"{name}.start", where, 1, n) - 1
+        try:
+            rows = check_redact_prob(_require(b, "redact_prob", f"{where}: {name}"), f"{name}.redact_prob")
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: field '{name}.redact_prob': {exc}") from None
+        if s <= end + 1:
+            raise ValueError(f"{where}: field '{name}' starts at row {s + 1}, but blocks must be sorted and "
+                             f"separated by at least one row published with certainty (the previous block ends "
+                             f"at row {end + 1})")
+        if s + rows.shape[0] > n:
+            raise ValueError(f"{where}: field '{name}' runs past the last record (rows {s + 1}.."
+                             f"{s + rows.shape[0]}, n = {n})")
+        end = s + rows.shape[0] - 1
+        rows.setflags(write=False)
+        starts.append(s)
+        blocks.append(rows)
+    return SparseRows(n, tuple(starts), tuple(blocks))
+
+
+def _check_private_rows(rows: SparseRows, priv: list[int], where: str) -> None:
+    for p in priv:
+        i = int(np.searchsorted(rows.starts, p, side="right")) - 1
+        if i < 0 or p >= rows.starts[i] + rows.blocks[i].shape[0]:
+            raise ValueError(f"{where}: private record {p + 1} lies outside every block: it would be published "
+                             "(infinite leakage); private rows must be [1, 1]")
+        row = rows.blocks[i][p - rows.starts[i]]
+        if not (row[0] == 1.0 and row[1] == 1.0):
+            raise ValueError(f"{where}: row {p + 1} is a private record and must be [1, 1] (always redacted), "
+                             f"got {row.tolist()}")
+
+
 def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
-    """Validate and parse a mechanism object; errors name the field."""
+    """Validate and parse a mechanism object (``redactopt.mechanism/1`` or ``/2``); errors name the field."""
     if not isinstance(d, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}")
     fmt = _require(d, "format", where)
-    if fmt != FORMAT:
-        raise ValueError(f"{where}: field 'format' must be {FORMAT!r}, got {fmt!r}")
+    if fmt not in (FORMAT_DENSE, FORMAT):
+        raise ValueError(f"{where}: field 'format' must be {FORMAT!r} or {FORMAT_DENSE!r}, got {fmt!r}")
     chain_d = _require(d, "chain", where)
     if not isinstance(chain_d, dict):
         raise ValueError(f"{where}: field 'chain' must be an object with alpha and beta")
@@ -149,13 +216,15 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
         chain = MarkovChain(_require(chain_d, "alpha", where + ".chain"), _require(chain_d, "beta", where + ".chain"))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: field 'chain': {exc}") from None
-    n = _require(d, "n", where)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"{where}: field 'n' must be an integer >= 1, got {n!r}")
-    try:
-        q = check_redact_prob(_require(d, "redact_prob", where), "redact_prob", n=n)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: field 'redact_prob': {exc}") from None
+    n = _int_field(_require(d, "n", where), "n", where, 1)
+    q: np.ndarray | SparseRows
+    if fmt == FORMAT_DENSE:
+        try:
+            q = check_redact_prob(_require(d, "redact_prob", where), "redact_prob", n=n)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: field 'redact_prob': {exc}") from None
+    else:
+        q = _sparse_rows(d, n, where)
     priv_raw = _require(d, "private", where)
     if not isinstance(priv_raw, list) or not priv_raw:
         raise ValueError(f"{where}: field 'private' must be a non-empty list of 1-based positions")
@@ -168,10 +237,14 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
         eps = check_eps(_require(d, "eps", where))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: field 'eps': {exc}") from None
-    try:
-        q, privt = check_mechanism(q, priv)
-    except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
+    if isinstance(q, SparseRows):
+        privt = tuple(sorted(set(priv)))
+        _check_private_rows(q, list(privt), where)
+    else:
+        try:
+            q, privt = check_mechanism(q, priv)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
     method = d.get("method", "unknown")
     if not isinstance(method, str):
         raise ValueError(f"{where}: field 'method' must be a string, got {method!r}")
@@ -218,7 +291,7 @@ def read_mechanisms(path: str | os.PathLike[str]) -> list[tuple[Any, MechanismFi
     that has private records (its id, or ``None`` for a report on a single sequence).
     """
     d, where = _load_json(path)
-    if not isinstance(d, dict) or d.get("format") != REPORT_FORMAT:
+    if not isinstance(d, dict) or d.get("format") not in REPORT_FORMATS:
         return [(None, mechanism_from_dict(d, where=where))]
     if "sequences" in d:
         seqs = d["sequences"]

@@ -47,8 +47,7 @@ from redactopt.interface.options import (
 from redactopt.interface.progress import Bars, iterate, progress_enabled
 from redactopt.io import STDIO, check_output_path, design_to_dict, read_mechanisms, write_text_atomic
 from redactopt.judge.attack import attack
-from redactopt.judge.audit import audit
-from redactopt.judge.exact import certify_exact
+from redactopt.judge.audit import WitnessRuns, audit, exact_audit
 from redactopt.model.chain import MarkovChain
 from redactopt.paper.mechanisms import markov_quilt, three_region
 
@@ -128,9 +127,11 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
         help="exact leakage, witness output and utility of a mechanism; PASS/FAIL",
         description=(
             "Compute the exact leakage L(X_p -> Y) (Definition 1) of a mechanism, an output that attains it "
-            "(the witness), and its utility. Give a mechanism file (format redactopt.mechanism/1, as written "
-            "by 'redactopt design --format json'), the report of 'redactopt apply' (every designed sequence "
-            "is audited), '-' for standard input, or build one of the paper's mechanisms with --method. "
+            "(the witness), and its utility. Give a mechanism file (format redactopt.mechanism/2, as written "
+            "by 'redactopt design --format json', or the older redactopt.mechanism/1), the report of "
+            "'redactopt apply' (every designed sequence is audited), '-' for standard input, or build one of "
+            "the paper's mechanisms with --method. Each private record is judged on its block of rows that can "
+            "be redacted and the always-published row on each side, which is exact for the whole sequence. "
             "A file carries its own n, eps, chain and private records: --n, --eps, --alpha, --beta, "
             "--private, --reading and --split apply to --method only. Exit status 0 if the leakage is <= eps, "
             "1 if it is above, 2 on bad input."
@@ -149,10 +150,12 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
     add_format(ap, ["text", "json"])
     ap.add_argument("--exact", action="store_true",
                     help="also recompute the leakage in rational arithmetic from the numbers exactly as written "
-                         "and certify L <= eps exactly (n <= 64)")
+                         "and certify L <= eps exactly (each private record's block of rows that can be redacted, with its "
+                         "always-published neighbours, may hold up to 64 records)")
     ap.add_argument("--attack", action="store_true",
                     help="also run the Bayes-optimal adversary on sampled chains (on the worst private record of "
-                         "the exact audit) and report a statistically valid lower bound on the leakage")
+                         "the exact audit; only its block of rows that can be redacted is sampled) and report a "
+                         "statistically valid lower bound on the leakage")
     ap.add_argument("--samples", type=int, default=None,
                     help="--attack: chains per value of X_p (default 200000)")
     ap.add_argument("--confidence", type=float, default=None,
@@ -190,7 +193,7 @@ def _audit_one(chain: MarkovChain, q: np.ndarray, private: tuple[int, ...], eps:
     passed = rep["passed"]
     if args.exact:
         # the same doubles the float audit judged (and a release would draw with)
-        cert = certify_exact(chain.alpha, chain.beta, q.tolist(), list(private), eps)
+        cert = exact_audit(chain, q, private=private, eps=eps)
         rep["exact"] = {"status": cert.status, "leakage": cert.leakage, "taylor_terms": cert.terms,
                         "ratio_digits": len(str(cert.ratio.denominator))}
         passed = passed and cert.status == "certified"
@@ -204,9 +207,8 @@ def _audit_one(chain: MarkovChain, q: np.ndarray, private: tuple[int, ...], eps:
                              confidence=0.95 if args.confidence is None else args.confidence, rng=rng,
                              progress=lambda done, total: bars("attack", done, total), max_seconds=limit)
         except TooLongError as exc:
-            raise UsageError(f"--attack would take about {_duration(exc.seconds)} ({samples} chains of "
-                             f"{q.shape[0]} records per value of X_p); lower --samples or raise --time-limit "
-                             f"(now {limit:g} s)") from None
+            raise UsageError(f"--attack would take about {_duration(exc.seconds)} ({samples} chains per value "
+                             f"of X_p); lower --samples or raise --time-limit (now {limit:g} s)") from None
         rep["attack"] = {"private": p + 1, "lower_bound": res.lower_bound, "confidence": res.confidence,
                          "samples": res.samples, "max_observed": res.max_observed,
                          "event_prob_favoured": res.event_prob_favoured,
@@ -254,8 +256,15 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         text = "\n\n".join(report.audit_text(r) for r in reports)
         text += f"\n\nresult    : {'PASS' if passed else 'FAIL'} ({sum(r['passed'] for r in reports)} of " \
                 f"{len(reports)} sequences pass)"
-    print(json.dumps(out, indent=2) if fmt == "json" else text)
+    print(json.dumps(out, indent=2, default=_as_list) if fmt == "json" else text)
     return EXIT_OK if passed else EXIT_FAIL
+
+
+def _as_list(obj: Any) -> list:
+    """JSON for an audit's witness (:class:`redactopt.judge.audit.WitnessRuns`): every record."""
+    if isinstance(obj, WitnessRuns):
+        return obj.tolist()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
 
 
 # ---------------------------------------------------------------------------

@@ -163,13 +163,21 @@ def positions_text(positions: list[int]) -> str:
     return f"{_elide(parts, ',')} ({len(pos)} positions)"
 
 
-def witness_text(witness: list[int | None]) -> str:
-    """A witness output for text: record by record when short, else runs ``first-last: value``."""
-    sym = ["⊥" if v is None else str(v) for v in witness]
-    if len(sym) <= WITNESS_RECORDS_SHOWN:
-        return " ".join(sym)
-    parts = [f"{a + 1}-{b + 1}: {v}" if b > a else f"{a + 1}: {v}" for a, b, v in _runs(sym)]
-    return f"{_elide(parts, '  ')}  ({len(sym)} records; --format json lists each)"
+def witness_text(witness: Any) -> str:
+    """A witness output for text: record by record when short, else runs ``first-last: value``.
+
+    ``witness`` is a list of 0, 1 and ``None`` (⊥), or a
+    :class:`redactopt.judge.audit.WitnessRuns` (its runs are used as they are).
+    """
+    if len(witness) <= WITNESS_RECORDS_SHOWN:
+        return " ".join("⊥" if v is None else str(v) for v in witness)
+    runs = getattr(witness, "runs", None)
+    if runs is None:
+        runs = _runs(["⊥" if v is None else str(v) for v in witness])
+    else:
+        runs = [(a, b, "⊥" if v < 0 else str(v)) for a, b, v in runs]
+    parts = [f"{a + 1}-{b + 1}: {v}" if b > a else f"{a + 1}: {v}" for a, b, v in runs]
+    return f"{_elide(parts, '  ')}  ({len(witness)} records; --format json lists each)"
 
 
 def audit_text(report: dict[str, Any]) -> str:

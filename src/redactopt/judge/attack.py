@@ -14,8 +14,18 @@ samples, and bounds both probabilities on the other half with Clopper–Pearson 
 (Bonferroni over the two directions), so that the reported bound holds with the stated
 confidence whatever the selection did.
 
-Chains are drawn in batches of at most :data:`BATCH_CELLS` (sample, record) cells, so
-memory does not grow with the number of samples.  With ``max_seconds`` the first batch
+**Only what can leak is sampled.**  Records published with certainty are observed without
+noise, so by the Markov property everything beyond the nearest one on each side of
+:math:`X_p` cancels from :math:`\Lambda(y)`: the attack samples the private record's
+*segment* (its block of rows that can be redacted and the always-published row on each
+side, :func:`redactopt.judge.audit.segments`), which gives the same :math:`\Lambda(y)`
+— and the same lower bound — as sampling the whole sequence, at the cost of the block.
+``restrict=False`` samples every record instead (the reference the restricted attack is
+tested against): the segment's draws come first from the same generator, the other
+records' from a child generator, so both modes draw the same segment outputs.
+
+Chains are drawn in batches of at most :data:`BATCH_CELLS` (sample, record) cells of the
+segment, vectorised over the samples, so memory does not grow with the number of samples.  With ``max_seconds`` the first batch
 is timed and a run whose projected time exceeds the limit stops there
 (:class:`~redactopt.errors.TooLongError`), seconds into what could have been hours.
 """
@@ -30,7 +40,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta as beta_dist
 
+from redactopt._validate import check_index
 from redactopt.errors import TooLongError
+from redactopt.judge.audit import as_sparse, segments
 from redactopt.judge.leakage import check_mechanism, log_likelihood_ratios
 from redactopt.model.chain import MarkovChain
 
@@ -59,20 +71,46 @@ class AttackResult:
     max_observed: float
 
 
+def _walk(x: np.ndarray, P: np.ndarray, ts: range, step: int, rng: np.random.Generator) -> None:
+    """Continue the chains of ``x`` over records ``ts`` (each from its neighbour ``t - step``)."""
+    samples = x.shape[0]
+    for t in ts:  # the stationary chain is reversible: backward steps use P too
+        x[:, t] = rng.random(samples) < P[x[:, t - step], 1]
+
+
+def _redacted(x: np.ndarray, q: np.ndarray, a: int, b: int, rng: np.random.Generator) -> np.ndarray:
+    """Which of records ``a..b-1`` of the chains ``x`` are redacted (one uniform per cell)."""
+    return rng.random((x.shape[0], b - a)) < q[np.arange(a, b)[None, :], x[:, a:b]]
+
+
 def sample_outputs(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples: int,
-                   rng: np.random.Generator) -> np.ndarray:
-    """Outputs of the mechanism on chains conditioned on ``X_p = xp``; -1 is ⊥ (``(samples, n)`` int8)."""
+                   rng: np.random.Generator, *, segment: tuple[int, int] | None = None,
+                   rest_rng: np.random.Generator | None = None) -> np.ndarray:
+    """Outputs of the mechanism on chains conditioned on ``X_p = xp``; -1 is ⊥ (``(samples, n)`` int8).
+
+    The chain is drawn outwards from ``p`` (right side, then left side, one uniform per
+    sample and record), then the redactions.  With ``segment = (lo, hi)`` (inclusive,
+    around ``p``) the records ``lo..hi`` are drawn that way first, and the others after
+    them from ``rest_rng`` (default ``rng``): the segment's outputs are then exactly those
+    of ``sample_outputs(chain, q[lo:hi + 1], p - lo, xp, samples, rng)``.
+    """
     n = q.shape[0]
+    lo, hi = (0, n - 1) if segment is None else segment
+    P = chain.transition_matrix
     x = np.empty((samples, n), dtype=np.int8)
     x[:, p] = xp
-    P = chain.transition_matrix
-    for step, rng_t in ((1, range(p + 1, n)), (-1, range(p - 1, -1, -1))):
-        for t in rng_t:  # the stationary chain is reversible: backward steps use P too
-            prev = x[:, t - step]
-            u = rng.random(samples)
-            x[:, t] = u < P[prev, 1]
-    redact = rng.random((samples, n)) < q[np.arange(n)[None, :], x]
-    return np.where(redact, -1, x).astype(np.int8)
+    _walk(x, P, range(p + 1, hi + 1), 1, rng)
+    _walk(x, P, range(p - 1, lo - 1, -1), -1, rng)
+    mask = np.zeros((samples, n), dtype=bool)
+    mask[:, lo : hi + 1] = _redacted(x, q, lo, hi + 1, rng)
+    if lo > 0 or hi < n - 1:
+        rest = rng if rest_rng is None else rest_rng
+        _walk(x, P, range(hi + 1, n), 1, rest)
+        _walk(x, P, range(lo - 1, -1, -1), -1, rest)
+        mask[:, hi + 1 :] = _redacted(x, q, hi + 1, n, rest)
+        mask[:, :lo] = _redacted(x, q, 0, lo, rest)
+    x[mask] = -1
+    return x
 
 
 def _batch_sizes(samples: int, n: int) -> list[int]:
@@ -80,13 +118,16 @@ def _batch_sizes(samples: int, n: int) -> list[int]:
     return [min(size, samples - a) for a in range(0, samples, size)]
 
 
-def _sampled_ratios(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples: int,
-                    rng: np.random.Generator, tick: Callable[[int], None]) -> np.ndarray:
-    """:math:`\\Lambda(y)` of ``samples`` outputs drawn given ``X_p = xp``, batch by batch."""
+def _sampled_ratios(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples: int, cells: int,
+                    rng: np.random.Generator, tick: Callable[[int], None], *,
+                    segment: tuple[int, int] | None = None,
+                    rest_rng: np.random.Generator | None = None) -> np.ndarray:
+    """:math:`\\Lambda(y)` of ``samples`` outputs drawn given ``X_p = xp``, in batches of ``cells`` records."""
     out = np.empty(samples)
     a = 0
-    for m in _batch_sizes(samples, q.shape[0]):
-        out[a : a + m] = log_likelihood_ratios(chain, q, p, sample_outputs(chain, q, p, xp, m, rng))
+    for m in _batch_sizes(samples, cells):
+        y = sample_outputs(chain, q, p, xp, m, rng, segment=segment, rest_rng=rest_rng)
+        out[a : a + m] = log_likelihood_ratios(chain, q, p, y)
         a += m
         tick(m)
     return out
@@ -102,11 +143,15 @@ def _cp_upper(k: int, n: int, a: float) -> float:
 
 def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 100_000,
            confidence: float = 0.95, rng: np.random.Generator | None = None,
-           progress: Callable[[int, int], None] | None = None, max_seconds: float | None = None) -> AttackResult:
+           progress: Callable[[int, int], None] | None = None, max_seconds: float | None = None,
+           restrict: bool = True) -> AttackResult:
     """Run the Bayes-optimal adversary and return a lower bound on the leakage (nats).
 
     Parameters
     ----------
+    redact_prob : array_like or SparseRows
+        The mechanism, ``(n, 2)`` (a :class:`~redactopt.judge.certify.SparseRows` is never
+        densified unless ``restrict=False``).
     p : int
         0-based private index.
     samples : int
@@ -120,13 +165,29 @@ def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 10
     max_seconds : float, optional
         Time the first batch and raise :class:`~redactopt.errors.TooLongError` if the
         whole run, at that pace, would take longer.
+    restrict : bool
+        Sample only ``p``'s segment (default; exact by the Markov property, see the module
+        docstring).  ``False`` samples every record: the same lower bound for the same
+        ``rng``, at the cost of the whole sequence.
     """
-    q, (p,) = check_mechanism(redact_prob, p, "p")
+    rows = as_sparse(redact_prob)
+    p = check_index(p, rows.n, "p")
+    if rows.rows(p, p + 1)[0].tolist() != [1.0, 1.0]:
+        raise ValueError(f"redact_prob row {p} (0-based) is the private record and must be [1, 1] "
+                         f"(always redacted), got {rows.rows(p, p + 1)[0].tolist()}")
+    seg = next(segments(rows, [p]))
+    cells = seg.rows.shape[0]  # records per chain that can matter; batches are sized by them
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 100:
         raise ValueError(f"samples must be an integer >= 100, got {samples!r}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
     rng = np.random.default_rng() if rng is None else rng
+    if restrict:
+        q, (p_q,) = check_mechanism(seg.rows, p - seg.lo, "p")
+        segment, rest_rng = None, None
+    else:  # the segment from rng, as when restricted; the rest from a child (spawning draws nothing)
+        q, (p_q,) = check_mechanism(np.asarray(rows), p, "p")
+        segment, rest_rng = (seg.lo, seg.lo + cells - 1), rng.spawn(1)[0]
     half = samples // 2
     drawn = 0
     start = time.perf_counter()
@@ -138,13 +199,14 @@ def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 10
         if first and max_seconds is not None and drawn < 2 * samples:
             projected = (time.perf_counter() - start) * 2 * samples / drawn
             if projected > max_seconds:
-                raise TooLongError(f"the attack would take about {projected:.3g} s ({samples} chains of {q.shape[0]} "
+                raise TooLongError(f"the attack would take about {projected:.3g} s ({samples} chains of {cells} "
                                    f"records per value of X_p, at the pace of the first {drawn}), more than "
                                    f"max_seconds={max_seconds:g}", projected)
         if progress is not None:
             progress(drawn, 2 * samples)
 
-    lam = {xp: _sampled_ratios(chain, q, p, xp, samples, rng, tick) for xp in (0, 1)}
+    lam = {xp: _sampled_ratios(chain, q, p_q, xp, samples, cells, rng, tick, segment=segment, rest_rng=rest_rng)
+           for xp in (0, 1)}
     max_obs = float(max(np.abs(lam[0]).max(), np.abs(lam[1]).max()))
     alpha_each = (1.0 - confidence) / 4.0  # two directions x two one-sided intervals
     best = (0.0, 0.0, 0, 0.0, 0.0)

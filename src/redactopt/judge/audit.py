@@ -1,17 +1,150 @@
-"""Audits: the exact leakage of a mechanism, its witness, its utility and a verdict."""
+"""Audits: the exact leakage of a mechanism, its witness, its utility and a verdict.
+
+Every audit works on *segments*: a private record's block of rows that can be redacted,
+extended by the always-published record on each side (:func:`segments`).  A record
+published with certainty is observed without noise, so by the Markov property everything
+beyond it cancels from every likelihood ratio of Definition 1: the leakage, the witness
+and the verdict computed on the segment are those of the whole sequence
+(docs/mathematics.md, §8).  A dense ``(n, 2)`` array and a
+:class:`~redactopt.judge.certify.SparseRows` (the ``redactopt.mechanism/2`` file format)
+are audited the same way, in time and memory that grow with the blocks, not with ``n``.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from redactopt._validate import check_eps
-from redactopt.judge.certify import verify
+from redactopt._validate import check_eps, check_private, check_redact_prob
+from redactopt.judge.certify import SparseRows, extended_block, verify
+from redactopt.judge.exact import MAX_EXACT_N, ExactCertificate, certify_exact
+from redactopt.judge.leakage import LeakageResult, check_mechanism, leakage
 from redactopt.model.chain import MarkovChain
-from redactopt.judge.leakage import check_mechanism, leakage, utility
 
-__all__ = ["audit"]
+__all__ = ["audit", "exact_audit", "as_sparse", "segments", "Segment", "WitnessRuns"]
+
+
+def as_sparse(redact_prob: object) -> SparseRows:
+    """The mechanism as :class:`~redactopt.judge.certify.SparseRows` (validated).
+
+    A dense ``(n, 2)`` array becomes its maximal runs of rows that can be redacted (rows
+    with a positive entry); every other row is published with certainty.  A
+    ``SparseRows`` is returned as it is.
+    """
+    if isinstance(redact_prob, SparseRows):
+        return redact_prob
+    q = check_redact_prob(redact_prob)
+    nz = q.any(axis=1)
+    edges = np.flatnonzero(np.diff(np.r_[0, nz.astype(np.int8), 0]))
+    starts, ends = edges[0::2], edges[1::2]
+    return SparseRows(q.shape[0], tuple(int(s) for s in starts),
+                      tuple(np.ascontiguousarray(q[s:e]) for s, e in zip(starts.tolist(), ends.tolist())))
+
+
+class Segment(NamedTuple):
+    """Rows ``lo..`` of a sequence (a block and its always-published neighbours) and the private records in it."""
+
+    lo: int
+    rows: np.ndarray
+    private: list[int]
+
+
+def segments(redact_prob: object, private: object) -> Iterator[Segment]:
+    """The segment of every block that holds private records (docs/mathematics.md, §8).
+
+    Yields :class:`Segment` ``(lo, rows, private)``: the block extended by its
+    always-published neighbour on each side (where the sequence has one,
+    :func:`~redactopt.judge.certify.extended_block`), and the 0-based private records in
+    it, sorted.  Checks on a segment are exact for the whole sequence.  A private record
+    outside every block would be published: ``ValueError``.
+    """
+    rows = as_sparse(redact_prob)
+    priv = check_private(private, rows.n)
+    seen = 0
+    for start, block in zip(rows.starts, rows.blocks):
+        lo, ext, mine = extended_block(rows.n, start, block, priv)
+        if mine:
+            seen += len(mine)
+            yield Segment(lo, ext, mine)
+    if seen < len(priv):
+        inside = {p for s, b in zip(rows.starts, rows.blocks) for p in priv if s <= p < s + b.shape[0]}
+        p = next(p for p in priv if p not in inside)
+        raise ValueError(f"private record {p + 1} lies outside every block of rows that can be redacted: "
+                         "it would be published (infinite leakage)")
+
+
+class WitnessRuns(Sequence):
+    """An output of ``n`` records held as runs ``(first, last, value)`` (0-based, inclusive; -1 is ⊥).
+
+    Behaves as the list of values (``None`` for ⊥, record 1 first) without holding ``n``
+    entries: an audit of a long sequence keeps only its runs.
+    """
+
+    def __init__(self, n: int, runs: list[tuple[int, int, int]]) -> None:
+        self.n = int(n)
+        self.runs = runs
+        self._lasts = [r[1] for r in runs]
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return self.tolist()[i]
+        i = int(i) + (self.n if int(i) < 0 else 0)
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        v = self.runs[int(np.searchsorted(self._lasts, i))][2]
+        return None if v < 0 else v
+
+    def __iter__(self) -> Iterator[int | None]:
+        for a, b, v in self.runs:
+            yield from [None if v < 0 else v] * (b - a + 1)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, WitnessRuns):
+            return self.n == other.n and self.runs == other.runs
+        return isinstance(other, (list, tuple)) and len(other) == self.n and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def tolist(self) -> list[int | None]:
+        return list(self)
+
+    @staticmethod
+    def of(rows: SparseRows, lo: int, window: np.ndarray) -> "WitnessRuns":
+        """The whole-sequence witness of a witness on the segment starting at row ``lo``.
+
+        Outside the segment every record is filled as :func:`redactopt.judge.leakage.leakage`
+        fills the records beyond the first published one: ⊥ where it can occur, else 0.
+        """
+        hi = lo + window.shape[0]
+        # blocks are separated by always-published rows: each lies inside the segment or apart from it
+        pieces = [(s, np.where(b.max(axis=1) > 0.0, -1, 0).astype(np.int8))
+                  for s, b in zip(rows.starts, rows.blocks) if s + b.shape[0] <= lo or s >= hi]
+        pieces.append((lo, np.asarray(window, dtype=np.int8)))
+        pieces.sort(key=lambda x: x[0])
+        runs: list[tuple[int, int, int]] = []
+
+        def add(a: int, b: int, v: int) -> None:
+            if b < a:
+                return
+            if runs and runs[-1][2] == v and runs[-1][1] == a - 1:
+                runs[-1] = (runs[-1][0], b, v)
+            else:
+                runs.append((a, b, v))
+
+        at = 0
+        for s, vals in pieces:
+            add(at, s - 1, 0)
+            cut = np.flatnonzero(np.diff(vals)) + 1
+            for a, b in zip(np.r_[0, cut].tolist(), np.r_[cut, vals.shape[0]].tolist()):
+                add(s + a, s + b - 1, int(vals[a]))
+            at = s + vals.shape[0]
+        add(at, rows.n - 1, 0)
+        return WitnessRuns(rows.n, runs)
 
 
 def audit(
@@ -23,34 +156,73 @@ def audit(
     method: str = "unknown",
     info: dict | None = None,
 ) -> dict[str, Any]:
-    """Exact audit of a mechanism against a budget, as a JSON-ready dict.
+    """Exact audit of a mechanism against a budget, as a dict (JSON-ready but for ``witness``).
 
-    ``private`` is 0-based here; the report shows 1-based positions.  ``passed`` is
-    true iff the exact leakage (Definition 1), the worst over the private records, is
-    at most ``eps`` (up to a relative 1e-12 for floating rounding).  ``witness`` lists
-    the worst output, record 1 first, with ``None`` for ⊥.
+    ``redact_prob`` is a dense ``(n, 2)`` array or a
+    :class:`~redactopt.judge.certify.SparseRows`; ``private`` is 0-based here, the report
+    shows 1-based positions.  Each private record is judged on its segment
+    (:func:`segments`), which is exact for the whole sequence.  ``passed`` is true iff the
+    exact leakage (Definition 1), the worst over the private records, is provably at most
+    ``eps`` (:func:`redactopt.judge.certify.verify`: rational arithmetic near the
+    boundary).  ``witness`` is the worst output as a :class:`WitnessRuns` (a sequence of
+    0, 1 and ``None`` for ⊥, record 1 first; ``.tolist()`` for the list).
     """
     eps = check_eps(eps)
-    q, priv = check_mechanism(redact_prob, private)
-    per = [leakage(chain, q, p) for p in priv]
-    worst = max(per, key=lambda r: r.leakage)
-    _, ok = verify(chain, q, priv, eps, worst)
+    rows = as_sparse(redact_prob)
+    per: dict[int, LeakageResult] = {}
+    worst: tuple[LeakageResult, int, np.ndarray] | None = None
+    passed = True
+    for seg in segments(rows, private):
+        ext, rel = check_mechanism(seg.rows, [p - seg.lo for p in seg.private])
+        results = [leakage(chain, ext, p) for p in rel]
+        block_worst = max(results, key=lambda r: r.leakage)
+        passed &= verify(chain, ext, rel, eps, block_worst)[1]
+        per.update(zip(seg.private, results))
+        if worst is None or block_worst.leakage > worst[0].leakage:
+            worst = (block_worst, seg.lo, ext)
+    assert worst is not None  # segments() refuses a private record outside every block
+    res, lo, _ = worst
+    pi = chain.stationary
+    util = 1.0 - sum(float((b @ pi).sum()) for b in rows.blocks) / rows.n
+    priv = sorted(per)
     report: dict[str, Any] = {
         "method": method,
-        "n": int(q.shape[0]),
+        "n": rows.n,
         "private": [p + 1 for p in priv],
         "chain": {"alpha": chain.alpha, "beta": chain.beta},
         "eps": eps,
-        "leakage": worst.leakage,
-        "passed": bool(ok),
-        "utility": utility(chain, q),
-        "witness": worst.witness_output(),
-        "witness_private": worst.p + 1,
-        "favoured": worst.favoured,
+        "leakage": res.leakage,
+        "passed": bool(passed),
+        "utility": util,
+        "witness": WitnessRuns.of(rows, lo, res.witness),
+        "witness_private": res.p + lo + 1,
+        "favoured": res.favoured,
         "per_private": [
-            {"private": r.p + 1, "leakage": r.leakage, "favoured": r.favoured} for r in per
+            {"private": p + 1, "leakage": per[p].leakage, "favoured": per[p].favoured} for p in priv
         ],
     }
     if info:
         report["info"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in info.items()}
     return report
+
+
+def exact_audit(chain: MarkovChain, redact_prob: object, *, private: object, eps: float) -> ExactCertificate:
+    """The verdict of :func:`redactopt.judge.exact.certify_exact` for every private record, segment by segment.
+
+    Rational arithmetic on the stored doubles (the numbers a release draws with), on each
+    segment (:func:`segments`), which is exact for the whole sequence.  The result is the
+    certificate of the segment with the largest ratio, which decides for all: if it is
+    certified every other (smaller) ratio is too, and if any segment violates ``eps`` so
+    does it.  A segment longer than
+    :data:`~redactopt.judge.exact.MAX_EXACT_N` records is a ``ValueError``.
+    """
+    certs = []
+    for seg in segments(redact_prob, private):
+        m = seg.rows.shape[0]
+        if m > MAX_EXACT_N:
+            raise ValueError(f"exact rational audits are limited to segments of {MAX_EXACT_N} records; private "
+                             f"record {seg.private[0] + 1} lies in one of {m} (its block of rows that can be "
+                             "redacted and the always-published row on each side)")
+        certs.append(certify_exact(chain.alpha, chain.beta, seg.rows.tolist(), [p - seg.lo for p in seg.private],
+                                   eps))
+    return max(certs, key=lambda c: c.ratio)

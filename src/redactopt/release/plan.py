@@ -21,7 +21,8 @@ import numpy as np
 
 from redactopt._validate import check_eps, check_probability_open
 from redactopt.engine.joint import JOINT_METHODS, design_joint_sparse
-from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows
+from redactopt.judge.audit import as_sparse
+from redactopt.judge.certify import DesignResult, SparseDesign
 from redactopt.model.chain import MarkovChain
 from redactopt.release.data import ScanState, sequence_key
 from redactopt.release.fit import fit_counts
@@ -50,12 +51,8 @@ class SequencePlan:
         """``(first row, rows)`` of every block that may be redacted, sorted, 0-based."""
         if self.result is None:
             return []
-        q = self.result.redact_prob
-        if isinstance(q, SparseRows):
-            return list(zip(q.starts, q.blocks))
-        q = np.asarray(q)
-        nz = np.flatnonzero(q.any(axis=1))
-        return [(int(nz[0]), q[nz[0] : nz[-1] + 1])] if nz.size else []
+        rows = as_sparse(self.result.redact_prob)
+        return list(zip(rows.starts, rows.blocks))
 
     def span(self) -> tuple[int, int]:
         """0-based first and last rows that may be redacted (``(0, -1)`` when none)."""

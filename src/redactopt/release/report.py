@@ -1,10 +1,11 @@
-"""The report of a release (format ``redactopt.release.apply-report/1``), built and written.
+"""The report of a release (format ``redactopt.release.apply-report/2``), built and written.
 
 The report holds the chain (fitted or given), the mechanism of every designed sequence in
-the mechanism file format (:mod:`redactopt.io`, ``redact_prob`` for every record), the
-exact leakage about every private record, the expected and realised utility, the blocks
-that can be redacted and where the randomness came from.  :func:`write_report` streams
-``redact_prob`` row by row, so a report on a long sequence is never held as one string.
+the sparse mechanism file format (:mod:`redactopt.io`, ``redactopt.mechanism/2``: the
+blocks of rows that can be redacted, every other record published), the exact leakage
+about every private record, the expected and realised utility, the blocks that can be
+redacted and where the randomness came from.  Its size grows with the blocks and the
+number of sequences, not with the number of rows.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from redactopt.io import REPORT_FORMAT, atomic_open, design_to_dict
-from redactopt.judge.certify import SparseDesign, SparseRows
+from redactopt.io import REPORT_FORMAT, design_to_dict, write_text_atomic
+from redactopt.judge.certify import SparseDesign
 from redactopt.judge.leakage import leakage
 from redactopt.model.chain import MarkovChain
 from redactopt.release.bits import BitSource
 from redactopt.release.plan import ReleasePlan, SequencePlan
 
-__all__ = ["REPORT_FORMAT", "NOT_FOR_RELEASE", "build_report", "write_report", "write_json"]
+__all__ = ["REPORT_FORMAT", "NOT_FOR_RELEASE", "build_report", "write_report"]
 
 NOT_FOR_RELEASE = "NOT FOR REAL RELEASES: seeded pseudo-random draws (--seed) are reproducible by anyone who knows the seed"
 
@@ -56,60 +57,13 @@ def _sequence_report(plan: SequencePlan, chain: MarkovChain, redacted: int) -> d
     d["window"] = [lo + 1, hi + 1]
     d["blocks"] = [[s + 1, s + rows.shape[0]] for s, rows in plan.blocks()]
     d["design_info"] = _jsonable(res.info)
-    d["mechanism"] = design_to_dict(res, stream=True)
+    d["mechanism"] = design_to_dict(res)
     return d
 
 
-_COMMON_ROWS = {(0.0, 0.0): "[0.0, 0.0]", (1.0, 1.0): "[1.0, 1.0]"}
-
-
-def write_json(obj: Any, fh: Any, level: int = 0) -> None:
-    pad, inner = "  " * level, "  " * (level + 1)
-    if isinstance(obj, SparseRows) or (isinstance(obj, np.ndarray) and obj.ndim == 2):
-        n = obj.shape[0]
-        if n == 0:
-            fh.write("[]")
-            return
-        fh.write("[\n")
-        size = 65536
-        pieces = obj.chunks(size) if isinstance(obj, SparseRows) else (obj[a : a + size] for a in range(0, n, size))
-        sep = ",\n" + inner
-        for a, piece in zip(range(0, n, size), pieces):
-            parts = [_COMMON_ROWS.get((r[0], r[1])) or f"[{float(r[0])!r}, {float(r[1])!r}]"
-                     for r in piece.tolist()]
-            fh.write(inner + sep.join(parts))
-            fh.write(",\n" if a + size < n else "\n")
-        fh.write(pad + "]")
-    elif isinstance(obj, dict):
-        if not obj:
-            fh.write("{}")
-            return
-        fh.write("{\n")
-        items = list(obj.items())
-        for i, (k, v) in enumerate(items):
-            fh.write(f"{inner}{json.dumps(str(k))}: ")
-            write_json(v, fh, level + 1)
-            fh.write(",\n" if i < len(items) - 1 else "\n")
-        fh.write(pad + "}")
-    elif isinstance(obj, (list, tuple)):
-        if not obj:
-            fh.write("[]")
-            return
-        fh.write("[\n")
-        for i, v in enumerate(obj):
-            fh.write(inner)
-            write_json(v, fh, level + 1)
-            fh.write(",\n" if i < len(obj) - 1 else "\n")
-        fh.write(pad + "]")
-    else:
-        fh.write(json.dumps(_jsonable(obj)))
-
-
 def write_report(path: str | os.PathLike[str], report: dict[str, Any], *, force: bool = False) -> None:
-    """Write a report as JSON through a temporary file and a rename (arrays streamed row by row)."""
-    with atomic_open(path, force=force) as fh:
-        write_json(report, fh)
-        fh.write("\n")
+    """Write a report as JSON through a temporary file and a rename (``-``: standard output)."""
+    write_text_atomic(path, json.dumps(_jsonable(report), indent=2) + "\n", force=force)
 
 
 def _jsonable(obj: Any) -> Any:
@@ -128,7 +82,7 @@ def _jsonable(obj: Any) -> Any:
 
 def build_report(plan: ReleasePlan, *, redacted: np.ndarray, source: BitSource, seed: int | None,
                  extra: dict[str, Any]) -> dict[str, Any]:
-    """The JSON report of a release (format ``redactopt.release.apply-report/1``)."""
+    """The JSON report of a release (format ``redactopt.release.apply-report/2``)."""
     chain_d: dict[str, Any] = {"alpha": plan.chain.alpha, "beta": plan.chain.beta,
                                "source": "fitted" if plan.fit is not None else "given"}
     if plan.fit is not None:
