@@ -355,7 +355,7 @@ def test_parquet_read_row_group_by_row_group(tmp_path):
     pq.write_table(table, one)
     pq.write_table(table, many, row_group_size=137)
     assert pq.ParquetFile(many).metadata.num_row_groups == 8
-    from redactopt.release.data import TableReader
+    from redactopt.release.tables import TableReader
 
     # chunks gather batches across row groups: 8 groups of 137 rows, chunks of 300
     sizes = [len(c) for c in TableReader(many, chunk_rows=300).chunks()]

@@ -491,6 +491,12 @@ def test_apply_reports_progress_per_chunk(tmp_path, csv_file):
     apply_table(csv_file, tmp_path / "o.csv", column="occ", eps=1.0, private=[150], alpha=0.1, beta=0.3, seed=1,
                 chunk_rows=70, progress=lambda *a: calls.append(a))
     assert [c for c in calls if c[0] == "scan"] == [("scan", r, None) for r in (70, 140, 210, 280, 300)]
+    # a CSV release copies bytes, and reports per block of bytes; its last report is the whole file
+    done = [c[1] for c in calls if c[0] == "release"]
+    assert done == sorted(done) and done[-1] == 300 and all(c[2] == 300 for c in calls if c[0] == "release")
+    calls.clear()
+    apply_table(csv_file, tmp_path / "o.parquet", column="occ", eps=1.0, private=[150], alpha=0.1, beta=0.3,
+                seed=1, chunk_rows=70, progress=lambda *a: calls.append(a))
     assert [c for c in calls if c[0] == "release"] == [("release", r, 300) for r in (70, 140, 210, 280, 300)]
 
 

@@ -70,7 +70,7 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
 def _cmd_fit(args: argparse.Namespace) -> int:
     # pandas and pyarrow load with the data commands only: design and audit start faster
     from redactopt.release.apply import scan_table
-    from redactopt.release.data import TableReader
+    from redactopt.release.tables import TableReader
     from redactopt.release.fit import fit_counts
 
     label = "<stdin>" if args.input == STDIO else None

@@ -1,16 +1,25 @@
 """Applying a designed mechanism to a table: the release driver.
 
-:func:`apply_table` reads the input twice in chunks (Parquet one row group at a time):
-the first pass (:func:`scan_table`) checks every value, counts the records of each
-sequence, the transitions (for the fit) and the private flags; the release is planned
-(:func:`redactopt.release.plan.plan_release`: fit, one sparse verified design per
-sequence with private records); the second pass (:func:`write_redacted`) redacts with
-exact Bernoulli draws (:mod:`redactopt.release.redactor`, :mod:`redactopt.release.bits`)
-and writes every row and every other column unchanged, redacted entries empty (CSV) or
-null (Parquet).  The data are never held in memory, and neither is an ``(n, 2)`` table:
-memory grows with the chunk size, the number of sequences and the blocks of the designs,
-not with the length of a sequence.  The report (:mod:`redactopt.release.report`) is
-written last, streamed.
+:func:`apply_table` releases a file at the speed of its format:
+
+1. **Scan** (:func:`scan_table`): one pass over the columns it needs only — the binary
+   column, ``--by`` and ``--private-column`` — checks every value, counts the records of
+   each sequence, the transitions (for the fit) and the private flags.  A Parquet file
+   with ``alpha``, ``beta`` and ``private`` given needs no scan at all (its metadata
+   gives the number of rows; the values are checked while writing).
+2. **Plan** (:func:`redactopt.release.plan.plan_release`): fit, one sparse verified design
+   per sequence with private records.
+3. **Write**: a CSV release copies the input's bytes and empties the redacted fields
+   (:mod:`redactopt.release.splice`; the layout is the input's, byte for byte); every other
+   release streams Arrow record batches, with the binary column replaced by an Arrow array
+   with nulls for ⊥ and every other column passed through untouched
+   (:func:`write_redacted`).  Draws are exact Bernoulli draws
+   (:mod:`redactopt.release.redactor`, :mod:`redactopt.release.bits`) of the rows in the
+   designs' blocks; no other row needs one.
+
+The data are never held in memory, and neither is an ``(n, 2)`` table: memory grows with
+the chunk size, the number of sequences and the blocks of the designs, not with the
+length of a sequence.  The report (:mod:`redactopt.release.report`) is written last.
 
 Positions are 0-based in the Python API and 1-based on the command line and in files.
 """
@@ -19,7 +28,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,18 +46,12 @@ from redactopt.release.bits import (
     bit_source,
     exact_thresholds,
 )
-from redactopt.release.data import (
-    DEFAULT_CHUNK_ROWS,
-    ScanState,
-    TableReader,
-    TableWriter,
-    group_ranks,
-    id_key,
-    parse_binary,
-)
+from redactopt.release.data import ScanState, SequenceIndex, group_ranks, parse_binary
 from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import NOT_FOR_RELEASE, build_report, write_report
+from redactopt.release.splice import Irregular, Targets, splice_csv
+from redactopt.release.tables import DEFAULT_CHUNK_ROWS, Chunk, TableReader, TableWriter, TextValues, open_binary
 
 #: ``progress(stage, done, total)``: called as a release goes (``total`` is ``None`` when unknown).
 Progress = Callable[[str, int, "int | None"], None]
@@ -55,7 +59,11 @@ Progress = Callable[[str, int, "int | None"], None]
 __all__ = [
     "Progress",
     "scan_table",
+    "scan",
+    "Span",
     "write_redacted",
+    "write_csv",
+    "check_release_options",
     "check_release_paths",
     "apply_table",
     # the 0.1 names of this module, now in bits, plan, redactor and report
@@ -82,43 +90,98 @@ def _columns_needed(column: str, by: str | None, private_column: str | None) -> 
     return cols
 
 
-def _ids_of(chunk: Any, by: str, where: str) -> np.ndarray:
+def ids_of(chunk: Chunk, by: str, where: str) -> Any:
+    """The ``by`` column of a chunk (an Arrow array); a missing or empty id is an error naming the row."""
     ids = chunk.column(by)
-    if not isinstance(ids, np.ndarray):
-        if ids.null_count:
-            i = int(np.flatnonzero(ids.is_null().to_numpy(zero_copy_only=False))[0])
-            raise ValueError(f"{where}: row {chunk.first_row + i}, column '{by}': missing value")
-        ids = ids.to_numpy(zero_copy_only=False)
-    else:
-        empty = np.flatnonzero(ids == "")
-        if empty.size:
-            raise ValueError(f"{where}: row {chunk.first_row + int(empty[0])}, column '{by}': missing value")
-    return np.asarray(ids, dtype=object)
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    missing = ids.is_null()
+    if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type):
+        missing = pc.or_(missing, pc.equal(ids, ""))
+    if pc.any(missing).as_py():
+        i = int(np.flatnonzero(missing.to_numpy(zero_copy_only=False))[0])
+        raise ValueError(f"{where}: row {chunk.first_row + i}, column '{by}': missing value")
+    return ids
 
 
-def scan_table(reader: TableReader, *, column: str, by: str | None = None,
-               private_column: str | None = None, progress: Progress | None = None) -> ScanState:
-    """First pass: validate every value and collect the :class:`~redactopt.release.data.ScanState`.
+def binary_values(chunk: Chunk, name: str, where: str, *, read_as_int: bool = False) -> np.ndarray:
+    """The 0/1 values of column ``name`` of a chunk (``int8``), checked.
 
-    ``progress("scan", rows so far, None)`` is called after every chunk.
+    ``read_as_int``: the column was read from text as integers
+    (:meth:`~redactopt.release.tables.TableReader.chunks` with ``binary``); a value other
+    than 0 and 1 raises :class:`~redactopt.release.tables.TextValues`, so that it is
+    reported as written, from a read as text.
     """
-    reader.require(column, by, private_column)
+    col = chunk.column(name)
+    if read_as_int and col.null_count == 0:
+        v = col.to_numpy(zero_copy_only=False)
+        if bool(((v != 0) & (v != 1)).any()):
+            raise TextValues(f"column '{name}' holds integers other than 0 and 1")
+        return v.astype(np.int8, copy=False)
+    return parse_binary(col, column=name, first_row=chunk.first_row, where=where)
+
+
+def _scan(reader: Any, *, column: str, by: str | None, private_column: str | None,
+          progress: Progress | None, binary: tuple[str, ...]) -> ScanState:
     state = ScanState()
     where = reader.label
-    for chunk in reader.chunks(_columns_needed(column, by, private_column)):
-        values = parse_binary(chunk.column(column), column=column, first_row=chunk.first_row, where=where)
-        ids = _ids_of(chunk, by, where) if by else None
+    for chunk in reader.chunks(_columns_needed(column, by, private_column), binary=binary):
+        values = binary_values(chunk, column, where, read_as_int=column in binary)
+        ids = ids_of(chunk, by, where) if by else None
         flags = None
         if private_column:
-            flags = parse_binary(chunk.column(private_column), column=private_column,
-                                 first_row=chunk.first_row, where=where)
+            flags = binary_values(chunk, private_column, where, read_as_int=private_column in binary)
         state = state.merge(ScanState.of_chunk(values, ids, flags))
         if progress is not None:
             progress("scan", state.rows, None)
     return state
 
 
-def _positions(codes: np.ndarray | None, counter: np.ndarray, m: int) -> np.ndarray:
+def scan(reader: Any, *, column: str, by: str | None = None, private_column: str | None = None,
+         progress: Progress | None = None) -> tuple[ScanState, tuple[str, ...]]:
+    """:func:`scan_table`, and the binary columns a CSV file spells as integers (read them with ``binary``)."""
+    reader.require(column, by, private_column)
+    binary = tuple(c for c in (column, private_column) if c) if reader.format == "csv" else ()
+    try:
+        return _scan(reader, column=column, by=by, private_column=private_column, progress=progress,
+                     binary=binary), binary
+    except TextValues:  # "true", "1.0", " 1 ", a value to report as written: read the column as text
+        return _scan(reader, column=column, by=by, private_column=private_column, progress=progress,
+                     binary=()), ()
+
+
+def scan_table(reader: Any, *, column: str, by: str | None = None, private_column: str | None = None,
+               progress: Progress | None = None) -> ScanState:
+    """First pass: validate every value and collect the :class:`~redactopt.release.data.ScanState`.
+
+    Reads only ``column``, ``by`` and ``private_column``.  ``progress("scan", rows so far,
+    None)`` is called after every chunk.
+    """
+    return scan(reader, column=column, by=by, private_column=private_column, progress=progress)[0]
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where some rows lie in their sequences: the records of each sequence before them and after them.
+
+    A whole table spans ``zeros`` to the scan's counts; a partition of a dataset the counts
+    before and after it (:mod:`redactopt.release.dask_backend`).
+    """
+
+    start: np.ndarray
+    end: np.ndarray
+
+    @staticmethod
+    def whole(state: ScanState) -> "Span":
+        return Span(np.zeros(len(state.ids), dtype=np.int64), state.n.copy())
+
+    @property
+    def rows(self) -> int:
+        return int((self.end - self.start).sum())
+
+
+def positions(codes: np.ndarray | None, counter: np.ndarray, m: int) -> np.ndarray:
+    """0-based positions in their sequences of the next ``m`` rows (``counter``: rows of each sequence so far, updated)."""
     if codes is None:
         pos = counter[0] + np.arange(m, dtype=np.int64)
         counter[0] += m
@@ -129,67 +192,128 @@ def _positions(codes: np.ndarray | None, counter: np.ndarray, m: int) -> np.ndar
     return pos
 
 
-def _codes_of(ids: np.ndarray, index: dict, where: str) -> np.ndarray:
-    try:
-        return np.fromiter((index[id_key(v)] for v in ids), dtype=np.int64, count=ids.shape[0])
-    except KeyError as exc:
-        raise ValueError(f"{where}: the input changed while it was being read (new id {exc.args[0]!r})") from None
+def redacted_rows(reader: Any, redactor: Redactor, index: SequenceIndex, *, column: str, by: str | None,
+                  counter: np.ndarray, binary: tuple[str, ...] = (), columns: list[str] | None = None,
+                  ) -> Iterator[tuple[Chunk, np.ndarray, np.ndarray | None, np.ndarray]]:
+    """Second pass: ``(chunk, values, codes, redacted)`` for every chunk of ``columns`` (all when ``None``).
 
-
-def _redacted_column_csv(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    out = np.asarray(values, dtype=object).copy()
-    out[mask] = ""
-    return out
-
-
-def write_redacted(reader: TableReader, writer: TableWriter, redactor: Redactor, plan: ReleasePlan, *,
-                   column: str, by: str | None, progress: Progress | None = None) -> np.ndarray:
-    """Second pass: redact and write every chunk; returns the redacted count per sequence.
-
-    ``progress("release", rows written, all rows)`` is called after every chunk.
+    ``counter`` holds the rows of each sequence before the data (zeros for a whole table)
+    and is advanced as the chunks go; ``codes`` is ``None`` without ``by``.
     """
     where = reader.label
-    index = plan.state.index()
-    k = len(plan.plans)
-    counter = np.zeros(k, dtype=np.int64)
+    for chunk in reader.chunks(columns, binary=binary):
+        values = binary_values(chunk, column, where, read_as_int=column in binary)
+        codes = None if by is None else index.codes(ids_of(chunk, by, where), where)
+        mask = redactor.redact(codes, positions(codes, counter, len(chunk)), values)
+        yield chunk, values, codes, mask
+
+
+def released_batch(chunk: Chunk, values: np.ndarray, mask: np.ndarray, column: str, *, as_int8: bool) -> Any:
+    """The chunk with ``column`` redacted: nulls where ``mask``; every other column as it is.
+
+    ``as_int8``: the column becomes ``int8`` values (text read from CSV, written to
+    Parquet); otherwise it keeps its type.  The column is nullable in the schema.
+    """
+    batch = chunk.frame
+    i = batch.schema.get_field_index(column)
+    col = batch.column(i)
+    if as_int8:
+        new = pa.array(values, type=pa.int8(), mask=mask)
+    elif mask.any():
+        new = pc.if_else(pa.array(mask), pa.scalar(None, type=col.type), col)
+    else:
+        new = col
+    schema = batch.schema.set(i, pa.field(column, new.type, nullable=True))
+    arrays = list(batch.columns)
+    arrays[i] = new
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def write_redacted(reader: Any, writer: TableWriter, redactor: Redactor, index: SequenceIndex, span: Span, *,
+                   column: str, by: str | None, binary: tuple[str, ...] = (),
+                   progress: Progress | None = None) -> np.ndarray:
+    """Second pass through Arrow batches: redact and write every chunk; returns the redacted count per sequence.
+
+    ``span``: where the rows lie in their sequences.  ``progress("release", rows written,
+    all rows)`` is called after every chunk.
+    """
+    k = span.start.shape[0]
+    counter = span.start.copy()
     redacted = np.zeros(k, dtype=np.int64)
-    single = by is None
-    for chunk in reader.chunks(None):
-        m = len(chunk)
-        values = parse_binary(chunk.column(column), column=column, first_row=chunk.first_row, where=where)
-        codes = None if single else _codes_of(_ids_of(chunk, by, where), index, where)  # type: ignore[arg-type]
-        pos = _positions(codes, counter, m)
-        mask = redactor.redact(codes, pos, values)
-        redacted += np.bincount(np.zeros(int(mask.sum()), dtype=np.int64) if single else codes[mask], minlength=k)
-        frame = chunk.frame
-        if writer.format == "csv":
-            if reader.format == "csv":
-                out = frame.copy(deep=False)
-                out[column] = _redacted_column_csv(frame[column].to_numpy(dtype=object), mask)
-                writer.write_csv(out, index=reader.implicit_index, delimiter=reader.delimiter)
-            else:
-                out = frame.to_pandas()
-                col = out[column].astype("Int64" if not pa.types.is_boolean(frame.column(column).type) else "boolean")
-                col[mask] = None
-                out[column] = col
-                writer.write_csv(out, index=False)
-        else:
-            if reader.format == "parquet":
-                table = pa.Table.from_batches([frame])
-                col = table.column(column)
-            else:
-                df = frame.reset_index() if reader.implicit_index else frame
-                table = pa.Table.from_pandas(df, preserve_index=False)
-                col = pa.array(values, type=pa.int8())
-            new_col = pc.if_else(pa.array(mask), pa.scalar(None, type=col.type), col)
-            i = table.schema.get_field_index(column)
-            table = table.set_column(i, pa.field(column, col.type, nullable=True), new_col)
-            writer.write_arrow(table)
+    csv_out = writer.format == "csv"
+    from_csv = reader.format == "csv"
+    if csv_out:
+        writer.write_header(list(reader.layout.header) if from_csv else list(reader.columns), writer.delimiter)
+    # CSV to CSV keeps the text as written; CSV to Parquet writes the 0/1 column as int8
+    read_binary = () if (from_csv and csv_out) else binary
+    for chunk, values, codes, mask in redacted_rows(reader, redactor, index, column=column, by=by,
+                                                    counter=counter, binary=read_binary):
+        redacted += np.bincount(codes[mask], minlength=k) if codes is not None else [int(mask.sum())]
+        writer.write_batch(released_batch(chunk, values, mask, column, as_int8=from_csv and not csv_out),
+                           delimiter=writer.delimiter)
         if progress is not None:
-            progress("release", int(counter.sum()), plan.state.rows)
-    if not np.array_equal(counter, plan.state.n):
-        raise ValueError(f"{where}: the input changed while it was being read (row counts differ)")
+            progress("release", int((counter - span.start).sum()), span.rows)
+    if not np.array_equal(counter, span.end):
+        raise ValueError(f"{reader.label}: the input changed while it was being read (row counts differ)")
     return redacted
+
+
+def splice_targets(reader: TableReader, redactor: Redactor, index: SequenceIndex, span: Span, *,
+                   by: str | None) -> Targets:
+    """The rows of the file that lie in a design's block (the only ones a release can redact).
+
+    Without ``by`` they are the blocks' rows; with it, one pass over the ``by`` column finds
+    the rows of each sequence's blocks.
+    """
+    if by is None:
+        pos = redactor.positions_in_blocks(0, int(span.start[0]), int(span.end[0])) if span.start.size else \
+            np.zeros(0, dtype=np.int64)
+        return Targets(pos - span.start[0] if span.start.size else pos, np.zeros(pos.shape[0], dtype=np.int64), pos)
+    where = reader.label
+    counter = span.start.copy()
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for chunk in reader.chunks([by]):
+        codes = index.codes(ids_of(chunk, by, where), where)
+        pos = positions(codes, counter, len(chunk))
+        hit = np.flatnonzero(redactor.inside(codes, pos))
+        if hit.size:
+            found.append((chunk.first_row - 1 + hit, codes[hit], pos[hit]))
+    if not found:
+        z = np.zeros(0, dtype=np.int64)
+        return Targets(z, z, z)
+    return Targets(*(np.concatenate(parts) for parts in zip(*found)))
+
+
+def write_csv(reader: TableReader, writer: TableWriter, redactor: Redactor, index: SequenceIndex, span: Span, *,
+              column: str, by: str | None, binary: tuple[str, ...] = (),
+              progress: Progress | None = None) -> np.ndarray:
+    """A CSV release of a CSV file: its bytes with the redacted fields emptied (:mod:`redactopt.release.splice`),
+    or, for a file whose rows cannot be found from its bytes, :func:`write_redacted`."""
+    assert reader.layout is not None
+    targets = splice_targets(reader, redactor, index, span, by=by)
+    total = span.rows
+
+    def tick(rows: int) -> None:
+        if progress is not None:
+            progress("release", rows, total)
+
+    try:
+        with open_binary(reader.path) as src:
+            mask = splice_csv(src, writer.binary(), layout=reader.layout, column=column, targets=targets,
+                              redact=redactor.redact, rows=total, progress=tick)
+    except Irregular:
+        writer.reset()
+        return write_redacted(reader, writer, redactor, index, span, column=column, by=by, binary=binary,
+                              progress=progress)
+    return np.bincount(targets.codes[mask], minlength=span.start.shape[0]).astype(np.int64)
+
+
+def check_release_options(*, private: object, private_column: str | None, by: str | None) -> None:
+    """Exactly one of ``private`` / ``private_column``; positions only for one sequence."""
+    if (private is None) == (private_column is None):
+        raise ValueError("give exactly one of --private and --private-column")
+    if private is not None and by is not None:
+        raise ValueError("--private positions need a single sequence; with --by use --private-column")
 
 
 def check_release_paths(
@@ -205,16 +329,12 @@ def check_release_paths(
 ) -> tuple[Path, Path, Path | None]:
     """Checks shared by every back-end before anything is read or written.
 
-    Exactly one of ``private`` / ``private_column``; positions only for one sequence; the
-    input exists and is never the output or the report; an output or report in a missing
-    directory is refused, and an existing one unless ``force``; ``-`` (standard input or
-    output) is accepted for the input, the output or the report, but standard output only
-    once.  Returns the three paths.
+    :func:`check_release_options`; the input exists and is never the output or the report;
+    an output or report in a missing directory is refused, and an existing one unless
+    ``force``; ``-`` (standard input or output) is accepted for the input, the output or
+    the report, but standard output only once.  Returns the three paths.
     """
-    if (private is None) == (private_column is None):
-        raise ValueError("give exactly one of --private and --private-column")
-    if private is not None and by is not None:
-        raise ValueError("--private positions need a single sequence; with --by use --private-column")
+    check_release_options(private=private, private_column=private_column, by=by)
     if str(dest) == STDIO and report is not None and str(report) == STDIO:
         raise ValueError("--out - and --report - both ask for standard output; give one of them a file")
     src, dst = Path(source), Path(dest)
@@ -291,22 +411,31 @@ def apply_table(
     report : path, optional
         Where to write the JSON report (refused if it exists, unless ``force``; ``-``:
         standard output).
+    chunk_rows : int
+        Rows handled at a time (memory grows with it, not with the input).
     progress : callable, optional
-        ``progress(stage, done, total)`` after every chunk: stage ``"scan"`` (rows read,
+        ``progress(stage, done, total)`` as the release goes: stage ``"scan"`` (rows read,
         total unknown) and ``"release"`` (rows written of all rows).
     """
     src, dst, rep_path = check_release_paths(source, dest, report, private=private,
                                              private_column=private_column, by=by, force=force)
     with stdin_as_file(source) as path:
         reader = TableReader(path, chunk_rows=chunk_rows, label="<stdin>" if str(source) == STDIO else None)
-        state = scan_table(reader, column=column, by=by, private_column=private_column, progress=progress)
+        reader.require(column, by, private_column)
+        binary: tuple[str, ...] = ()
+        if alpha is not None and private is not None and reader.num_rows is not None:
+            state = ScanState.of_length(reader.num_rows)  # nothing to learn first: values are checked as written
+        else:
+            state, binary = scan(reader, column=column, by=by, private_column=private_column, progress=progress)
         plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method,
                             time_limit=time_limit)
         bits = bit_source(seed)
         redactor = Redactor(plan.plans, bits)
         t0 = time.perf_counter()
         with TableWriter(dest, force=force) as writer:
-            redacted = write_redacted(reader, writer, redactor, plan, column=column, by=by, progress=progress)
+            write = write_csv if reader.format == "csv" and writer.format == "csv" else write_redacted
+            redacted = write(reader, writer, redactor, state.index(), Span.whole(state), column=column, by=by,
+                             binary=binary, progress=progress)
             rep = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
                 "input": str(src), "output": str(dst), "column": column, "by": by,
                 "private_column": private_column})

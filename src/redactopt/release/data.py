@@ -1,72 +1,44 @@
-"""Reading and writing record tables (CSV or Parquet) in chunks, and the per-sequence scan.
+"""The data model of a release: binary values, sequences, and what one pass over the data learns.
 
-Conventions (README, "Command line"): ⊥ is an empty field in CSV and a null in Parquet, never a
-sentinel number.  Rows are counted from 1 in messages (the first data row is row 1;
-the header is not a row).  A *sequence* is the rows of one value of the ``--by`` column
-in file order (the whole file without ``--by``); positions in a sequence count from 1
-on the command line and from 0 in the Python API.
+A *sequence* is the rows of one value of the ``--by`` column in file order (the whole
+table without ``--by``); positions in a sequence count from 1 on the command line and
+from 0 in the Python API.  Rows are counted from 1 in messages (the first data row is
+row 1; the header is not a row).  Reading and writing tables is :mod:`redactopt.release.tables`.
 
-Everything here streams: memory depends on the chunk size and on the number of
-sequences, never on the number of rows.  Inputs are only ever opened for reading.
+Everything here works chunk by chunk: memory depends on the chunk size and on the number
+of sequences, never on the number of rows.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
-import os
-import sys
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
 
-from redactopt.io import STDIO, check_input_path, check_output_path, new_file_mode
 from redactopt.release.fit import TransitionCounts
+from redactopt.release.tables import DEFAULT_CHUNK_ROWS
 
 __all__ = [
     "DEFAULT_CHUNK_ROWS",
-    "TableFormat",
-    "table_format",
-    "Chunk",
-    "TableReader",
-    "TableWriter",
     "parse_binary",
+    "binary_token",
     "ScanState",
+    "SequenceIndex",
     "sequence_key",
     "group_ranks",
+    "factorize",
     "id_key",
 ]
 
-DEFAULT_CHUNK_ROWS = 1_000_000
-
-TableFormat = Literal["csv", "parquet"]
-
-_CSV_SUFFIXES = (".csv", ".txt", ".tsv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".txt.gz")
-_PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
-
-#: Accepted spellings of the two values in text files (after stripping blanks).
+#: Accepted spellings of the two values in text files (after stripping blanks); any spelling
+#: of the integers 0 and 1 is accepted too, as a number column would read it.
 _TRUE_TOKENS = ("1", "1.0", "true", "True", "TRUE")
 _FALSE_TOKENS = ("0", "0.0", "false", "False", "FALSE")
-
-
-def table_format(path: str | os.PathLike[str]) -> TableFormat:
-    """``"csv"`` or ``"parquet"`` from the file name; anything else is a ``ValueError``."""
-    name = Path(path).name.lower()
-    if name.endswith(_PARQUET_SUFFIXES):
-        return "parquet"
-    if name.endswith(_CSV_SUFFIXES):
-        return "csv"
-    raise ValueError(
-        f"{path}: unknown table format; use a name ending in .csv/.txt/.tsv (text) or .parquet"
-    )
 
 
 def sequence_key(seq_id: object) -> int:
@@ -81,37 +53,63 @@ def sequence_key(seq_id: object) -> int:
 # --------------------------------------------------------------------------
 # parsing the binary column
 # --------------------------------------------------------------------------
+def binary_token(text: str) -> int | None:
+    """0 or 1 for an accepted spelling of a value in a text file, ``None`` for anything else."""
+    t = text.strip()
+    if t in _TRUE_TOKENS:
+        return 1
+    if t in _FALSE_TOKENS:
+        return 0
+    try:
+        v = int(t)
+    except ValueError:
+        return None
+    return v if v in (0, 1) else None
+
+
 def parse_binary(values: Any, *, column: str, first_row: int, where: str) -> np.ndarray:
     """0/1 values of one chunk of a column as ``int8``; a missing or other value is an error.
 
-    ``values`` is a numpy array (strings from CSV, or numbers/booleans from Parquet with
-    nulls as ``None``/NaN) or a pyarrow array.  ``first_row`` is the 1-based row number
-    of its first entry; messages name the row, the column and the value.
+    ``values`` is a pyarrow array (numbers, booleans or text; nulls are missing values) or
+    a numpy array.  ``first_row`` is the 1-based row number of its first entry; messages
+    name the row, the column and the value.
     """
-    if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        return _parse_arrow(values, column=column, first_row=first_row, where=where)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        if values.null_count:
+            i = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
+            raise ValueError(f"{where}: row {first_row + i}, column '{column}': missing value")
+        t = values.type
+        if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t):
+            return _parse_numeric(values.to_numpy(zero_copy_only=False), column=column, first_row=first_row,
+                                  where=where)
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            raise ValueError(f"{where}: column '{column}' has type {t}, expected integers, booleans or 0/1 text")
+        out = np.full(len(values), -1, dtype=np.int8)
+        out[pc.equal(values, "1").to_numpy(zero_copy_only=False)] = 1
+        out[pc.equal(values, "0").to_numpy(zero_copy_only=False)] = 0
+        return _parse_rest(out, values, column=column, first_row=first_row, where=where)
     arr = np.asarray(values)
     if arr.dtype.kind in "biuf":
         return _parse_numeric(arr, column=column, first_row=first_row, where=where)
     out = np.full(arr.shape[0], -1, dtype=np.int8)
-    for tok in _TRUE_TOKENS:
-        out[arr == tok] = 1
-    for tok in _FALSE_TOKENS:
-        out[arr == tok] = 0
-    bad = np.flatnonzero(out < 0)
-    if bad.size:  # allow surrounding blanks before giving up
-        stripped = np.array([str(v).strip() for v in arr[bad]], dtype=object)
-        fix = np.full(bad.size, -1, dtype=np.int8)
-        fix[np.isin(stripped, _TRUE_TOKENS)] = 1
-        fix[np.isin(stripped, _FALSE_TOKENS)] = 0
-        out[bad] = fix
-        bad = bad[fix < 0]
-    if bad.size:
-        i = int(bad[0])
-        v = arr[i]
-        if v is None or (isinstance(v, float) and np.isnan(v)) or str(v).strip() == "":
-            raise ValueError(f"{where}: row {first_row + i}, column '{column}': missing value")
-        raise ValueError(f"{where}: row {first_row + i}, column '{column}': value {str(v)!r} is not 0 or 1")
+    out[arr == "1"] = 1
+    out[arr == "0"] = 0
+    return _parse_rest(out, arr, column=column, first_row=first_row, where=where)
+
+
+def _parse_rest(out: np.ndarray, values: Any, *, column: str, first_row: int, where: str) -> np.ndarray:
+    """Finish :func:`parse_binary` of text: the entries other than "0" and "1", one by one."""
+    for i in np.flatnonzero(out < 0).tolist():
+        v = values[i]
+        v = v.as_py() if isinstance(v, pa.Scalar) else v
+        tok = None if v is None or isinstance(v, float) else binary_token(str(v))
+        if tok is None:
+            if v is None or (isinstance(v, float) and np.isnan(v)) or str(v).strip() == "":
+                raise ValueError(f"{where}: row {first_row + i}, column '{column}': missing value")
+            raise ValueError(f"{where}: row {first_row + i}, column '{column}': value {str(v)!r} is not 0 or 1")
+        out[i] = tok
     return out
 
 
@@ -129,245 +127,33 @@ def _parse_numeric(arr: np.ndarray, *, column: str, first_row: int, where: str) 
     return arr.astype(np.int8)
 
 
-def _parse_arrow(values: Any, *, column: str, first_row: int, where: str) -> np.ndarray:
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    if values.null_count:
-        mask = values.is_null().to_numpy(zero_copy_only=False)
-        i = int(np.flatnonzero(mask)[0])
-        raise ValueError(f"{where}: row {first_row + i}, column '{column}': missing value")
-    t = values.type
-    if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t):
-        return _parse_numeric(values.to_numpy(zero_copy_only=False), column=column, first_row=first_row, where=where)
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return parse_binary(np.asarray(values.to_pylist(), dtype=object), column=column,
-                            first_row=first_row, where=where)
-    raise ValueError(f"{where}: column '{column}' has type {t}, expected integers, booleans or 0/1 text")
-
-
 # --------------------------------------------------------------------------
-# reading
+# sequence ids
 # --------------------------------------------------------------------------
-@dataclass
-class Chunk:
-    """One chunk of a table: the rows as read, and where they start (1-based row number)."""
-
-    first_row: int
-    frame: Any  # pandas.DataFrame of str (CSV) or pyarrow.RecordBatch (Parquet)
-
-    def __len__(self) -> int:
-        return int(self.frame.shape[0]) if hasattr(self.frame, "shape") else int(self.frame.num_rows)
-
-    def column(self, name: str) -> Any:
-        """A column as a numpy array (CSV: strings) or a pyarrow array (Parquet)."""
-        if isinstance(self.frame, pd.DataFrame):
-            return self.frame[name].to_numpy(dtype=object)
-        return self.frame.column(name)
+def factorize(ids: Any) -> tuple[np.ndarray, list]:
+    """Codes (``int64``, in order of first appearance) and the distinct ids of one chunk of an id column."""
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    if isinstance(ids, pa.Array):
+        enc = pc.dictionary_encode(ids)
+        return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
+    codes, uniq = pd.factorize(pd.Series(np.asarray(ids, dtype=object)), sort=False, use_na_sentinel=False)
+    return codes.astype(np.int64), list(uniq)
 
 
-def _csv_layout(path: Path, label: str) -> tuple[list[str], bool, str]:
-    """Header names, whether rows carry one extra leading field (a row id), and the delimiter."""
-    if path.suffix in (".gz", ".bz2", ".xz", ".zst"):
-        return _csv_layout_pandas(path)
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            head = fh.read(1 << 16)
-    except UnicodeDecodeError:
-        raise ValueError(f"{label}: not a UTF-8 text file") from None
-    delim = "\t" if path.suffix.lower() == ".tsv" else ","
-    rows = list(csv.reader(io.StringIO(head), delimiter=delim))
-    if not rows:
-        raise ValueError(f"{label}: empty file, expected a header line")
-    header = rows[0]
-    implicit_index = len(rows) > 1 and len(rows[1]) == len(header) + 1
-    return header, implicit_index, delim
+class SequenceIndex:
+    """Maps the ids of a later pass to the codes of the scan (:meth:`ScanState.index`), chunk by chunk."""
 
+    def __init__(self, ids: list) -> None:
+        self.index = {id_key(v): i for i, v in enumerate(ids)}
 
-def _csv_layout_pandas(path: Path) -> tuple[list[str], bool, str]:
-    head = pd.read_csv(path, nrows=1, header=None, dtype=str, keep_default_na=False, na_filter=False)
-    header = [str(v) for v in head.iloc[0].tolist()]
-    first = pd.read_csv(path, nrows=1, skiprows=1, header=None, dtype=str, keep_default_na=False,
-                        na_filter=False)
-    return header, first.shape[1] == len(header) + 1, ","
-
-
-class TableReader:
-    """Chunked reader of a CSV or Parquet file.
-
-    CSV values are read as text (``dtype=str``) so that every column is written back
-    exactly as it was; a header with one name fewer than the rows have fields (the
-    first field is a row id, as in the UCI occupancy files) is recognised and kept.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], *, chunk_rows: int = DEFAULT_CHUNK_ROWS,
-                 label: str | None = None) -> None:
-        self.path = Path(path)
-        #: how messages name the input (``<stdin>`` for a copy of standard input)
-        self.label = str(self.path) if label is None else label
-        self.format = table_format(self.path)
-        if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
-            raise ValueError(f"chunk_rows must be an integer >= 1, got {chunk_rows!r}")
-        self.chunk_rows = chunk_rows
-        check_input_path(self.path)
-        if self.path.is_dir():
-            raise ValueError(f"{self.label}: is a directory, expected a {self.format} file")
-        self.implicit_index = False
-        self.delimiter = ","
-        if self.format == "csv":
-            self.columns, self.implicit_index, self.delimiter = _csv_layout(self.path, self.label)
-        else:
-            self.columns = self._parquet_file().schema_arrow.names
-
-    def _parquet_file(self) -> Any:
+    def codes(self, ids: Any, where: str) -> np.ndarray:
+        local, uniq = factorize(ids)
         try:
-            return pq.ParquetFile(self.path)
-        except Exception as exc:  # pyarrow raises several types for unreadable files
-            raise ValueError(f"{self.label}: cannot read as Parquet: {exc}") from None
-
-    def require(self, *names: str | None) -> None:
-        """Raise naming the column when one of ``names`` is not in the table."""
-        for name in names:
-            if name is not None and name not in self.columns:
-                raise ValueError(f"{self.label}: no column '{name}' (columns: {', '.join(map(str, self.columns))})")
-
-    def chunks(self, columns: list[str] | None = None) -> Iterator[Chunk]:
-        """Chunks of ``columns`` (all columns when ``None``)."""
-        if self.format == "csv":
-            yield from self._csv_chunks(columns)
-        else:
-            yield from self._parquet_chunks(columns)
-
-    def _csv_chunks(self, columns: list[str] | None) -> Iterator[Chunk]:
-        kwargs: dict[str, Any] = dict(dtype=str, keep_default_na=False, na_filter=False,
-                                      chunksize=self.chunk_rows, sep=self.delimiter, on_bad_lines="error")
-        if self.implicit_index:
-            kwargs["index_col"] = 0
-        # ``usecols`` would make pandas accept rows with too many fields: read every column
-        # (as text) so that a malformed row is always reported, then keep the ones asked for.
-        row = 1
-        try:
-            reader = pd.read_csv(self.path, **kwargs)
-            with reader:
-                for frame in reader:
-                    yield Chunk(row, frame if columns is None else frame[columns])
-                    row += frame.shape[0]
-        except pd.errors.ParserError as exc:
-            msg = str(exc).replace("Error tokenizing data. C error: ", "")
-            raise ValueError(f"{self.label}: malformed CSV near data row {row}: {msg.strip()}") from None
-        except pd.errors.EmptyDataError:
-            raise ValueError(f"{self.label}: empty file, expected a header line") from None
-        except UnicodeDecodeError:
-            raise ValueError(f"{self.label}: not a UTF-8 text file") from None
-
-    def _parquet_chunks(self, columns: list[str] | None) -> Iterator[Chunk]:
-        pf = self._parquet_file()
-        row = 1
-        size = self.chunk_rows
-        try:
-            # One row group at a time: iter_batches over the whole file reads ahead across row
-            # groups, and its memory grew with the file (45 MB at 4e6 rows, 119 MB at 1.6e7).
-            # Batches are gathered across row groups into chunks of ``size`` rows, so files
-            # with many small row groups are not cut into many small chunks.
-            pending: list[Any] = []
-            count = 0
-            for group in range(pf.metadata.num_row_groups):
-                for batch in pf.iter_batches(batch_size=size, columns=columns, row_groups=[group]):
-                    pending.append(batch)
-                    count += batch.num_rows
-                    while count >= size:
-                        merged = _concat_batches(pending)
-                        head, rest = merged.slice(0, size), merged.slice(size)
-                        yield Chunk(row, head)
-                        row += size
-                        pending, count = ([rest] if rest.num_rows else []), rest.num_rows
-            if count:
-                yield Chunk(row, _concat_batches(pending))
-        except OSError as exc:
-            raise ValueError(f"{self.label}: cannot read Parquet data near row {row}: {exc}") from None
-
-
-def _concat_batches(batches: list[Any]) -> Any:
-    """One RecordBatch from several of the same schema (``pyarrow.concat_batches`` where it exists)."""
-    if len(batches) == 1:
-        return batches[0]
-    if hasattr(pa, "concat_batches"):
-        return pa.concat_batches(batches)
-    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]  # pragma: no cover (pyarrow < 19)
-
-
-# --------------------------------------------------------------------------
-# writing
-# --------------------------------------------------------------------------
-class TableWriter:
-    """Writes a table chunk by chunk to a temporary file beside ``path``; ``commit`` renames it.
-
-    Refuses an existing ``path`` unless ``force`` and a path in a missing directory.  If
-    anything fails before :meth:`commit`, :meth:`abort` (or leaving the ``with`` block by
-    an exception) removes the temporary file, so no partial output is ever left behind.
-    The output gets the permissions the umask gives a new file.  ``-`` writes CSV to
-    standard output as it goes (nothing to rename, so nothing to take back on an error).
-    """
-
-    def __init__(self, path: str | os.PathLike[str], *, force: bool = False) -> None:
-        self.stdout = str(path) == STDIO
-        self.path = Path(path)
-        self._fh: Any = None
-        self._pq: Any = None
-        self._header_done = False
-        self.rows = 0
-        if self.stdout:
-            self.format: TableFormat = "csv"
-            self.tmp: Path | None = None
-            self._fh = sys.stdout
-            return
-        self.format = table_format(self.path)
-        check_output_path(self.path, force=force)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-        os.fchmod(fd, new_file_mode())
-        os.close(fd)
-        self.tmp = Path(tmp)
-
-    def __enter__(self) -> "TableWriter":
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is not None:
-            self.abort()
-
-    def write_csv(self, frame: pd.DataFrame, *, index: bool, delimiter: str = ",") -> None:
-        if self._fh is None:
-            self._fh = open(self.tmp, "w", newline="", encoding="utf-8")  # type: ignore[arg-type]
-        frame.to_csv(self._fh, header=not self._header_done, index=index,
-                     index_label=False if index else None, sep=delimiter, lineterminator="\n")
-        self._header_done = True
-        self.rows += frame.shape[0]
-
-    def write_arrow(self, table: Any) -> None:
-        if self._pq is None:
-            self._pq = pq.ParquetWriter(self.tmp, table.schema)
-        self._pq.write_table(table)
-        self.rows += table.num_rows
-
-    def _close(self) -> None:
-        if self.stdout:
-            self._fh.flush()
-            return
-        if self._fh is not None:
-            self._fh.close()
-        if self._pq is not None:
-            self._pq.close()
-
-    def commit(self) -> None:
-        self._close()
-        if self.tmp is not None:
-            os.replace(self.tmp, self.path)
-
-    def abort(self) -> None:
-        try:
-            self._close()
-        finally:
-            if self.tmp is not None and self.tmp.exists():
-                self.tmp.unlink()
+            lookup = np.fromiter((self.index[id_key(v)] for v in uniq), dtype=np.int64, count=len(uniq))
+        except KeyError as exc:
+            raise ValueError(f"{where}: the input changed while it was being read (new id {exc.args[0]!r})") from None
+        return lookup[local]
 
 
 # --------------------------------------------------------------------------
@@ -409,6 +195,13 @@ class ScanState:
     rows: int = 0
 
     @staticmethod
+    def of_length(n: int) -> "ScanState":
+        """What a scan of one sequence of ``n`` records learns without reading it (no transitions, no flags)."""
+        k = 1 if n else 0
+        return ScanState([None] * k, np.full(k, n, dtype=np.int64), np.full((k, 2), -1, dtype=np.int8),
+                         np.full((k, 2), -1, dtype=np.int8), rows=n)
+
+    @staticmethod
     def of_chunk(values: np.ndarray, ids: Any = None, private: np.ndarray | None = None) -> "ScanState":
         """The scan of one piece of data (``ids=None``: one sequence)."""
         values = np.asarray(values, dtype=np.int8)
@@ -416,13 +209,11 @@ class ScanState:
         if ids is None:
             codes = np.zeros(m, dtype=np.int64)
             uniques: list = [None] if m else []
+            rank = order = np.arange(m, dtype=np.int64)
         else:
-            codes, uniq = pd.factorize(pd.Series(np.asarray(ids, dtype=object) if not isinstance(ids, pd.Series)
-                                                 else ids), sort=False, use_na_sentinel=False)
-            codes = codes.astype(np.int64)
-            uniques = list(uniq)
+            codes, uniques = factorize(ids)
+            rank, order = group_ranks(codes)
         k = len(uniques)
-        rank, order = group_ranks(codes)
         sc = codes[order]
         sv = values[order].astype(np.int64)
         same = sc[1:] == sc[:-1]
@@ -506,9 +297,9 @@ class ScanState:
         """Pooled :class:`redactopt.release.fit.TransitionCounts`."""
         return TransitionCounts(self.pairs.copy(), self.triples.copy(), int(self.rows), len(self.ids))
 
-    def index(self) -> dict:
-        """Map from id key to code."""
-        return {id_key(v): i for i, v in enumerate(self.ids)}
+    def index(self) -> SequenceIndex:
+        """The codes of this scan, for the ids of a later pass."""
+        return SequenceIndex(self.ids)
 
 
 def id_key(v: object) -> object:

@@ -58,6 +58,30 @@ class Redactor:
         self.qf = np.ascontiguousarray(qt).reshape(-1)
         self.Q, self.k, self.T = Q.reshape(-1), kk.reshape(-1), T.reshape(-1)
 
+    def _blocks_of(self, codes: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The indices of the records inside a block, and their blocks."""
+        rows = np.flatnonzero((positions >= self.lo[codes]) & (positions <= self.hi[codes]))
+        if not rows.size:
+            return rows, rows
+        c, pos = codes[rows], positions[rows]
+        j = np.searchsorted(self.b_key, (c << _POS_BITS) + pos, side="right") - 1
+        inside = (j >= 0) & (self.b_code[j] == c) & (pos <= self.b_hi[j])
+        return rows[inside], j[inside]
+
+    def positions_in_blocks(self, code: int, lo: int, hi: int) -> np.ndarray:
+        """The positions ``lo <= t < hi`` of sequence ``code`` that lie in a block, sorted."""
+        sel = np.flatnonzero((self.b_code == code) & (self.b_hi >= lo) & (self.b_lo < hi))
+        parts = [np.arange(max(lo, int(self.b_lo[j])), min(hi, int(self.b_hi[j]) + 1), dtype=np.int64)
+                 for j in sel.tolist()]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def inside(self, codes: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Which records (sequence codes, positions) lie in a block: the only ones that can be redacted."""
+        out = np.zeros(positions.shape[0], dtype=bool)
+        if self.b_lo.size:
+            out[self._blocks_of(codes, positions)[0]] = True
+        return out
+
     def redact(self, codes: np.ndarray | None, positions: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Boolean mask of redacted records for one chunk (``codes=None``: all in sequence 0)."""
         m = positions.shape[0]
@@ -84,17 +108,11 @@ class Redactor:
                 flat = np.concatenate(flats)
             seg_codes = None
         else:
-            rows = np.flatnonzero((positions >= self.lo[codes]) & (positions <= self.hi[codes]))
-            if not rows.size:
-                return out
-            c, pos = codes[rows], positions[rows]
-            j = np.searchsorted(self.b_key, (c << _POS_BITS) + pos, side="right") - 1
-            inside = (j >= 0) & (self.b_code[j] == c) & (pos <= self.b_hi[j])
-            rows, j, c = rows[inside], j[inside], c[inside]
+            rows, j = self._blocks_of(codes, positions)
             if not rows.size:
                 return out
             flat = 2 * (self.b_base[j] + positions[rows] - self.b_lo[j]) + values[rows]
-            seg_codes = c
+            seg_codes = codes[rows]
         qv = self.qf[flat]
         res = qv >= 1.0
         need = np.flatnonzero((qv > 0.0) & ~res)

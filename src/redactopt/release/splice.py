@@ -1,0 +1,208 @@
+r"""Releasing a CSV file by editing its bytes: every byte is copied except the redacted fields.
+
+A sparse design can redact only the rows of its blocks (a few hundred around each private
+record), so a CSV release is the input file with a few fields emptied.  :func:`splice_csv`
+copies the input block by block (a ``memcpy`` and a count of line ends for most of it) and,
+at the rows that may be redacted, cuts the line into fields, reads the value, draws the
+redaction (:class:`~redactopt.release.redactor.Redactor`) and writes the line without the
+field's bytes.  Every other byte — quoting, number formats, line ends, the header, a row-id
+field without a name — is the input's: the layout is preserved exactly, and the content
+equals what parsing, redacting and writing every row would give.
+
+Rows are found from the bytes alone, which is exact when every quote in the file belongs
+to a quoted field (RFC 4180: a field that starts with ``"`` and ends with ``"``, with ``""``
+inside).  Then a line end is a row end iff an even number of quotes precedes it, and
+empty lines are not rows (as for pyarrow's reader).  Anything else — a quote inside an
+unquoted field, a lone ``\r`` line end, a row count that differs from the scan's, a row
+of the wrong width — raises :class:`Irregular`, and the caller writes the release from
+parsed rows instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import numpy as np
+
+from redactopt.release.data import binary_token
+from redactopt.release.tables import CsvLayout
+
+__all__ = ["Irregular", "Targets", "splice_csv"]
+
+_QUOTE, _LF, _CR = 0x22, 0x0A, 0x0D
+_BOM = b"\xef\xbb\xbf"
+#: Bytes read at a time.
+_BLOCK = 8 << 20
+
+
+class Irregular(Exception):
+    """The rows of a CSV file cannot be found from its bytes alone: write the release from parsed rows."""
+
+
+@dataclass(frozen=True)
+class Targets:
+    """The rows that may be redacted, sorted by ``rows`` (0-based data rows of the file)."""
+
+    rows: np.ndarray
+    codes: np.ndarray
+    positions: np.ndarray
+
+
+#: ``redact(codes, positions, values) -> mask`` for the targets of one block of bytes.
+Redact = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def _check_quotes(a: np.ndarray, q: np.ndarray, delim: int, bom: int) -> None:
+    """Every quote opens a field, closes it, or is half of ``""`` inside one (else :class:`Irregular`)."""
+    if not q.size:
+        return
+    opening = (np.arange(q.size) & 1) == 0
+    adjacent = q[1:] == q[:-1] + 1
+    prev = np.where(q > 0, a[np.maximum(q - 1, 0)], _LF)
+    nxt = np.where(q + 1 < a.size, a[np.minimum(q + 1, a.size - 1)], _LF)
+    after_close = np.r_[False, adjacent & ~opening[:-1]]
+    before_open = np.r_[adjacent & opening[1:], False]
+    ok_open = (prev == delim) | (prev == _LF) | (q == bom) | after_close
+    ok_close = (nxt == delim) | (nxt == _LF) | (nxt == _CR) | before_open
+    if not bool(np.all(np.where(opening, ok_open, ok_close))):
+        raise Irregular("a quote inside an unquoted field")
+
+
+def _field_span(line: bytes, field: int, width: int, delim: bytes) -> tuple[int, int, str]:
+    """Start, end and text (unquoted) of field ``field`` of a row that must have ``width`` fields."""
+    i, k, n = 0, 0, len(line)
+    found: tuple[int, int, str] | None = None
+    while True:
+        start = i
+        if i < n and line[i] == _QUOTE:
+            i += 1
+            while True:
+                e = line.find(b'"', i)
+                if e < 0:
+                    raise Irregular("an unterminated quoted field")
+                if e + 1 < n and line[e + 1] == _QUOTE:
+                    i = e + 2
+                    continue
+                i = e + 1
+                break
+        e = line.find(delim, i)
+        e = n if e < 0 else e
+        if k == field:
+            raw = line[start:e]
+            text = raw[1:-1].replace(b'""', b'"') if raw[:1] == b'"' and raw[-1:] == b'"' else raw
+            found = (start, e, text.decode("utf-8", errors="replace"))
+        k += 1
+        if e == n:
+            break
+        i = e + 1
+    if k != width or found is None:
+        raise Irregular(f"a row with {k} fields where the header says {width}")
+    return found
+
+
+def splice_csv(src: BinaryIO, out: BinaryIO, *, layout: CsvLayout, column: str, targets: Targets,
+               redact: Redact, rows: int, progress: Callable[[int], None] | None = None) -> np.ndarray:
+    """Copy the CSV ``src`` to ``out``, emptying ``column`` where ``redact`` says so; returns the mask of ``targets``.
+
+    ``rows`` is the number of data rows the scan counted (a different count here raises
+    :class:`Irregular`, as does anything the module docstring lists).  ``progress(rows)``
+    is called after every block of bytes.
+    """
+    field = layout.names.index(column)
+    width = len(layout.names)
+    delim = layout.delimiter.encode()
+    d = delim[0]
+    mask = np.zeros(targets.rows.shape[0], dtype=bool)
+    row = 0  # data rows before the current block
+    ti = 0  # the next target
+    carry = b""
+    header = True  # the first line is the header, never a row
+    first = True
+    while True:
+        data = src.read(_BLOCK)
+        eof = not data
+        buf = carry + data if carry else data
+        if not buf:
+            break
+        bom = 3 if first and buf.startswith(_BOM) else 0
+        first = False
+        if b"\r" in buf and buf.count(b"\r") != buf.count(b"\r\n"):
+            raise Irregular("a line ends with a lone \\r")
+        has_quotes = b'"' in buf
+        lf = buf.count(b"\n")
+        if not has_quotes and not header and (ti >= targets.rows.size or targets.rows[ti] > row + lf):
+            # no quotes and no target: count the line ends and copy.  Empty lines are not rows:
+            # those at the end are left out here; one elsewhere makes the count differ from the scan's.
+            cut = len(buf) if eof else buf.rfind(b"\n") + 1
+            if cut == 0:
+                carry = buf
+                continue
+            if eof:
+                body = len(buf.rstrip(b"\r\n"))
+                lf = buf.count(b"\n", 0, body) + (1 if body else 0)
+            out.write(buf if cut == len(buf) else memoryview(buf)[:cut])
+            row += lf
+            carry = buf[cut:]
+            if progress is not None:
+                progress(row)
+            if eof:
+                break
+            continue
+        a = np.frombuffer(buf, dtype=np.uint8)
+        nl = np.flatnonzero(a == _LF)
+        q = np.flatnonzero(a == _QUOTE) if has_quotes else np.zeros(0, dtype=np.int64)
+        if q.size:
+            nl = nl[(np.searchsorted(q, nl) & 1) == 0]  # line ends inside a quoted field are not row ends
+        if eof:
+            cut = len(buf)
+            if q.size & 1:
+                raise Irregular("an unterminated quoted field at the end")
+            term = nl if nl.size and nl[-1] == cut - 1 else np.r_[nl, cut]
+        else:
+            if not nl.size:
+                carry = buf
+                continue
+            cut = int(nl[-1]) + 1
+            term = nl
+        _check_quotes(a[:cut], q[q < cut], d, bom)
+        starts = np.r_[0, term[:-1] + 1]
+        ends = term - ((term > starts) & (a[np.maximum(term - 1, 0)] == _CR))  # without the \r of \r\n
+        lines = np.flatnonzero(ends > starts)
+        if header and lines.size:
+            lines = lines[1:]
+            header = False
+        count = lines.size
+        tj = ti + int(np.searchsorted(targets.rows[ti:], row + count))
+        edits: list[tuple[int, int]] = []
+        if tj > ti:
+            sel = slice(ti, tj)
+            li = lines[targets.rows[sel] - row]
+            spans, values = [], []
+            for s, e in zip(starts[li].tolist(), ends[li].tolist()):
+                a0, a1, text = _field_span(buf[s:e], field, width, delim)
+                v = binary_token(text)
+                if v is None:
+                    raise Irregular(f"value {text!r} where the scan read 0 or 1")
+                spans.append((s + a0, s + a1))
+                values.append(v)
+            m = redact(targets.codes[sel], targets.positions[sel], np.asarray(values, dtype=np.int8))
+            mask[sel] = m
+            edits = [sp for sp, red in zip(spans, m.tolist()) if red]
+            ti = tj
+        view = memoryview(buf)
+        at = 0
+        for s, e in edits:
+            out.write(view[at:s])
+            at = e
+        out.write(view[at:cut])
+        row += count
+        carry = buf[cut:]
+        if progress is not None:
+            progress(row)
+        if eof:
+            break
+    if row != rows or ti != targets.rows.size:
+        raise Irregular(f"{row} rows found in the bytes where the scan read {rows}")
+    return mask
