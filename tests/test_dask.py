@@ -16,7 +16,7 @@ from redactopt.judge.leakage import sample_chains
 dd = pytest.importorskip("dask.dataframe", reason="the optional 'dask' extra is not installed")
 distributed = pytest.importorskip("distributed", reason="the optional 'dask' extra is not installed")
 
-from redactopt.release.dask_backend import apply_parquet_dask  # noqa: E402
+from redactopt.release.dask_backend import apply_dask, apply_parquet_dask  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -120,3 +120,57 @@ def test_cli_backend_dask(tmp_path, client, capsys):
     b = pd.read_parquet(tmp_path / "out").reset_index(drop=True)
     assert b["x"].isna().to_numpy()[399]
     assert (tmp_path / "out" / "part.00000.parquet").exists()
+
+
+def _csv_dataset(folder, df, cuts):
+    folder.mkdir()
+    bounds = [0] + list(cuts) + [len(df)]
+    for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        df.iloc[a:b].to_csv(folder / f"part.{i}.csv", index=False)
+
+
+def test_dask_reads_a_csv_dataset_like_the_file_it_was_cut_from(tmp_path, client):
+    rng = np.random.default_rng(23)
+    df = _interleaved(rng, n_seq=3, length=500)
+    df["val"] = df["val"].round(6).astype(str) + "0"  # text kept as written
+    single = tmp_path / "all.csv"
+    df.to_csv(single, index=False)
+    _csv_dataset(tmp_path / "ds", df, [400, 410, 1000] + list(range(1001, 1012)))  # 15 files, one of one row
+    kw = dict(column="x", eps=1.0, private_column="priv", by="sid", seed=5, method="dim")
+    mem = apply_table(single, tmp_path / "mem.csv", **kw)
+    for source in (tmp_path / "ds", str(tmp_path / "ds" / "part.*.csv")):
+        out = tmp_path / f"out{len(str(source))}"
+        dsk = apply_dask(source, out, **kw)
+        parts = sorted(out.iterdir(), key=lambda p: int(p.name.split(".")[1]))
+        assert [p.name for p in parts] == [f"part.{i:05d}.csv" for i in range(15)] and dsk["partitions"] == 15
+        # each part is its input file with fields emptied; together they are the in-memory release
+        a = pd.read_csv(tmp_path / "mem.csv", dtype=str, keep_default_na=False)
+        b = pd.concat([pd.read_csv(p, dtype=str, keep_default_na=False) for p in parts], ignore_index=True)
+        pd.testing.assert_frame_equal(a, b)
+        assert mem["utility"] == dsk["utility"]
+        assert [s["mechanism"] for s in mem["sequences"]] == [s["mechanism"] for s in dsk["sequences"]]
+
+
+def test_dask_partitions_parquet_by_row_group(tmp_path, client):
+    rng = np.random.default_rng(29)
+    x = sample_chains(MarkovChain(0.1, 0.3), 3000, 1, rng)[0].astype(np.int64)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "ds").mkdir()
+    pq.write_table(pa.table({"x": x[:2000], "t": np.arange(2000)}), tmp_path / "ds" / "a.parquet", row_group_size=300)
+    pq.write_table(pa.table({"x": x[2000:], "t": np.arange(2000, 3000)}), tmp_path / "ds" / "b.parquet",
+                   row_group_size=300)
+    (tmp_path / "ds" / "_SUCCESS").write_text("")  # marker files are not data
+    pq.write_table(pa.table({"x": x, "t": np.arange(3000)}), tmp_path / "all.parquet")
+    kw = dict(column="x", eps=1.0, private=[1990, 2010], seed=8, method="dim")
+    apply_table(tmp_path / "all.parquet", tmp_path / "m.parquet", **kw)
+    rep = apply_dask(tmp_path / "ds", tmp_path / "out", **kw)
+    assert rep["partitions"] == 7 + 4
+    a = pd.read_parquet(tmp_path / "m.parquet")
+    b = pd.concat([pd.read_parquet(p) for p in sorted((tmp_path / "out").iterdir())], ignore_index=True)
+    pd.testing.assert_frame_equal(a, b)
+    assert b["x"].isna().to_numpy()[[1990, 2010]].all()
+    (tmp_path / "ds" / "c.csv").write_text("x,t\n0,1\n")
+    with pytest.raises(ValueError, match="mixes CSV and Parquet"):
+        apply_dask(tmp_path / "ds", tmp_path / "out2", **kw)

@@ -30,7 +30,9 @@ __all__ = ["add_fit_parser", "add_apply_parser"]
 
 def _add_input(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("input", metavar="INPUT",
-                    help="CSV (.csv/.txt/.tsv) or Parquet (.parquet) file; '-' reads CSV from standard input")
+                    help="CSV (.csv/.txt/.tsv, optionally compressed: .csv.gz/.bz2/.xz/.zst) or Parquet (.parquet) "
+                         "file; '-' reads CSV from standard input; with apply --backend dask a folder or a glob of "
+                         "files")
     ap.add_argument("--chunk-rows", type=int, default=None,
                     help="rows read at a time (default one million); memory grows with this, not with the input")
 
@@ -127,15 +129,17 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
                     help="seed of the redaction draws: reproducible PCG64, for tests and examples only (the "
                          "report says: not for real releases); default: the operating system's secure source")
     ap.add_argument("--out", required=True, metavar="FILE",
-                    help="output table (.csv or .parquet; a directory with --backend dask; '-': CSV to standard "
-                         "output)")
+                    help="output table (.csv or .parquet, optionally compressed: .csv.gz; a directory with --backend "
+                         "dask; '-': CSV to standard output)")
     ap.add_argument("--report", default=None, metavar="FILE",
                     help="write the JSON report (mechanism, chain, leakage, utility) here ('-': standard output); "
                          "'redactopt audit FILE' reads it")
     ap.add_argument("--force", action="store_true", help="overwrite --out / --report if they exist")
     ap.add_argument("--by", default=None, help="column naming the sequence of each row (use --private-column)")
     ap.add_argument("--backend", choices=["memory", "dask"], default="memory",
-                    help="memory (default, streams chunks) or dask (Parquet datasets; pip install 'redactopt[dask]')")
+                    help="memory (default, streams chunks) or dask (a CSV or Parquet dataset: a folder or a glob of "
+                         "files, partitioned by file and Parquet row group; --out is a folder of part files; "
+                         "pip install 'redactopt[dask]')")
     ap.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
                     help="seconds per optimiser call (default 60)")
     add_format(ap, ["text", "json"], help="summary: text (default) or json")
@@ -187,9 +191,9 @@ def _cmd_apply(args: argparse.Namespace) -> int:
                   report=args.report, force=args.force, time_limit=args.time_limit)
     try:
         if args.backend == "dask":
-            from redactopt.release.dask_backend import apply_parquet_dask
+            from redactopt.release.dask_backend import apply_dask
 
-            rep = apply_parquet_dask(args.input, args.out, **kwargs)
+            rep = apply_dask(args.input, args.out, **kwargs)
         else:
             with Bars(progress_enabled(args.quiet)) as bars:
                 rep = apply_table(args.input, args.out, progress=bars, **_chunk(args), **kwargs)

@@ -1,29 +1,38 @@
-"""Optional Dask back-end of ``apply``: the same release, computed across the partitions of a Parquet dataset.
+"""Optional Dask back-end of ``apply``: the same release, computed across the partitions of a CSV or Parquet dataset.
 
-Install with ``pip install redactopt[dask]``.  The work splits exactly as in the
-in-memory path (:mod:`redactopt.release.apply`):
+Install with ``pip install redactopt[dask]``.  A dataset is a folder of files (searched
+recursively; names starting with ``.`` or ``_`` are skipped), a glob pattern, or one file,
+all CSV or all Parquet, taken in natural order of their paths (``part.2`` before
+``part.10``).  Its *partitions* are the row groups of the Parquet files and the CSV files.
+Dask is used as a scheduler only: every task reads and writes its partition with pyarrow,
+through the same functions as the in-memory path (:mod:`redactopt.release.apply`), and the
+work splits as there:
 
-1. every partition is scanned on the workers (:meth:`redactopt.release.data.ScanState.of_chunk`);
-   the scans are merged on the client *in partition order*, which gives the same
-   sequence lengths, transition counts (including transitions across partition
-   boundaries) and private positions as one pass over the whole dataset;
-2. the chain is fitted and every sequence with private records is designed on the
-   client (:func:`redactopt.release.plan.plan_release`);
-3. every partition is redacted on the workers, with each row's position in its
-   sequence computed from the per-partition offsets of step 1, and written as
-   ``part.NNNNN.parquet`` of a temporary folder beside the destination, which is
-   renamed into place only when all partitions succeeded.
+1. every partition is scanned on the workers (:func:`redactopt.release.apply.scan`, the
+   needed columns only); the scans are merged on the client *in partition order*, which
+   gives the same sequence lengths, transition counts (including transitions across
+   partition boundaries) and private positions as one pass over the whole dataset;
+2. the chain is fitted and every sequence with private records is designed on the client
+   (:func:`redactopt.release.plan.plan_release`);
+3. every partition is redacted on the workers, with each row's position in its sequence
+   counted from where the partition starts in each sequence
+   (:class:`~redactopt.release.apply.Span`), and written as ``part.NNNNN.parquet`` (a
+   Parquet dataset) or ``part.NNNNN.csv`` (a CSV dataset: the file's bytes with the
+   redacted fields emptied) in a temporary folder beside the destination, which is renamed
+   into place only when all partitions succeeded.
 
 Because a seeded draw for record ``t`` of sequence ``s`` is word ``t`` of the stream of
-``s`` (:class:`redactopt.release.bits.SeededBits`), the output is identical, row for row, to
-:func:`redactopt.release.apply.apply_table` on the same rows with the same seed, however the
-rows are partitioned.  Sequences may span partitions; the rows of a sequence are taken
+``s`` (:class:`redactopt.release.bits.SeededBits`), the output is identical, row for row,
+to :func:`redactopt.release.apply.apply_table` on the same rows with the same seed, however
+the rows are partitioned.  Sequences may span partitions; the rows of a sequence are taken
 in dataset order.
 """
 
 from __future__ import annotations
 
+import glob
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -31,77 +40,94 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from redactopt._optional import require
 from redactopt.io import STDIO, new_file_mode
-from redactopt.release.apply import check_release_paths
+from redactopt.release.apply import Span, check_release_paths, scan, write_csv, write_redacted
 from redactopt.release.bits import bit_source
-from redactopt.release.data import ScanState, group_ranks, id_key, parse_binary
+from redactopt.release.data import ScanState, SequenceIndex
 from redactopt.release.plan import plan_release
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import build_report, write_report
+from redactopt.release.tables import TableReader, TableWriter, table_format
 
-__all__ = ["apply_parquet_dask"]
+__all__ = ["apply_dask", "apply_parquet_dask", "dataset_partitions"]
 
-
-def _where(i: int) -> str:
-    return f"partition {i}"
-
-
-def _arrow_column(frame: Any, name: str) -> Any:
-    return pa.Array.from_pandas(frame[name])
+#: One partition: a file, and for Parquet one of its row groups.
+Partition = tuple[str, "int | None"]
 
 
-def _ids(frame: Any, by: str, i: int) -> np.ndarray:
-    col = frame[by]
-    if col.isna().any():
-        r = int(np.flatnonzero(col.isna().to_numpy())[0])
-        raise ValueError(f"{_where(i)}: row {r + 1}, column '{by}': missing value")
-    return col.to_numpy(dtype=object)
+def _natural(path: str) -> list:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
 
 
-def _scan_partition(frame: Any, i: int, column: str, by: str | None, private_column: str | None) -> ScanState:
-    for name in (column, by, private_column):
-        if name is not None and name not in frame.columns:
-            raise ValueError(f"no column '{name}' (columns: {', '.join(map(str, frame.columns))})")
-    values = parse_binary(_arrow_column(frame, column), column=column, first_row=1, where=_where(i))
-    ids = _ids(frame, by, i) if by else None
-    flags = None
-    if private_column:
-        flags = parse_binary(_arrow_column(frame, private_column), column=private_column, first_row=1,
-                             where=_where(i))
-    return ScanState.of_chunk(values, ids, flags)
-
-
-def _redact_partition(frame: Any, i: int, column: str, by: str | None, redactor: Redactor,
-                      index: dict, offsets: np.ndarray, folder: str) -> np.ndarray:
-    values = parse_binary(_arrow_column(frame, column), column=column, first_row=1, where=_where(i))
-    m = values.shape[0]
-    if by is None:
-        codes = None
-        pos = offsets[0] + np.arange(m, dtype=np.int64)
+def _dataset_files(source: str) -> list[str]:
+    if any(ch in source for ch in "*?["):
+        files = [f for f in glob.glob(source, recursive=True) if os.path.isfile(f)]
+        if not files:
+            raise ValueError(f"{source}: no file matches")
+    elif os.path.isdir(source):
+        files = []
+        for root, dirs, names in os.walk(source):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+            files += [os.path.join(root, n) for n in names if not n.startswith((".", "_"))]
+        if not files:
+            raise ValueError(f"{source}: no CSV or Parquet files in this folder")
+    elif os.path.exists(source):
+        files = [source]
     else:
-        ids = _ids(frame, by, i)
-        codes = np.fromiter((index[id_key(v)] for v in ids), dtype=np.int64, count=m)
-        rank, _ = group_ranks(codes)
-        pos = offsets[codes] + rank
-    mask = redactor.redact(codes, pos, values)
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    j = table.schema.get_field_index(column)
-    col = table.column(j)
-    new = pc.if_else(pa.array(mask), pa.scalar(None, type=col.type), col)
-    table = table.set_column(j, pa.field(column, col.type, nullable=True), new)
-    pq.write_table(table, os.path.join(folder, f"part.{i:05d}.parquet"))
-    k = offsets.shape[0]
-    if codes is None:
-        return np.array([int(mask.sum())], dtype=np.int64)
-    return np.bincount(codes[mask], minlength=k).astype(np.int64)
+        raise ValueError(f"{source}: no such file or directory")
+    return sorted(files, key=_natural)
 
 
-def apply_parquet_dask(
+def dataset_partitions(source: str | os.PathLike[str]) -> tuple[str, list[Partition]]:
+    """The format (``"csv"`` or ``"parquet"``) and the partitions of a dataset, in order."""
+    files = _dataset_files(str(source))
+    formats = {}
+    for f in files:
+        try:
+            formats[f] = table_format(f)
+        except ValueError:
+            raise ValueError(f"{f}: not a CSV or Parquet file (a dataset holds one table format)") from None
+    kinds = set(formats.values())
+    if len(kinds) > 1:
+        raise ValueError(f"{source}: the dataset mixes CSV and Parquet files")
+    fmt = kinds.pop()
+    if fmt == "csv":
+        return fmt, [(f, None) for f in files]
+    parts: list[Partition] = []
+    for f in files:
+        try:
+            groups = pq.ParquetFile(f).metadata.num_row_groups
+        except Exception as exc:  # pyarrow raises several types for unreadable files
+            raise ValueError(f"{f}: cannot read as Parquet: {exc}") from None
+        parts += [(f, g) for g in range(groups)]
+    return fmt, parts
+
+
+def _reader(part: Partition) -> TableReader:
+    path, group = part
+    return TableReader(path, row_groups=None if group is None else [group])
+
+
+def _scan_partition(part: Partition, column: str, by: str | None,
+                    private_column: str | None) -> tuple[ScanState, tuple[str, ...]]:
+    return scan(_reader(part), column=column, by=by, private_column=private_column)
+
+
+def _write_partition(part: Partition, i: int, folder: str, column: str, by: str | None, redactor: Redactor,
+                     index: SequenceIndex, span: Span, binary: tuple[str, ...]) -> np.ndarray:
+    reader = _reader(part)
+    suffix = "csv" if reader.format == "csv" else "parquet"
+    with TableWriter(os.path.join(folder, f"part.{i:05d}.{suffix}")) as writer:
+        write = write_csv if reader.format == "csv" else write_redacted
+        redacted = write(reader, writer, redactor, index, span, column=column, by=by, binary=binary)
+        writer.commit()
+    return redacted
+
+
+def apply_dask(
     source: str | os.PathLike[str],
     dest: str | os.PathLike[str],
     *,
@@ -118,57 +144,52 @@ def apply_parquet_dask(
     force: bool = False,
     time_limit: float = 60.0,
 ) -> dict[str, Any]:
-    """:func:`redactopt.release.apply.apply_table` for a Parquet file or dataset folder, computed with Dask.
+    """:func:`redactopt.release.apply.apply_table` for a CSV or Parquet dataset, computed with Dask.
 
-    ``dest`` becomes a folder of Parquet files (``part.00000.parquet``, ...), in the
-    order of the input partitions.  Uses the active ``dask.distributed`` client if
-    there is one, else Dask's default scheduler.  Arguments as in
-    :func:`~redactopt.release.apply.apply_table`; ``private`` holds 0-based positions.
+    ``source`` is a folder, a glob pattern or a file (see the module docstring); ``dest``
+    becomes a folder of ``part.NNNNN`` files of the input's format, one per partition, in
+    order.  Uses the active ``dask.distributed`` client if there is one, else Dask's
+    default scheduler.  Arguments as in :func:`~redactopt.release.apply.apply_table`;
+    ``private`` holds 0-based positions.
     """
     dask = require("dask", purpose="the Dask back-end")
-    dd = require("dask.dataframe", purpose="the Dask back-end")
     if STDIO in (str(source), str(dest)):
-        raise ValueError("the Dask back-end reads and writes Parquet datasets, not standard input or output")
-    src, dst, rep_path = check_release_paths(source, dest, report, private=private,
+        raise ValueError("the Dask back-end reads and writes datasets, not standard input or output")
+    fmt, parts = dataset_partitions(source)
+    files = sorted({p for p, _ in parts}, key=_natural)
+    anchor = source if os.path.exists(str(source)) else files[0]
+    _, dst, rep_path = check_release_paths(anchor, dest, report, private=private,
                                              private_column=private_column, by=by, force=force,
                                              dest_is_directory=True)
-    try:
-        ddf = dd.read_parquet(str(src))
-    except Exception as exc:  # dask/pyarrow raise several types for unreadable data
-        raise ValueError(f"{src}: cannot read as Parquet: {exc}") from None
-    parts = ddf.to_delayed()
-    scans = dask.compute(*[dask.delayed(_scan_partition)(p, i, column, by, private_column)
-                           for i, p in enumerate(parts)])
+    for f in files:  # a glob's files, one by one: none may be the output or the report
+        if any(p is not None and str(p) != STDIO and Path(p).resolve() == Path(f).resolve() for p in (dest, report)):
+            raise ValueError(f"{f}: is an input file; the input is never overwritten")
+    scans = dask.compute(*[dask.delayed(_scan_partition)(p, column, by, private_column) for p in parts])
     state = ScanState()
-    offsets_by_part: list[np.ndarray] = []
-    for s in scans:
+    ends = []
+    for s, _ in scans:
         state = state.merge(s)
-        offsets_by_part.append(state.n.copy())  # records of each id up to the end of this partition
+        ends.append(state.n.copy())  # records of each id up to the end of this partition
     k = len(state.ids)
-    # offsets at the *start* of each partition, over the final id set
-    starts = []
-    prev = np.zeros(k, dtype=np.int64)
-    for after in offsets_by_part:
-        starts.append(prev.copy())
-        cur = np.zeros(k, dtype=np.int64)
-        cur[: after.shape[0]] = after
-        prev = cur
+    ends = [np.pad(e, (0, k - e.shape[0])) for e in ends]
+    spans = [Span(ends[i - 1] if i else np.zeros(k, dtype=np.int64), ends[i]) for i in range(len(parts))]
     plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method,
                         time_limit=time_limit)
     bits = bit_source(seed)
-    redactor = Redactor(plan.plans, bits)
-    index = state.index()
+    redactor = dask.delayed(Redactor(plan.plans, bits))  # sent to the workers once
+    index = dask.delayed(state.index())
     tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
     os.chmod(tmp, new_file_mode(directory=True))  # mkdtemp's 0700 would outlive the rename
     t0 = time.perf_counter()
     try:
-        counts = dask.compute(*[dask.delayed(_redact_partition)(p, i, column, by, redactor, index,
-                                                                starts[i], str(tmp))
+        counts = dask.compute(*[dask.delayed(_write_partition)(p, i, str(tmp), column, by, redactor, index,
+                                                               spans[i], scans[i][1])
                                 for i, p in enumerate(parts)])
         redacted = np.sum(np.vstack(counts), axis=0) if counts else np.zeros(k, dtype=np.int64)
         rep = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
-            "input": str(src), "output": str(dst), "column": column, "by": by,
-            "private_column": private_column, "backend": "dask", "partitions": len(parts)})
+            "input": str(source), "output": str(dst), "column": column, "by": by,
+            "private_column": private_column, "backend": "dask", "dataset_format": fmt,
+            "partitions": len(parts)})
         rep["apply_seconds"] = time.perf_counter() - t0
         if dst.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old.", dir=dst.parent))
@@ -188,3 +209,7 @@ def apply_parquet_dask(
     if rep_path is not None:
         write_report(report, rep, force=True)  # type: ignore[arg-type]
     return rep
+
+
+#: The 0.1 name, from when the back-end read Parquet only.
+apply_parquet_dask = apply_dask

@@ -128,7 +128,8 @@ def splice_csv(src: BinaryIO, out: BinaryIO, *, layout: CsvLayout, column: str, 
             break
         bom = 3 if first and buf.startswith(_BOM) else 0
         first = False
-        if b"\r" in buf and buf.count(b"\r") != buf.count(b"\r\n"):
+        # a \r at the end of a block may be followed by the \n of the next one
+        if b"\r" in buf and buf.count(b"\r") - (not eof and buf.endswith(b"\r")) != buf.count(b"\r\n"):
             raise Irregular("a line ends with a lone \\r")
         has_quotes = b'"' in buf
         lf = buf.count(b"\n")
@@ -136,12 +137,17 @@ def splice_csv(src: BinaryIO, out: BinaryIO, *, layout: CsvLayout, column: str, 
             # no quotes and no target: count the line ends and copy.  Empty lines are not rows:
             # those at the end are left out here; one elsewhere makes the count differ from the scan's.
             cut = len(buf) if eof else buf.rfind(b"\n") + 1
+            if not eof and buf.endswith((b"\n\n", b"\n\r\n")):  # empty lines that may end the file: keep them
+                body = len(buf.rstrip(b"\r\n"))
+                cut = buf.find(b"\n", body) + 1 if body else 0
             if cut == 0:
                 carry = buf
                 continue
             if eof:
                 body = len(buf.rstrip(b"\r\n"))
                 lf = buf.count(b"\n", 0, body) + (1 if body else 0)
+            else:
+                lf = buf.count(b"\n", 0, cut)
             out.write(buf if cut == len(buf) else memoryview(buf)[:cut])
             row += lf
             carry = buf[cut:]

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -170,9 +169,9 @@ def _concat_batches(batches: list[Any]) -> Any:
     return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]  # pragma: no cover (pyarrow < 19)
 
 
-def _rechunk(batches: Iterator[Any], size: int) -> Iterator[Chunk]:
+def _rechunk(batches: Iterator[Any], size: int, first_row: int = 1) -> Iterator[Chunk]:
     """Record batches gathered and cut into chunks of ``size`` rows (the last may be shorter)."""
-    row = 1
+    row = first_row
     pending: list[Any] = []
     count = 0
     for batch in batches:
@@ -310,8 +309,10 @@ class TableReader:
             for group in self.row_groups:
                 yield from pf.iter_batches(batch_size=size, columns=columns, row_groups=[group])
 
+        md = pf.metadata
+        before = sum(md.row_group(g).num_rows for g in range(self.row_groups[0])) if self.row_groups else 0
         try:
-            yield from _rechunk(batches(), size)
+            yield from _rechunk(batches(), size, first_row=1 + before)  # rows numbered as in the file
         except OSError as exc:
             raise ValueError(f"{self.label}: cannot read Parquet data: {exc}") from None
 
