@@ -107,7 +107,8 @@ def test_bench_quick_writes_every_file(tmp_path):
 SCRIPTS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-@pytest.mark.parametrize("script", ["leakage_speed", "design_speed", "apply_speed", "scip_probe", "run_all"])
+@pytest.mark.parametrize("script", ["leakage_speed", "design_speed", "apply_speed", "attack_speed", "dask_speed",
+                                    "scip_probe", "run_all"])
 def test_benchmark_help_prints_usage_and_runs_nothing(script, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", [f"{script}.py", "--help"])

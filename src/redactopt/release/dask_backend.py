@@ -12,8 +12,8 @@ work splits as there:
    needed columns only); the scans are merged on the client *in partition order*, which
    gives the same sequence lengths, transition counts (including transitions across
    partition boundaries) and private positions as one pass over the whole dataset;
-2. the chain is fitted and every sequence with private records is designed on the client
-   (:func:`redactopt.release.plan.plan_release`);
+2. the chain is fitted on the client and every sequence with private records is designed,
+   one task per sequence (:func:`redactopt.release.plan.plan_release`);
 3. every partition is redacted on the workers, with each row's position in its sequence
    counted from where the partition starts in each sequence
    (:class:`~redactopt.release.apply.Span`), and written as ``part.NNNNN.parquet`` (a
@@ -174,7 +174,8 @@ def apply_dask(
     ends = [np.pad(e, (0, k - e.shape[0])) for e in ends]
     spans = [Span(ends[i - 1] if i else np.zeros(k, dtype=np.int64), ends[i]) for i in range(len(parts))]
     plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method,
-                        time_limit=time_limit)
+                        time_limit=time_limit,
+                        map_designs=lambda fn, args: list(dask.compute(*[dask.delayed(fn)(*a) for a in args])))
     bits = bit_source(seed)
     redactor = dask.delayed(Redactor(plan.plans, bits))  # sent to the workers once
     index = dask.delayed(state.index())

@@ -14,6 +14,7 @@ Positions are 0-based in the Python API and 1-based on the command line and in f
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,11 +90,14 @@ def plan_release(
     method: str = "auto",
     time_limit: float = 60.0,
     confidence: float = 0.95,
+    map_designs: Callable[[Callable, list[tuple]], list] | None = None,
 ) -> ReleasePlan:
     """Fit (unless alpha and beta are given) and design every sequence that has private records.
 
     ``private`` (0-based) applies to a single-sequence scan; otherwise the scan's private
-    flags are used.
+    flags are used.  ``map_designs(fn, argument tuples)`` returns ``[fn(*a) for a in
+    argument tuples]`` in order, possibly in parallel (the Dask back-end designs the
+    sequences on its workers); the designs do not depend on where they are computed.
     """
     eps = check_eps(eps)
     if method not in JOINT_METHODS:
@@ -122,13 +126,18 @@ def plan_release(
     if not priv_by_code:
         raise ValueError("no record is marked private: nothing to protect (check --private-column)")
     t0 = time.perf_counter()
-    plans = []
-    for c, seq_id in enumerate(state.ids):
-        n = int(state.n[c])
-        priv = priv_by_code.get(c)
-        if not priv:
-            plans.append(SequencePlan(seq_id, n, (), None))
-            continue
-        res = design_joint_sparse(chain, n, eps=eps, private=priv, method=method, time_limit=time_limit)
-        plans.append(SequencePlan(seq_id, n, tuple(priv), res))
+    todo = [c for c in range(len(state.ids)) if priv_by_code.get(c)]
+    designs = dict(zip(todo, (map_designs or _map)(
+        _design, [(chain, int(state.n[c]), eps, priv_by_code[c], method, time_limit) for c in todo])))
+    plans = [SequencePlan(seq_id, int(state.n[c]), tuple(priv_by_code.get(c, ())), designs.get(c))
+             for c, seq_id in enumerate(state.ids)]
     return ReleasePlan(chain, fit, eps, method, plans, state, time.perf_counter() - t0)
+
+
+def _design(chain: MarkovChain, n: int, eps: float, private: list[int], method: str,
+            time_limit: float) -> SparseDesign:
+    return design_joint_sparse(chain, n, eps=eps, private=private, method=method, time_limit=time_limit)
+
+
+def _map(fn: Callable, args: list[tuple]) -> list:
+    return [fn(*a) for a in args]
