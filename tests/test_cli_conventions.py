@@ -459,7 +459,7 @@ def test_audit_reads_a_report_with_several_sequences(run, capsys, tmp_path):
 
 
 def test_top_level_exports():
-    for name in ("design", "design_joint", "audit", "apply_table", "three_region", "datasets"):
+    for name in ("design", "design_joint", "audit", "apply_table", "apply_frame", "three_region", "datasets"):
         assert callable(getattr(redactopt, name)) or name == "datasets", name
     assert redactopt.datasets.path("occupancy").exists()
 

@@ -77,15 +77,20 @@ __all__ = [
     "design_joint_sparse",
     "audit",
     "apply_table",
+    "apply_frame",
     "datasets",
     "__version__",
 ]
 
 
 def __getattr__(name: str):
-    # apply_table pulls in pandas and pyarrow: import it on first use only
+    # apply_table and apply_frame pull in pandas and pyarrow: import them on first use only
     if name == "apply_table":
         from redactopt.release.apply import apply_table
 
         return apply_table
+    if name == "apply_frame":
+        from redactopt.release.frame import apply_frame
+
+        return apply_frame
     raise AttributeError(f"module 'redactopt' has no attribute {name!r}")
