@@ -102,6 +102,50 @@ def _field_span(line: bytes, field: int, width: int, delim: bytes) -> tuple[int,
     return found
 
 
+def _count_rows(buf: bytes, eof: bool) -> tuple[int, int]:
+    """``(cut, rows)`` of a block without quotes: the bytes of its complete lines and how many there are.
+
+    Empty lines are not rows: those at the end of the file are left out here (a run of them
+    at the end of a block waits for the next one); one elsewhere is counted, which makes the
+    total differ from the scan's (:class:`Irregular`).
+    """
+    if eof:
+        body = len(buf.rstrip(b"\r\n"))
+        return len(buf), buf.count(b"\n", 0, body) + (1 if body else 0)
+    cut = buf.rfind(b"\n") + 1
+    if buf.endswith((b"\n\n", b"\n\r\n")):
+        body = len(buf.rstrip(b"\r\n"))
+        cut = buf.find(b"\n", body) + 1 if body else 0
+    return cut, buf.count(b"\n", 0, cut)
+
+
+def _lines(buf: bytes, eof: bool, quotes: bool, delim: int, bom: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(cut, starts, ends)``: the bytes of a block's complete rows, and where each non-empty line starts and ends.
+
+    A line end inside a quoted field is not a row end; ``ends`` leave out the ``\r`` of ``\r\n``.
+    """
+    a = np.frombuffer(buf, dtype=np.uint8)
+    nl = np.flatnonzero(a == _LF)
+    q = np.flatnonzero(a == _QUOTE) if quotes else np.zeros(0, dtype=np.int64)
+    if q.size:
+        nl = nl[(np.searchsorted(q, nl) & 1) == 0]
+    if eof:
+        cut = len(buf)
+        if q.size & 1:
+            raise Irregular("an unterminated quoted field at the end")
+        term = nl if nl.size and nl[-1] == cut - 1 else np.r_[nl, cut]
+    else:
+        if not nl.size:
+            empty = np.zeros(0, dtype=np.int64)
+            return 0, empty, empty
+        cut, term = int(nl[-1]) + 1, nl
+    _check_quotes(a[:cut], q[q < cut], delim, bom)
+    starts = np.r_[0, term[:-1] + 1].astype(np.int64)
+    ends = term - ((term > starts) & (a[np.maximum(term - 1, 0)] == _CR))
+    keep = ends > starts
+    return cut, starts[keep], ends[keep]
+
+
 def splice_csv(src: BinaryIO, out: BinaryIO, *, layout: CsvLayout, column: str, targets: Targets,
                redact: Redact, rows: int, progress: Callable[[int], None] | None = None) -> np.ndarray:
     """Copy the CSV ``src`` to ``out``, emptying ``column`` where ``redact`` says so; returns the mask of ``targets``.
@@ -113,7 +157,6 @@ def splice_csv(src: BinaryIO, out: BinaryIO, *, layout: CsvLayout, column: str, 
     field = layout.names.index(column)
     width = len(layout.names)
     delim = layout.delimiter.encode()
-    d = delim[0]
     mask = np.zeros(targets.rows.shape[0], dtype=bool)
     row = 0  # data rows before the current block
     ti = 0  # the next target
@@ -131,72 +174,33 @@ def splice_csv(src: BinaryIO, out: BinaryIO, *, layout: CsvLayout, column: str, 
         # a \r at the end of a block may be followed by the \n of the next one
         if b"\r" in buf and buf.count(b"\r") - (not eof and buf.endswith(b"\r")) != buf.count(b"\r\n"):
             raise Irregular("a line ends with a lone \\r")
-        has_quotes = b'"' in buf
-        lf = buf.count(b"\n")
-        if not has_quotes and not header and (ti >= targets.rows.size or targets.rows[ti] > row + lf):
-            # no quotes and no target: count the line ends and copy.  Empty lines are not rows:
-            # those at the end are left out here; one elsewhere makes the count differ from the scan's.
-            cut = len(buf) if eof else buf.rfind(b"\n") + 1
-            if not eof and buf.endswith((b"\n\n", b"\n\r\n")):  # empty lines that may end the file: keep them
-                body = len(buf.rstrip(b"\r\n"))
-                cut = buf.find(b"\n", body) + 1 if body else 0
-            if cut == 0:
-                carry = buf
-                continue
-            if eof:
-                body = len(buf.rstrip(b"\r\n"))
-                lf = buf.count(b"\n", 0, body) + (1 if body else 0)
-            else:
-                lf = buf.count(b"\n", 0, cut)
-            out.write(buf if cut == len(buf) else memoryview(buf)[:cut])
-            row += lf
-            carry = buf[cut:]
-            if progress is not None:
-                progress(row)
-            if eof:
-                break
-            continue
-        a = np.frombuffer(buf, dtype=np.uint8)
-        nl = np.flatnonzero(a == _LF)
-        q = np.flatnonzero(a == _QUOTE) if has_quotes else np.zeros(0, dtype=np.int64)
-        if q.size:
-            nl = nl[(np.searchsorted(q, nl) & 1) == 0]  # line ends inside a quoted field are not row ends
-        if eof:
-            cut = len(buf)
-            if q.size & 1:
-                raise Irregular("an unterminated quoted field at the end")
-            term = nl if nl.size and nl[-1] == cut - 1 else np.r_[nl, cut]
-        else:
-            if not nl.size:
-                carry = buf
-                continue
-            cut = int(nl[-1]) + 1
-            term = nl
-        _check_quotes(a[:cut], q[q < cut], d, bom)
-        starts = np.r_[0, term[:-1] + 1]
-        ends = term - ((term > starts) & (a[np.maximum(term - 1, 0)] == _CR))  # without the \r of \r\n
-        lines = np.flatnonzero(ends > starts)
-        if header and lines.size:
-            lines = lines[1:]
-            header = False
-        count = lines.size
-        tj = ti + int(np.searchsorted(targets.rows[ti:], row + count))
+        quotes = b'"' in buf
         edits: list[tuple[int, int]] = []
-        if tj > ti:
-            sel = slice(ti, tj)
-            li = lines[targets.rows[sel] - row]
-            spans, values = [], []
-            for s, e in zip(starts[li].tolist(), ends[li].tolist()):
-                a0, a1, text = _field_span(buf[s:e], field, width, delim)
-                v = binary_token(text)
-                if v is None:
-                    raise Irregular(f"value {text!r} where the scan read 0 or 1")
-                spans.append((s + a0, s + a1))
-                values.append(v)
-            m = redact(targets.codes[sel], targets.positions[sel], np.asarray(values, dtype=np.int8))
-            mask[sel] = m
-            edits = [sp for sp, red in zip(spans, m.tolist()) if red]
-            ti = tj
+        if not quotes and not header and (ti >= targets.rows.size or targets.rows[ti] > row + buf.count(b"\n")):
+            cut, count = _count_rows(buf, eof)  # no quotes and no target: count the line ends and copy
+        else:
+            cut, starts, ends = _lines(buf, eof, quotes, delim[0], bom)
+            if header and starts.size:
+                starts, ends, header = starts[1:], ends[1:], False
+            count = starts.size
+            tj = ti + int(np.searchsorted(targets.rows[ti:], row + count))
+            if tj > ti:
+                sel = slice(ti, tj)
+                li = targets.rows[sel] - row
+                spans, values = [], []
+                for s, e in zip(starts[li].tolist(), ends[li].tolist()):
+                    a0, a1, text = _field_span(buf[s:e], field, width, delim)
+                    v = binary_token(text)
+                    if v is None:
+                        raise Irregular(f"value {text!r} where the scan read 0 or 1")
+                    spans.append((s + a0, s + a1))
+                    values.append(v)
+                mask[sel] = redact(targets.codes[sel], targets.positions[sel], np.asarray(values, dtype=np.int8))
+                edits = [sp for sp, red in zip(spans, mask[sel].tolist()) if red]
+                ti = tj
+        if cut == 0:  # no complete line yet
+            carry = buf
+            continue
         view = memoryview(buf)
         at = 0
         for s, e in edits:
