@@ -14,7 +14,8 @@ Writes apply_speed.csv / .md into DIR (default bench-out).  Targets (issue 15):
 The input has three columns — a timestamp as text, a float, the 0/1 column of a chain
 with the occupancy parameters (alpha = 0.003, beta = 0.012) — like the issue's; 62
 private records: a block of 60 in the middle and one each at 10 % and 90 %; ``--seed``
-draws.  CSV files are ~29 bytes a row, Parquet files have row groups of 250,000 rows.
+draws; ``chunk_rows=250000`` (as before issue 15).  CSV files are ~29 bytes a row, Parquet files have
+row groups of 250,000 rows.
 Every measurement runs in a fresh process (the time inside it, imports excluded; peak
 resident memory from ``VmHWM``), the raw copy and the release alternately, ``--repeat``
 times each (default 2), and the best of each is kept: the machine is shared, and the
@@ -137,7 +138,8 @@ n, src, dst, report = {n}, {path!r}, {dst!r}, {report!r}
 private = [n // 10] + list(range(n // 2, n // 2 + 60)) + [9 * n // 10]
 chain = dict(alpha={alpha}, beta={beta}) if {given} else {{}}
 t = time.perf_counter()
-rep = apply_table(src, dst, column="occ", eps=1.0, private=private, seed=1, force=True, report=report, **chain)
+rep = apply_table(src, dst, column="occ", eps=1.0, private=private, seed=1, force=True, report=report,
+                  chunk_rows=250_000, **chain)
 seconds = time.perf_counter() - t
 """ + _HWM + """
 print(json.dumps({{"seconds": seconds, "design_seconds": rep["design_seconds"], "peak_rss_mb": int(hwm) / 1024,

@@ -64,7 +64,7 @@ _COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 _CSV_SUFFIXES = (".csv", ".txt", ".tsv") + tuple(s + c for s in (".csv", ".txt", ".tsv") for c in _COMPRESSED)
 _PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 #: Bytes pyarrow's CSV reader parses at a time (its batches are re-cut into chunks of rows).
-_CSV_BLOCK = 4 << 20
+_CSV_BLOCK = 1 << 20
 
 
 class TextValues(Exception):
