@@ -643,7 +643,7 @@ def _thr(geo, m, sign0):
 
 def solve_two_sided(tab_ub: Tables, tab_lb: Tables, mL: int, mR: int, eps: float, epsl: float,
                     *, max_rounds: int = 80) -> TwoSided:
-    """Certified bound on OPT (records) and the best split, for sides of ``mL`` and ``mR`` records.
+    r"""Certified bound on OPT (records) and the best split, for sides of ``mL`` and ``mR`` records.
 
     :math:`F_s(a,b)=\max(f_A[t_A(a)](b), f_B[t_B(b)](a))` (thread A starts at the upper end
     and pins at step :math:`t_A(a)`, B at the lower end).  The four combinations of which
