@@ -55,8 +55,8 @@ class MarkovChain:
     # --- basic quantities -------------------------------------------------
     @property
     def lam(self) -> float:
-        r"""Second eigenvalue :math:`\lambda = 1-\alpha-\beta` of :math:`P`."""
-        return (1.0 - self.alpha) - self.beta
+        r"""Second eigenvalue :math:`\lambda = 1-\alpha-\beta` of :math:`P`, correctly rounded (``fsum``)."""
+        return math.fsum((1.0, -self.alpha, -self.beta))
 
     @property
     def log_abs_lam(self) -> float:
@@ -68,16 +68,16 @@ class MarkovChain:
         if s < 0.5:
             return math.log1p(-s)
         if s > 1.5:
-            return math.log1p(-((1.0 - self.alpha) + (1.0 - self.beta)))
+            return math.log1p(-math.fsum((2.0, -self.alpha, -self.beta)))
         return math.log(abs(lam))
 
     @property
     def kind(self) -> ChainKind:
-        """``"lazy"`` (alpha+beta < 1), ``"independent"`` (= 1) or ``"oscillating"`` (> 1)."""
-        s = self.alpha + self.beta
-        if s < 1.0:
+        """``"lazy"`` (alpha+beta < 1), ``"independent"`` (= 1) or ``"oscillating"`` (> 1), by the sign of :attr:`lam`."""
+        lam = self.lam
+        if lam > 0.0:
             return "lazy"
-        if s > 1.0:
+        if lam < 0.0:
             return "oscillating"
         return "independent"
 

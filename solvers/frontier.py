@@ -1,0 +1,941 @@
+r"""Certified optimum for every private position: side frontiers and a one-dimensional DP.
+
+Given :math:`X_p` the two sides of the private record are independent and the mechanism is
+local, so :math:`\Pr(y\mid x)=\Pr(y_\ell\mid x)\Pr(y_r\mid x)` and the leakage is
+:math:`\max(A_\ell+A_r, B_\ell+B_r)` with :math:`A_s` (:math:`B_s`) the largest log-ratio in
+favour of :math:`X_p=0` (of :math:`X_p=1`) on side ``s``.  Hence
+
+.. math:: \mathrm{OPT}(\epsilon)=\max_{(a,b)\in[0,\epsilon]^2} F_\ell(a,b)+F_r(\epsilon-a,\epsilon-b),
+
+where :math:`F_s(a,b)` is the best utility of side ``s`` whose pattern log-ratios lie in
+:math:`[-b,a]` (docs/mathematics.md, "Certified optimum").
+
+**One side is a one-dimensional problem.**  With :math:`\rho_k=q_k[0]/q_k[1]` the
+requirement intervals :math:`I_k=\varphi^{-1}(I_{k-1})/\rho_k` (see
+:mod:`redactopt.solvers.scip_global`) start at :math:`I_0=[e^{-b},e^{a}]`; publishing ``v`` at
+record ``k`` needs :math:`R_1(v)\in I_{k-1}`, and the :math:`R_1(v)` are the two *ends* of the
+hull of :math:`\varphi`.  So while both ends of :math:`I` are inside the hull nothing can be
+published (phase 1: every record redacted, each end drifts by
+:math:`\psi=\log\circ\varphi^{-1}\circ\exp`, pinning at a closed-form step); once an end is
+pinned it stays pinned, and the state is the free end alone (phase 2): the value whose
+:math:`R_1` is the pinned end is published with redaction probability :math:`s`, the free end
+moves to :math:`u'=h(u)+\log s`, the gain is :math:`\pi_v(1-s)`; when the free end reaches the
+other hull end both are pinned and every later record is published (a cut).  With ``r``
+records to come,
+
+.. math:: V_r(u)=\max_{0\le u'\le\min(h(u),D')} g\,(1-e^{u'-h(u)})+V_{r-1}(u'),\qquad V_r(D)=r,\ V_0=0.
+
+(brute force over all mechanisms of up to 4 records and 1000 two-sided ones:
+``tests/test_frontier.py``).
+
+**Certified bounds.**  ``V`` is non-decreasing and jumps at the *drift thresholds* (a free
+end that reaches the far hull end after exactly ``k`` redacted records).  The tables are
+computed on a grid per mode that contains every threshold and is mapped onto itself by the
+drift ``h`` (no rounding on redacted records); a target between grid points is bounded with
+the gain at the cell's left end and the value at its right end, states and budgets are
+rounded outward by a relative ``REL``, and the argmax over targets is monotone (Topkis), so a
+level-by-level divide and conquer (:func:`dc_max`) does each step in O(G log G).  The result
+is an upper bound on :math:`F_s` and, maximised over the split by closed forms and a
+one-dimensional branch and bound (:func:`solve_two_sided`), on OPT.  A greedy policy on exact
+continuous states gives the design; :func:`redactopt.engine.design.design` judges it.
+Refining the grid (``G``) closes the gap like 1/G.
+
+**Long sides.**  A side of ``m`` records is modelled on its nearest ``W``: every mechanism's
+first ``W`` records are feasible for the ``W``-record problem (the all-⊥ pattern of ``W``
+records is a union of patterns of the side), and each further record adds at most 1, so
+:math:`F_m\le F_W+(m-W)`; a design that cuts inside the window extends by publishing the
+rest.  ``W`` doubles until the design cuts.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from redactopt._validate import check_real
+from redactopt.model.chain import MarkovChain, check_problem
+from redactopt.model.influence import delta_star
+from redactopt.solvers.base import Candidate
+
+__all__ = ["propose_frontier", "solve_two_sided", "side_tables", "side_design", "side_bound",
+           "TwoSided", "REL"]
+
+#: Outward rounding of states and budgets (relative).  psi is evaluated to full relative
+#: accuracy (expm1/log1p; 2e-14 against 50-digit arithmetic), so relative margins suffice;
+#: an absolute margin would let u = 0, which the drift leaves fixed, reach tiny thresholds.
+REL = 1e-10
+#: uniform grid points closer than this (relative to D) to a threshold are dropped
+SEP = 1e-8
+#: realised-policy slack when testing u' <= h(u) (float noise; absorbed by eta)
+POLICY_SLACK = 1e-12
+
+
+# ----------------------------------------------------------------------------
+# geometry
+# ----------------------------------------------------------------------------
+class Geo:
+    """Chain geometry in log coordinates (hull ends, modes, drift maps)."""
+
+    def __init__(self, chain: MarkovChain):
+        self.chain = chain
+        a, b = chain.alpha, chain.beta
+        self.alpha, self.beta = a, b
+        self.lam = chain.lam
+        self.log_abs_lam = chain.log_abs_lam
+        s = a + b
+        self.pi = chain.stationary
+        self.indep = self.lam == 0.0
+        self.lazy = self.lam > 0.0
+        log_r10 = math.log1p(-a) - math.log(b)  # log R_1(0) = log P00/P10
+        log_r11 = math.log(a) - math.log1p(-b)  # log R_1(1) = log P01/P11
+        self.U = max(log_r10, log_r11)
+        self.L = min(log_r10, log_r11)
+        self.D = (-self.L, self.U)  # mode 0: free lower end, mode 1: free upper end
+        self.vpub = (0, 1) if self.lazy else (1, 0)  # value whose R_1 is the pinned end
+        self.gain = (float(self.pi[self.vpub[0]]), float(self.pi[self.vpub[1]]))
+        self.nxt = (0, 1) if self.lazy else (1, 0)
+        self._s = s
+
+    # --- powers of P (the chain's closed form, Appendix A) ---------------------
+    def lam_k(self, k):
+        return self.chain.lam_powers(k)[0]
+
+    def one_minus_lam_k(self, k):
+        return self.chain.lam_powers(k)[1]
+
+    def beta_k(self, k):
+        return self.beta / self._s * self.one_minus_lam_k(k)
+
+    # --- Mobius maps in log coordinates ---------------------------------------
+    def psi_k(self, k, x):
+        r"""log phi^{-k}(e^x) = log1p(e / (lam^k - beta_k e)), e = expm1(x); +-inf past 0 / the pole."""
+        x = np.asarray(x, dtype=float)
+        lk = self.lam_k(k)
+        bk = self.beta_k(k)
+        e = np.expm1(x)
+        den = lk - bk * e
+        num = lk + (1.0 - bk) * e
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out = np.log1p(e / den)
+        sg = np.sign(lk)
+        bad = ~(den * sg > 0) | ~(num * sg > 0)
+        if np.any(bad):
+            plus = np.where(sg > 0, e > 0, e < 0)
+            out = np.where(bad, np.where(plus, np.inf, -np.inf), out)
+        return out
+
+    def psi(self, x):
+        return self.psi_k(1, x)
+
+    def log_phi_k(self, k, y):
+        """log phi^k(e^y) = log1p(lam^k em / (1 + beta_k em)), em = expm1(y)."""
+        lk = self.lam_k(k)
+        bk = self.beta_k(k)
+        em = np.expm1(np.asarray(y, dtype=float))
+        return np.log1p(lk * em / (1.0 + bk * em))
+
+    def h(self, mode: int, u):
+        """|psi(-u)| (mode 0, free lower end) / |psi(u)| (mode 1); inf at u >= D."""
+        u = np.asarray(u, dtype=float)
+        return np.abs(self.psi(-u if mode == 0 else u))
+
+    def h_up(self, mode, u):
+        return self.h(mode, u) * (1.0 + REL)
+
+    def h_dn(self, mode, u):
+        return np.maximum(0.0, self.h(mode, u) * (1.0 - REL))
+
+    # --- phase 1 threads --------------------------------------------------------
+    def side_of(self, sign0: int, k):
+        """Side (+1 upper, -1 lower) of a thread started on side sign0 after k steps."""
+        k = np.asarray(k)
+        if self.lazy:
+            return np.full(k.shape, sign0)
+        return np.where(np.mod(k, 2) == 0, sign0, -sign0)
+
+    def thresholds(self, m: int, sign0: int) -> np.ndarray:
+        """c_k, k = 0..m: a thread started at |x0| on side sign0 is pinned by step k iff |x0| >= c_k."""
+        k = np.arange(m + 1)
+        side = self.side_of(sign0, k)
+        y = np.where(side > 0, self.U, self.L)
+        c = np.abs(self.log_phi_k(k, y))
+        c[0] = self.D[1] if sign0 > 0 else self.D[0]
+        c = np.minimum.accumulate(c)
+        # an exactly-zero budget never pins (psi(0) = 0): keep thresholds positive
+        return np.maximum(c, 5e-324)
+
+    def pin_step(self, m: int, sign0: int, x0abs):
+        """First k in 0..m with the thread pinned; m+1 if none."""
+        c = self.thresholds(m, sign0)
+        return np.searchsorted(-c, -np.asarray(x0abs, dtype=float), side="left")
+
+    def thread_state(self, k, sign0: int, x0abs):
+        """|psi^k(sign0 * x0abs)| (meaningful when the thread is not pinned by step k)."""
+        return np.abs(self.psi_k(k, sign0 * np.asarray(x0abs, dtype=float)))
+
+    def free_thresholds(self, mode: int, K: int) -> np.ndarray:
+        """Drift thresholds of the free end in `mode`, k = 0..K (k = 0 is D itself)."""
+        return self.thresholds(K, -1 if mode == 0 else +1)
+
+
+# ----------------------------------------------------------------------------
+# monotone (Topkis) row maxima by vectorised divide and conquer
+# ----------------------------------------------------------------------------
+def dc_max(h: np.ndarray, J: np.ndarray, X: np.ndarray, Wv: np.ndarray, g: float):
+    """best[i] = max_{0 <= j <= J[i]} g*(1 - exp(X[j] - h[i])) + Wv[j].
+
+    h, J nondecreasing in i; X nondecreasing in j.  The objective has increasing
+    differences in (i, j) and the feasible sets ascend, so some argmax is monotone and a
+    level-by-level divide and conquer finds all row maxima in O((Q + C) log Q) numpy work.
+    """
+    Q = h.size
+    C = X.size
+    best = np.empty(Q)
+    arg = np.empty(Q, dtype=np.int64)
+    qlo = np.zeros(1, np.int64)
+    qhi = np.array([Q - 1], np.int64)
+    clo = np.zeros(1, np.int64)
+    chi = np.array([C - 1], np.int64)
+    while qlo.size:
+        mid = (qlo + qhi) >> 1
+        top = np.minimum(chi, J[mid])
+        bot = np.minimum(clo, top)
+        lens = top - bot + 1
+        ends = np.cumsum(lens)
+        starts = ends - lens
+        tot = int(ends[-1])
+        j = np.arange(tot) - np.repeat(starts - bot, lens)
+        hm = np.repeat(h[mid], lens)
+        val = g * -np.expm1(X[j] - hm) + Wv[j]
+        mx = np.maximum.reduceat(val, starts)
+        am = np.minimum.reduceat(np.where(val == np.repeat(mx, lens), j, C), starts)
+        best[mid] = mx
+        arg[mid] = am
+        nql = np.concatenate((qlo, mid + 1))
+        nqh = np.concatenate((mid - 1, qhi))
+        ncl = np.concatenate((clo, am))
+        nch = np.concatenate((am, chi))
+        keep = nql <= nqh
+        qlo, qhi, clo, chi = nql[keep], nqh[keep], ncl[keep], nch[keep]
+    return best, arg
+
+
+# ----------------------------------------------------------------------------
+# grids and value tables
+# ----------------------------------------------------------------------------
+@dataclass
+class Grid:
+    """Grid of one mode: points u_0 = 0 < ... < u_N = D.
+
+    Drift-invariant part: band k (k = 0..K-1) holds the k-step pre-images of M seeds spread
+    uniformly over the top band [c_1, D) of the mode reached after k steps, so the drift
+    h maps point (k, j) exactly onto point (k-1, j) of the next mode (symbolic image, no
+    rounding); seed j = 0 is the threshold c_{k+1}.  Below c_K: G_res uniform points."""
+    u: np.ndarray
+    band: np.ndarray  # k of band points, -1 for residual points and 0-point, -2 for D
+    seed: np.ndarray  # j of band points, -1 otherwise
+
+    @property
+    def N(self) -> int:
+        return self.u.size - 1
+
+    @property
+    def thr(self):
+        return (self.band >= 0) & (self.seed == 0)
+
+
+def _chain_steps(geo: Geo, sigma: int, K: int, delta: float, rho: float):
+    """Seeds of chain sigma (top band of mode sigma) and the power-of-two thinning step of
+    each band k = 0..K-1 (nondecreasing, so the image of a band point is a band point).
+    Wanted spacing in band k: min(delta, rho * c_{k+1}) (absolute, and relative near 0)."""
+    md_k = np.full(K, sigma) if geo.lazy else np.where(np.arange(K) % 2 == 0, sigma, 1 - sigma)
+    widths = np.empty(K)
+    lows = np.empty(K)
+    for md in (0, 1):
+        c = geo.free_thresholds(md, K)
+        w = c[:-1] - c[1:]
+        widths[md_k == md] = w[md_k == md]
+        lows[md_k == md] = c[1:][md_k == md]
+    top_c1 = geo.free_thresholds(sigma, 1)[1]
+    M = int(max(2, math.ceil((geo.D[sigma] - top_c1) / delta)))
+    seeds = top_c1 + (geo.D[sigma] - top_c1) * np.arange(M) / M
+    sp = np.minimum(delta, rho * lows)
+    with np.errstate(divide="ignore"):
+        want = np.where(widths > 0, M * sp / np.maximum(widths, 1e-300), np.inf)
+    step = 2.0 ** np.floor(np.log2(np.clip(want, 1.0, 2.0 ** 60)))
+    step = np.maximum.accumulate(step).astype(np.int64)
+    return seeds, step, md_k
+
+
+def _residual(top, delta, rho, umin):
+    """Points in (0, top): spacing delta while u > delta/rho, then geometric (ratio 1 - rho)
+    down to umin.  (top itself is a band point already.)"""
+    knee = delta / rho
+    pts = []
+    hi = top
+    if hi > knee:
+        n = int(math.ceil((hi - knee) / delta))
+        pts.append(np.linspace(knee, hi, n + 1)[:-1])
+        hi = knee
+    if hi > umin:
+        n = int(math.ceil(math.log(hi / umin) / -math.log1p(-rho)))
+        pts.append(hi * (1.0 - rho) ** np.arange(1, n + 1))
+    if not pts:
+        return np.empty(0)
+    out = np.unique(np.concatenate(pts))
+    return out[(out > 0) & (out < top)]
+
+
+def make_grid(geo: Geo, mode: int, G: int, K: int, rel: float = 32.0) -> Grid:
+    """Drift bands k = 0..K-1 (thinned so that the spacing is about min(max(D)/G, rho u),
+    rho = rel/G) plus residual points below the deepest band with the same spacing rule,
+    down to 1e-12 D."""
+    D = geo.D[mode]
+    delta = max(geo.D) / G
+    rho = rel / G
+    pts, bands, seedj = [], [], []
+    for k in range(K):
+        sigma = mode if (geo.lazy or k % 2 == 0) else 1 - mode  # chain feeding band k
+        seeds, step, md_k = _chain_steps(geo, sigma, K, delta, rho)
+        js = np.arange(0, seeds.size, step[k])
+        x = (-1.0 if sigma == 0 else 1.0) * seeds[js]
+        u = seeds[js] if k == 0 else np.abs(geo.log_phi_k(k, x))
+        pts.append(u)
+        bands.append(np.full(js.size, k))
+        seedj.append(js)
+    U = np.concatenate(pts)
+    band = np.concatenate(bands)
+    seed = np.concatenate(seedj)
+    ok = np.isfinite(U) & (U > 0) & (U < D)
+    U, band, seed = U[ok], band[ok], seed[ok]
+    cK = float(U.min()) if U.size else D
+    res = _residual(cK, delta, rho, 1e-12 * max(geo.D))
+    u = np.concatenate(([0.0], res, U, [D]))
+    bb = np.concatenate(([-1], np.full(res.size, -1), band, [-2]))
+    ss = np.concatenate(([-1], np.full(res.size, -1), seed, [-1]))
+    order = np.argsort(u, kind="stable")
+    u, bb, ss = u[order], bb[order], ss[order]
+    # drop collapsed points and residual points too close to band points
+    keep = np.ones(u.size, bool)
+    gap = np.diff(u)
+    # points closer than 1e-12 (relative) to their left neighbour are dropped: orderings of
+    # the computed points then agree with the exact ones (band images of dropped points fall
+    # back to the computed, outward-rounded h)
+    keep[1:][gap <= 1e-12 * u[1:]] = False
+    isres = bb == -1
+    near = np.zeros(u.size, bool)
+    close = gap <= SEP * D
+    near[1:] |= close & isres[1:] & ~isres[:-1]
+    near[:-1] |= close & isres[:-1] & ~isres[1:]
+    keep &= ~near
+    keep[0] = keep[-1] = True
+    return Grid(u[keep], bb[keep], ss[keep])
+
+
+@dataclass
+class Tables:
+    geo: Geo
+    G: int
+    R: int
+    grids: tuple
+    Wp: np.ndarray | None  # (R+1, 2, Nmax+1)  (padded per mode)
+    Wl: np.ndarray | None
+    Lw: np.ndarray | None
+    seconds: float = 0.0
+    info: dict = field(default_factory=dict)
+
+
+def _interleave(a_pt, a_cell):
+    """[pt0, cell1, pt1, cell2, ..., cellN, ptN] from pt (N+1) and cell (N+1, index 0 unused)."""
+    N = a_pt.size - 1
+    out = np.empty(2 * N + 1)
+    out[0::2] = a_pt
+    out[1::2] = a_cell[1:]
+    return out
+
+
+def build_tables(geo: Geo, R: int, G: int, upper: bool = True, lower: bool = True) -> Tables:
+    """UB tables (Wp, Wl) and/or LB table (Lw) for r = 0..R remaining records.
+
+    Grid (make_grid): K = R+1 drift bands plus residual points, spacing about max(D)/G."""
+    t0 = time.perf_counter()
+    K = R + 1
+    grids = tuple(make_grid(geo, mode, G, K) for mode in (0, 1))
+    Nmax = max(gr.N for gr in grids)
+    Wp = np.zeros((R + 1, 2, Nmax + 1)) if upper else None
+    Wl = np.zeros((R + 1, 2, Nmax + 1)) if upper else None
+    Lw = np.zeros((R + 1, 2, Nmax + 1)) if lower else None
+    pre = []
+    for mode in (0, 1):
+        gr = grids[mode]
+        nm = geo.nxt[mode]
+        gn = grids[nm]
+        N, Nn = gr.N, gn.N
+        states = gr.u[:N]
+        # symbolic image: (k, j) -> (k-1, j) of the next grid; (0, 0) (= c_1) -> D'
+        key_n = {(int(k), int(j)): i for i, (k, j) in enumerate(zip(gn.band, gn.seed)) if k >= 0}
+        img = np.full(N, -1)
+        for i in range(N):
+            k, j = int(gr.band[i]), int(gr.seed[i])
+            if k >= 1:
+                img[i] = key_n.get((k - 1, j), -1)
+            elif k == 0 and j == 0:
+                img[i] = Nn
+        sym = img >= 0
+        thr = gr.thr[:N] & sym
+        hu = geo.h_up(mode, states)
+        hd = geo.h_dn(mode, states)
+        hu[sym] = gn.u[img[sym]]
+        hd[sym] = gn.u[img[sym]]
+        # ---- UB queries: one per state; thresholds get an extra left-limit query first
+        nq = np.where(thr, 2, 1)
+        qstate = np.repeat(np.arange(N), nq)
+        first_of = np.cumsum(nq) - nq
+        is_left = np.zeros(qstate.size, bool)
+        is_left[first_of[thr]] = True
+        qh = hu[qstate]
+        kp = np.searchsorted(gn.u, qh, side="right")  # points u'_j <= h
+        kc = np.searchsorted(gn.u[:Nn], qh, side="left")  # cells with left end < h
+        J = np.maximum(2 * kp - 2, 2 * kc - 1)
+        symq = sym[qstate]
+        J = np.where(symq, 2 * img[qstate] - is_left.astype(np.int64), J)
+        qh = np.maximum.accumulate(qh)
+        J = np.maximum.accumulate(J)
+        X = np.empty(2 * Nn + 1)
+        X[0::2] = gn.u
+        X[1::2] = gn.u[:Nn]
+        # ---- LB queries
+        Jl = np.searchsorted(gn.u, hd, side="right") - 1
+        Jl = np.where(sym, img, Jl)
+        hdl = np.maximum.accumulate(hd)
+        Jl = np.maximum.accumulate(Jl)
+        pre.append(dict(nm=nm, N=N, Nn=Nn, qstate=qstate, is_left=is_left, qh=qh, J=J, X=X,
+                        hd=hdl, Jl=Jl, Xl=gn.u.copy()))
+    for r in range(0, R + 1):
+        for mode in (0, 1):
+            d = pre[mode]
+            N, Nn, nm = d["N"], d["Nn"], d["nm"]
+            g = geo.gain[mode]
+            if upper:
+                if r == 0:
+                    Wp[0, mode, : N + 1] = 0.0
+                    Wl[0, mode, : N + 1] = 0.0
+                else:
+                    vals = _interleave(Wp[r - 1, nm, : Nn + 1], Wl[r - 1, nm, : Nn + 1])
+                    best, _ = dc_max(d["qh"], d["J"], d["X"], vals, g)
+                    pt = ~d["is_left"]
+                    Wp[r, mode, :N] = best[pt]
+                    wl = Wp[r, mode, :N].copy()
+                    wl[d["qstate"][d["is_left"]]] = best[d["is_left"]]
+                    Wl[r, mode, :N] = wl
+                    Wp[r, mode, N] = r
+                    Wl[r, mode, N] = g + r - 1
+            if lower:
+                if r == 0:
+                    Lw[0, mode, : N + 1] = 0.0
+                else:
+                    bl, _ = dc_max(d["hd"], d["Jl"], d["Xl"], Lw[r - 1, nm, : Nn + 1], g)
+                    Lw[r, mode, :N] = bl
+                    Lw[r, mode, N] = r
+    return Tables(geo, G, R, grids, Wp, Wl, Lw, time.perf_counter() - t0,
+                  {"N": tuple(gr.N for gr in grids), "K": K})
+
+
+def ub_lookup(tab: Tables, md: int, r, u_up):
+    """Upper bound of V_r(md, u) for every true u <= u_up (arrays r, u_up)."""
+    gr = tab.grids[md]
+    N = gr.N
+    j = np.searchsorted(gr.u, u_up, side="left")
+    jj = np.minimum(j, N)
+    at_point = (gr.u[jj] - u_up) <= 1e-13 * gr.u[jj]
+    v = np.where(at_point, tab.Wp[r, md, jj], tab.Wl[r, md, jj])
+    return np.where(j > N, np.asarray(r, float), v)
+
+
+def lb_lookup(tab: Tables, md: int, r, u):
+    """Grid-policy value at the largest grid point <= u (a lower bound of V_r(md, u))."""
+    gr = tab.grids[md]
+    j = np.clip(np.searchsorted(gr.u, u, side="right") - 1, 0, gr.N)
+    return tab.Lw[r, md, j]
+
+
+# ----------------------------------------------------------------------------
+# pointwise one-sided values
+# ----------------------------------------------------------------------------
+def pinned_value(tab: Tables, m: int, which: str, t, x, kind: str = "ub"):
+    """f_which[t](x): value of a side of m records whose thread `which` ('A' upper, 'B' lower)
+    is pinned by step t, the other thread having started at log budget x.  t = m+1: 0."""
+    geo = tab.geo
+    t = np.asarray(t)
+    x = np.asarray(x, dtype=float)
+    t, x = np.broadcast_arrays(t, x)
+    out = np.zeros(t.shape)
+    if m == 0:
+        return out
+    if geo.indep:
+        return np.where(t <= m, float(m), 0.0)
+    sign_first = +1 if which == "A" else -1
+    sel = t <= m
+    if not np.any(sel):
+        return out
+    ts = t[sel]
+    xs = np.maximum(x[sel], 0.0)
+    if kind == "ub":
+        xs = xs * (1.0 + REL)
+    mode = np.where(geo.side_of(sign_first, ts) > 0, 0, 1)
+    u = geo.thread_state(ts, -sign_first, xs)
+    r = m - ts
+    vals = np.empty(ts.shape)
+    for md in (0, 1):
+        mm = mode == md
+        if not np.any(mm):
+            continue
+        uu = u[mm]
+        if kind == "ub":
+            vals[mm] = ub_lookup(tab, md, r[mm], uu * (1.0 + REL))
+        else:
+            vals[mm] = lb_lookup(tab, md, r[mm], uu)
+    out[sel] = vals
+    return out
+
+
+def side_value(tab: Tables, m: int, a, b, kind: str = "ub"):
+    """F_s(a, b) = max(f_A[t_A(a)](b), f_B[t_B(b)](a)): rigorous UB ('ub') or grid-policy LB ('lb')."""
+    geo = tab.geo
+    a = np.atleast_1d(np.asarray(a, dtype=float))
+    b = np.atleast_1d(np.asarray(b, dtype=float))
+    a, b = np.broadcast_arrays(a, b)
+    if m == 0:
+        return np.zeros(a.shape)
+    if kind == "ub":
+        ai = a * (1.0 + REL)
+        bi = b * (1.0 + REL)
+    else:
+        ai, bi = a, b
+    tA = geo.pin_step(m, +1, ai)
+    tB = geo.pin_step(m, -1, bi)
+    return np.maximum(pinned_value(tab, m, "A", tA, b, kind), pinned_value(tab, m, "B", tB, a, kind))
+
+
+# ----------------------------------------------------------------------------
+# lower-bound policies -> q for one side
+# ----------------------------------------------------------------------------
+def _start(geo, m, a, b):
+    """Phase 1: (t, mode, u) at the first pin, ('cut', t) for a simultaneous pin, or None."""
+    tA = int(geo.pin_step(m, +1, a)[()])
+    tB = int(geo.pin_step(m, -1, b)[()])
+    if tA == tB:
+        return ("cut", tA) if tA <= m else None
+    if min(tA, tB) > m:
+        return None
+    if tA < tB:
+        return ("free", tA, 0 if geo.side_of(+1, tA) > 0 else 1, float(geo.thread_state(tA, -1, b)))
+    return ("free", tB, 0 if geo.side_of(-1, tB) > 0 else 1, float(geo.thread_state(tB, +1, a)))
+
+
+def _candidates(geo, tab, r, nm, hval, g, interp):
+    gr = tab.grids[nm]
+    N = gr.N
+    Lv = tab.Lw[r - 1, nm, : N + 1]
+    lim = hval * (1.0 + POLICY_SLACK) + 1e-300
+    jmax = int(np.searchsorted(gr.u, lim, side="right") - 1)
+    cu = [gr.u[: jmax + 1]]
+    cv = [Lv[: jmax + 1]]
+    if interp and N >= 2:
+        du = np.diff(gr.u)
+        slope = np.diff(Lv) / du
+        cells = np.arange(N)
+        ok = (gr.u[:N] <= hval) & (slope > 0)
+        ok[N - 1] = False  # the last cell leads to D' (jump): no interpolation
+        # interior maximiser of g(1 - e^{u-h}) + linear interpolation
+        with np.errstate(divide="ignore"):
+            foc = hval + np.log(np.maximum(slope, 1e-300) / g)
+        foc = np.clip(foc, gr.u[:N], np.minimum(np.nextafter(gr.u[1:], 0), hval))
+        c_ok = cells[ok]
+        fu = foc[c_ok]
+        w = (fu - gr.u[c_ok]) / du[c_ok]
+        # continuation just below a threshold point is the lower value: use the cell's left value
+        right_thr = gr.thr[c_ok + 1]
+        fv = np.where(right_thr, Lv[c_ok], Lv[c_ok] * (1 - w) + Lv[c_ok + 1] * w)
+        cu.append(fu)
+        cv.append(fv)
+    u = np.concatenate(cu)
+    cont = np.concatenate(cv)
+    val = g * -np.expm1(np.minimum(u - hval, 0.0)) + cont
+    return u, val
+
+
+def side_policy(tab: Tables, m: int, a: float, b: float, interp: bool = False):
+    """Greedy policy on exact continuous states: at each record the target u' maximises
+    gain + (grid-policy value at u'), over grid points u' <= h(u) (interp: also first-order
+    points with interpolated continuation).  Returns (q by distance, realised gain)."""
+    geo = tab.geo
+    q = np.ones((m, 2))
+    if m == 0:
+        return q, 0.0
+    if geo.indep:
+        q[:] = 0.0
+        return q, float(m)
+    st = _start(geo, m, a, b)
+    if st is None:
+        return q, 0.0
+    if st[0] == "cut":
+        q[st[1]:] = 0.0
+        return q, float(((1 - q) @ geo.pi).sum())
+    _, t, mode, u = st
+    for k in range(t, m):
+        r = m - k
+        nm = geo.nxt[mode]
+        g = geo.gain[mode]
+        hval = float(geo.h(mode, u))
+        v = geo.vpub[mode]
+        cu, cv = _candidates(geo, tab, r, nm, hval, g, interp)
+        j = int(np.argmax(cv))
+        target = float(cu[j])
+        s = math.exp(min(target - hval, 0.0)) if math.isfinite(hval) else 0.0
+        q[k, v] = s
+        if target >= tab.grids[nm].u[-1]:  # both ends pinned: cut
+            q[k + 1:] = 0.0
+            break
+        u = target
+        mode = nm
+    return q, float(((1 - q) @ geo.pi).sum())
+
+
+def best_side_policy(tab, m, a, b):
+    """Better (by exact realised gain) of the plain and the interpolating greedy policies."""
+    q1, g1 = side_policy(tab, m, a, b, interp=False)
+    q2, g2 = side_policy(tab, m, a, b, interp=True)
+    return (q2, g2) if g2 > g1 else (q1, g1)
+
+
+# ----------------------------------------------------------------------------
+# two-sided optimum via the four pin combinations
+# ----------------------------------------------------------------------------
+@dataclass
+class TwoSided:
+    """Result of :func:`solve_two_sided` (all in *records*, not per record).
+
+    ``ub`` bounds the utility of every mechanism whose side log-ratios satisfy the split
+    constraints for some split, i.e. of every eps-private mechanism; ``table_lb`` is the
+    grid policy's value at the best split found; ``split`` the left side's budgets
+    ``(a, b)`` (the right side gets ``(epsl - a, epsl - b)``); ``ub_parts`` the bound of each
+    pin combination; ``cells`` the branch-and-bound cells visited.
+    """
+
+    ub: float
+    table_lb: float
+    split: tuple
+    ub_parts: dict
+    cells: int
+    seconds: float
+
+
+def _thr(geo, m, sign0):
+    """Plain and outward (deflated) thresholds, index m+1 = 'never' (threshold 0, value 0)."""
+    c = np.concatenate((geo.thresholds(m, sign0), [0.0])) if m else np.array([0.0])
+    c_dn = np.maximum(0.0, c * (1.0 - REL))
+    return c, c_dn
+
+
+def solve_two_sided(tab_ub: Tables, tab_lb: Tables, mL: int, mR: int, eps: float, epsl: float,
+                    *, max_rounds: int = 80) -> TwoSided:
+    r"""Certified bound on OPT (records) and the best split, for sides of ``mL`` and ``mR`` records.
+
+    :math:`F_s(a,b)=\max(f_A[t_A(a)](b), f_B[t_B(b)](a))` (thread A starts at the upper end
+    and pins at step :math:`t_A(a)`, B at the lower end).  The four combinations of which
+    thread pins first on each side: AB and BA in closed form over pin-step pairs (the free
+    budgets sit at thresholds); AA and BB by a one-dimensional branch and bound over the
+    remaining coordinate with cell bounds :math:`\bar f_\ell(x_{hi})+\bar f_r(\epsilon-x_{lo})`.
+    ``eps`` is the budget the bound is for; ``epsl`` (slightly smaller) the one designs use.
+    """
+    t_search = time.perf_counter()
+    geo = tab_ub.geo
+    n = mL + mR + 1
+    R = max(mL, mR, 1)
+    tol = 1e-6 * n
+
+    def F_lb(a, b):
+        a = np.clip(a, 0.0, epsl)
+        b = np.clip(b, 0.0, epsl)
+        return side_value(tab_lb, mL, a, b, "lb") + side_value(tab_lb, mR, epsl - a, epsl - b, "lb"), a, b
+
+    best = [-np.inf, 0.0, 0.0]
+
+    def offer(vals, a, b):
+        if vals.size == 0:
+            return
+        i = int(np.argmax(vals))
+        if vals[i] > best[0]:
+            best[0], best[1], best[2] = float(vals[i]), float(a[i]), float(b[i])
+
+    cAl, cAl_dn = _thr(geo, mL, +1)
+    cBl, cBl_dn = _thr(geo, mL, -1)
+    cAr, cAr_dn = _thr(geo, mR, +1)
+    cBr, cBr_dn = _thr(geo, mR, -1)
+    up = 1.0 + 1e-12
+    ub_parts = {}
+    offer(*F_lb(np.array([0.0, epsl, 0.0, epsl]), np.array([0.0, 0.0, epsl, epsl])))
+    # --- AB and BA: closed form ------------------------------------------------
+    for combo, (cl, cl_dn, wl), (cr, cr_dn, wr) in (
+        ("AB", (cAl, cAl_dn, "A"), (cBr, cBr_dn, "B")),
+        ("BA", (cBl, cBl_dn, "B"), (cAr, cAr_dn, "A")),
+    ):
+        T1, T2 = np.meshgrid(np.arange(cl.size), np.arange(cr.size), indexing="ij")
+        T1, T2 = T1.ravel(), T2.ravel()
+        feas = (cl_dn[T1] <= eps) & (cr_dn[T2] <= eps)
+        T1, T2 = T1[feas], T2[feas]
+        ubv = pinned_value(tab_ub, mL, wl, T1, eps - cr_dn[T2], "ub") + \
+            pinned_value(tab_ub, mR, wr, T2, eps - cl_dn[T1], "ub")
+        ub_parts[combo] = float(ubv.max()) if ubv.size else -np.inf
+        xl = cl[T1] * up  # left budget of thread wl
+        yl = epsl - cr[T2] * up  # left budget of the other thread
+        a, b = (xl, yl) if wl == "A" else (yl, xl)
+        offer(*F_lb(a, b))
+    # --- AA and BB: 1-D branch and bound ------------------------------------------
+    probs = []
+    for combo, cl, cl_dn, cr, cr_dn in (("AA", cAl, cAl_dn, cAr, cAr_dn), ("BB", cBl, cBl_dn, cBr, cBr_dn)):
+        for s1 in range(cl.size):
+            if cl_dn[s1] > eps:
+                continue
+            s2 = int(np.flatnonzero(cr_dn <= eps - cl_dn[s1])[0])
+            probs.append((0 if combo == "AA" else 1, s1, s2, cl[s1] * up, epsl - cr[s2] * up))
+    P_combo = np.array([pr[0] for pr in probs])
+    P_t1 = np.array([pr[1] for pr in probs])
+    P_t2 = np.array([pr[2] for pr in probs])
+    P_lo = np.array([pr[3] for pr in probs])
+    P_hi = np.array([pr[4] for pr in probs])
+    K0 = 32
+    edges = np.linspace(0.0, eps, K0 + 1)
+    pid = np.repeat(np.arange(len(probs)), K0)
+    x0 = np.tile(edges[:-1], len(probs))
+    x1 = np.tile(edges[1:], len(probs))
+
+    def ub_cells(pid, x0, x1):
+        out = np.empty(pid.size)
+        for ci, w in ((0, "A"), (1, "B")):
+            s = P_combo[pid] == ci
+            if np.any(s):
+                out[s] = pinned_value(tab_ub, mL, w, P_t1[pid[s]], x1[s], "ub") + \
+                    pinned_value(tab_ub, mR, w, P_t2[pid[s]], eps - x0[s], "ub")
+        return out
+
+    def lb_points(pid, x):
+        isA = P_combo[pid] == 0
+        for fixed in (P_lo[pid], np.maximum(P_hi[pid], P_lo[pid])):
+            a = np.where(isA, fixed, x)
+            b = np.where(isA, x, fixed)
+            offer(*F_lb(a, b))
+
+    retired = -np.inf
+    cells = 0
+    u = np.empty(0)
+    for rnd in range(max_rounds):
+        if pid.size == 0:
+            break
+        cells += pid.size
+        lb_points(pid, 0.5 * (x0 + x1))
+        lb_points(pid, x1)
+        u = ub_cells(pid, x0, x1)
+        live = u > best[0] + 0.25 * tol
+        if np.any(~live):
+            retired = max(retired, float(u[~live].max()))
+        pid, x0, x1, u = pid[live], x0[live], x1[live], u[live]
+        if pid.size == 0 or float(u.max()) <= best[0] + tol:
+            break
+        # a cell whose bound cannot drop by splitting (it equals a point bound): freeze
+        sens = u - np.maximum(ub_cells(pid, x0, x0), ub_cells(pid, x1, x1))
+        frozen = (sens <= 0.05 * tol) | (x1 - x0 < 1e-14)
+        if np.any(frozen):
+            retired = max(retired, float(u[frozen].max()))
+        pid, x0, x1, u = pid[~frozen], x0[~frozen], x1[~frozen], u[~frozen]
+        if pid.size == 0:
+            break
+        xm = 0.5 * (x0 + x1)
+        pid = np.concatenate((pid, pid))
+        x0, x1 = np.concatenate((x0, xm)), np.concatenate((xm, x1))
+        u = np.concatenate((u, u))
+    else:
+        if pid.size:
+            u = ub_cells(pid, x0, x1)
+    ub_parts["AA/BB"] = max(retired, float(u.max()) if u.size else -np.inf)
+    ub_rec = max(ub_parts.values())
+    ub_rec += 1e-12 * n * R  # floating-point allowance (REPORT.md)
+    ub_rec = min(ub_rec, float(n - 1))
+    return TwoSided(ub_rec, best[0], (best[1], best[2]), ub_parts, cells, time.perf_counter() - t_search)
+
+
+def realised(tab, mL, mR, epsl, a, b):
+    a = min(max(a, 0.0), epsl)
+    b = min(max(b, 0.0), epsl)
+    return best_side_policy(tab, mL, a, b)[1] + best_side_policy(tab, mR, epsl - a, epsl - b)[1]
+
+
+def polish_split(tab, mL, mR, epsl, a, b, step0=None, min_step=1e-8, max_evals=60):
+    """Pattern search on the split (a, b) using the exact realised gain of the greedy policy."""
+    best = realised(tab, mL, mR, epsl, a, b)
+    step = step0 if step0 is not None else epsl / 128
+    evals = 0
+    while step >= min_step and evals < max_evals:
+        moved = False
+        for da, db in ((step, 0), (-step, 0), (0, step), (0, -step)):
+            na, nb = min(max(a + da, 0.0), epsl), min(max(b + db, 0.0), epsl)
+            v = realised(tab, mL, mR, epsl, na, nb)
+            evals += 1
+            if v > best + 1e-15:
+                best, a, b, moved = v, na, nb, True
+                break
+        if not moved:
+            step /= 2
+    return a, b
+
+
+# ----------------------------------------------------------------------------
+# the solver
+# ----------------------------------------------------------------------------
+#: Grid of the lower-bound (policy) table: 4000 points per mode (1000 misled the greedy
+#: policy on a 200-record side by 0.09 records).
+G_LB = 4000
+
+#: First grid of the upper-bound tables; doubled until the gap target or the time limit.
+G_UB0 = 4000
+
+#: Largest upper-bound grid.
+G_UB_MAX = 512_000
+
+#: Budget margin of the designs: they aim at eps - 2 * ETA * max(1, eps), so that floating
+#: rounding never decides them (the judge still verifies exactly).
+ETA = 1e-9
+
+
+def side_design(tab_lb: Tables, m: int, a: float, b: float) -> np.ndarray:
+    """A side of ``m`` records (nearest first) with log-ratios in ``[-b, a]``: the greedy policy, ``(m, 2)``."""
+    return best_side_policy(tab_lb, m, a, b)[0]
+
+
+def side_bound(tab_ub: Tables, m: int, a: float, b: float) -> float:
+    """Certified upper bound on :math:`F_s(a, b)` (records) for a side of ``m`` records."""
+    return float(side_value(tab_ub, m, a, b, "ub")[0])
+
+
+def side_tables(chain: MarkovChain, R: int, *, G: int, upper: bool) -> Tables:
+    """Upper-bound (``upper``) or policy tables for sides of up to ``R`` records on grid ``G``."""
+    return build_tables(Geo(chain), max(int(R), 1), int(G), upper=upper, lower=not upper)
+
+
+def _window(chain: MarkovChain, m: int, eps: float) -> int:
+    """Initial model window of a side: beyond it the optimum has (almost always) cut."""
+    return min(m, 2 * delta_star(chain, eps / 4.0) + 16)
+
+
+def _cuts(qs: np.ndarray) -> bool:
+    """Whether a side design (nearest first) publishes its last record with certainty."""
+    return qs.shape[0] == 0 or not qs[-1].any()
+
+
+def propose_frontier(
+    chain: MarkovChain,
+    n: int,
+    *,
+    eps: float,
+    p: int = 0,
+    time_limit: float = 60.0,
+    verbose: bool = False,
+    rng: object = None,
+    target_gap: float = 1e-4,
+) -> Candidate:
+    r"""Certified optimum for any private position by side frontiers (module docstring).
+
+    Parameters
+    ----------
+    chain : MarkovChain
+    n : int
+        Number of records.
+    eps : float
+        Privacy budget (nats).
+    p : int
+        0-based index of the private record.
+    time_limit : float
+        Seconds; the upper-bound grid is refined (doubled) while the gap exceeds
+        ``target_gap`` and the next refinement fits in what is left.
+    verbose, rng
+        The common solver signature (nothing is random or printed).
+    target_gap : float
+        Utility per record at which refinement stops.
+
+    Returns
+    -------
+    Candidate
+        ``solver="frontier"``; ``upper_bound`` the certified bound on the utility of every
+        eps-private mechanism (``bound_solver="frontier-dp"``, scope ``"all"``);
+        ``status="optimal"`` when the gap to the proposal's own table value met
+        ``target_gap``, else ``"time_limit"``.  ``info`` holds the split, the grid, the
+        windows and the seconds spent.
+    """
+    n, eps, p = check_problem(chain, n, eps, p)
+    time_limit = check_real(time_limit, "time_limit")
+    if time_limit <= 0.0:
+        raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
+    target_gap = check_real(target_gap, "target_gap")
+    t0 = time.perf_counter()
+    if n == 1 or chain.lam == 0.0:
+        q = np.zeros((n, 2))
+        q[p] = 1.0
+        return Candidate(q, "frontier", "optimal", upper_bound=(n - 1) / n, bound_solver="closed-form")
+    m_left, m_right = p, n - 1 - p
+    epsl = eps - 2.0 * ETA * max(1.0, eps)
+    W = [_window(chain, m_left, eps), _window(chain, m_right, eps)]
+    while True:
+        R = max(W[0], W[1], 1)
+        tab_lb = side_tables(chain, R, G=G_LB, upper=False)
+        G = G_UB0
+        tab_ub = side_tables(chain, R, G=G, upper=True)
+        res = solve_two_sided(tab_ub, tab_lb, W[0], W[1], eps, epsl)
+        a, b = polish_split(tab_lb, W[0], W[1], epsl, *res.split)
+        ql = side_design(tab_lb, W[0], a, b)
+        qr = side_design(tab_lb, W[1], epsl - a, epsl - b)
+        grow = [W[0] < m_left and not _cuts(ql), W[1] < m_right and not _cuts(qr)]
+        if not any(grow):
+            break
+        W = [min(m, 2 * w) if g else w for m, w, g in zip((m_left, m_right), W, grow)]
+    outside = (m_left - W[0]) + (m_right - W[1])
+    pi = chain.stationary
+    value = float(((1.0 - ql) @ pi).sum() + ((1.0 - qr) @ pi).sum()) + outside
+    ub = res.ub + outside
+    last = time.perf_counter() - t0
+    while (ub - value) / n > target_gap and G < G_UB_MAX:
+        elapsed = time.perf_counter() - t0
+        if elapsed + 2.5 * last > time_limit:
+            break
+        t1 = time.perf_counter()
+        G *= 2
+        tab_ub = side_tables(chain, R, G=G, upper=True)
+        refined = solve_two_sided(tab_ub, tab_lb, W[0], W[1], eps, epsl).ub + outside
+        closed = ub - refined
+        ub = min(ub, refined)
+        last = time.perf_counter() - t1
+        # the grid error halves with each doubling; a gap that does not shrink with it is
+        # not the grid's (the design sits below the optimum, or the optimum on the boundary)
+        if closed < 0.25 * (ub - value):
+            break
+    def full(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        q = np.zeros((n, 2))
+        q[p] = 1.0
+        q[p - W[0] : p] = left[::-1]
+        q[p + 1 : p + 1 + W[1]] = right
+        return q
+
+    q = full(ql, qr)
+    # the same split spent to the last bit: an optimum on the boundary (a value whose
+    # influence equals its side's budget) is reachable only so; the judge decides it exactly
+    edge = full(side_design(tab_lb, W[0], a * eps / epsl, b * eps / epsl),
+                side_design(tab_lb, W[1], (epsl - a) * eps / epsl, (epsl - b) * eps / epsl))
+    gap = (ub - value) / n
+    info = {"split": {"left": [a, b], "right": [epsl - a, epsl - b]}, "grid": G, "windows": list(W),
+            "table_gap": gap, "seconds": time.perf_counter() - t0}
+    return Candidate(q, "frontier", "optimal" if gap <= target_gap else "time_limit",
+                     upper_bound=ub / n, bound_solver="frontier-dp", fallbacks=(edge,), info=info,
+                     fallback_info=({"split": "spent to eps exactly"},))
