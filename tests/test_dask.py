@@ -151,7 +151,7 @@ def test_dask_reads_a_csv_dataset_like_the_file_it_was_cut_from(tmp_path, client
         assert [s["mechanism"] for s in mem["sequences"]] == [s["mechanism"] for s in dsk["sequences"]]
 
 
-def test_dask_partitions_parquet_by_row_group(tmp_path, client):
+def test_dask_partitions_parquet_by_row_group(tmp_path, client, monkeypatch):
     rng = np.random.default_rng(29)
     x = sample_chains(MarkovChain(0.1, 0.3), 3000, 1, rng)[0].astype(np.int64)
     import pyarrow as pa
@@ -165,8 +165,11 @@ def test_dask_partitions_parquet_by_row_group(tmp_path, client):
     pq.write_table(pa.table({"x": x, "t": np.arange(3000)}), tmp_path / "all.parquet")
     kw = dict(column="x", eps=1.0, private=[1990, 2010], seed=8, method="dim")
     apply_table(tmp_path / "all.parquet", tmp_path / "m.parquet", **kw)
+    import redactopt.release.dask_backend as backend
+
+    monkeypatch.setattr(backend, "PARTITION_ROWS", 600)  # runs of two row groups of 300
     rep = apply_dask(tmp_path / "ds", tmp_path / "out", **kw)
-    assert rep["partitions"] == 7 + 4
+    assert rep["partitions"] == 4 + 2  # a: 300+300, 300+300, 300+300, 200; b: 300+300, 300+100
     a = pd.read_parquet(tmp_path / "m.parquet")
     b = pd.concat([pd.read_parquet(p) for p in sorted((tmp_path / "out").iterdir())], ignore_index=True)
     pd.testing.assert_frame_equal(a, b)

@@ -138,7 +138,7 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--by", default=None, help="column naming the sequence of each row (use --private-column)")
     ap.add_argument("--backend", choices=["memory", "dask"], default="memory",
                     help="memory (default, streams chunks) or dask (a CSV or Parquet dataset: a folder or a glob of "
-                         "files, partitioned by file and Parquet row group; --out is a folder of part files; "
+                         "files, partitioned by file and by runs of Parquet row groups; --out is a folder of part files; "
                          "pip install 'redactopt[dask]')")
     ap.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
                     help="seconds per optimiser call (default 60)")

@@ -83,6 +83,32 @@ def _redacted(x: np.ndarray, q: np.ndarray, a: int, b: int, rng: np.random.Gener
     return rng.random((x.shape[0], b - a)) < q[np.arange(a, b)[None, :], x[:, a:b]]
 
 
+def _segment_chains(P: np.ndarray, q: np.ndarray, p: int, xp: int, samples: int, rng: np.random.Generator,
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Chains on the records of ``q`` given ``X_p = xp`` (right side, then left side), then which are redacted."""
+    x = np.empty((samples, q.shape[0]), dtype=np.int8)
+    x[:, p] = xp
+    _walk(x, P, range(p + 1, q.shape[0]), 1, rng)
+    _walk(x, P, range(p - 1, -1, -1), -1, rng)
+    return x, _redacted(x, q, 0, q.shape[0], rng)
+
+
+def _extend(P: np.ndarray, q: np.ndarray, lo: int, x_seg: np.ndarray, mask_seg: np.ndarray,
+            rng: np.random.Generator) -> np.ndarray:
+    """Outputs of every record: the segment's (starting at row ``lo``) and the others', drawn from ``rng``."""
+    n, hi = q.shape[0], lo + x_seg.shape[1] - 1
+    x = np.empty((x_seg.shape[0], n), dtype=np.int8)
+    x[:, lo : hi + 1] = x_seg
+    _walk(x, P, range(hi + 1, n), 1, rng)
+    _walk(x, P, range(lo - 1, -1, -1), -1, rng)
+    mask = np.zeros(x.shape, dtype=bool)
+    mask[:, lo : hi + 1] = mask_seg
+    mask[:, hi + 1 :] = _redacted(x, q, hi + 1, n, rng)
+    mask[:, :lo] = _redacted(x, q, 0, lo, rng)
+    x[mask] = -1
+    return x
+
+
 def sample_outputs(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples: int,
                    rng: np.random.Generator, *, segment: tuple[int, int] | None = None,
                    rest_rng: np.random.Generator | None = None) -> np.ndarray:
@@ -94,23 +120,13 @@ def sample_outputs(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples: 
     them from ``rest_rng`` (default ``rng``): the segment's outputs are then exactly those
     of ``sample_outputs(chain, q[lo:hi + 1], p - lo, xp, samples, rng)``.
     """
-    n = q.shape[0]
-    lo, hi = (0, n - 1) if segment is None else segment
+    lo, hi = (0, q.shape[0] - 1) if segment is None else segment
     P = chain.transition_matrix
-    x = np.empty((samples, n), dtype=np.int8)
-    x[:, p] = xp
-    _walk(x, P, range(p + 1, hi + 1), 1, rng)
-    _walk(x, P, range(p - 1, lo - 1, -1), -1, rng)
-    mask = np.zeros((samples, n), dtype=bool)
-    mask[:, lo : hi + 1] = _redacted(x, q, lo, hi + 1, rng)
-    if lo > 0 or hi < n - 1:
-        rest = rng if rest_rng is None else rest_rng
-        _walk(x, P, range(hi + 1, n), 1, rest)
-        _walk(x, P, range(lo - 1, -1, -1), -1, rest)
-        mask[:, hi + 1 :] = _redacted(x, q, hi + 1, n, rest)
-        mask[:, :lo] = _redacted(x, q, 0, lo, rest)
-    x[mask] = -1
-    return x
+    x, mask = _segment_chains(P, q[lo : hi + 1], p - lo, xp, samples, rng)
+    if segment is None:
+        x[mask] = -1
+        return x
+    return _extend(P, q, lo, x, mask, rng if rest_rng is None else rest_rng)
 
 
 def _batch_sizes(samples: int, n: int) -> list[int]:
@@ -118,16 +134,29 @@ def _batch_sizes(samples: int, n: int) -> list[int]:
     return [min(size, samples - a) for a in range(0, samples, size)]
 
 
-def _sampled_ratios(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples: int, cells: int,
+def _sampled_ratios(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples: int, lo: int, cells: int,
                     rng: np.random.Generator, tick: Callable[[int], None], *,
-                    segment: tuple[int, int] | None = None,
                     rest_rng: np.random.Generator | None = None) -> np.ndarray:
-    """:math:`\\Lambda(y)` of ``samples`` outputs drawn given ``X_p = xp``, in batches of ``cells`` records."""
+    """:math:`\\Lambda(y)` of ``samples`` outputs drawn given ``X_p = xp``.
+
+    The segment (``cells`` records from row ``lo``) is drawn in batches of at most
+    :data:`BATCH_CELLS` cells; with ``rest_rng`` the other records of ``q`` are drawn from
+    it, in smaller batches when the whole sequence would exceed :data:`BATCH_CELLS`.
+    """
+    P = chain.transition_matrix
     out = np.empty(samples)
     a = 0
     for m in _batch_sizes(samples, cells):
-        y = sample_outputs(chain, q, p, xp, m, rng, segment=segment, rest_rng=rest_rng)
-        out[a : a + m] = log_likelihood_ratios(chain, q, p, y)
+        x, mask = _segment_chains(P, q[lo : lo + cells], p - lo, xp, m, rng)
+        if rest_rng is None:
+            x[mask] = -1
+            out[a : a + m] = log_likelihood_ratios(chain, q, p, x)
+        else:
+            b = 0
+            for k in _batch_sizes(m, q.shape[0]):
+                y = _extend(P, q, lo, x[b : b + k], mask[b : b + k], rest_rng)
+                out[a + b : a + b + k] = log_likelihood_ratios(chain, q, p, y)
+                b += k
         a += m
         tick(m)
     return out
@@ -184,10 +213,10 @@ def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 10
     rng = np.random.default_rng() if rng is None else rng
     if restrict:
         q, (p_q,) = check_mechanism(seg.rows, p - seg.lo, "p")
-        segment, rest_rng = None, None
+        lo, rest_rng = 0, None
     else:  # the segment from rng, as when restricted; the rest from a child (spawning draws nothing)
         q, (p_q,) = check_mechanism(np.asarray(rows), p, "p")
-        segment, rest_rng = (seg.lo, seg.lo + cells - 1), rng.spawn(1)[0]
+        lo, rest_rng = seg.lo, rng.spawn(1)[0]
     half = samples // 2
     drawn = 0
     start = time.perf_counter()
@@ -205,7 +234,7 @@ def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 10
         if progress is not None:
             progress(drawn, 2 * samples)
 
-    lam = {xp: _sampled_ratios(chain, q, p_q, xp, samples, cells, rng, tick, segment=segment, rest_rng=rest_rng)
+    lam = {xp: _sampled_ratios(chain, q, p_q, xp, samples, lo, cells, rng, tick, rest_rng=rest_rng)
            for xp in (0, 1)}
     max_obs = float(max(np.abs(lam[0]).max(), np.abs(lam[1]).max()))
     alpha_each = (1.0 - confidence) / 4.0  # two directions x two one-sided intervals

@@ -12,6 +12,7 @@ are audited the same way, in time and memory that grow with the blocks, not with
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -101,7 +102,7 @@ class WitnessRuns(Sequence):
 
     def __iter__(self) -> Iterator[int | None]:
         for a, b, v in self.runs:
-            yield from [None if v < 0 else v] * (b - a + 1)
+            yield from itertools.repeat(None if v < 0 else v, b - a + 1)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, WitnessRuns):

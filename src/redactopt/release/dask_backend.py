@@ -3,7 +3,8 @@
 Install with ``pip install redactopt[dask]``.  A dataset is a folder of files (searched
 recursively; names starting with ``.`` or ``_`` are skipped), a glob pattern, or one file,
 all CSV or all Parquet, taken in natural order of their paths (``part.2`` before
-``part.10``).  Its *partitions* are the row groups of the Parquet files and the CSV files.
+``part.10``).  Its *partitions* are the CSV files and runs of consecutive row groups of the Parquet files (about
+:data:`PARTITION_ROWS` rows each).
 Dask is used as a scheduler only: every task reads and writes its partition with pyarrow,
 through the same functions as the in-memory path (:mod:`redactopt.release.apply`), and the
 work splits as there:
@@ -54,8 +55,11 @@ from redactopt.release.tables import TableReader, TableWriter, table_format
 
 __all__ = ["apply_dask", "apply_parquet_dask", "dataset_partitions"]
 
-#: One partition: a file, and for Parquet one of its row groups.
-Partition = tuple[str, "int | None"]
+#: One partition: a file, and for Parquet some of its consecutive row groups.
+Partition = tuple[str, "list[int] | None"]
+
+#: Consecutive row groups of a Parquet file are gathered into partitions of about this many rows.
+PARTITION_ROWS = 1_000_000
 
 
 def _natural(path: str) -> list:
@@ -99,16 +103,25 @@ def dataset_partitions(source: str | os.PathLike[str]) -> tuple[str, list[Partit
     parts: list[Partition] = []
     for f in files:
         try:
-            groups = pq.ParquetFile(f).metadata.num_row_groups
+            md = pq.ParquetFile(f).metadata
         except Exception as exc:  # pyarrow raises several types for unreadable files
             raise ValueError(f"{f}: cannot read as Parquet: {exc}") from None
-        parts += [(f, g) for g in range(groups)]
+        groups: list[int] = []
+        rows = 0
+        for g in range(md.num_row_groups):
+            if groups and rows + md.row_group(g).num_rows > PARTITION_ROWS:
+                parts.append((f, groups))
+                groups, rows = [], 0
+            groups.append(g)
+            rows += md.row_group(g).num_rows
+        if groups:
+            parts.append((f, groups))
     return fmt, parts
 
 
 def _reader(part: Partition) -> TableReader:
-    path, group = part
-    return TableReader(path, row_groups=None if group is None else [group])
+    path, groups = part
+    return TableReader(path, row_groups=groups)
 
 
 def _scan_partition(part: Partition, column: str, by: str | None,

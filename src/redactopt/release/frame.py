@@ -92,7 +92,8 @@ def apply_frame(
         mask[chunk.first_row - 1 : chunk.first_row - 1 + len(chunk)] = m
         redacted += np.bincount(codes[m], minlength=k) if codes is not None else [int(m.sum())]
     if isinstance(table, pd.DataFrame):
-        released: Any = table.assign(**{column: _nullable(table[column]).mask(mask)})
+        released: Any = table.copy(deep=False)  # the other columns are shared, not copied
+        released[column] = _nullable(table[column]).mask(mask)
     else:
         i = table.schema.get_field_index(column)
         col = table.column(i)

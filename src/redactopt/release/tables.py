@@ -333,7 +333,7 @@ class MemoryReader:
         self.table = table
         self.label = label
         self.chunk_rows = _check_chunk_rows(chunk_rows)
-        self.columns = [str(c) for c in table.columns] if isinstance(table, pd.DataFrame) else table.column_names
+        self.columns = list(table.columns) if isinstance(table, pd.DataFrame) else table.column_names
         self.num_rows = int(table.shape[0]) if isinstance(table, pd.DataFrame) else table.num_rows
 
     def require(self, *names: str | None) -> None:
