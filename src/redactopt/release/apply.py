@@ -4,9 +4,11 @@
 
 1. **Scan** (:func:`scan_table`): one pass over the columns it needs only — the binary
    column, ``--by`` and ``--private-column`` — checks every value, counts the records of
-   each sequence, the transitions (for the fit) and the private flags.  A Parquet file
-   with ``alpha``, ``beta`` and ``private`` given needs no scan at all (its metadata
-   gives the number of rows; the values are checked while writing).
+   each sequence, the transitions (for the fit) and the private flags.  With ``alpha``,
+   ``beta`` and ``private`` given the design needs only the number of rows: a Parquet
+   file needs no scan at all (its metadata give it; the values are checked while
+   writing), and a CSV file is designed while it is scanned (its rows counted from its
+   bytes first).
 2. **Plan** (:func:`redactopt.release.plan.plan_release`): fit, one sparse verified design
    per sequence with private records.
 3. **Write**: a CSV release copies the input's bytes and empties the redacted fields
@@ -26,6 +28,7 @@ Positions are 0-based in the Python API and 1-based on the command line and in f
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -50,7 +53,7 @@ from redactopt.release.data import ScanState, SequenceIndex, group_ranks, parse_
 from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import NOT_FOR_RELEASE, build_report, write_report
-from redactopt.release.splice import Irregular, Targets, splice_csv
+from redactopt.release.splice import Irregular, Targets, count_rows, splice_csv
 from redactopt.release.tables import DEFAULT_CHUNK_ROWS, Chunk, TableReader, TableWriter, TextValues, open_binary
 
 #: ``progress(stage, done, total)``: called as a release goes (``total`` is ``None`` when unknown).
@@ -308,6 +311,17 @@ def write_csv(reader: TableReader, writer: TableWriter, redactor: Redactor, inde
     return np.bincount(targets.codes[mask], minlength=span.start.shape[0]).astype(np.int64)
 
 
+def _csv_rows(reader: Any) -> int | None:
+    """The data rows of a CSV file counted from its bytes (``None``: not countable that way, or not CSV)."""
+    if reader.format != "csv":
+        return None
+    try:
+        with open_binary(reader.path) as src:
+            return count_rows(src, reader.layout)
+    except Irregular:
+        return None
+
+
 def check_release_options(*, private: object, private_column: str | None, by: str | None) -> None:
     """Exactly one of ``private`` / ``private_column``; positions only for one sequence."""
     if (private is None) == (private_column is None):
@@ -422,13 +436,22 @@ def apply_table(
     with stdin_as_file(source) as path:
         reader = TableReader(path, chunk_rows=chunk_rows, label="<stdin>" if str(source) == STDIO else None)
         reader.require(column, by, private_column)
+        design = dict(eps=eps, private=private, alpha=alpha, beta=beta, method=method, time_limit=time_limit)
         binary: tuple[str, ...] = ()
-        if alpha is not None and private is not None and reader.num_rows is not None:
+        known = alpha is not None and private is not None  # the design needs only the number of rows
+        if known and reader.num_rows is not None:
             state = ScanState.of_length(reader.num_rows)  # nothing to learn first: values are checked as written
+            plan = plan_release(state, **design)
+        elif known and (n := _csv_rows(reader)) is not None:
+            # design (Python) while pyarrow checks the values (its own threads)
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                planned = pool.submit(plan_release, ScanState.of_length(n), **design)
+                state, binary = scan(reader, column=column, by=by, private_column=private_column, progress=progress)
+            # the bytes and the parser may disagree (an irregular file): then design for what the parser read
+            plan = planned.result() if state.rows == n else plan_release(state, **design)
         else:
             state, binary = scan(reader, column=column, by=by, private_column=private_column, progress=progress)
-        plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method,
-                            time_limit=time_limit)
+            plan = plan_release(state, **design)
         bits = bit_source(seed)
         redactor = Redactor(plan.plans, bits)
         t0 = time.perf_counter()

@@ -20,6 +20,7 @@ parsed rows instead.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -29,7 +30,7 @@ import numpy as np
 from redactopt.release.data import binary_token
 from redactopt.release.tables import CsvLayout
 
-__all__ = ["Irregular", "Targets", "splice_csv"]
+__all__ = ["Irregular", "Targets", "splice_csv", "count_rows"]
 
 _QUOTE, _LF, _CR = 0x22, 0x0A, 0x0D
 _BOM = b"\xef\xbb\xbf"
@@ -147,11 +148,11 @@ def _lines(buf: bytes, eof: bool, quotes: bool, delim: int, bom: int) -> tuple[i
 
 
 def splice_csv(src: BinaryIO, out: BinaryIO, *, layout: CsvLayout, column: str, targets: Targets,
-               redact: Redact, rows: int, progress: Callable[[int], None] | None = None) -> np.ndarray:
+               redact: Redact, rows: int | None, progress: Callable[[int], None] | None = None) -> np.ndarray:
     """Copy the CSV ``src`` to ``out``, emptying ``column`` where ``redact`` says so; returns the mask of ``targets``.
 
     ``rows`` is the number of data rows the scan counted (a different count here raises
-    :class:`Irregular`, as does anything the module docstring lists).  ``progress(rows)``
+    :class:`Irregular`, as does anything the module docstring lists; ``None``: not known).  ``progress(rows)``
     is called after every block of bytes.
     """
     field = layout.names.index(column)
@@ -213,6 +214,17 @@ def splice_csv(src: BinaryIO, out: BinaryIO, *, layout: CsvLayout, column: str, 
             progress(row)
         if eof:
             break
-    if row != rows or ti != targets.rows.size:
+    if (rows is not None and row != rows) or ti != targets.rows.size:
         raise Irregular(f"{row} rows found in the bytes where the scan read {rows}")
     return mask
+
+
+def count_rows(src: BinaryIO, layout: CsvLayout) -> int:
+    """The data rows of a CSV file, found from its bytes as :func:`splice_csv` finds them (:class:`Irregular` if it cannot)."""
+    counted: list[int] = [0]
+    none = np.zeros(0, dtype=np.int64)
+    with open(os.devnull, "wb") as sink:
+        splice_csv(src, sink, layout=layout, column=layout.names[0], targets=Targets(none, none, none),
+                   redact=lambda c, p, v: np.zeros(0, dtype=bool), rows=None,
+                   progress=lambda r: counted.__setitem__(0, r))
+    return counted[0]
