@@ -890,7 +890,8 @@ class FrontierAnalysis:
     ``upper_bound`` bounds the utility (per record) of every eps-private mechanism;
     ``redact_prob`` is the design at the best split, ``edge`` the same split spent to
     ``eps`` exactly; ``left``/``right`` the side budgets ``(a, b)`` (largest log-ratio in
-    favour of :math:`X_p=0` and of :math:`X_p=1`); ``diagonal_*`` the best split of the
+    favour of :math:`X_p=0` and of :math:`X_p=1`) of the design and ``edge_split`` those of
+    ``edge``; ``diagonal_*`` the best split of the
     family ``a = b`` per side (its design, its certified bound over the family, the left
     side's budget ``e``); ``table_gap`` the gap to the designs' own value; ``grid``,
     ``windows`` and ``seconds`` how it was computed.
@@ -901,6 +902,7 @@ class FrontierAnalysis:
     edge: np.ndarray
     left: tuple[float, float]
     right: tuple[float, float]
+    edge_split: tuple[tuple[float, float], tuple[float, float]]
     diagonal_redact_prob: np.ndarray
     diagonal_upper_bound: float
     diagonal_eps_left: float
@@ -936,8 +938,8 @@ def frontier_analysis(chain: MarkovChain, n: int, *, eps: float, p: int, time_li
 
     if n == 1 or chain.lam == 0.0:
         q = full(np.zeros((m_left, 2)), np.zeros((m_right, 2)), [m_left, m_right])
-        return FrontierAnalysis((n - 1) / n, q, q, (eps, eps), (eps, eps), q, (n - 1) / n, eps / 2, 0.0, 0,
-                                (m_left, m_right), time.perf_counter() - t0)
+        return FrontierAnalysis((n - 1) / n, q, q, (eps, eps), (eps, eps), ((eps, eps), (eps, eps)), q,
+                                (n - 1) / n, eps / 2, 0.0, 0, (m_left, m_right), time.perf_counter() - t0)
     W = [_window(chain, m_left, eps), _window(chain, m_right, eps)]
     while True:
         R = max(W[0], W[1], 1)
@@ -977,7 +979,8 @@ def frontier_analysis(chain: MarkovChain, n: int, *, eps: float, p: int, time_li
     edge = full(side_design(tab_lb, W[0], a * s, b * s), side_design(tab_lb, W[1], (epsl - a) * s, (epsl - b) * s), W)
     d_ub, e, _ = diagonal_split(tab_ub, tab_lb, W[0], W[1], eps, epsl)
     diag = full(side_design(tab_lb, W[0], e, e), side_design(tab_lb, W[1], epsl - e, epsl - e), W)
-    return FrontierAnalysis(ub / n, full(ql, qr, W), edge, (a, b), (epsl - a, epsl - b), diag,
+    edge_split = ((a * s, b * s), ((epsl - a) * s, (epsl - b) * s))
+    return FrontierAnalysis(ub / n, full(ql, qr, W), edge, (a, b), (epsl - a, epsl - b), edge_split, diag,
                             (d_ub + outside) / n, e, (ub - value) / n, G, (W[0], W[1]),
                             time.perf_counter() - t0)
 

@@ -408,7 +408,7 @@ def frontier_split(chain: MarkovChain, n: int, *, eps: float, p: int = 0, time_l
     n, eps, p = check_problem(chain, n, eps, p)
     fa = frontier_analysis(chain, n, eps=eps, p=p, time_limit=time_limit, target_gap=target_gap)
     bound = min(lemma2_upper_bound(chain, n, eps=eps, private=[p]), fa.upper_bound)
-    results = []
+    results, winners = [], []
     for label, props, cls in (("frontier", (fa.redact_prob, fa.edge), None),
                               ("frontier-diagonal", (fa.diagonal_redact_prob,),
                                (fa.diagonal_upper_bound, "frontier-dp", "symmetric side budgets"))):
@@ -416,8 +416,10 @@ def frontier_split(chain: MarkovChain, n: int, *, eps: float, p: int = 0, time_l
         q, _, how, why = judge_candidate(chain, cand, eps=eps, p=p)
         if q is None:
             raise PrivacyCheckError(f"{label}: no proposal passed the exact check: " + "; ".join(why))
+        winners.append(how["proposal"])
         results.append(finalize(chain, q, private=[p], eps=eps, method=label, upper_bound=bound,
                                 solver="frontier-dp" if bound == fa.upper_bound else "lemma2",
                                 info=dict(how, grid=fa.grid, windows=list(fa.windows)), tol=0.0,
                                 class_bound=cls))
-    return FrontierSplit(results[0], fa.left, fa.right, results[1], fa.diagonal_eps_left)
+    left, right = (fa.left, fa.right) if winners[0] == 0 else fa.edge_split
+    return FrontierSplit(results[0], left, right, results[1], fa.diagonal_eps_left)
