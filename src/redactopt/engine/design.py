@@ -65,7 +65,8 @@ def global_solver_applies(n: int, p: int) -> bool:
     """Whether ``method="optimal"`` also runs the global solver (small problems)."""
     return n <= (GLOBAL_MAX_ONE_SIDED if p in (0, n - 1) else GLOBAL_MAX_TWO_SIDED)
 
-Progress = Callable[[str], None]
+#: ``progress(stage, done, total)``: the optimisers of a design done so far (the interface draws it).
+Progress = Callable[[str, int, int], None]
 
 
 def resolve_split(split: str | float | None, n: int, p: int, eps: float) -> float | None | str:
@@ -149,7 +150,8 @@ def design(
         ``"sgp"``, ``{"gap_limit": 1e-8}`` for ``"global"``, ``{"solver": "HIGHS"}`` for
         ``"dim-milp"``).
     progress : callable, optional
-        Called with a short status line as each optimiser starts.
+        ``progress(stage, done, total)`` as optimisers finish (``stage`` names the one
+        running next, ``"design"`` at the end).
     verbose : bool
         Let the solvers print their logs.
 
@@ -209,9 +211,9 @@ def _judge_runs(chain: MarkovChain, n: int, eps: float, p: int, method: str, run
     """Run the optimisers, judge every proposal, certify the best with the smallest valid bound."""
     judged: list[tuple[Candidate, np.ndarray, float, dict]] = []
     refused: list[str] = []
-    for name, opts in runs:
+    for i, (name, opts) in enumerate(runs):
         if progress is not None:
-            progress(f"{name}: proposing")
+            progress("design", i, len(runs))
         kw = dict(time_limit=time_limit, verbose=verbose, rng=rng)
         kw.update(opts)
         cand = _solver(name)(chain, n, eps=eps, p=p, **kw)
@@ -219,6 +221,8 @@ def _judge_runs(chain: MarkovChain, n: int, eps: float, p: int, method: str, run
         refused += why
         if q is not None:
             judged.append((cand, q, u, how))
+    if progress is not None:
+        progress("design", len(runs), len(runs))
     if not judged:
         # every proposal failed: full redaction leaks nothing and is always a valid answer
         q = np.ones((n, 2))
