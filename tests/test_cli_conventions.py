@@ -536,18 +536,18 @@ def test_design_reports_progress_as_optimisers_finish(run, capsys, monkeypatch):
     from redactopt import MarkovChain, design
 
     calls = []
-    design(MarkovChain(0.2, 0.5), 6, eps=1.0, p=2, progress=lambda *a: calls.append(a))
+    design(MarkovChain(0.2, 0.5), 4, eps=1.0, p=1, progress=lambda *a: calls.append(a))
     assert calls[0] == ("design", 0, calls[-1][2]) and calls[-1] == ("design", calls[-1][2], calls[-1][2])
     assert [c[1] for c in calls] == list(range(calls[-1][2] + 1))
     # the CLI draws a bar on a terminal for designs longer than a second, none for JSON to a pipe
     term = _Terminal()
     monkeypatch.setattr(sys, "stderr", term)
     monkeypatch.setattr("redactopt.interface.progress.tqdm", _EagerTqdm)
-    assert run(["design", "--n", "6", "--eps", "1", "--private", "3", "--no-compare"]) == 0
+    assert run(["design", "--n", "4", "--eps", "1", "--private", "2", "--no-compare"]) == 0
     assert "design:" in term.getvalue()
     term.seek(0)
     term.truncate()
-    assert run(["design", "--n", "6", "--eps", "1", "--private", "3", "--format", "json"]) == 0
+    assert run(["design", "--n", "4", "--eps", "1", "--private", "2", "--format", "json"]) == 0
     assert term.getvalue() == ""  # stdout (captured) is not a terminal
 
 
