@@ -60,8 +60,8 @@ from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.influence import delta_star
 from redactopt.solvers.base import Candidate
 
-__all__ = ["propose_frontier", "solve_two_sided", "side_tables", "side_design", "side_bound",
-           "TwoSided", "REL"]
+__all__ = ["propose_frontier", "frontier_analysis", "FrontierAnalysis", "solve_two_sided", "diagonal_split",
+           "side_tables", "side_design", "side_bound", "TwoSided", "REL"]
 
 #: Outward rounding of states and budgets (relative).  psi is evaluated to full relative
 #: accuracy (expm1/log1p; 2e-14 against 50-digit arithmetic), so relative margins suffice;
@@ -836,44 +836,89 @@ def _cuts(qs: np.ndarray) -> bool:
     return qs.shape[0] == 0 or not qs[-1].any()
 
 
-def propose_frontier(
-    chain: MarkovChain,
-    n: int,
-    *,
-    eps: float,
-    p: int = 0,
-    time_limit: float = 60.0,
-    verbose: bool = False,
-    rng: object = None,
-    target_gap: float = 1e-4,
-) -> Candidate:
-    r"""Certified optimum for any private position by side frontiers (module docstring).
+def diagonal_split(tab_ub: Tables, tab_lb: Tables, mL: int, mR: int, eps: float, epsl: float,
+                   *, cells: int = 256, max_rounds: int = 40, max_cells: int = 20000) -> tuple[float, float, float]:
+    r"""The best split of the paper's family (each side one symmetric budget, :math:`a=b`).
 
-    Parameters
-    ----------
-    chain : MarkovChain
-    n : int
-        Number of records.
-    eps : float
-        Privacy budget (nats).
-    p : int
-        0-based index of the private record.
-    time_limit : float
-        Seconds; the upper-bound grid is refined (doubled) while the gap exceeds
-        ``target_gap`` and the next refinement fits in what is left.
-    verbose, rng
-        The common solver signature (nothing is random or printed).
-    target_gap : float
-        Utility per record at which refinement stops.
+    Maximises :math:`F_\ell(e,e)+F_r(\epsilon-e,\epsilon-e)` over :math:`e\in[0,\epsilon]`.
+    Returns ``(upper bound, e, table value)`` in records: the bound is certified over the
+    family by cells :math:`[e_i,e_{i+1}]` (monotonicity: left side at :math:`e_{i+1}`, right
+    side at :math:`\epsilon-e_i`), split where a cell's bound beats the best value found by
+    more than a tolerance and can still drop (a cell whose bound equals a point bound is
+    retired with that bound, which stays in the result).
+    """
+    n = mL + mR + 1
+    tol = 1e-6 * n
 
-    Returns
-    -------
-    Candidate
-        ``solver="frontier"``; ``upper_bound`` the certified bound on the utility of every
-        eps-private mechanism (``bound_solver="frontier-dp"``, scope ``"all"``);
-        ``status="optimal"`` when the gap to the proposal's own table value met
-        ``target_gap``, else ``"time_limit"``.  ``info`` holds the split, the grid, the
-        windows and the seconds spent.
+    def ub_cells(lo, hi):
+        return side_value(tab_ub, mL, hi, hi, "ub") + side_value(tab_ub, mR, eps - lo, eps - lo, "ub")
+
+    edges = np.linspace(0.0, eps, cells + 1)
+    lo, hi = edges[:-1], edges[1:]
+    best_e, best_v = 0.0, -np.inf
+    retired = -np.inf
+    for _ in range(max_rounds):
+        pts = np.concatenate((lo, hi, 0.5 * (lo + hi)))
+        e = np.clip(pts * epsl / eps, 0.0, epsl)
+        vals = side_value(tab_lb, mL, e, e, "lb") + side_value(tab_lb, mR, epsl - e, epsl - e, "lb")
+        i = int(np.argmax(vals))
+        if vals[i] > best_v:
+            best_v, best_e = float(vals[i]), float(e[i])
+        ub = ub_cells(lo, hi)
+        stuck = ub - np.maximum(ub_cells(lo, lo), ub_cells(hi, hi)) <= 0.05 * tol
+        done = (ub <= best_v + tol) | stuck | (hi - lo < 1e-12 * max(eps, 1.0))
+        if np.any(done):
+            retired = max(retired, float(ub[done].max()))
+        lo, hi = lo[~done], hi[~done]
+        if not lo.size:
+            break
+        if 2 * lo.size > max_cells:
+            retired = max(retired, float(ub_cells(lo, hi).max()))
+            lo = hi = np.empty(0)
+            break
+        m = 0.5 * (lo + hi)
+        lo, hi = np.concatenate((lo, m)), np.concatenate((m, hi))
+    if lo.size:
+        retired = max(retired, float(ub_cells(lo, hi).max()))
+    return retired + 1e-12 * n * max(mL, mR, 1), best_e, best_v
+
+
+@dataclass(frozen=True)
+class FrontierAnalysis:
+    """What :func:`frontier_analysis` finds (designs are proposals: judge them).
+
+    ``upper_bound`` bounds the utility (per record) of every eps-private mechanism;
+    ``redact_prob`` is the design at the best split, ``edge`` the same split spent to
+    ``eps`` exactly; ``left``/``right`` the side budgets ``(a, b)`` (largest log-ratio in
+    favour of :math:`X_p=0` and of :math:`X_p=1`) of the design and ``edge_split`` those of
+    ``edge``; ``diagonal_*`` the best split of the
+    family ``a = b`` per side (its design, its certified bound over the family, the left
+    side's budget ``e``); ``table_gap`` the gap to the designs' own value; ``grid``,
+    ``windows`` and ``seconds`` how it was computed.
+    """
+
+    upper_bound: float
+    redact_prob: np.ndarray
+    edge: np.ndarray
+    left: tuple[float, float]
+    right: tuple[float, float]
+    edge_split: tuple[tuple[float, float], tuple[float, float]]
+    diagonal_redact_prob: np.ndarray
+    diagonal_upper_bound: float
+    diagonal_eps_left: float
+    table_gap: float
+    grid: int
+    windows: tuple[int, int]
+    seconds: float
+
+
+def frontier_analysis(chain: MarkovChain, n: int, *, eps: float, p: int, time_limit: float = 60.0,
+                      target_gap: float = 1e-4) -> FrontierAnalysis:
+    """Certified bound, best split and designs by side frontiers (module docstring); 0-based ``p``.
+
+    The upper-bound grid is refined (doubled) while the gap to the design's value exceeds
+    ``target_gap`` (utility per record), the gap keeps halving with the grid, and the next
+    refinement fits in ``time_limit`` seconds.
     """
     n, eps, p = check_problem(chain, n, eps, p)
     time_limit = check_real(time_limit, "time_limit")
@@ -881,12 +926,20 @@ def propose_frontier(
         raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
     target_gap = check_real(target_gap, "target_gap")
     t0 = time.perf_counter()
-    if n == 1 or chain.lam == 0.0:
-        q = np.zeros((n, 2))
-        q[p] = 1.0
-        return Candidate(q, "frontier", "optimal", upper_bound=(n - 1) / n, bound_solver="closed-form")
     m_left, m_right = p, n - 1 - p
     epsl = eps - 2.0 * ETA * max(1.0, eps)
+
+    def full(left: np.ndarray, right: np.ndarray, W: list[int]) -> np.ndarray:
+        q = np.zeros((n, 2))
+        q[p] = 1.0
+        q[p - W[0] : p] = left[::-1]
+        q[p + 1 : p + 1 + W[1]] = right
+        return q
+
+    if n == 1 or chain.lam == 0.0:
+        q = full(np.zeros((m_left, 2)), np.zeros((m_right, 2)), [m_left, m_right])
+        return FrontierAnalysis((n - 1) / n, q, q, (eps, eps), (eps, eps), ((eps, eps), (eps, eps)), q,
+                                (n - 1) / n, eps / 2, 0.0, 0, (m_left, m_right), time.perf_counter() - t0)
     W = [_window(chain, m_left, eps), _window(chain, m_right, eps)]
     while True:
         R = max(W[0], W[1], 1)
@@ -907,8 +960,7 @@ def propose_frontier(
     ub = res.ub + outside
     last = time.perf_counter() - t0
     while (ub - value) / n > target_gap and G < G_UB_MAX:
-        elapsed = time.perf_counter() - t0
-        if elapsed + 2.5 * last > time_limit:
+        if time.perf_counter() - t0 + 2.5 * last > time_limit:
             break
         t1 = time.perf_counter()
         G *= 2
@@ -921,21 +973,62 @@ def propose_frontier(
         # not the grid's (the design sits below the optimum, or the optimum on the boundary)
         if closed < 0.25 * (ub - value):
             break
-    def full(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-        q = np.zeros((n, 2))
-        q[p] = 1.0
-        q[p - W[0] : p] = left[::-1]
-        q[p + 1 : p + 1 + W[1]] = right
-        return q
-
-    q = full(ql, qr)
     # the same split spent to the last bit: an optimum on the boundary (a value whose
     # influence equals its side's budget) is reachable only so; the judge decides it exactly
-    edge = full(side_design(tab_lb, W[0], a * eps / epsl, b * eps / epsl),
-                side_design(tab_lb, W[1], (epsl - a) * eps / epsl, (epsl - b) * eps / epsl))
-    gap = (ub - value) / n
-    info = {"split": {"left": [a, b], "right": [epsl - a, epsl - b]}, "grid": G, "windows": list(W),
-            "table_gap": gap, "seconds": time.perf_counter() - t0}
-    return Candidate(q, "frontier", "optimal" if gap <= target_gap else "time_limit",
-                     upper_bound=ub / n, bound_solver="frontier-dp", fallbacks=(edge,), info=info,
-                     fallback_info=({"split": "spent to eps exactly"},))
+    s = eps / epsl
+    edge = full(side_design(tab_lb, W[0], a * s, b * s), side_design(tab_lb, W[1], (epsl - a) * s, (epsl - b) * s), W)
+    d_ub, e, _ = diagonal_split(tab_ub, tab_lb, W[0], W[1], eps, epsl)
+    diag = full(side_design(tab_lb, W[0], e, e), side_design(tab_lb, W[1], epsl - e, epsl - e), W)
+    edge_split = ((a * s, b * s), ((epsl - a) * s, (epsl - b) * s))
+    return FrontierAnalysis(ub / n, full(ql, qr, W), edge, (a, b), (epsl - a, epsl - b), edge_split, diag,
+                            (d_ub + outside) / n, e, (ub - value) / n, G, (W[0], W[1]),
+                            time.perf_counter() - t0)
+
+
+def propose_frontier(
+    chain: MarkovChain,
+    n: int,
+    *,
+    eps: float,
+    p: int = 0,
+    time_limit: float = 60.0,
+    verbose: bool = False,
+    rng: object = None,
+    target_gap: float = 1e-4,
+) -> Candidate:
+    r"""Certified optimum for any private position by side frontiers (:func:`frontier_analysis`).
+
+    Parameters
+    ----------
+    chain : MarkovChain
+    n : int
+        Number of records.
+    eps : float
+        Privacy budget (nats).
+    p : int
+        0-based index of the private record.
+    time_limit : float
+        Seconds; the upper-bound grid is refined while the gap exceeds ``target_gap``.
+    verbose, rng
+        The common solver signature (nothing is random or printed).
+    target_gap : float
+        Utility per record at which refinement stops.
+
+    Returns
+    -------
+    Candidate
+        ``solver="frontier"``; ``upper_bound`` the certified bound on the utility of every
+        eps-private mechanism (``bound_solver="frontier-dp"``, scope ``"all"``);
+        ``status="optimal"`` when the gap to the design's own table value met
+        ``target_gap``, else ``"time_limit"``.  Fallbacks: the split spent to ``eps``
+        exactly and the best split with symmetric side budgets.  ``info`` holds the split,
+        the grid, the windows and the seconds spent.
+    """
+    fa = frontier_analysis(chain, n, eps=eps, p=p, time_limit=time_limit, target_gap=target_gap)
+    info = {"split": {"left": list(fa.left), "right": list(fa.right)}, "grid": fa.grid,
+            "windows": list(fa.windows), "table_gap": fa.table_gap, "seconds": fa.seconds}
+    return Candidate(fa.redact_prob, "frontier", "optimal" if fa.table_gap <= target_gap else "time_limit",
+                     upper_bound=fa.upper_bound, bound_solver="frontier-dp" if fa.grid else "closed-form",
+                     fallbacks=(fa.edge, fa.diagonal_redact_prob), info=info,
+                     fallback_info=({"split": "spent to eps exactly"},
+                                    {"split": {"diagonal": fa.diagonal_eps_left}}))

@@ -537,3 +537,40 @@ def test_attack_stops_after_its_first_batch_when_too_slow(monkeypatch):
     assert ticks == [] and exc.value.seconds > 0  # stopped at the first batch, before any progress
     res = attack_mod.attack(FIG3, m.redact_prob, p=0, samples=1000, rng=np.random.default_rng(0), max_seconds=1e9)
     assert res.lower_bound <= m.leakage().leakage + 1e-12
+
+
+def test_design_reports_progress_as_optimisers_finish(run, capsys, monkeypatch):
+    from redactopt import MarkovChain, design
+
+    calls = []
+    design(MarkovChain(0.2, 0.5), 4, eps=1.0, p=1, progress=lambda *a: calls.append(a))
+    assert calls[0] == ("design", 0, calls[-1][2]) and calls[-1] == ("design", calls[-1][2], calls[-1][2])
+    assert [c[1] for c in calls] == list(range(calls[-1][2] + 1))
+    # the CLI draws a bar on a terminal for designs longer than a second, none for JSON to a pipe
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    monkeypatch.setattr("redactopt.interface.progress.tqdm", _EagerTqdm)
+    assert run(["design", "--n", "4", "--eps", "1", "--private", "2", "--no-compare"]) == 0
+    assert "design:" in term.getvalue()
+    term.seek(0)
+    term.truncate()
+    assert run(["design", "--n", "4", "--eps", "1", "--private", "2", "--format", "json"]) == 0
+    assert term.getvalue() == ""  # stdout (captured) is not a terminal
+
+
+class _EagerTqdm:
+    """tqdm without its one-second delay, so a test sees the bar of a short design."""
+
+    def __init__(self, *args, **kwargs):
+        from tqdm import tqdm
+
+        kwargs.pop("delay", None)
+        self._bar = tqdm(*args, **kwargs)
+        self.n = 0
+
+    def update(self, k):
+        self._bar.update(k)
+        self.n = self._bar.n
+
+    def close(self):
+        self._bar.close()

@@ -272,3 +272,24 @@ def test_occupancy_window_of_400():
     res = design(MarkovChain(0.003, 0.012), 400, eps=1.0, p=199, method="frontier")
     assert res.certificate.gap <= 1e-3
     assert res.utility == pytest.approx(0.2862255, abs=2e-6)  # the frontier prototype, SCIP cannot reach
+
+
+def test_frontier_split_library_call():
+    from redactopt.engine.tuning import frontier_split
+
+    chain = MarkovChain(0.01, 0.8)
+    fs = frontier_split(chain, 10, eps=0.5, p=4)
+    for side in (fs.left, fs.right):
+        assert min(side) >= 0.0
+    assert fs.left[0] + fs.right[0] <= 0.5 * (1 + 1e-12) and fs.left[1] + fs.right[1] <= 0.5 * (1 + 1e-12)
+    # the design lives up to its split: each side's extreme log-ratios within its budgets
+    q = np.asarray(fs.design.redact_prob)
+    for rows, (a, b) in ((q[:4][::-1], fs.left), (q[5:], fs.right)):
+        hi, lo = _side_extremes_exact(chain.alpha, chain.beta, rows)
+        assert math.log(hi) <= a + 1e-12 and -math.log(lo) <= b + 1e-12
+    d = fs.diagonal
+    assert certify_exact(0.01, 0.8, np.asarray(d.redact_prob).tolist(), [4], 0.5).status == "certified"
+    assert d.class_certificate.scope == "symmetric side budgets"
+    assert d.utility <= d.class_certificate.upper_bound
+    assert fs.design.utility >= d.utility - fs.design.certificate.gap
+    assert 0.0 <= fs.diagonal_eps_left <= 0.5

@@ -21,7 +21,7 @@ __all__ = ["alternatives", "compare_point", "COMPARE_COLUMNS"]
 
 COMPARE_COLUMNS = [
     "n", "p", "alpha", "beta", "eps",
-    "optimal", "optimal_upper_bound", "optimal_gap", "optimal_leakage", "optimal_source",
+    "optimal", "optimal_upper_bound", "optimal_gap", "optimal_bound_solver", "optimal_leakage", "optimal_source",
     "calibrated_3r", "calibrated_3r_leakage",
     "three_region", "three_region_leakage", "three_region_violates",
     "mq", "mq_leakage", "dim_optimal", "dim_optimal_leakage", "thm2_bound", "thm2_violated",
@@ -81,7 +81,8 @@ def compare_point(
     return {
         "n": n, "p": p + 1, "alpha": chain.alpha, "beta": chain.beta, "eps": eps,
         "optimal": opt.utility, "optimal_upper_bound": opt.certificate.upper_bound,
-        "optimal_gap": opt.certificate.gap, "optimal_leakage": opt.leakage,
+        "optimal_gap": opt.certificate.gap, "optimal_bound_solver": opt.certificate.solver,
+        "optimal_leakage": opt.leakage,
         "optimal_source": opt.info.get("source", opt.method),
         "calibrated_3r": cal.utility, "calibrated_3r_leakage": cal.leakage,
         "three_region": tr.utility(), "three_region_leakage": tr_leak,

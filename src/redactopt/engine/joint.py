@@ -312,8 +312,44 @@ def design_local(
 
 def _local_parts(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], method: str,
                  time_limit: float) -> list[tuple[int, int, np.ndarray]]:
-    return [(lo, hi, np.asarray(res.redact_prob))
-            for lo, hi, res in (_local_window(chain, n, eps, p, method, None, time_limit) for p in priv)]
+    return [(lo, hi, np.asarray(res.redact_prob)) for lo, hi, res in _local_results(chain, n, eps, priv, method,
+                                                                                  time_limit)]
+
+
+def _local_results(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], method: str,
+                   time_limit: float) -> list[tuple[int, int, DesignResult]]:
+    return [_local_window(chain, n, eps, p, method, None, time_limit) for p in priv]
+
+
+def _regions(chain: MarkovChain, n: int, eps: float, priv: Sequence[int],
+             results: list[tuple[int, int, DesignResult]]) -> tuple[list[tuple[int, int, float, str]], float, str]:
+    """Region certificates from per-record designs on windows, and the whole-sequence bound.
+
+    Overlapping windows form one region.  Lemma 2 bounds every region (its private records
+    included); a region with one private record also has its design's certificate over the
+    window (a window of the sequence: every mechanism's restriction to it is private for
+    the window alone, the ends being stationary records) and keeps the smaller.  Rows
+    outside every region count one each.
+    """
+    regions = []
+    for lo, hi, res in sorted(results, key=lambda r: r[0]):
+        if regions and lo <= regions[-1][1]:
+            regions[-1][1] = max(regions[-1][1], hi)
+            regions[-1][2].append(res)
+        else:
+            regions.append([lo, hi, [res]])
+    out = []
+    for lo, hi, members in regions:
+        m = hi - lo + 1
+        mine = [p - lo for p in priv if lo <= p <= hi]
+        bound, name = m * lemma2_upper_bound(chain, m, eps=eps, private=mine), "lemma2"
+        if len(members) == 1 and members[0].n == m:
+            c = members[0].certificate
+            if c.scope == "all" and c.upper_bound * m < bound:
+                bound, name = c.upper_bound * m, c.solver
+        out.append((lo, hi, bound, name))
+    total = sum(b for _, _, b, _ in out) + n - sum(hi - lo + 1 for lo, hi, _, _ in out)
+    return out, total / n, "regions"
 
 
 class _Blocks:
@@ -363,11 +399,16 @@ class _Blocks:
 
 def _combine_max_sparse(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], method: str,
                         time_limit: float) -> SparseDesign:
-    parts = _local_parts(chain, n, eps, priv, method, time_limit)
+    results = _local_results(chain, n, eps, priv, method, time_limit)
+    parts = [(lo, hi, np.asarray(res.redact_prob)) for lo, hi, res in results]
     blocks = _Blocks.of_max(n, parts, priv)
     name = method if len(priv) == 1 else f"max-{method}"
+    regions, bound, solver = _regions(chain, n, eps, priv, results)
+    lemma2 = lemma2_upper_bound(chain, n, eps=eps, private=priv)
+    if lemma2 <= bound:
+        bound, solver = lemma2, "lemma2"
     return finalize_sparse(chain, n, blocks.parts(), private=priv, eps=eps, method=name,
-                           upper_bound=lemma2_upper_bound(chain, n, eps=eps, private=priv), solver="lemma2",
+                           upper_bound=bound, solver=solver, regions=regions,
                            info={"per_record_method": method, "windows": [[lo, hi] for lo, hi, _ in parts]})
 
 

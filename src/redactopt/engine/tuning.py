@@ -1,6 +1,7 @@
 r"""The Three-Region mechanism with a tuned budget split, and 3R calibrated to be private.
 
-Two library calls on top of :func:`redactopt.paper.mechanisms.three_region`:
+The exact frontier split (:func:`frontier_split`) and two library calls on top of
+:func:`redactopt.paper.mechanisms.three_region`:
 
 * :func:`tuned_three_region` — the split :math:`\epsilon_\ell+\epsilon_r=\epsilon` that
   maximises 3R's utility as the paper computes it (Theorem 1's closed form with side
@@ -25,15 +26,19 @@ import numpy as np
 
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_real
-from redactopt.judge.certify import snap
+from redactopt.engine.ladder import judge_candidate
+from redactopt.errors import PrivacyCheckError
+from redactopt.judge.certify import DesignResult, finalize, snap
+from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.tolerances import safe_budget
 from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.influence import low_value, pointwise_influence, regions
 from redactopt.judge.leakage import leakage, utility
 from redactopt.paper.mechanisms import Mechanism, default_split, three_region, three_region_utility
 from redactopt.solvers.base import Candidate
+from redactopt.solvers.frontier import frontier_analysis
 
-__all__ = ["TunedSplit", "tuned_three_region", "calibrated_three_region"]
+__all__ = ["TunedSplit", "tuned_three_region", "calibrated_three_region", "FrontierSplit", "frontier_split"]
 
 
 @dataclass(frozen=True)
@@ -358,3 +363,63 @@ def calibrated_three_region(
     return Candidate(redact_prob=proposals[0][1], solver="3r-calibrated", status="heuristic",
                      fallbacks=tuple(q for _, q, _ in proposals[1:]), info=proposals[0][2],
                      fallback_info=tuple(i for _, _, i in proposals[1:]))
+
+
+# ---------------------------------------------------------------------------
+# the exact frontier split
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FrontierSplit:
+    r"""The best split of a budget between the two sides of the private record, and what it gives.
+
+    Attributes
+    ----------
+    design : DesignResult
+        The optimum (verified exactly; its certificate bounds every eps-private mechanism).
+    left, right : (float, float)
+        Each side's budgets ``(a, b)``: its largest log-ratio in favour of :math:`X_p=0`
+        and in favour of :math:`X_p=1` (the design spends slightly less, so that rounding
+        never decides it).  ``left[0] + right[0] <= eps`` and ``left[1] + right[1] <= eps``.
+    diagonal : DesignResult
+        The best design of the paper's family :math:`\epsilon_\ell+\epsilon_r=\epsilon`,
+        one symmetric budget per side (:math:`a=b`); ``diagonal.class_certificate`` bounds
+        that family.
+    diagonal_eps_left : float
+        Its left budget :math:`\epsilon_\ell`.
+    """
+
+    design: DesignResult
+    left: tuple[float, float]
+    right: tuple[float, float]
+    diagonal: DesignResult
+    diagonal_eps_left: float
+
+
+def frontier_split(chain: MarkovChain, n: int, *, eps: float, p: int = 0, time_limit: float = 60.0,
+                   target_gap: float = 1e-4) -> FrontierSplit:
+    r"""The exact frontier call: the best split :math:`(a, b)` of ``eps`` and each side's design.
+
+    .. math:: \mathrm{OPT}(\epsilon)=\max_{a,b} F_\ell(a,b)+F_r(\epsilon-a,\epsilon-b)
+
+    over asymmetric side budgets (:mod:`redactopt.solvers.frontier`), and the best split of
+    the paper's diagonal family :math:`a=b` beside it, both verified exactly and certified
+    (the diagonal over its family).  ``p`` is 0-based.
+    """
+    n, eps, p = check_problem(chain, n, eps, p)
+    fa = frontier_analysis(chain, n, eps=eps, p=p, time_limit=time_limit, target_gap=target_gap)
+    bound = min(lemma2_upper_bound(chain, n, eps=eps, private=[p]), fa.upper_bound)
+    results, winners = [], []
+    for label, props, cls in (("frontier", (fa.redact_prob, fa.edge), None),
+                              ("frontier-diagonal", (fa.diagonal_redact_prob,),
+                               (fa.diagonal_upper_bound, "frontier-dp", "symmetric side budgets"))):
+        cand = Candidate(props[0], label, "optimal", fallbacks=tuple(props[1:]))
+        q, _, how, why = judge_candidate(chain, cand, eps=eps, p=p)
+        if q is None:
+            raise PrivacyCheckError(f"{label}: no proposal passed the exact check: " + "; ".join(why))
+        winners.append(how["proposal"])
+        results.append(finalize(chain, q, private=[p], eps=eps, method=label, upper_bound=bound,
+                                solver="frontier-dp" if bound == fa.upper_bound else "lemma2",
+                                info=dict(how, grid=fa.grid, windows=list(fa.windows)), tol=0.0,
+                                class_bound=cls))
+    left, right = (fa.left, fa.right) if winners[0] == 0 else fa.edge_split
+    return FrontierSplit(results[0], left, right, results[1], fa.diagonal_eps_left)

@@ -319,10 +319,13 @@ def _cmd_design(args: argparse.Namespace) -> int:
     n = check_n(args.n, "--n")
     p = _one_private(args, n)
     _check_out(args)
+    # a bar on stderr for designs longer than a second; none for JSON going to a pipe
+    shown = progress_enabled(args.quiet) and not (fmt == "json" and not sys.stdout.isatty())
     try:
-        res = design(chain, n, eps=args.eps, p=p, method=args.method,
-                     split="auto" if args.split is None else args.split,
-                     time_limit=args.time_limit, certify_time=args.certify_time or 0.0)
+        with Bars(shown, unit="optimisers", delay=1.0) as bars:
+            res = design(chain, n, eps=args.eps, p=p, method=args.method,
+                         split="auto" if args.split is None else args.split,
+                         time_limit=args.time_limit, certify_time=args.certify_time or 0.0, progress=bars)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt design: privacy check failed: {exc}\n")
         return EXIT_FAIL

@@ -2,7 +2,8 @@
 
 Bars are shown only when standard error is a terminal and ``--quiet`` was not given, so
 logs, pipes and tests stay clean.  The library reports progress through plain callables
-(``progress(stage, done, total)`` in :func:`redactopt.release.apply.apply_table`,
+(``progress(stage, done, total)`` in :func:`redactopt.release.apply.apply_table` and
+:func:`redactopt.engine.design.design`,
 ``progress(done, total)`` in :func:`redactopt.judge.attack.attack`); :class:`Bars`
 turns those calls into bars.
 """
@@ -33,10 +34,11 @@ class Bars:
     file is scanned); otherwise a bar with an estimate of the time left.
     """
 
-    def __init__(self, enabled: bool, *, unit: str = "rows", file: TextIO | None = None) -> None:
+    def __init__(self, enabled: bool, *, unit: str = "rows", file: TextIO | None = None, delay: float = 0.0) -> None:
         self.enabled = enabled
         self.unit = unit
         self.file = file
+        self.delay = delay
         self._bars: dict[str, Any] = {}
 
     def __call__(self, stage: str, done: int, total: int | None) -> None:
@@ -45,7 +47,7 @@ class Bars:
         bar = self._bars.get(stage)
         if bar is None:
             bar = tqdm(total=total, desc=stage, unit=self.unit, unit_scale=True, leave=False,
-                       file=self.file if self.file is not None else sys.stderr)
+                       file=self.file if self.file is not None else sys.stderr, delay=self.delay)
             self._bars[stage] = bar
         bar.update(done - bar.n)
 

@@ -16,12 +16,14 @@ import numpy as np
 from redactopt._validate import check_eps, check_n, check_private
 from redactopt.errors import BoundError, PrivacyCheckError
 from redactopt.judge.exact import MAX_EXACT_N, certify_exact
+from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.tolerances import LEAKAGE_RTOL, SNAP_TOL, UTILITY_ATOL, boundary_zone
 from redactopt.model.chain import MarkovChain
 from redactopt.judge.leakage import LeakageResult, check_mechanism, leakage, max_leakage, utility
 
 __all__ = [
     "Certificate",
+    "RegionCertificate",
     "DesignResult",
     "SparseDesign",
     "SparseRows",
@@ -258,6 +260,30 @@ class SparseRows:
 
 
 @dataclass(frozen=True)
+class RegionCertificate:
+    """What any eps-private mechanism can publish in rows ``start..stop`` (0-based, inclusive).
+
+    ``upper_bound`` (expected published records there, over *every* mechanism private about
+    all the private records) and ``published`` (this design's expected published records
+    there); ``solver`` names the bound (``"lemma2"``, ``"frontier-dp"``, ``"scip"``).
+    """
+
+    start: int
+    stop: int
+    published: float
+    upper_bound: float
+    solver: str
+
+    @property
+    def gap(self) -> float:
+        return max(0.0, self.upper_bound - self.published)
+
+    def to_dict(self) -> dict:
+        return {"rows": [self.start + 1, self.stop + 1], "published": self.published,
+                "upper_bound": self.upper_bound, "gap": self.gap, "solver": self.solver}
+
+
+@dataclass(frozen=True)
 class SparseDesign:
     """A verified mechanism on ``n`` records that publishes every record outside its blocks.
 
@@ -266,6 +292,9 @@ class SparseDesign:
     0-based indices; ``per_private[i]`` is the exact leakage (Definition 1) about
     ``private[i]`` and ``leakage`` the worst of them; ``witness`` attains it on the block
     that starts at row ``witness_offset`` (its indices are relative to that row).
+    ``regions`` certify the design region by region (every block lies in one): the
+    whole-sequence ``certificate`` is at most the sum of their bounds plus one per row
+    outside them.
     """
 
     chain: MarkovChain
@@ -280,6 +309,7 @@ class SparseDesign:
     witness_offset: int
     certificate: Certificate
     info: dict = field(default_factory=dict, compare=False)
+    regions: tuple[RegionCertificate, ...] = ()
 
     @property
     def n(self) -> int:
@@ -370,6 +400,7 @@ def finalize_sparse(
     scope: str = "all",
     info: dict | None = None,
     tol: float = SNAP_TOL,
+    regions: list[tuple[int, int, float, str]] | None = None,
 ) -> SparseDesign:
     """:func:`finalize` for a mechanism given as blocks ``(start, rows)`` and zero elsewhere.
 
@@ -381,11 +412,18 @@ def finalize_sparse(
     from every likelihood ratio of Definition 1 (the window starts at a stationary
     record, as the sequence does).  Time and memory depend on the blocks, not on ``n``.
 
+    ``regions`` are ``(start, stop, upper_bound_records, solver)`` bounds on what any
+    eps-private mechanism publishes in those rows; by default each block (with its two
+    neighbours) gets Lemma 2's bound (:func:`redactopt.judge.lemma2.lemma2_upper_bound` on the
+    rows, private records included).
+
     Raises
     ------
     PrivacyCheckError
         If a private record lies outside every block (it would be published: infinite
         leakage) or any exact leakage exceeds ``eps``.
+    BoundError
+        If a bound lies below what the design publishes.
     """
     n = check_n(n)
     eps = check_eps(eps)
@@ -417,11 +455,27 @@ def finalize_sparse(
     pi = chain.stationary
     u = 1.0 - sum(float((b @ pi).sum()) for b in blocks) / n
     cert = make_certificate(upper_bound, u, solver=solver, scope=scope)
+    rows = SparseRows(n, tuple(starts), tuple(blocks))
+    if regions is None:
+        regions = []
+        for s, blk in zip(starts, blocks):
+            lo, hi = max(0, s - 1), min(n - 1, s + blk.shape[0])
+            mine = [p - lo for p in priv if lo <= p <= hi]
+            m = hi - lo + 1
+            bound = m * lemma2_upper_bound(chain, m, eps=eps, private=mine) if mine else float(m)
+            regions.append((lo, hi, bound, "lemma2"))
+    certs = []
+    for lo, hi, bound, name in regions:
+        published = float(((1.0 - rows.rows(lo, hi + 1)) @ pi).sum())
+        if not bound >= published - UTILITY_ATOL * (hi - lo + 1):
+            raise BoundError(f"{name} bound {bound!r} on rows {lo + 1}..{hi + 1} is below what the design "
+                             f"publishes there ({published!r})")
+        certs.append(RegionCertificate(int(lo), int(hi), published, float(bound), name))
     for b in blocks:
         b.setflags(write=False)
     return SparseDesign(
         chain=chain,
-        redact_prob=SparseRows(n, tuple(starts), tuple(blocks)),
+        redact_prob=rows,
         private=priv,
         eps=eps,
         method=method,
@@ -432,4 +486,5 @@ def finalize_sparse(
         witness_offset=worst[1],
         certificate=cert,
         info=dict(info or {}),
+        regions=tuple(certs),
     )

@@ -1,0 +1,153 @@
+"""The one repair and fallback ladder for proposals (used by :func:`redactopt.engine.design.design`).
+
+Solvers propose (:class:`redactopt.solvers.base.Candidate`); this module decides which of
+their proposals verify exactly and repairs those that almost do, always toward *more*
+redaction (post-processing: Definition 1's leakage is non-increasing in every entry of ``q``,
+``redactopt.engine.joint``'s docstring gives the argument), so a repair never raises the
+leakage.  Verdicts are :func:`redactopt.judge.certify.verify`'s (exact near the boundary).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from redactopt._search import bisect_boundary
+from redactopt.judge.certify import snap, verify
+from redactopt.judge.leakage import check_mechanism, utility
+from redactopt.judge.lemma2 import publishable
+from redactopt.judge.tolerances import SNAP_TOL
+from redactopt.model.chain import MarkovChain
+from redactopt.solvers.base import Candidate
+
+__all__ = ["judge_candidate"]
+
+
+def _variants(q: np.ndarray) -> list[np.ndarray]:
+    """The snapped proposal, then the proposal snapped toward privacy only.
+
+    Snapping near-0 entries to 0 can create nothing but can remove redaction; snapping
+    near-1 entries to 1 only redacts more, which never raises the leakage (post-processing:
+    Definition 1's leakage is non-increasing in every entry of ``q``).  So the second
+    variant passes whenever the raw proposal would.
+    """
+    up = np.array(q, dtype=float)
+    up[up > 1.0 - SNAP_TOL] = 1.0
+    return [snap(q), np.clip(up, 0.0, 1.0)]
+
+
+def _pushed(chain: MarkovChain, q: np.ndarray, p: tuple[int, ...], eps: float) -> np.ndarray | None:
+    """Repair: push the partly published entries toward 1 just far enough to verify exactly.
+
+    ``q + θ(1 - q)`` on the entries strictly between 0 and 1; leakage is non-increasing in
+    θ (post-processing), so bisection finds the smallest verified θ.  ``None`` if even
+    θ = 1 fails (then the always-published records themselves leak too much).
+    """
+    partial = (q > 0.0) & (q < 1.0)
+    if not partial.any():
+        return None
+
+    def at(theta: float) -> np.ndarray:
+        return np.where(partial, q + theta * (1.0 - q), q)
+
+    def ok(theta: float) -> bool:
+        return verify(chain, at(theta), p, eps)[1]
+
+    if not ok(1.0):
+        return None
+    return at(bisect_boundary(ok, 1.0, 0.0, steps=40))
+
+
+def _lemma2_closed(chain: MarkovChain, q: np.ndarray, p: int, eps: float) -> np.ndarray:
+    """Repair without loss: redact always every value Lemma 2 forbids (decided exactly).
+
+    A value published with positive probability whose pointwise influence exceeds ``eps``
+    makes a mechanism leak more than ``eps`` (Lemma 2), so every eps-private mechanism
+    redacts it always: closing it costs nothing a private mechanism could have.
+    """
+    q = q.copy()
+    for side, sign in ((slice(None, p), -1), (slice(p + 1, None), 1)):
+        rows = np.arange(q.shape[0])[side]
+        if not rows.size:
+            continue
+        d = np.abs(rows - p)
+        allowed = publishable(chain, int(d.max()), upper=eps, lower=eps)[d - 1]
+        q[rows] = np.where(allowed, q[rows], 1.0)
+    return q
+
+
+def _closed(chain: MarkovChain, q: np.ndarray, p: tuple[int, ...], eps: float) -> np.ndarray:
+    """Repair: close the published values the witness output shows, until it verifies exactly.
+
+    A partly published value whose own pattern leaks (say, ``v`` at distance 1 with
+    influence just above ``eps``) keeps leaking however close to 1 its redaction
+    probability is pushed; only redacting it always removes the pattern.  Each round closes
+    (sets to 1) the partly published entries that the worst output publishes nearest to
+    ``p`` on each side; leakage never rises (post-processing).  Stops when it verifies or
+    the worst output publishes nothing that can be closed (then the caller pushes the rest).
+    """
+    q = q.copy()
+    for _ in range(q.size):
+        res, ok = verify(chain, q, p, eps)
+        if ok:
+            return q
+        w, pp = res.witness, res.p
+        left = np.flatnonzero(w[:pp] >= 0)
+        right = np.flatnonzero(w[pp + 1 :] >= 0)
+        shown = ([int(left[-1])] if left.size else []) + ([pp + 1 + int(right[0])] if right.size else [])
+        changed = False
+        for t in shown:
+            v = int(w[t])
+            if 0.0 < q[t, v] < 1.0:
+                q[t, v] = 1.0
+                changed = True
+        if not changed:
+            break
+    return q
+
+
+def judge_candidate(chain: MarkovChain, cand: Candidate, *, eps: float,
+                    p: int) -> tuple[np.ndarray | None, float, dict, list[str]]:
+    """The single repair and fallback ladder: the best exactly verified proposal of a candidate.
+
+    Every proposal (the candidate's, then its fallbacks) is tried snapped, then snapped
+    toward privacy only (:func:`_variants`), then repaired by pushing its partly published
+    values toward redaction (:func:`_pushed`); the verified proposal of largest utility
+    wins.  Returns it (``None`` if nothing verified), its utility, what was done to it, and
+    the reasons proposals were refused.  :func:`design` packages the winner through
+    :func:`~redactopt.judge.certify.finalize`, which verifies it once more.
+    """
+    best: tuple[np.ndarray | None, float, dict] = (None, -1.0, {})
+    refused: list[str] = []
+    for k, raw in enumerate((cand.redact_prob, *cand.fallbacks)):
+        variants = [check_mechanism(v, (p,))[0] for v in _variants(np.asarray(raw, dtype=float))]
+        accepted, how = None, {}
+        for label, q in zip(("snapped", "snapped toward redaction"), variants):
+            res, ok = verify(chain, q, (p,), eps)
+            if ok:
+                accepted, how = q, dict(cand.proposal_info(k), proposal=k,
+                                        repair=None if label == "snapped" else label)
+                break
+            refused.append(f"{cand.solver} proposal {k} ({label}): exact leakage {res.leakage:.12g} > eps={eps:.12g}")
+        if accepted is not None:
+            repaired = [(accepted, how)]
+        else:
+            repaired = []
+            base = _lemma2_closed(chain, variants[1], p, eps)
+            if verify(chain, base, (p,), eps)[1]:
+                repaired.append((base, dict(cand.proposal_info(k), proposal=k, repair="Lemma 2 values closed")))
+            pushed = _pushed(chain, base, (p,), eps)
+            if pushed is not None:
+                repaired.append((pushed, dict(cand.proposal_info(k), proposal=k, repair="pushed toward redaction")))
+            closed: np.ndarray | None = _closed(chain, base, (p,), eps)
+            if not verify(chain, closed, (p,), eps)[1]:
+                closed = _pushed(chain, closed, (p,), eps)
+            if closed is not None:
+                repaired.append((closed, dict(cand.proposal_info(k), proposal=k,
+                                              repair="witness values closed")))
+        for q, why in repaired:
+            u = utility(chain, q)
+            if u > best[1]:
+                best = (q, u, why)
+    return best[0], best[1], best[2], refused
+
+
