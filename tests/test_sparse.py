@@ -259,19 +259,22 @@ def test_sparse_rows_with_many_blocks(rng):
 
 
 def test_region_certificates_bound_what_any_private_mechanism_publishes():
-    # Isolated private records designed with method="optimal" carry the frontier's bound for
-    # their region; clustered ones Lemma 2's.  Every region bound lies above what the design
+    # Isolated private records designed with method="optimal" carry the two-sided frontier's
+    # bound for their region, clustered ones the one-sided frontiers' of the cluster's outer
+    # sides (never above Lemma 2's).  Every region bound lies above what the design
     # publishes there, and the whole-sequence bound is the sum of the regions plus one per row
     # outside them (checked against the dense Lemma 2 formula, a weaker bound).
     chain = MarkovChain(0.05, 0.2)
     n = 20_000
     priv = [100, 10_000, 10_003, n - 5]
     s = design_joint_sparse(chain, n, eps=1.0, private=priv, method="optimal")
-    solvers = [r.solver for r in s.regions]
-    assert solvers[0] == "frontier-dp" and solvers[-1] == "frontier-dp" and solvers[1] == "lemma2"
+    assert [r.solver for r in s.regions] == ["frontier-dp"] * 3
     inside = 0
     for r in s.regions:
         assert r.upper_bound >= r.published - 1e-9
+        m = r.stop - r.start + 1
+        mine = [p - r.start for p in priv if r.start <= p <= r.stop]
+        assert r.upper_bound <= m * lemma2_upper_bound(chain, m, eps=1.0, private=mine) + 1e-9
         dense = np.asarray(s.redact_prob)[r.start : r.stop + 1]
         assert r.published == pytest.approx(float(((1 - dense) @ chain.stationary).sum()), rel=1e-12)
         inside += r.stop - r.start + 1

@@ -75,6 +75,7 @@ from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.tolerances import safe_budget
 from redactopt.model.chain import MarkovChain
 from redactopt.model.influence import delta_star, side_log_ratio_envelope
+from redactopt.solvers.frontier import side_bound, side_tables
 
 __all__ = [
     "JOINT_METHODS",
@@ -321,13 +322,56 @@ def _local_results(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], 
     return [_local_window(chain, n, eps, p, method, None, time_limit) for p in priv]
 
 
+#: Grid of the one-sided frontier tables behind region bounds (coarse: a bound, not a design).
+SIDE_BOUND_GRID = 1000
+
+
+def _region_bound(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequence[int],
+                  tables: dict) -> tuple[float, str]:
+    """A bound on what any eps-private mechanism publishes in rows ``lo..hi`` holding ``priv``.
+
+    The smaller of Lemma 2's bound over the rows and the side-frontier bound: every
+    mechanism private about the first private record ``f`` has left-side log-ratios within
+    ``[-eps, eps]`` (the right side's are on both sides of 0), so its rows ``lo..f-1``
+    publish at most :math:`F_\ell(\epsilon,\epsilon)`; likewise the rows after the last one
+    ``g``; each non-private row between them publishes at most 1.
+    """
+    m = hi - lo + 1
+    mine = [p - lo for p in priv if lo <= p <= hi]
+    bound, name = m * lemma2_upper_bound(chain, m, eps=eps, private=mine), "lemma2"
+    f, g = lo + mine[0], lo + mine[-1]
+    left, right = f - lo, hi - g
+    R = max(left, right, 1)
+    if tables.get("R", -1) < R:
+        tables["R"], tables["tab"] = R, side_tables(chain, R, G=SIDE_BOUND_GRID, upper=True)
+    tab = tables["tab"]
+    sides = side_bound(tab, left, eps, eps) + side_bound(tab, right, eps, eps) + (g - f + 1 - len(mine))
+    if sides < bound:
+        bound, name = sides, "frontier-dp"
+    return bound, name
+
+
+def _block_regions(chain: MarkovChain, n: int, eps: float, priv: Sequence[int],
+                   parts: list[tuple[int, np.ndarray]]) -> tuple[list[tuple[int, int, float, str]], float]:
+    """Region certificates for the blocks of a design (each block with its two neighbours)."""
+    starts, blocks = merge_blocks(n, parts)
+    tables: dict = {}
+    regions = []
+    for s, blk in zip(starts, blocks):
+        lo, hi = max(0, s - 1), min(n - 1, s + blk.shape[0])
+        if any(lo <= p <= hi for p in priv):
+            regions.append((lo, hi) + _region_bound(chain, eps, lo, hi, priv, tables))
+    inside = sum(hi - lo + 1 for lo, hi, _, _ in regions)
+    return regions, (sum(b for _, _, b, _ in regions) + n - inside) / n
+
+
 def _regions(chain: MarkovChain, n: int, eps: float, priv: Sequence[int],
              results: list[tuple[int, int, DesignResult]]) -> tuple[list[tuple[int, int, float, str]], float, str]:
     """Region certificates from per-record designs on windows, and the whole-sequence bound.
 
-    Overlapping windows form one region.  Lemma 2 bounds every region (its private records
-    included); a region with one private record also has its design's certificate over the
-    window (a window of the sequence: every mechanism's restriction to it is private for
+    Overlapping windows form one region.  :func:`_region_bound` bounds every region (its
+    private records included); a region with one private record also has its design's
+    certificate over the window (a window of the sequence: every mechanism's restriction to it is private for
     the window alone, the ends being stationary records) and keeps the smaller.  Rows
     outside every region count one each.
     """
@@ -339,10 +383,10 @@ def _regions(chain: MarkovChain, n: int, eps: float, priv: Sequence[int],
         else:
             regions.append([lo, hi, [res]])
     out = []
+    tables: dict = {}
     for lo, hi, members in regions:
         m = hi - lo + 1
-        mine = [p - lo for p in priv if lo <= p <= hi]
-        bound, name = m * lemma2_upper_bound(chain, m, eps=eps, private=mine), "lemma2"
+        bound, name = _region_bound(chain, eps, lo, hi, priv, tables)
         if len(members) == 1 and members[0].n == m:
             c = members[0].certificate
             if c.scope == "all" and c.upper_bound * m < bound:
@@ -713,8 +757,10 @@ def _design_joint(chain: MarkovChain, n: int, *, eps: float, private: object, me
         info["source"] = name
         info["seconds"] = time.perf_counter() - t0
         try:
-            sparse = finalize_sparse(chain, n, parts, private=priv, eps=eps, method="auto", upper_bound=bound,
-                                     solver="lemma2", info=dict(info))
+            regions, total = _block_regions(chain, n, eps, priv, parts)
+            best_bound, solver = (total, "regions") if total < bound else (bound, "lemma2")
+            sparse = finalize_sparse(chain, n, parts, private=priv, eps=eps, method="auto", upper_bound=best_bound,
+                                     solver=solver, info=dict(info), regions=regions)
             return sparse.to_result() if dense else sparse
         except PrivacyCheckError as exc:
             failures.append(f"{name}: {exc}")

@@ -56,6 +56,9 @@ def _sequence_report(plan: SequencePlan, chain: MarkovChain, redacted: int) -> d
     lo, hi = plan.span()
     d["window"] = [lo + 1, hi + 1]
     d["blocks"] = [[s + 1, s + rows.shape[0]] for s, rows in plan.blocks()]
+    if isinstance(res, SparseDesign):
+        # each region's own certificate: what any eps-private mechanism can publish there
+        d["regions"] = [r.to_dict() for r in res.regions]
     d["design_info"] = _jsonable(res.info)
     d["mechanism"] = design_to_dict(res)
     return d
@@ -114,6 +117,8 @@ def build_report(plan: ReleasePlan, *, redacted: np.ndarray, source: BitSource, 
         rep["mechanism"] = s["mechanism"]
         rep["window"] = s.get("window")
         rep["blocks"] = s.get("blocks")
+        if "regions" in s:
+            rep["regions"] = s["regions"]
         rep["design_info"] = s.get("design_info")
     else:
         rep["sequences"] = seqs
