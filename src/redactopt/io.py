@@ -41,6 +41,7 @@ import numpy as np
 
 from redactopt._validate import check_eps, check_redact_prob
 from redactopt.model.chain import MarkovChain
+from redactopt.model.classes import ChainClass
 from redactopt.judge.audit import as_sparse
 from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows
 from redactopt.judge.leakage import check_mechanism
@@ -85,7 +86,9 @@ class MechanismFile:
     ``redact_prob`` is a dense ``(n, 2)`` array (``redactopt.mechanism/1``) or a
     :class:`~redactopt.judge.certify.SparseRows` (``/2``: never densified).
     ``utility``, ``leakage`` and ``certificate`` are what the file *claims*; audits
-    recompute them.
+    recompute them.  ``chain_class`` is the class of chains the mechanism was designed and
+    verified for (field ``chain_class``, optional; ``chain`` is then the chain its utility
+    and certificate are measured at).
     """
 
     chain: MarkovChain
@@ -96,6 +99,7 @@ class MechanismFile:
     utility: float | None
     leakage: float | None
     certificate: dict | None
+    chain_class: ChainClass | None = None
 
     @property
     def n(self) -> int:
@@ -143,6 +147,8 @@ def design_to_dict(res: DesignResult | SparseDesign, *, format: str = FORMAT) ->
     """The mechanism file of a verified design, with its ``certificate``."""
     d = mechanism_to_dict(res.chain, res.redact_prob, private=res.private, eps=res.eps, method=res.method,
                           utility=res.utility, leakage=res.leakage, format=format)
+    if res.chain_class is not None:
+        d["chain_class"] = res.chain_class.to_dict()
     d["certificate"] = res.certificate.to_dict()
     return d
 
@@ -256,7 +262,24 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
     for key, val in (("utility", util), ("leakage", leak)):
         if val is not None and (isinstance(val, bool) or not isinstance(val, (int, float))):
             raise ValueError(f"{where}: field '{key}' must be a number or null, got {val!r}")
-    return MechanismFile(chain, q, privt, eps, method, util, leak, cert)
+    return MechanismFile(chain, q, privt, eps, method, util, leak, cert, _chain_class(d.get("chain_class"), where))
+
+
+def _chain_class(raw: object, where: str) -> ChainClass | None:
+    """The optional ``chain_class`` field: ``{"alpha": [lo, hi], "beta": [lo, hi]}`` or ``{"chains": [...]}``."""
+    if raw is None:
+        return None
+    name = f"{where}: field 'chain_class'"
+    if not isinstance(raw, dict):
+        raise ValueError(f"{name} must be an object")
+    try:
+        nom = raw.get("nominal")
+        nominal = MarkovChain(nom["alpha"], nom["beta"]) if isinstance(nom, dict) else None
+        if "chains" in raw:
+            return ChainClass.of([MarkovChain(c["alpha"], c["beta"]) for c in raw["chains"]], nominal=nominal)
+        return ChainClass.box(tuple(raw["alpha"]), tuple(raw["beta"]), nominal=nominal)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: {exc}") from None
 
 
 def _load_json(path: str | os.PathLike[str]) -> tuple[Any, str]:

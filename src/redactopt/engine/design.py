@@ -17,14 +17,17 @@ from typing import Any, Literal
 
 import numpy as np
 
+from redactopt._search import bisect_boundary
 from redactopt._validate import check_real
 from redactopt.engine.tuning import tuned_three_region
 from redactopt.errors import BoundError
 from redactopt.engine.ladder import judge_candidate
 from redactopt.judge.certify import DesignResult, finalize
 from redactopt.judge.lemma2 import lemma2_upper_bound
-from redactopt.judge.tolerances import UTILITY_ATOL
+from redactopt.judge.leakage import leakage, utility
+from redactopt.judge.tolerances import UTILITY_ATOL, safe_budget
 from redactopt.model.chain import MarkovChain, check_problem
+from redactopt.model.classes import ChainClass
 from redactopt.paper.mechanisms import markov_quilt, three_region
 from redactopt.solvers.base import Candidate
 
@@ -97,7 +100,7 @@ def _solver(method: str) -> Callable[..., Candidate]:
 # the entry point
 # --------------------------------------------------------------------------
 def design(
-    chain: MarkovChain,
+    chain: MarkovChain | ChainClass,
     n: int,
     *,
     eps: float,
@@ -115,7 +118,9 @@ def design(
 
     Parameters
     ----------
-    chain : MarkovChain
+    chain : MarkovChain or ChainClass
+        The chain, or a class of chains (:class:`~redactopt.model.classes.ChainClass`): then
+        the design is private for *every* chain of the class (:func:`_design_class`).
     n : int
         Number of records.
     eps : float
@@ -172,6 +177,9 @@ def design(
     BoundError
         If a solver's bound lies below a verified utility (a bug, never clamped).
     """
+    if isinstance(chain, ChainClass):
+        return _design_class(chain, n, eps=eps, p=p, method=method, split=split, time_limit=time_limit, rng=rng,
+                             certify_time=certify_time, options=options, progress=progress, verbose=verbose)
     n, eps, p = check_problem(chain, n, eps, p)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -247,3 +255,60 @@ def _judge_runs(chain: MarkovChain, n: int, eps: float, p: int, method: str, run
         info["refused"] = refused
     return finalize(chain, q, private=[p], eps=eps, method=method, upper_bound=bound,
                     solver=solver, info=info, tol=0.0, stopped=stopped, class_bound=class_bound)
+
+
+def _design_class(chain_class: ChainClass, n: int, *, eps: float, p: int, **kw: Any) -> DesignResult:
+    r"""A design private for every chain of a class (Pufferfish :math:`\Theta`).
+
+    The class is decided by its deciding chains (the theorem of :mod:`redactopt.model.classes`).
+    With one (every box on one side of :math:`\alpha+\beta=1`) the robust optimum *is* the
+    point optimum there: the point design, its certificate unchanged.  With several, the
+    elementwise maximum of their point designs is private for each (redacting more is
+    post-processing), and its entries are lowered one at a time while the exact leakage at
+    every deciding chain allows; a mechanism private for all chains is private for each, so
+    the smallest point certificate bounds the robust optimum, measured at its chain.
+    ``info`` adds the class, each deciding chain's point optimum and the utility at the
+    class's nominal chain.
+    """
+    deciding = chain_class.deciding()
+    points = [design(c, n, eps=eps, p=p, **kw) for c in deciding]
+    best = min(range(len(points)), key=lambda i: points[i].certificate.upper_bound)
+    chain, cert = deciding[best], points[best].certificate
+    if len(points) == 1:
+        q = np.asarray(points[0].redact_prob)
+    else:
+        q = _improve_for_chains(deciding, np.max([np.asarray(r.redact_prob) for r in points], axis=0), p, eps)
+    info = dict(points[best].info if len(points) == 1 else {"source": "max of point designs, improved"})
+    info.update(chain_class=chain_class.to_dict(),
+                point_optima=[{"alpha": c.alpha, "beta": c.beta, "utility": r.utility,
+                               "upper_bound": r.certificate.upper_bound} for c, r in zip(deciding, points)],
+                utility_at_nominal=utility(chain_class.nominal, q))
+    return finalize(chain, q, private=[p], eps=eps, method=points[best].method, upper_bound=cert.upper_bound,
+                    solver=cert.solver, scope=cert.scope, info=info, tol=0.0, stopped=cert.stopped,
+                    chain_class=chain_class)
+
+
+def _improve_for_chains(chains: tuple[MarkovChain, ...], q: np.ndarray, p: int, eps: float) -> np.ndarray:
+    """Lower each entry of ``q`` (largest utility weight first) as far as every chain allows.
+
+    The leakage is non-increasing in every entry (post-processing), so the feasible values of
+    one entry form an interval ending at its current value; bisection finds its other end.
+    """
+    q = np.array(q, dtype=float)
+    target = safe_budget(eps, q.shape[0])
+
+    def ok() -> bool:
+        return all(leakage(c, q, p).leakage <= target for c in chains)
+
+    weights = np.mean([c.stationary for c in chains], axis=0)
+    order = sorted(((t, v) for t in range(q.shape[0]) for v in (0, 1) if t != p and q[t, v] > 0.0),
+                   key=lambda tv: (-weights[tv[1]], abs(tv[0] - p)))
+    for t, v in order:
+        cur = q[t, v]
+
+        def lowered(x: float, t: int = t, v: int = v) -> bool:
+            q[t, v] = x
+            return ok()
+
+        q[t, v] = bisect_boundary(lowered, cur, 0.0, steps=40) if not lowered(0.0) else 0.0
+    return q

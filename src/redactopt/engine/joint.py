@@ -74,6 +74,7 @@ from redactopt.judge.leakage import leakage
 from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.tolerances import safe_budget
 from redactopt.model.chain import MarkovChain
+from redactopt.model.classes import ChainClass
 from redactopt.model.influence import delta_star, side_log_ratio_envelope
 from redactopt.solvers.frontier import side_bound, side_tables
 
@@ -629,7 +630,7 @@ def improve_locally(
 # the entry point
 # --------------------------------------------------------------------------
 def design_joint(
-    chain: MarkovChain,
+    chain: MarkovChain | ChainClass,
     n: int,
     *,
     eps: float,
@@ -677,7 +678,7 @@ def design_joint(
 
 
 def design_joint_sparse(
-    chain: MarkovChain,
+    chain: MarkovChain | ChainClass,
     n: int,
     *,
     eps: float,
@@ -699,11 +700,42 @@ def design_joint_sparse(
     return res
 
 
-def _design_joint(chain: MarkovChain, n: int, *, eps: float, private: object, method: str, improve: bool,
-                  time_limit: float, dense: bool) -> SparseDesign | DesignResult:
+def _design_joint_class(chain_class: ChainClass, n: int, *, eps: float, private: object, method: str,
+                        improve: bool, time_limit: float, dense: bool) -> SparseDesign | DesignResult:
+    """:func:`design_joint_sparse` private for every chain of a class.
+
+    At each deciding chain of the class a sparse design; their blocks merged by elementwise
+    maximum (private for each chain: redacting more is post-processing), verified exactly at
+    every deciding chain; with one deciding chain (every box on one side of alpha + beta = 1)
+    that is the point design there.  The certificate is the smallest of the point designs'
+    (measured at its chain).
+    """
+    deciding = chain_class.deciding()
+    designs = [_design_joint(c, n, eps=eps, private=private, method=method, improve=improve,
+                             time_limit=time_limit, dense=False) for c in deciding]
+    best = min(range(len(designs)), key=lambda i: designs[i].certificate.upper_bound)
+    base = designs[best]
+    parts = [(s, b) for d in designs for s, b in zip(d.redact_prob.starts, d.redact_prob.blocks)]
+    info = dict(base.info, chain_class=chain_class.to_dict(),
+                point_optima=[{"alpha": c.alpha, "beta": c.beta, "utility": d.utility,
+                               "upper_bound": d.certificate.upper_bound} for c, d in zip(deciding, designs)])
+    regions = None if len(designs) > 1 else [(r.start, r.stop, r.upper_bound, r.solver) for r in base.regions]
+    sparse = finalize_sparse(deciding[best], n, parts, private=base.private, eps=eps, method=base.method,
+                             upper_bound=base.certificate.upper_bound, solver=base.certificate.solver, info=info,
+                             regions=regions, chain_class=chain_class)
+    pi = chain_class.nominal.stationary
+    sparse.info["utility_at_nominal"] = 1.0 - sum(float((b @ pi).sum()) for b in sparse.redact_prob.blocks) / n
+    return sparse.to_result() if dense else sparse
+
+
+def _design_joint(chain: MarkovChain | ChainClass, n: int, *, eps: float, private: object, method: str,
+                  improve: bool, time_limit: float, dense: bool) -> SparseDesign | DesignResult:
     """Both entry points; with ``dense`` each accepted candidate is also re-verified on all
     ``n`` records (:meth:`~redactopt.judge.certify.SparseDesign.to_result`), and a candidate that
     fails there makes way for the next one, like one that fails on its blocks."""
+    if isinstance(chain, ChainClass):
+        return _design_joint_class(chain, n, eps=eps, private=private, method=method, improve=improve,
+                                   time_limit=time_limit, dense=dense)
     chain = _check_chain(chain)
     n = check_n(n)
     eps = check_eps(eps)

@@ -49,6 +49,7 @@ from redactopt.io import STDIO, check_output_path, design_to_dict, read_mechanis
 from redactopt.judge.attack import attack
 from redactopt.judge.audit import WitnessRuns, audit, exact_audit
 from redactopt.model.chain import MarkovChain
+from redactopt.model.classes import ChainClass, parse_range
 from redactopt.paper.mechanisms import markov_quilt, three_region
 
 __all__ = ["main", "build_parser"]
@@ -68,10 +69,11 @@ SPLIT_METHODS = ("optimal", "3r", "3r-calibrated")
 # shared options
 # ---------------------------------------------------------------------------
 def _add_chain_options(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--alpha", type=float, default=None,
-                    help=f"P(X_t+1=1 | X_t=0), in (0, 1) (default {DEFAULT_ALPHA}, the paper's Fig. 3)")
-    ap.add_argument("--beta", type=float, default=None,
-                    help=f"P(X_t+1=0 | X_t=1), in (0, 1) (default {DEFAULT_BETA})")
+    ap.add_argument("--alpha", default=None, metavar="A|LO:HI",
+                    help=f"P(X_t+1=1 | X_t=0), in (0, 1) (default {DEFAULT_ALPHA}, the paper's Fig. 3); a range "
+                         "LO:HI (with --beta) makes the guarantee hold for every chain of the box (a class of chains)")
+    ap.add_argument("--beta", default=None, metavar="B|LO:HI",
+                    help=f"P(X_t+1=0 | X_t=1), in (0, 1) (default {DEFAULT_BETA}); or a range LO:HI")
 
 
 def _add_problem_options(ap: argparse.ArgumentParser, *, required: bool) -> None:
@@ -88,9 +90,19 @@ def _add_output_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
 
 
-def _chain(args: argparse.Namespace) -> MarkovChain:
-    return MarkovChain(DEFAULT_ALPHA if args.alpha is None else args.alpha,
-                       DEFAULT_BETA if args.beta is None else args.beta)
+def _chain(args: argparse.Namespace, default: MarkovChain | None = None) -> MarkovChain | ChainClass:
+    """The chain of ``--alpha``/``--beta``, or the box of chains when either is a range ``LO:HI``.
+
+    An option not given takes ``default``'s value (the Fig. 3 chain if none).
+    """
+    a = parse_range(args.alpha, "--alpha") if args.alpha is not None else (
+        (default.alpha,) * 2 if default else (DEFAULT_ALPHA,) * 2)
+    b = parse_range(args.beta, "--beta") if args.beta is not None else (
+        (default.beta,) * 2 if default else (DEFAULT_BETA,) * 2)
+    if a[0] == a[1] and b[0] == b[1]:
+        return MarkovChain(a[0], b[0])
+    nominal = default if default is not None and default in ChainClass.box(a, b) else None
+    return ChainClass.box(a, b, nominal=nominal)
 
 
 def _one_private(args: argparse.Namespace, n: int) -> int:
@@ -177,17 +189,18 @@ def _build_mechanism(args: argparse.Namespace) -> tuple[MarkovChain, Any]:
     reading = args.reading or "section4"
     if reading != "section4":
         refuse_given(args, ["split"], f"applies to the section4 reading only (--reading {reading} fixes its budgets)")
-    chain = _chain(args)
+    judge = _chain(args)  # the chain, or the class of chains the mechanism is judged for
+    chain = judge.nominal if isinstance(judge, ChainClass) else judge  # the paper builds it for one chain
     n = check_n(args.n, "--n")
     p = _one_private(args, n)
     if args.method == "mq":
-        return chain, markov_quilt(chain, n, eps=args.eps, p=p)
+        return judge, markov_quilt(chain, n, eps=args.eps, p=p)
     split = resolve_split(args.split, n, p, args.eps)
     eps_left = tuned_three_region(chain, n, eps=args.eps, p=p).eps_left if split == "auto" else split
-    return chain, three_region(chain, n, eps=args.eps, p=p, eps_left=eps_left, reading=reading)
+    return judge, three_region(chain, n, eps=args.eps, p=p, eps_left=eps_left, reading=reading)
 
 
-def _audit_one(chain: MarkovChain, q: np.ndarray, private: tuple[int, ...], eps: float, method: str,
+def _audit_one(chain: MarkovChain | ChainClass, q: np.ndarray, private: tuple[int, ...], eps: float, method: str,
                info: dict | None, args: argparse.Namespace, rng: np.random.Generator) -> dict[str, Any]:
     rep = audit(chain, q, private=private, eps=eps, method=method, info=info)
     passed = rep["passed"]
@@ -234,11 +247,15 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if args.mechanism is not None:
         if args.method:
             raise UsageError("give either a mechanism file or --method, not both")
-        refuse_given(args, ["n", "eps", "alpha", "beta", "private", "reading", "split"],
-                     "applies to --method only: a mechanism file carries its own n, eps, chain and private records")
+        refuse_given(args, ["n", "private", "reading", "split"],
+                     "applies to --method only: a mechanism file carries its own n and private records")
         reports = []
         for seq_id, mf in read_mechanisms(args.mechanism):
-            rep = _audit_one(mf.chain, mf.redact_prob, mf.private, mf.eps, mf.method, None, args, rng)
+            # --alpha/--beta (numbers or LO:HI ranges) judge the file's mechanism for another chain or a
+            # class of chains; --eps against another budget; by default the file's own chain (or class)
+            judge = _chain(args, default=mf.chain) if (args.alpha or args.beta) else (mf.chain_class or mf.chain)
+            eps = mf.eps if args.eps is None else args.eps
+            rep = _audit_one(judge, mf.redact_prob, mf.private, eps, mf.method, None, args, rng)
             if seq_id is not None:
                 rep = {"sequence": seq_id, **rep}
             reports.append(rep)

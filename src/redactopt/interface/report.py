@@ -61,6 +61,14 @@ def _summary(res: DesignResult) -> list[tuple[str, str]]:
     ]
     if c.stopped:
         rows.append(("search", stopped_text(c.gap)))
+    if res.chain_class is not None:
+        ch = res.chain
+        rows.insert(1, ("class", f"{res.chain_class.describe()}: private for every chain; utility, bound and the "
+                                 f"table at the deciding chain alpha={ch.alpha:g} beta={ch.beta:g}"))
+        if "utility_at_nominal" in res.info:
+            nom = res.chain_class.nominal
+            rows.insert(3, ("at nominal", f"{res.info['utility_at_nominal']:.10g} (utility at alpha={nom.alpha:g} "
+                                          f"beta={nom.beta:g})"))
     return rows
 
 
@@ -190,9 +198,17 @@ def audit_text(report: dict[str, Any]) -> str:
                  f"alpha={report['chain']['alpha']:g}  beta={report['chain']['beta']:g}")
     if "info" in report and "regions" in report["info"]:
         lines.append(f"regions   : {report['info']['regions']}  (P private, S small, M medium, L large)")
+    cc = report.get("chain_class")
+    if cc is not None:
+        box = (f"alpha {cc['alpha'][0]:g}:{cc['alpha'][1]:g}  beta {cc['beta'][0]:g}:{cc['beta'][1]:g}"
+               if "alpha" in cc else f"{len(cc['chains'])} chains")
+        wc = report["worst_chain"]
+        lines.append(f"class     : {box}  (every chain; worst at alpha={wc['alpha']:g} beta={wc['beta']:g}, "
+                     f"utility at the nominal chain)")
     lines += [
         f"eps       : {report['eps']:.6g}",
-        f"leakage   : {report['leakage']:.10g}  (exact, nats; worst private record {report['witness_private']})",
+        f"leakage   : {report['leakage']:.10g}  (exact, nats; worst private record {report['witness_private']}"
+        f"{', worst over the class' if cc is not None else ''})",
         f"witness   : {witness_text(report['witness'])}",
         f"            attains log {ratio_dir}",
         f"utility   : {report['utility']:.10g}",

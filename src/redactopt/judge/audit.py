@@ -23,6 +23,7 @@ from redactopt.judge.certify import SparseRows, extended_block, verify
 from redactopt.judge.exact import MAX_EXACT_N, ExactCertificate, certify_exact
 from redactopt.judge.leakage import LeakageResult, check_mechanism, leakage
 from redactopt.model.chain import MarkovChain
+from redactopt.model.classes import ChainClass
 
 __all__ = ["audit", "exact_audit", "as_sparse", "segments", "Segment", "WitnessRuns"]
 
@@ -149,7 +150,7 @@ class WitnessRuns(Sequence):
 
 
 def audit(
-    chain: MarkovChain,
+    chain: MarkovChain | ChainClass,
     redact_prob: object,
     *,
     private: object,
@@ -167,7 +168,15 @@ def audit(
     ``eps`` (:func:`redactopt.judge.certify.verify`: rational arithmetic near the
     boundary).  ``witness`` is the worst output as a :class:`WitnessRuns` (a sequence of
     0, 1 and ``None`` for ⊥, record 1 first; ``.tolist()`` for the list).
+
+    With a :class:`~redactopt.model.classes.ChainClass` the mechanism is judged for every
+    chain of the class: it is audited at each deciding chain (docs/mathematics.md, "Classes
+    of chains": the worst case over a box is attained there), ``leakage`` is the worst
+    (the supremum over the class) and ``worst_chain`` the chain attaining it; ``utility``
+    is measured at the class's nominal chain; ``deciding`` lists each deciding chain's audit.
     """
+    if isinstance(chain, ChainClass):
+        return _audit_class(chain, redact_prob, private=private, eps=eps, method=method, info=info)
     eps = check_eps(eps)
     rows = as_sparse(redact_prob)
     per: dict[int, LeakageResult] = {}
@@ -207,7 +216,34 @@ def audit(
     return report
 
 
-def exact_audit(chain: MarkovChain, redact_prob: object, *, private: object, eps: float) -> ExactCertificate:
+def _audit_class(chain_class: ChainClass, redact_prob: object, *, private: object, eps: float, method: str,
+                 info: dict | None) -> dict[str, Any]:
+    reports = [(c, audit(c, redact_prob, private=private, eps=eps, method=method, info=info))
+               for c in chain_class.deciding()]
+    worst_chain, rep = max(reports, key=lambda cr: cr[1]["leakage"])
+    rep = dict(rep)
+    per = {}
+    for _, r in reports:
+        for x in r["per_private"]:
+            if x["private"] not in per or x["leakage"] > per[x["private"]]["leakage"]:
+                per[x["private"]] = x
+    rows = as_sparse(redact_prob)
+    pi = chain_class.nominal.stationary
+    rep.update(
+        chain_class=chain_class.to_dict(),
+        chain={"alpha": chain_class.nominal.alpha, "beta": chain_class.nominal.beta},
+        worst_chain={"alpha": worst_chain.alpha, "beta": worst_chain.beta},
+        passed=all(r["passed"] for _, r in reports),
+        utility=1.0 - sum(float((b @ pi).sum()) for b in rows.blocks) / rows.n,
+        per_private=[per[k] for k in sorted(per)],
+        deciding=[{"alpha": c.alpha, "beta": c.beta, "leakage": r["leakage"], "passed": r["passed"]}
+                  for c, r in reports],
+    )
+    return rep
+
+
+def exact_audit(chain: MarkovChain | ChainClass, redact_prob: object, *, private: object,
+                eps: float) -> ExactCertificate:
     """The verdict of :func:`redactopt.judge.exact.certify_exact` for every private record, segment by segment.
 
     Rational arithmetic on the stored doubles (the numbers a release draws with), on each
@@ -215,8 +251,12 @@ def exact_audit(chain: MarkovChain, redact_prob: object, *, private: object, eps
     certificate of the segment with the largest ratio, which decides for all: if it is
     certified every other (smaller) ratio is too, and if any segment violates ``eps`` so
     does it.  A segment longer than
-    :data:`~redactopt.judge.exact.MAX_EXACT_N` records is a ``ValueError``.
+    :data:`~redactopt.judge.exact.MAX_EXACT_N` records is a ``ValueError``.  For a class,
+    the worst over its deciding chains.
     """
+    if isinstance(chain, ChainClass):
+        return max((exact_audit(c, redact_prob, private=private, eps=eps) for c in chain.deciding()),
+                   key=lambda c: c.ratio)
     certs = []
     for seg in segments(redact_prob, private):
         m = seg.rows.shape[0]

@@ -19,6 +19,7 @@ from redactopt.judge.exact import MAX_EXACT_N, certify_exact
 from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.tolerances import LEAKAGE_RTOL, SNAP_TOL, UTILITY_ATOL, boundary_zone
 from redactopt.model.chain import MarkovChain
+from redactopt.model.classes import ChainClass
 from redactopt.judge.leakage import LeakageResult, check_mechanism, leakage, max_leakage, utility
 
 __all__ = [
@@ -76,7 +77,10 @@ class DesignResult:
     ``redact_prob`` exactly as stored (after snapping), the worst over ``private``.
     ``certificate`` bounds the utility of every local redaction mechanism;
     ``class_certificate``, when a solver derived one, bounds a named class only (e.g. the
-    exact optimum over data-independent mechanisms for ``method="dim"``).
+    exact optimum over data-independent mechanisms for ``method="dim"``).  With a
+    ``chain_class`` (:class:`~redactopt.model.classes.ChainClass`) the design is private for
+    every chain of the class: ``leakage`` is the worst over the class (attained at a deciding
+    chain), while ``utility`` and the certificate are measured at ``chain``.
     """
 
     chain: MarkovChain
@@ -90,6 +94,7 @@ class DesignResult:
     certificate: Certificate
     info: dict = field(default_factory=dict, compare=False)
     class_certificate: Certificate | None = None
+    chain_class: ChainClass | None = None
 
     @property
     def n(self) -> int:
@@ -138,11 +143,14 @@ def finalize(
     tol: float = SNAP_TOL,
     stopped: bool = False,
     class_bound: tuple[float, str, str] | None = None,
+    chain_class: ChainClass | None = None,
 ) -> DesignResult:
     """Snap, re-verify exactly and package a design: the only constructor of :class:`DesignResult`.
 
     ``upper_bound``/``solver``/``scope`` make the certificate (:func:`make_certificate`);
-    ``class_bound`` = ``(upper_bound, solver, scope)`` an optional class certificate.
+    ``class_bound`` = ``(upper_bound, solver, scope)`` an optional class certificate.  With
+    ``chain_class`` the mechanism is verified at every deciding chain of the class (which
+    certifies it for the whole class, docs/mathematics.md "Classes of chains").
 
     Raises
     ------
@@ -157,6 +165,11 @@ def finalize(
     q = snap(np.asarray(redact_prob, dtype=float), tol)
     q, priv = check_mechanism(q, private)
     res, ok = verify(chain, q, priv, eps)
+    for other in (chain_class.deciding() if chain_class is not None else ()):
+        r, good = verify(other, q, priv, eps)
+        ok &= good
+        if r.leakage > res.leakage:
+            res = r
     if not ok:
         raise PrivacyCheckError(
             f"{method}: exact leakage {res.leakage:.12g} exceeds eps={eps:.12g} after snapping"
@@ -178,6 +191,7 @@ def finalize(
         certificate=cert,
         info=dict(info or {}),
         class_certificate=cls,
+        chain_class=chain_class,
     )
 
 
@@ -310,6 +324,7 @@ class SparseDesign:
     certificate: Certificate
     info: dict = field(default_factory=dict, compare=False)
     regions: tuple[RegionCertificate, ...] = ()
+    chain_class: ChainClass | None = None
 
     @property
     def n(self) -> int:
@@ -324,7 +339,7 @@ class SparseDesign:
         c = self.certificate
         return finalize(self.chain, np.asarray(self.redact_prob), private=self.private, eps=self.eps,
                         method=self.method, upper_bound=c.upper_bound, solver=c.solver, scope=c.scope,
-                        info=self.info)
+                        info=self.info, chain_class=self.chain_class)
 
 
 def merge_blocks(n: int, parts: list[tuple[int, np.ndarray]]) -> tuple[list[int], list[np.ndarray]]:
@@ -401,6 +416,7 @@ def finalize_sparse(
     info: dict | None = None,
     tol: float = SNAP_TOL,
     regions: list[tuple[int, int, float, str]] | None = None,
+    chain_class: ChainClass | None = None,
 ) -> SparseDesign:
     """:func:`finalize` for a mechanism given as blocks ``(start, rows)`` and zero elsewhere.
 
@@ -415,7 +431,8 @@ def finalize_sparse(
     ``regions`` are ``(start, stop, upper_bound_records, solver)`` bounds on what any
     eps-private mechanism publishes in those rows; by default each block (with its two
     neighbours) gets Lemma 2's bound (:func:`redactopt.judge.lemma2.lemma2_upper_bound` on the
-    rows, private records included).
+    rows, private records included).  With ``chain_class`` every block is verified at every
+    deciding chain too (``per_private`` and ``leakage`` are then the worst over the class).
 
     Raises
     ------
@@ -429,6 +446,7 @@ def finalize_sparse(
     eps = check_eps(eps)
     priv = check_private(private, n)
     starts, blocks = _trim_blocks(*merge_blocks(n, list(parts)), tol)
+    chains = list(dict.fromkeys((chain,) + (chain_class.deciding() if chain_class is not None else ())))
     per: dict[int, float] = {}
     worst: tuple[LeakageResult, int] | None = None
     all_ok = True
@@ -437,14 +455,15 @@ def finalize_sparse(
         if not mine:
             continue
         ext, rel = check_mechanism(ext, [p - lo for p in mine])
-        results = [leakage(chain, ext, p) for p in rel]
-        for p, r in zip(mine, results):
-            per[p] = r.leakage
-        block_worst = max(results, key=lambda r: r.leakage)
-        _, ok = verify(chain, ext, rel, eps, worst=block_worst)
-        all_ok &= ok
-        if worst is None or block_worst.leakage > worst[0].leakage:
-            worst = (block_worst, lo)
+        for judge_chain in chains:
+            results = [leakage(judge_chain, ext, p) for p in rel]
+            for p, r in zip(mine, results):
+                per[p] = max(per.get(p, 0.0), r.leakage)
+            block_worst = max(results, key=lambda r: r.leakage)
+            _, ok = verify(judge_chain, ext, rel, eps, worst=block_worst)
+            all_ok &= ok
+            if worst is None or block_worst.leakage > worst[0].leakage:
+                worst = (block_worst, lo)
     missing = [p + 1 for p in priv if p not in per]
     if missing:
         raise PrivacyCheckError(f"{method}: private record {missing[0]} would be published (infinite leakage)")
@@ -487,4 +506,5 @@ def finalize_sparse(
         certificate=cert,
         info=dict(info or {}),
         regions=tuple(certs),
+        chain_class=chain_class,
     )
