@@ -329,7 +329,7 @@ SIDE_BOUND_GRID = 1000
 
 def _region_bound(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequence[int],
                   tables: dict) -> tuple[float, str]:
-    """A bound on what any eps-private mechanism publishes in rows ``lo..hi`` holding ``priv``.
+    r"""A bound on what any eps-private mechanism publishes in rows ``lo..hi`` holding ``priv``.
 
     The smaller of Lemma 2's bound over the rows and the side-frontier bound: every
     mechanism private about the first private record ``f`` has left-side log-ratios within
