@@ -191,3 +191,15 @@ def test_cli_design_and_audit_over_a_class(run, capsys, tmp_path):
     assert run(["audit", str(f), "--eps", "2"]) == 0  # another budget for the same class
     assert run(["design", "--n", "8", "--eps", "1", "--alpha", "0.3:0.1"]) == 2
     assert "lo <= hi" in capsys.readouterr().err
+
+
+def test_cli_compare_accepts_class_rows(run, capsys):
+    assert run(["compare", "--n", "6", "--eps", "1", "--alpha", "0.005:0.02,0.01", "--beta", "0.6", "--format",
+                "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["alpha"] for r in rows] == ["0.005:0.02", 0.01]
+    box, point = rows
+    # the class row is private for every chain of the box, hence for the point chain 0.01 too:
+    # its optimum is at most the point row's
+    assert box["optimal"] <= point["optimal"] + 1e-12
+    assert box["three_region_leakage"] >= point["three_region_leakage"] - 1e-12  # worst case over the box

@@ -77,7 +77,8 @@ def umask():
 # nothing silently ignored
 # --------------------------------------------------------------------------
 @pytest.mark.parametrize("extra,option", [
-    (["--eps", "0.5"], "--eps"), (["--alpha", "0.1"], "--alpha"), (["--beta", "0.1"], "--beta"),
+    # --eps, --alpha and --beta are honoured (a budget and a chain or class of chains to judge the
+    # file's mechanism for: tests/test_classes.py); what the file fixes is refused
     (["--n", "10"], "--n"), (["--private", "2"], "--private"), (["--p", "2"], "--private"),
     (["--reading", "theorem1"], "--reading"), (["--split", "0.2"], "--split"), (["--eps-left", "0.2"], "--split"),
 ])

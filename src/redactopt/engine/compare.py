@@ -13,7 +13,9 @@ import numpy as np
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import DesignResult
 from redactopt.judge.tolerances import LEAKAGE_RTOL
+from redactopt.judge.classes import class_leakage
 from redactopt.model.chain import MarkovChain
+from redactopt.model.classes import ChainClass
 from redactopt.engine.design import design
 from redactopt.paper.mechanisms import markov_quilt, theorem2_bound, three_region
 
@@ -64,22 +66,35 @@ def _row(name: str, u: float, leak: float, eps: float) -> dict[str, Any]:
 
 
 def compare_point(
-    chain: MarkovChain, n: int, *, eps: float, p: int, time_limit: float = 60.0,
+    chain: MarkovChain | ChainClass, n: int, *, eps: float, p: int, time_limit: float = 60.0,
     optimal: DesignResult | None = None,
 ) -> dict[str, Any]:
     """All mechanisms and bounds at one parameter point, as one flat row (``p`` 0-based).
 
-    Columns are :data:`COMPARE_COLUMNS`; ``p`` is reported 1-based.
+    Columns are :data:`COMPARE_COLUMNS`; ``p`` is reported 1-based.  For a class of chains
+    the designs are private for every chain of it, the paper's mechanisms are built for the
+    class's nominal chain and judged by their worst-case leakage over the class, and
+    ``alpha``/``beta`` read ``lo:hi``.
     """
+    is_class = isinstance(chain, ChainClass)
+    base = chain.nominal if is_class else chain
+
+    def leak(mech) -> float:
+        return class_leakage(chain, mech.redact_prob, [p]).leakage if is_class else mech.leakage().leakage
+
     opt = optimal if optimal is not None else design(chain, n, eps=eps, p=p, method="optimal", time_limit=time_limit)
     cal = design(chain, n, eps=eps, p=p, method="3r-calibrated", time_limit=time_limit)
     dim = design(chain, n, eps=eps, p=p, method="dim", time_limit=time_limit)
-    tr = three_region(chain, n, eps=eps, p=p)
-    tr_leak = tr.leakage().leakage
-    mq = markov_quilt(chain, n, eps=eps, p=p)
-    thm2 = theorem2_bound(chain, n, eps=eps, p=p)
+    tr = three_region(base, n, eps=eps, p=p)
+    tr_leak = leak(tr)
+    mq = markov_quilt(base, n, eps=eps, p=p)
+    thm2 = theorem2_bound(base, n, eps=eps, p=p)
+    if is_class and chain.alpha is not None:
+        alpha, beta = f"{chain.alpha[0]:g}:{chain.alpha[1]:g}", f"{chain.beta[0]:g}:{chain.beta[1]:g}"
+    else:
+        alpha, beta = base.alpha, base.beta
     return {
-        "n": n, "p": p + 1, "alpha": chain.alpha, "beta": chain.beta, "eps": eps,
+        "n": n, "p": p + 1, "alpha": alpha, "beta": beta, "eps": eps,
         "optimal": opt.utility, "optimal_upper_bound": opt.certificate.upper_bound,
         "optimal_gap": opt.certificate.gap, "optimal_bound_solver": opt.certificate.solver,
         "optimal_leakage": opt.leakage,
@@ -87,7 +102,7 @@ def compare_point(
         "calibrated_3r": cal.utility, "calibrated_3r_leakage": cal.leakage,
         "three_region": tr.utility(), "three_region_leakage": tr_leak,
         "three_region_violates": bool(tr_leak > eps * (1.0 + LEAKAGE_RTOL)),
-        "mq": mq.utility(), "mq_leakage": mq.leakage().leakage,
+        "mq": mq.utility(), "mq_leakage": leak(mq),
         "dim_optimal": dim.utility, "dim_optimal_leakage": dim.leakage,
         "thm2_bound": thm2, "thm2_violated": bool(dim.utility > thm2 + 1e-12),
     }

@@ -14,7 +14,7 @@ import itertools
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -103,6 +103,13 @@ def _chain(args: argparse.Namespace, default: MarkovChain | None = None) -> Mark
         return MarkovChain(a[0], b[0])
     nominal = default if default is not None and default in ChainClass.box(a, b) else None
     return ChainClass.box(a, b, nominal=nominal)
+
+
+def _range_item(name: str) -> Callable[[str], tuple[float, float]]:
+    """A list item of ``compare --alpha/--beta``: a number or ``LO:HI``."""
+    def parse(text: str) -> tuple[float, float]:
+        return parse_range(text, name)
+    return parse
 
 
 def _one_private(args: argparse.Namespace, n: int) -> int:
@@ -374,10 +381,10 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     )
     ap.add_argument("--n", type=list_of(int, "--n"), required=True, help="number(s) of records")
     ap.add_argument("--eps", type=list_of(float, "--eps"), required=True, help="budget(s), e.g. 0.25,0.5,1")
-    ap.add_argument("--alpha", type=list_of(float, "--alpha"), default=[DEFAULT_ALPHA],
-                    help=f"alpha value(s) (default {DEFAULT_ALPHA})")
-    ap.add_argument("--beta", type=list_of(float, "--beta"), default=[DEFAULT_BETA],
-                    help=f"beta value(s) (default {DEFAULT_BETA})")
+    ap.add_argument("--alpha", type=list_of(_range_item("--alpha"), "--alpha"), default=[(DEFAULT_ALPHA,) * 2],
+                    help=f"alpha value(s) (default {DEFAULT_ALPHA}); an item LO:HI makes that row a class of chains")
+    ap.add_argument("--beta", type=list_of(_range_item("--beta"), "--beta"), default=[(DEFAULT_BETA,) * 2],
+                    help=f"beta value(s) (default {DEFAULT_BETA}); an item LO:HI makes that row a class of chains")
     add_renamed(ap, "--private", "--p", default=None, metavar="POSITIONS",
                 help="1-based private position(s), one row each: 1,5 or 1-3 (default 1)")
     add_format(ap, ["text", "csv", "json"], old={"markdown": "text"},
@@ -400,7 +407,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             raise UsageError(f"--private: position {p + 1} is outside the {n} records")
     rows = []
     for n, a, b, p, eps in iterate(points, "compare", progress_enabled(args.quiet), total=len(points)):
-        chain = MarkovChain(a, b)
+        chain = MarkovChain(a[0], b[0]) if a[0] == a[1] and b[0] == b[1] else ChainClass.box(a, b)
         opt = design(chain, n, eps=eps, p=p, method="optimal", time_limit=args.time_limit)
         row = compare_point(chain, n, eps=eps, p=p, time_limit=args.time_limit, optimal=opt)
         row["optimal_stopped"] = opt.certificate.stopped
