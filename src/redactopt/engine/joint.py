@@ -324,7 +324,7 @@ def _local_results(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], 
 
 
 #: Grid of the one-sided frontier tables behind region bounds (coarse: a bound, not a design).
-SIDE_BOUND_GRID = 1000
+SIDE_BOUND_GRID = 500
 
 
 def _region_bound(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequence[int],
