@@ -44,12 +44,12 @@ def test_python_dash_m_runs_the_cli():
 
 
 def _module_graph():
-    """Module-level imports between redactopt's own modules (src/redactopt and solvers/)."""
+    """Module-level imports between redactopt's own modules (src/redactopt)."""
     import ast
     from pathlib import Path
 
     here = Path(__file__).resolve().parents[1]
-    roots = {"redactopt": here / "src" / "redactopt", "redactopt.solvers": here / "solvers"}
+    roots = {"redactopt": here / "src" / "redactopt"}
     mods = {}
     for pkg, root in roots.items():
         for f in root.rglob("*.py"):

@@ -340,6 +340,8 @@ def _region_bound(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequen
     m = hi - lo + 1
     mine = [p - lo for p in priv if lo <= p <= hi]
     bound, name = m * lemma2_upper_bound(chain, m, eps=eps, private=mine), "lemma2"
+    if chain.lam == 0.0:  # independent records: nothing but the private ones can leak
+        return bound, name
     f, g = lo + mine[0], lo + mine[-1]
     left, right = f - lo, hi - g
     R = max(left, right, 1)

@@ -822,7 +822,12 @@ def side_bound(tab_ub: Tables, m: int, a: float, b: float) -> float:
 
 
 def side_tables(chain: MarkovChain, R: int, *, G: int, upper: bool) -> Tables:
-    """Upper-bound (``upper``) or policy tables for sides of up to ``R`` records on grid ``G``."""
+    """Upper-bound (``upper``) or policy tables for sides of up to ``R`` records on grid ``G``.
+
+    Raises ``ValueError`` for a chain of independent records (``lam == 0``): no side leaks,
+    every side publishes everything."""
+    if chain.lam == 0.0:
+        raise ValueError("side tables need correlated records (alpha + beta != 1)")
     return build_tables(Geo(chain), max(int(R), 1), int(G), upper=upper, lower=not upper)
 
 
