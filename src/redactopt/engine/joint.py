@@ -263,17 +263,24 @@ def _initial_radius(chain: MarkovChain, eps: float, n: int) -> int:
 
 
 def _local_window(chain: MarkovChain, n: int, eps: float, p: int, method: str, radius: int | None,
-                  time_limit: float) -> tuple[int, int, DesignResult]:
+                  time_limit: float, memo: dict | None = None) -> tuple[int, int, DesignResult]:
     """A design for ``p`` on a window whose outer records are published with certainty.
 
     Returns ``(lo, hi, result)``: ``result`` is :func:`redactopt.engine.design.design` on the
     records ``lo..hi`` (verified there by ``finalize``); embedding it needs a check on
-    the whole sequence, which the callers do.
+    the whole sequence, which the callers do.  ``memo`` shares the designs of windows of
+    the same length and private offset between calls (records far from the ends).
     """
     R = _initial_radius(chain, eps, n) if radius is None else max(1, int(radius))
     while True:
         lo, hi = max(0, p - R), min(n - 1, p + R)
-        res = design(chain, hi - lo + 1, eps=eps, p=p - lo, method=method, time_limit=time_limit)  # type: ignore[arg-type]
+        key = (hi - lo + 1, p - lo)
+        if memo is not None and key in memo:
+            res = memo[key]
+        else:
+            res = design(chain, hi - lo + 1, eps=eps, p=p - lo, method=method, time_limit=time_limit)  # type: ignore[arg-type]
+            if memo is not None:
+                memo[key] = res
         qw = np.asarray(res.redact_prob)
         left_ok = lo == 0 or not qw[0].any()
         right_ok = hi == n - 1 or not qw[-1].any()
@@ -321,7 +328,8 @@ def _local_parts(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], me
 
 def _local_results(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], method: str,
                    time_limit: float) -> list[tuple[int, int, DesignResult]]:
-    return [_local_window(chain, n, eps, p, method, None, time_limit) for p in priv]
+    memo: dict = {}
+    return [_local_window(chain, n, eps, p, method, None, time_limit, memo) for p in priv]
 
 
 #: Grid of the one-sided frontier tables behind region bounds (coarse: a bound, not a design).
