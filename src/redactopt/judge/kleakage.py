@@ -182,79 +182,114 @@ def _has_tiny(a: np.ndarray) -> bool:
 
 
 def _block_size(m: int) -> int:
-    return int(min(m, max(16, math.isqrt(m))))
+    """Records per block: about ``sqrt(m) / 2`` (at least 4, at most 512); the blocks advance together."""
+    return int(min(m, max(4, min(512, math.isqrt(m) // 2))))
+
+
+def _renorm(H: np.ndarray) -> bool:
+    """Scale each block (last axis) of ``H`` by its largest entry; whether a tiny number appeared."""
+    top = H.max(axis=(0, 1))
+    H /= np.where(top > 0.0, top, 1.0)
+    return _has_tiny(H)
 
 
 def _side_blocked(P: np.ndarray, Q: np.ndarray) -> SidePairs | None:
-    """:func:`side_pairs` by blocks; ``None`` when a number would leave the safe range (:data:`TINY`)."""
+    r""":func:`side_pairs` by blocks; ``None`` when a number would leave the safe range (:data:`TINY`).
+
+    The side's ``m`` records are cut into ``nb`` blocks of ``B``; all blocks advance together
+    (arrays are laid out ``[x, y, block]`` so numpy's inner loops run over the blocks).
+
+    1. Each block's product :math:`(PD)\cdots(PD)` (scaled by a common factor per block).
+    2. The block starts :math:`F_b` (the product of all earlier blocks), each row ``x`` scaled to
+       its maximum with its logarithm kept in ``sig[b, x]``.
+    3. From :math:`H=F_b`, every record ``i`` of every block gives the pattern vectors
+       :math:`G=HP` (columns ``v``, rows ``x``), then :math:`H\leftarrow G D_i`; a running maximum
+       of :math:`G_{xv}/G_{x'v}` per block and ordered pair (``fmax`` skips 0/0: a pattern
+       impossible under both values says nothing about that pair).  A common factor per block
+       cancels in every ratio; the row scales ``sig`` are added back in logs once per block.
+
+    The record of the winning pattern is found by replaying only the winning blocks.
+    """
     m, k = Q.shape
     if _has_tiny(P) or _has_tiny(Q):
         return None
     B = _block_size(m)
     nb = -(-m // B)
-    padded = np.ones((nb * B, k))
+    padded = np.ones((nb * B, k))  # padding: always ⊥ (P is stochastic: row sums carry through)
     padded[:m] = Q
-    qb = np.ascontiguousarray(padded.reshape(nb, B, k).transpose(1, 0, 2))  # qb[i, b] = record bB+i
-    open_ = qb < 1.0
-    open_[:, nb - 1][np.arange(B) >= m - (nb - 1) * B] = False  # padding publishes nothing
-    eye = np.broadcast_to(np.eye(k), (nb, k, k))
-
-    def step(L: np.ndarray, T: np.ndarray, i: int) -> tuple[np.ndarray, bool]:
-        L = T * qb[i][:, None, :]
-        top = L.max(axis=(1, 2))
-        L /= np.where(top > 0.0, top, 1.0)[:, None, None]
-        return L, _has_tiny(L)
-
-    # pass 1: each block's product P D ⋯ P D (scaled)
-    L = eye.copy()
+    qb = np.ascontiguousarray(padded.reshape(nb, B, k).transpose(1, 2, 0))  # qb[i, v, b] = record bB+i
+    # mask[i, v, b] = 1 where "records before bB+i are ⊥, record bB+i shows v" can happen
+    mask = (qb < 1.0).astype(float)
+    mask[(np.arange(nb * B).reshape(nb, B).T >= m)[:, None, :].repeat(k, axis=1)] = 0.0
+    PT = np.ascontiguousarray(P.T)
+    # 1. block products L[x, y, b]
+    L = np.ascontiguousarray(np.broadcast_to(np.eye(k)[:, :, None], (k, k, nb)))
     for i in range(B):
-        L, bad = step(L, L @ P, i)
-        if bad:
+        L = np.matmul(PT, L)  # L[x, v, b] = sum_y P[y, v] L[x, y, b]: L P per block
+        L *= qb[i][None]
+        if _renorm(L):
             return None
-    # block starts, each row scaled to its maximum (log scale in sig)
-    F = np.empty((nb, k, k))
-    sig = np.empty((nb, k))
+    # 2. block starts, rows scaled separately
+    Fb = np.empty((k, k, nb))
+    sig = np.empty((k, nb))
     f, s = np.eye(k), np.zeros(k)
-    for b in range(nb):
-        F[b], sig[b] = f, s
-        g = f @ L[b]
-        top = g.max(axis=1)
-        with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore"):
+        for b in range(nb):
+            Fb[:, :, b], sig[:, b] = f, s
+            g = f @ L[:, :, b]
+            top = g.max(axis=1)
             s = s + np.log(top)
-        f = g / np.where(top > 0.0, top, 1.0)[:, None]
-        if _has_tiny(f):
-            return None
-    # pass 2: every pattern's vector, the best pattern per ordered pair
-    vals = np.full((B, k, k), -np.inf)
-    args = np.zeros((B, k, k), dtype=np.int64)
-    last_start, all_perp = (nb - 1) * B, None
-    L = eye.copy()
-    for i in range(B):
-        if last_start + i == m:
-            all_perp = L[nb - 1].copy()
-        T = L @ P
-        G = F @ T  # G[b, x, v]: pattern j = bB + i, value v, private value x
-        pos = G > 0.0
-        sup = open_[i] & pos.any(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            gT = (np.log(G) + sig[:, :, None]).transpose(0, 2, 1)  # [b, v, x]
-            D = gT[:, :, :, None] - gT[:, :, None, :]
-            if np.any(sup & ~pos.all(axis=1)):
-                D = np.where(np.isnan(D), -np.inf, D)  # both values impossible: says nothing on the pair
-        D = np.where(sup[:, :, None, None], D, -np.inf).reshape(nb * k, k, k)
-        a = D.argmax(axis=0)
-        vals[i] = np.take_along_axis(D, a[None], 0)[0]
-        args[i] = a
-        L, bad = step(L, T, i)
-        if bad:
-            return None
-    if all_perp is None:
-        all_perp = L[nb - 1]
-    i_best = vals.argmax(axis=0)
-    best = np.take_along_axis(vals, i_best[None], 0)[0]
-    b_best, v_best = np.divmod(np.take_along_axis(args, i_best[None], 0)[0], k)
-    arg_j = b_best * B + i_best
-    return _with_all_perp(best, arg_j, v_best, F[nb - 1] @ all_perp.sum(axis=1), sig[nb - 1], Q, P)
+            f = g / np.where(top > 0.0, top, 1.0)[:, None]
+            if _has_tiny(f):
+                return None
+    # 3. every pattern: running maximum of the ratios per ordered pair and block
+    run = np.zeros((k, k, k, nb))  # [x, x', v, b]; 0 = no pattern yet (log -inf)
+    H = Fb.copy()
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in range(B):
+            G = np.matmul(PT, H)  # G[x, v, b] = sum_y P[y, v] H[x, y, b] = (H P)[x, v]
+            H = G * qb[i][None]
+            G *= mask[i][None]
+            inv = 1.0 / G
+            np.fmax(run, G[:, None] * inv[None, :], out=run)
+            if _renorm(H):
+                return None
+        all_perp = H.sum(axis=1)[:, nb - 1]  # padding rows are ⊥ and P is stochastic
+        v_blk = run.argmax(axis=2)  # [x, x', b]
+        top = np.take_along_axis(run, v_blk[:, :, None, :], 2)[:, :, 0, :]
+        logs = np.log(top) + (sig[:, None, :] - sig[None, :, :])
+    logs = np.where(np.isnan(logs), -np.inf, logs)
+    b_best = logs.argmax(axis=2)
+    best = np.take_along_axis(logs, b_best[:, :, None], 2)[:, :, 0]
+    v_best = np.take_along_axis(v_blk, b_best[:, :, None], 2)[:, :, 0]
+    arg_j = _replay(P, Fb, qb, mask, b_best, v_best, B)
+    return _with_all_perp(best, arg_j, v_best, all_perp, sig[:, nb - 1], Q, P)
+
+
+def _replay(P: np.ndarray, Fb: np.ndarray, qb: np.ndarray, mask: np.ndarray, b_best: np.ndarray,
+            v_best: np.ndarray, B: int) -> np.ndarray:
+    """The record of the best pattern of every ordered pair, by replaying only the winning blocks."""
+    k = P.shape[0]
+    blocks, which = np.unique(b_best, return_inverse=True)
+    which = which.reshape(k, k)
+    xs, ys = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
+    H = np.ascontiguousarray(Fb[:, :, blocks].transpose(2, 0, 1))  # [block, x, y]
+    best = np.full((k, k), -1.0)
+    arg = np.zeros((k, k), dtype=np.int64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in range(B):
+            G = H @ P
+            H = G * qb[i][:, blocks].T[:, None, :]
+            G *= mask[i][:, blocks].T[:, None, :]
+            num = G[which, xs, v_best]
+            den = G[which, ys, v_best]
+            r = np.where(num > 0.0, num / den, np.nan)
+            take = r > best
+            best = np.where(take, r, best)
+            arg = np.where(take, blocks[which] * B + i, arg)
+            top = H.max(axis=(1, 2))
+            H /= np.where(top > 0.0, top, 1.0)[:, None, None]
+    return arg
 
 
 def _with_all_perp(best: np.ndarray, arg_j: np.ndarray, arg_v: np.ndarray, vec: np.ndarray,
@@ -339,26 +374,35 @@ def side_pairs(P: np.ndarray, Q: np.ndarray) -> SidePairs:
 def side_output(side: SidePairs, j: int, v: int) -> np.ndarray:
     """An output of one side (by distance) realising pattern ``(j, v)`` (``j = -1``: all ⊥); -1 is ⊥.
 
-    Records beyond the published one are filled so that the output keeps positive probability:
-    ⊥ where a state reachable from the possible states can be redacted, else a reachable state.
+    Records beyond the published one follow a path of positive probability (from ``v``, each
+    state's most likely successor; the path is eventually periodic) and show their state where
+    it can be published, ⊥ where it is always redacted: an output of positive probability.
     """
     m = side.q.shape[0]
     out = np.full(m, -1, dtype=np.int64)
     if j < 0:
         return out
     out[j] = v
-    possible = np.zeros(side.P.shape[0], dtype=bool)
-    possible[v] = True
-    for t in range(j + 1, m):
-        reach = (side.P[possible] > 0.0).any(axis=0)
-        redactable = reach & (side.q[t] > 0.0)
-        if redactable.any():
-            possible = redactable
-        else:
-            y = int(np.flatnonzero(reach)[0])
-            out[t] = y
-            possible = np.zeros_like(possible)
-            possible[y] = True
+    rest = m - j - 1
+    if rest <= 0:
+        return out
+    succ = side.P.argmax(axis=1)
+    path = [int(succ[v])]
+    seen = {path[0]: 0}
+    while len(path) < rest:
+        nxt = int(succ[path[-1]])
+        if nxt in seen:  # cycle found: repeat it
+            start = seen[nxt]
+            cyc = np.array(path[start:], dtype=np.int64)
+            head = np.array(path[:start], dtype=np.int64)
+            reps = -(-(rest - head.size) // cyc.size)
+            path = np.concatenate([head, np.tile(cyc, reps)])[:rest].tolist()
+            break
+        seen[nxt] = len(path)
+        path.append(nxt)
+    states = np.asarray(path[:rest], dtype=np.int64)
+    qs = side.q[j + 1 :]
+    out[j + 1 :] = np.where(qs[np.arange(rest), states] < 1.0, states, -1)
     return out
 
 

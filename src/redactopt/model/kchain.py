@@ -56,6 +56,11 @@ def _as_matrix(matrix: object, name: str) -> tuple[np.ndarray, list[list[Fractio
         raise TypeError(f"{name} must be a (k, k) matrix of probabilities, got a string "
                         "(redactopt.model.kchain.parse_transition reads 'p11,p12;p21,p22')")
     rows = matrix.tolist() if isinstance(matrix, np.ndarray) else matrix
+    if isinstance(rows, Sequence) and rows and all(isinstance(r, Sequence) and not isinstance(r, (str, bytes))
+                                                  for r in rows):
+        lens = [len(r) for r in rows]
+        if any(v != len(rows) for v in lens):
+            raise ValueError(f"{name} must be a square (k, k) matrix with k >= 2: {len(rows)} rows of lengths {lens}")
     exact: list[list[Fraction]] | None = None
     if isinstance(rows, Sequence) and rows and all(isinstance(r, Sequence) and not isinstance(r, (str, bytes))
                                                   for r in rows):
@@ -104,6 +109,11 @@ def check_transition(matrix: object, name: str = "transition", *,
             if sum(r) != 1:
                 raise ValueError(f"{name} row {i} sums to {sum(r)}, not exactly 1 (rational entries)")
         ex = tuple(tuple(r) for r in exact)
+        lost = [(i, j) for i, r in enumerate(exact) for j, v in enumerate(r) if v > 0 and arr[i, j] == 0.0]
+        if lost:
+            i, j = lost[0]
+            raise ValueError(f"{name} entry {_entry_name(i, j, labels)} = {exact[i][j]} is positive but "
+                             "rounds to 0.0 as a double")
     else:
         sums = arr.sum(axis=1)
         bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_TOL)
@@ -232,6 +242,10 @@ class KChain:
         pi = stationary_gth(arr)
         pi.setflags(write=False)
         object.__setattr__(self, "_pi", pi)
+        R = (arr.T * pi[None, :]) / pi[:, None]
+        R = R / R.sum(axis=1, keepdims=True)
+        R.setflags(write=False)
+        object.__setattr__(self, "_rev", R)
 
     # --- identity ----------------------------------------------------------
     def __eq__(self, other: object) -> bool:
@@ -276,27 +290,33 @@ class KChain:
         return self.exact
 
     def reversed_matrix(self) -> np.ndarray:
-        r"""The time-reversed matrix :math:`\tilde P_{xy}=\pi_yP_{yx}/\pi_x` (left side, read outward)."""
-        pi = self.stationary
-        R = (self.transition.T * pi[None, :]) / pi[:, None]
-        return R / R.sum(axis=1, keepdims=True)
+        r"""The time-reversed matrix :math:`\tilde P_{xy}=\pi_yP_{yx}/\pi_x` (left side, read outward; read-only).
+
+        :math:`\tilde P_{xy}=\Pr(X_{t-1}=y\mid X_t=x)` for the stationary chain; rows renormalised
+        to sum to 1 in floating point.  Same zero pattern as :math:`P^\top`.
+        """
+        return self._rev  # type: ignore[attr-defined]
+
+    def exact_stationary(self) -> tuple[Fraction, ...]:
+        r"""The stationary law of the exact chain (:meth:`exact_transition`), in rationals (GTH)."""
+        return tuple(stationary_gth(np.array(self.exact, dtype=object)).tolist())
 
     def reversed(self) -> KChain:
         r"""The time-reversed chain :math:`\operatorname{diag}(\pi)^{-1}P^\top\operatorname{diag}(\pi)`, same labels.
 
         Exactly reversed in rationals (its :meth:`exact_transition` uses the exact stationary law).
         """
-        ex = np.array(self.exact, dtype=object)
-        pi = stationary_gth(ex)
-        rows = [[pi[y] * ex[y, x] / pi[x] for y in range(self.k)] for x in range(self.k)]
+        ex = self.exact
+        pi = self.exact_stationary()
+        rows = [[pi[y] * ex[y][x] / pi[x] for y in range(self.k)] for x in range(self.k)]
         return KChain(rows, labels=self.labels)
 
     @property
     def is_reversible(self) -> bool:
         r"""Whether :math:`\pi_xP_{xy}=\pi_yP_{yx}` (detailed balance) holds exactly for the exact chain."""
-        ex = np.array(self.exact, dtype=object)
-        pi = stationary_gth(ex)
-        return all(pi[x] * ex[x, y] == pi[y] * ex[y, x] for x in range(self.k) for y in range(x + 1, self.k))
+        ex = self.exact
+        pi = self.exact_stationary()
+        return all(pi[x] * ex[x][y] == pi[y] * ex[y][x] for x in range(self.k) for y in range(x + 1, self.k))
 
     def state_index(self, label: object) -> int:
         """The index of a state given its label (or the label's text)."""
