@@ -1,0 +1,295 @@
+r"""Designs on k-state chains: :func:`kdesign` — the one place that judges k-state proposals.
+
+Solvers propose (:class:`redactopt.solvers.base.Candidate`): the data-independent window optimum
+(:mod:`redactopt.solvers.kdim`), the successive-LP local design (:mod:`redactopt.solvers.klocal`)
+and the SCIP global optimum (:mod:`redactopt.solvers.kscip`).  :func:`kdesign` snaps every proposal,
+verifies it exactly (:func:`redactopt.judge.kcertify.kverify`), repairs what fails — always toward
+*more* redaction, which never raises the leakage (post-processing, docs/mathematics.md §4; the
+argument holds for any number of states) — picks the best verified design and certifies it with
+the smallest valid bound it has: Lemma 2's (:func:`redactopt.judge.klemma2.klemma2_upper_bound`)
+and SCIP's dual bound.
+
+The paper's three-region (3R) and Markov-quilt (MQ) mechanisms have no k-state form: 3R's regions
+and Algorithm 2 are built on the two values of a binary record (one value "small", the other
+"large" influence, Eqs. 1-2) and MQ's quilt on the binary chain's closed-form influence
+(Algorithm 1).  For k states the data-independent window optimum (``method="dim"``, the exact
+k-state counterpart of what MQ approximates) is the baseline every design is compared with.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Literal
+
+import numpy as np
+
+from redactopt._search import bisect_boundary
+from redactopt._validate import check_real
+from redactopt.errors import BoundError
+from redactopt.judge.certify import snap
+from redactopt.judge.kcertify import KDesignResult, kfinalize, ksafe_budget, kverify
+from redactopt.judge.kleakage import check_kmechanism, kutility
+from redactopt.judge.klemma2 import klemma2_upper_bound, kpublishable
+from redactopt.judge.tolerances import SNAP_TOL, UTILITY_ATOL
+from redactopt.model.kchain import KChain
+from redactopt.solvers.base import Candidate
+from redactopt.solvers.kdim import check_kproblem
+
+__all__ = ["KMETHODS", "kdesign", "kjudge_candidate", "kglobal_applies", "binary_equivalent"]
+
+KMethod = Literal["optimal", "dim", "local", "global"]
+
+KSOLVERS: dict[str, tuple[str, str]] = {
+    "dim": ("redactopt.solvers.kdim", "kdim_enumerate"),
+    "local": ("redactopt.solvers.klocal", "propose_klocal"),
+    "global": ("redactopt.solvers.kscip", "propose_kglobal"),
+}
+
+KMETHODS: tuple[str, ...] = ("optimal", "dim", "local", "global")
+
+#: ``method="optimal"`` also runs SCIP (for at most ``KGLOBAL_SECONDS``) on problems this small:
+#: one-sided ``n <= 8``, two-sided ``n <= 5``.
+KGLOBAL_MAX_ONE_SIDED = 8
+KGLOBAL_MAX_TWO_SIDED = 5
+KGLOBAL_SECONDS = 10.0
+
+
+def kglobal_applies(n: int, p: int) -> bool:
+    """Whether ``method="optimal"`` also runs the global solver (small problems)."""
+    return n <= (KGLOBAL_MAX_ONE_SIDED if p in (0, n - 1) else KGLOBAL_MAX_TWO_SIDED)
+
+
+def _solver(method: str) -> Callable[..., Candidate]:
+    if method == "binary":
+        return _binary_candidate
+    module, name = KSOLVERS[method]
+    return getattr(importlib.import_module(module), name)
+
+
+def binary_equivalent(chain: KChain):
+    """The :class:`~redactopt.model.chain.MarkovChain` standing for exactly the same chain, or ``None``.
+
+    A two-state chain is a binary chain when ``0 < P[0,1], P[1,0] < 1`` and its exact matrix is
+    :math:`[[1-\alpha,\alpha],[\beta,1-\beta]]` with :math:`\alpha,\beta` the doubles ``P[0,1]``
+    and ``P[1,0]`` (then the two paths judge the same rational chain).
+    """
+    from fractions import Fraction
+
+    from redactopt.model.chain import MarkovChain
+
+    if chain.k != 2:
+        return None
+    a, b = float(chain.transition[0, 1]), float(chain.transition[1, 0])
+    if not (0.0 < a < 1.0 and 0.0 < b < 1.0):
+        return None
+    fa, fb = Fraction(a), Fraction(b)
+    if chain.exact_transition() != ((1 - fa, fa), (fb, 1 - fb)):
+        return None
+    return MarkovChain(a, b)
+
+
+def _binary_candidate(chain: KChain, n: int, *, eps: float, p: int, time_limit: float,
+                      verbose: bool = False, **_: object) -> Candidate:
+    """k = 2: the binary path's certified optimum (:func:`redactopt.engine.design.design`) as a proposal.
+
+    Its certificate bounds every mechanism of the same exact chain, so it is carried over.
+    """
+    from redactopt.engine.design import design
+
+    res = design(binary_equivalent(chain), n, eps=eps, p=p, time_limit=time_limit, verbose=verbose)
+    c = res.certificate
+    return Candidate(np.array(res.redact_prob), "binary", "time_limit" if c.stopped else "optimal",
+                     upper_bound=c.upper_bound, bound_solver=f"binary-{c.solver}", bound_scope=c.scope,
+                     info={"binary_method": res.method, "binary_utility": res.utility})
+
+
+# --------------------------------------------------------------------------
+# the repair ladder
+# --------------------------------------------------------------------------
+def _variants(q: np.ndarray) -> list[np.ndarray]:
+    """The snapped proposal, then the proposal snapped toward redaction only (never leaks more)."""
+    up = np.array(q, dtype=float)
+    up[up > 1.0 - SNAP_TOL] = 1.0
+    return [snap(q), np.clip(up, 0.0, 1.0)]
+
+
+def _lemma2_closed(chain: KChain, q: np.ndarray, p: int, eps: float) -> np.ndarray:
+    """Close every value Lemma 2 forbids (a proof: no eps-private mechanism publishes it)."""
+    q = q.copy()
+    n = q.shape[0]
+    if p > 0:
+        q[:p] = np.where(kpublishable(chain, p, eps=eps, side="left")[::-1], q[:p], 1.0)
+    if p < n - 1:
+        q[p + 1 :] = np.where(kpublishable(chain, n - 1 - p, eps=eps, side="right"), q[p + 1 :], 1.0)
+    return q
+
+
+def _pushed(chain: KChain, q: np.ndarray, p: int, eps: float) -> np.ndarray | None:
+    """Push the partly published entries toward 1 (``q + θ(1 - q)``) just far enough to verify."""
+    partial = (q > 0.0) & (q < 1.0)
+    if not partial.any():
+        return None
+
+    def at(theta: float) -> np.ndarray:
+        return np.where(partial, q + theta * (1.0 - q), q)
+
+    def ok(theta: float) -> bool:
+        return kverify(chain, at(theta), (p,), eps)[1]
+
+    if not ok(1.0):
+        return None
+    return at(bisect_boundary(ok, 1.0, 0.0, steps=40))
+
+
+def _closed(chain: KChain, q: np.ndarray, p: int, eps: float) -> np.ndarray:
+    """Close the partly published values the witness output shows nearest to ``p``, until it verifies."""
+    q = q.copy()
+    for _ in range(q.size):
+        res, ok = kverify(chain, q, (p,), eps)
+        if ok:
+            return q
+        w = res.witness
+        left = np.flatnonzero(w[:p] >= 0)
+        right = np.flatnonzero(w[p + 1 :] >= 0)
+        shown = ([int(left[-1])] if left.size else []) + ([p + 1 + int(right[0])] if right.size else [])
+        changed = False
+        for t in shown:
+            v = int(w[t])
+            if 0.0 < q[t, v] < 1.0:
+                q[t, v] = 1.0
+                changed = True
+        if not changed:
+            break
+    return q
+
+
+def kjudge_candidate(chain: KChain, cand: Candidate, *, eps: float,
+                     p: int) -> tuple[np.ndarray | None, float, dict, list[str]]:
+    """The best exactly verified proposal of a candidate after the repair ladder.
+
+    Every proposal (the candidate's, then its fallbacks) is tried snapped, then snapped toward
+    redaction; one that fails is repaired by closing Lemma 2's values, pushing its partly
+    published values toward redaction (bisection) and closing the values its witness shows.
+    Returns the winner (``None`` if nothing verified), its utility, what was done and why
+    proposals were refused.
+    """
+    best: tuple[np.ndarray | None, float, dict] = (None, -1.0, {})
+    refused: list[str] = []
+    for i, raw in enumerate((cand.redact_prob, *cand.fallbacks)):
+        variants = [check_kmechanism(chain, v, (p,))[0] for v in _variants(np.asarray(raw, dtype=float))]
+        repaired: list[tuple[np.ndarray, dict]] = []
+        for label, q in zip(("snapped", "snapped toward redaction"), variants):
+            res, ok = kverify(chain, q, (p,), eps)
+            if ok:
+                repaired = [(q, dict(cand.proposal_info(i), proposal=i,
+                                     repair=None if label == "snapped" else label))]
+                break
+            refused.append(f"{cand.solver} proposal {i} ({label}): exact leakage {res.leakage:.12g} > eps={eps:.12g}")
+        if not repaired:
+            base = _lemma2_closed(chain, variants[1], p, eps)
+            if kverify(chain, base, (p,), eps)[1]:
+                repaired.append((base, dict(cand.proposal_info(i), proposal=i, repair="Lemma 2 values closed")))
+            pushed = _pushed(chain, base, p, eps)
+            if pushed is not None:
+                repaired.append((pushed, dict(cand.proposal_info(i), proposal=i, repair="pushed toward redaction")))
+            closed: np.ndarray | None = _closed(chain, base, p, eps)
+            if not kverify(chain, closed, (p,), eps)[1]:
+                closed = _pushed(chain, closed, p, eps)
+            if closed is not None:
+                repaired.append((closed, dict(cand.proposal_info(i), proposal=i, repair="witness values closed")))
+        for q, why in repaired:
+            u = kutility(chain, q)
+            if u > best[1]:
+                best = (q, u, why)
+    return best[0], best[1], best[2], refused
+
+
+# --------------------------------------------------------------------------
+# the entry point
+# --------------------------------------------------------------------------
+def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = "optimal",
+            time_limit: float = 60.0, certify_time: float = 0.0, verbose: bool = False) -> KDesignResult:
+    r"""Design a local redaction mechanism on a k-state chain with exact leakage at most ``eps``.
+
+    Parameters
+    ----------
+    chain : KChain
+    n : int
+        Number of records.
+    eps : float
+        Privacy budget in nats (Definition 1 generalised: the largest log-ratio between any two
+        private values over every output).
+    p : int
+        0-based index of the private record.
+    method : {"optimal", "dim", "local", "global"}
+        ``dim``: the exact data-independent window optimum (Lemma 1); ``local``: successive
+        linear programming from a redacted window (a local optimum, never worse than the window
+        it starts from); ``global``: SCIP's certified optimum (small ``n``); ``optimal``: the best
+        verified of ``dim`` and ``local`` — and ``global`` on small problems
+        (:func:`kglobal_applies`) or when ``certify_time > 0``; for a two-state chain that is a
+        binary chain (:func:`binary_equivalent`) the binary path's certified optimum instead of
+        ``global``, so k = 2 designs match the binary path.
+    time_limit : float
+        Seconds for each optimiser.
+    certify_time : float
+        Seconds for SCIP in ``optimal`` beyond its default sizes (0: only small problems).
+
+    Returns
+    -------
+    KDesignResult
+        Verified exactly (rational arithmetic near ``eps``), with the smallest valid upper bound
+        on the utility of every eps-private local redaction mechanism (Lemma 2's, SCIP's dual
+        bound) and, for ``dim``, the exact optimum over data-independent mechanisms as its class
+        certificate.  ``info`` holds each optimiser's candidate utility and what the judge did.
+    """
+    n, eps, p = check_kproblem(chain, n, eps, p)
+    time_limit = check_real(time_limit, "time_limit")
+    if method not in KMETHODS:
+        raise ValueError(f"method must be one of {', '.join(KMETHODS)}, got {method!r}")
+    if time_limit <= 0.0:
+        raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
+    target = ksafe_budget(eps, n, chain.k)
+    runs = [method] if method != "optimal" else ["dim", "local"]
+    if method == "optimal" and binary_equivalent(chain) is not None:
+        runs.append("binary")  # k = 2: the binary path's optimum and certificate (same exact chain)
+    global_time = time_limit if method == "global" else 0.0
+    if method == "optimal" and "binary" not in runs and (kglobal_applies(n, p) or certify_time > 0.0):
+        runs.append("global")
+        global_time = certify_time if certify_time > 0.0 else min(KGLOBAL_SECONDS, time_limit)
+    bounds: list[tuple[float, str, bool]] = [(klemma2_upper_bound(chain, n, eps=eps, private=p), "lemma2", False)]
+    class_bound = None
+    best: tuple[np.ndarray | None, float, dict] = (None, -1.0, {})
+    summary: dict = {}
+    starts: list[np.ndarray] = []
+    for run in runs:
+        kwargs: dict = {}
+        if run == "local":
+            kwargs["budget"] = target
+        if run == "global":
+            kwargs["starts"] = tuple(starts)
+        cand = _solver(run)(chain, n, eps=eps, p=p,
+                            time_limit=global_time if run == "global" else time_limit, verbose=verbose, **kwargs)
+        q, u, how, refused = kjudge_candidate(chain, cand, eps=eps, p=p)
+        summary[run] = {"utility": u if q is not None else None, "status": cand.status, "repair": how.get("repair"),
+                        "refused": refused, "solver_info": cand.info}
+        if q is not None:
+            starts.append(q)
+            if u > best[1]:
+                best = (q, u, dict(how, solver=run))
+        if cand.upper_bound is not None:
+            if cand.bound_scope == "all":
+                bounds.append((cand.upper_bound, cand.bound_solver or run, cand.status == "time_limit"))
+            else:
+                class_bound = (cand.upper_bound, cand.bound_solver or run, cand.bound_scope)
+    q = best[0]
+    if q is None:  # full redaction of the window is always private
+        q = np.ones((n, chain.k))
+        best = (q, kutility(chain, q), {"solver": "full-redaction"})
+    ub, solver, stopped = min(bounds, key=lambda b: b[0])
+    if ub < best[1] - UTILITY_ATOL:
+        raise BoundError(f"{solver} upper bound {ub!r} is below the verified utility {best[1]!r}: the bound is wrong")
+    info = dict(best[2], candidates=summary)
+    label = method if method != "optimal" else f"optimal (best candidate: {best[2].get('solver')})"
+    return kfinalize(chain, q, private=p, eps=eps, method=label, upper_bound=ub, solver=solver,
+                     stopped=stopped, info=info, class_bound=class_bound if method == "dim" else None)

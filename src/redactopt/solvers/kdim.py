@@ -1,0 +1,164 @@
+r"""Exact optimum over data-independent mechanisms on k-state chains (Lemma 1 generalised).
+
+A data-independent mechanism with probabilities in {0, 1} publishes a set of records whatever
+their values.  On each side of ``p`` only the nearest published record matters (it cuts the
+chain), so with nearest published distances ``a`` (left) and ``b`` (right)
+
+.. math:: \mathcal L(a,b)=\max_{x\ne x'}\big[\ell_\ell(a)[x,x']+\ell_r(b)[x,x']\big],
+
+with the window terms :math:`\ell_s` of :func:`redactopt.model.kinfluence.window_terms` (the left
+side on the time-reversed chain; a side with nothing published contributes 0).  The best mechanism
+publishes everything beyond those records: a window of redacted records around ``p``.  Every
+:math:`\ell_s(d)[x,x']` is non-increasing in ``d``, so for each left choice the feasible right
+choices form a suffix and a binary search finds the nearest; :math:`O(n k^2\log n)` after the
+terms (:math:`O(D k^3)` for the ``D`` distances that matter).
+
+**Outward and inward** (as :mod:`redactopt.solvers.dim`).  A window is excluded only if its
+computed leakage is :func:`~redactopt.model.kinfluence.kprovably_above` ``eps`` (the proposal,
+whose count bounds the exact window optimum), and the fallback is the best window whose computed
+leakage is below ``eps`` by the same margin.  Terms beyond the distance ``D`` where every
+:math:`\ell` has fallen below :math:`10^{-9}\epsilon` are replaced by 0 (outward) or by the value
+at ``D`` (inward): both directions stay sound.  Indices are 0-based.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from redactopt._validate import check_eps, check_index, check_n
+from redactopt.model.kchain import KChain
+from redactopt.model.kinfluence import KINFLUENCE_RTOL, kinfluence_atol, side_matrix
+from redactopt.solvers.base import Candidate
+
+__all__ = ["kdim_enumerate", "side_window_terms", "check_kproblem", "SCOPE"]
+
+SCOPE = "data-independent"
+
+#: Positive entries of a computed P^d below this are not trusted (see judge.klemma2).
+_SAFE_MIN = 1e-290
+
+
+def check_kproblem(chain: KChain, n: object, eps: object, p: object) -> tuple[int, float, int]:
+    """Validate a k-state design problem; ``p`` is 0-based."""
+    if not isinstance(chain, KChain):
+        raise TypeError(f"chain must be a KChain, got {type(chain).__name__}")
+    n = check_n(n)
+    return n, check_eps(eps), check_index(p, n, "p")
+
+
+def side_window_terms(chain: KChain, m: int, side: str, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Lower and upper values of :math:`\ell_s(d)[x,x']` for the choices ``d = 1..D+1`` and "none".
+
+    Returns ``(low, high)``, each ``(c, k, k)`` with ``c = min(m, D+1) + 1`` choices, the last
+    "nothing published" (0).  ``low`` is used for outward tests, ``high`` (non-increasing envelope,
+    ``+inf`` where a value is ruled out) for inward ones; they differ only beyond ``D`` (module
+    docstring) and where an underflow makes a computed power untrustworthy.  The diagonal is 0.
+    """
+    k = chain.k
+    P = side_matrix(chain, side)
+    A = P > 0.0
+    reach = np.eye(k, dtype=bool)
+    cur = np.eye(k)
+    lows, highs = [], []
+    off = ~np.eye(k, dtype=bool)
+    small = 1e-9 * eps
+    for d in range(1, m + 1):
+        cur = cur @ P
+        reach = (reach.astype(np.int64) @ A.astype(np.int64)) > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lg = np.log(cur.T)  # [v, x]
+            r = lg[:, :, None] - lg[:, None, :]
+        r = np.where(np.isnan(r), -np.inf, r).max(axis=0)
+        r = np.where(off, r, 0.0)
+        pos = cur[cur > 0.0]
+        trusted = np.array_equal(cur > 0.0, reach) and (pos.size == 0 or pos.min() >= _SAFE_MIN)
+        lows.append(r if trusted else np.zeros((k, k)))
+        highs.append(r if trusted else np.full((k, k), np.inf) * off)
+        if trusted and np.all(r <= small) and d < m:
+            # beyond D = d everything is at most r (non-increasing): one more choice stands for them all
+            lows.append(np.zeros((k, k)))
+            highs.append(r.copy())
+            break
+    low = np.array(lows + [np.zeros((k, k))]).reshape(-1, k, k)
+    high = np.array(highs + [np.zeros((k, k))]).reshape(-1, k, k)
+    high = np.where(np.isnan(high), 0.0, high)
+    # non-increasing envelope of the upper values (rounding can break monotonicity by an ulp)
+    high = np.maximum.accumulate(high[::-1], axis=0)[::-1]
+    return low, high
+
+
+def _counts(m: int, c: int) -> np.ndarray:
+    """Records published on a side of ``m`` records for the choices 1..c-1 (distance) and none."""
+    return np.concatenate([m - np.arange(1, c) + 1, [0]]).astype(int)
+
+
+def _best(left: np.ndarray, right: np.ndarray, m_l: int, m_r: int, feasible) -> tuple[int, int, int]:
+    """Best pair of choice indices (``i`` left, ``j`` right) under ``feasible(sum, dist)``."""
+    cl, cr = left.shape[0], right.shape[0]
+    cnt_l, cnt_r = _counts(m_l, cl), _counts(m_r, cr)
+    dist_r = np.concatenate([np.arange(1, cr), [0]])
+    best = (cl - 1, cr - 1, 0)
+    for i in range(cl):
+        dl = i + 1 if i < cl - 1 else 0
+        lo, hi = 0, cr - 1  # hi ("none") is always feasible when the left choice is (leakage of left alone)
+        if not feasible(left[i] + right[cr - 1], dl):
+            continue
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if feasible(left[i] + right[mid], dl + int(dist_r[mid])):
+                hi = mid
+            else:
+                lo = mid + 1
+        total = int(cnt_l[i] + cnt_r[lo])
+        if total > best[2]:
+            best = (i, lo, total)
+    return best
+
+
+def _window(n: int, p: int, i: int, j: int, cl: int, cr: int, k: int) -> tuple[np.ndarray, dict]:
+    dl = i + 1 if i < cl - 1 else p + 1  # redact records at distances < dl
+    dr = j + 1 if j < cr - 1 else n - p
+    q = np.zeros((n, k))
+    q[max(0, p - dl + 1) : min(n, p + dr)] = 1.0
+    info = {"delta_left": int(min(dl - 1, p)), "delta_right": int(min(dr - 1, n - 1 - p))}
+    info["published_left"] = p - info["delta_left"]
+    info["published_right"] = n - 1 - p - info["delta_right"]
+    return q, info
+
+
+def kdim_enumerate(chain: KChain, n: int, *, eps: float, p: int, time_limit: float = 60.0,
+                   verbose: bool = False, rng: object = None) -> Candidate:
+    r"""Best data-independent window on a k-state chain by enumeration (module docstring).
+
+    Returns
+    -------
+    Candidate
+        ``solver="dim"``, ``status="optimal"``: the best window under the outward test, its
+        count over ``n`` as ``upper_bound`` on the exact optimum over data-independent
+        mechanisms (``bound_scope="data-independent"``, ``bound_solver="enumeration"``), and
+        the inward optimum as fallback.  ``info`` holds the window radii.
+    """
+    n, eps, p = check_kproblem(chain, n, eps, p)
+    t0 = time.perf_counter()
+    k = chain.k
+    m_l, m_r = p, n - 1 - p
+    low_l, high_l = side_window_terms(chain, m_l, "left", eps)
+    low_r, high_r = side_window_terms(chain, m_r, "right", eps)
+    off = ~np.eye(k, dtype=bool)
+
+    def outward(total: np.ndarray, dist: int) -> bool:
+        return not np.any(total[off] > eps * (1.0 + KINFLUENCE_RTOL) + kinfluence_atol(dist, k))
+
+    def inward(total: np.ndarray, dist: int) -> bool:
+        return bool(np.all(total[off] <= eps * (1.0 - KINFLUENCE_RTOL) - kinfluence_atol(dist, k)))
+
+    i, j, count = _best(low_l, low_r, m_l, m_r, outward)
+    ii, jj, _ = _best(high_l, high_r, m_l, m_r, inward)
+    q, info = _window(n, p, i, j, low_l.shape[0], low_r.shape[0], k)
+    qf, _ = _window(n, p, ii, jj, high_l.shape[0], high_r.shape[0], k)
+    q[p] = qf[p] = 1.0
+    info.update(seconds=time.perf_counter() - t0)
+    return Candidate(redact_prob=q, solver="dim", status="optimal", upper_bound=count / n,
+                     bound_solver="enumeration", bound_scope=SCOPE, fallbacks=(qf,), info=info)

@@ -1,0 +1,322 @@
+r"""A data-dependent design for k-state chains: successive linear programming (SLP) with exact checks.
+
+The design problem (Definitions 1 and 2 generalised) maximises the utility
+:math:`\frac1n\sum_t\sum_v\pi_v(1-q_t[v])` subject to :math:`\mathcal L(X_p\to\mathbf Y)\le\epsilon`.
+By the side reduction (docs/mathematics.md, "k-state chains") the constraint is
+
+.. math:: c^{s}_{j,v}(x,x') = \log g^{s,j}_{xv}-\log g^{s,j}_{x'v}\ \le\ a_s(x,x'),\qquad
+          a_\ell(x,x')+a_r(x,x')\le\epsilon,
+
+for every side ``s``, every supported pattern (``j`` nearest ⊥, then ``v``; and "all ⊥") and every
+ordered pair, with :math:`g^{s,j}=(P_sD_1\cdots P_sD_j P_s)_{\cdot v}` a polynomial in ``q``.  Its
+gradient is a ratio of prefix and suffix products:
+
+.. math:: \frac{\partial\log g^{s,j}_{xv}}{\partial q_t[y]}=
+          \frac{(A_{t-1}P)_{xy}\,(P D_{t+1}\cdots D_{j}P)_{yv}}{g^{s,j}_{xv}},\qquad t\le j .
+
+Each step linearises every near-active constraint at the current mechanism and solves the linear
+programme "largest utility gain within a trust region, with a free budget split per ordered pair"
+(HiGHS via :func:`scipy.optimize.linprog`); the step is kept only if the **exact** leakage
+(:func:`redactopt.judge.kleakage.kleakage`) of the new mechanism is within the budget and the
+utility rose, otherwise the trust region shrinks.  So every iterate is exactly feasible and
+the utility never falls; it is a local method (no optimality claim, ``status="local"``).
+
+**Support.**  A value redacted always (``q = 1``) has no pattern; it may be opened only if its
+pattern's current ratios are within the budget for every pair; its constraints are switched on
+by its own redaction probability (a big-M term that vanishes once it drops below ``1 - 0.02``;
+a step that leaves it above stays closed).  The search starts from the
+mechanism that redacts every record within ``window`` of ``p`` (twice the data-independent radius
+plus two on each side, by default), which gives every pattern there a well-defined ratio.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from redactopt.judge.kleakage import kleakage, kutility
+from redactopt.model.kchain import KChain
+from redactopt.model.kinfluence import side_matrix
+from redactopt.solvers.base import Candidate
+from redactopt.solvers.kdim import check_kproblem, kdim_enumerate
+
+__all__ = ["propose_klocal", "side_constraints"]
+
+#: Probabilities this close to 0 or 1 after a step are set to 0 or 1 (the exact check follows).
+_SNAP = 1e-9
+
+#: A closed value counts as opened (its pattern constraints enforced) below 1 - _OPEN.
+_OPEN = 0.02
+
+
+def _prefix(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """``F[t] = A_t P`` (records ``0..t-1`` ⊥), each scaled to its maximum; shape ``(m, k, k)``."""
+    m, k = Q.shape
+    F = np.empty((m, k, k))
+    A = np.eye(k)
+    for t in range(m):
+        f = A @ P
+        top = f.max()
+        F[t] = f / top if top > 0.0 else f
+        A = F[t] * Q[t][None, :]
+    return F
+
+
+def side_constraints(P: np.ndarray, Q: np.ndarray) -> tuple[list, np.ndarray, np.ndarray]:
+    r"""Every pattern constraint of one side with its gradient.
+
+    Returns ``(rows, values, grads)``: ``rows[i] = (j, v, x, x')`` (``j = m`` and ``v = -1`` for
+    "all ⊥"; the pattern is included whether or not ``v`` can currently be published), ``values[i]``
+    the current log-ratio :math:`c` and ``grads[i]`` its gradient with respect to ``Q`` (shape
+    ``(m, k)``).  A pair whose two probabilities are both 0 is left out; one that rules ``x`` out
+    has ``c = inf`` (and a zero gradient).
+    """
+    m, k = Q.shape
+    F = _prefix(P, Q)
+    # suffix products S[t, j] = P D_{t+1} ... D_{j-1} P for t < j <= m - 1 (S[j-1, j] = P)
+    S = np.zeros((m, m, k, k))
+    for j in range(1, m):
+        S[j - 1, j] = P
+    for t in range(m - 3, -1, -1):
+        blk = S[t + 1, t + 2 :]  # (m - t - 2, k, k)
+        nxt = P @ (Q[t + 1][:, None] * blk)
+        top = nxt.max(axis=(1, 2), keepdims=True)
+        S[t, t + 2 :] = nxt / np.where(top > 0.0, top, 1.0)
+    # all-⊥: h[t] = P D_{t+1} ... P D_{m-1} 1 (h[m-1] = 1)
+    h = np.ones((m, k))
+    for t in range(m - 2, -1, -1):
+        v = P @ (Q[t + 1] * h[t + 1])
+        top = v.max()
+        h[t] = v / top if top > 0.0 else v
+    rows, values, grads = [], [], []
+    off = [(x, y) for x in range(k) for y in range(k) if x != y]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for j in range(m):
+            g = F[j]  # [x, v]
+            if j:
+                t = np.arange(j)
+                num = F[t][:, :, :, None] * S[t, j][:, None, :, :]  # [t, x, y, v]
+                den = np.einsum("txy,ty,tyv->txv", F[t], Q[t], S[t, j])
+                dl = num / den[:, :, None, :]  # [t, x, y, v]
+            for v in range(k):
+                for x, y in off:
+                    if not (g[x, v] > 0.0 and g[y, v] > 0.0):
+                        if g[x, v] > 0.0:  # ruled out: this pattern must stay closed
+                            rows.append((j, v, x, y))
+                            values.append(math.inf)
+                            grads.append(np.zeros((m, k)))
+                        continue
+                    grad = np.zeros((m, k))
+                    if j:
+                        grad[:j] = dl[:, x, :, v] - dl[:, y, :, v]
+                    rows.append((j, v, x, y))
+                    values.append(math.log(g[x, v]) - math.log(g[y, v]))
+                    grads.append(grad)
+        gb = (F[m - 1] * Q[m - 1][None, :]).sum(axis=1)
+        num = F[:, :, :] * h[:, None, :]  # [t, x, y]
+        den = np.einsum("txy,ty,ty->tx", F, Q, h)
+        dl = num / den[:, :, None]
+        for x, y in off:
+            if not (gb[x] > 0.0 and gb[y] > 0.0):
+                continue
+            rows.append((m, -1, x, y))
+            values.append(math.log(gb[x]) - math.log(gb[y]))
+            grads.append(dl[:, x, :] - dl[:, y, :])
+    if not rows:
+        return [], np.zeros(0), np.zeros((0, m, k))
+    return rows, np.array(values), np.array(grads)
+
+
+class _Side:
+    def __init__(self, chain: KChain, name: str, records: np.ndarray):
+        self.name, self.records = name, records  # 0-based indices, nearest first
+        self.P = side_matrix(chain, name)
+
+
+def _step_lp(chain: KChain, q: np.ndarray, sides: list[_Side], eps: float, radius: float, tau: float):
+    """Solve one trust-region LP; return the proposed mechanism (or None)."""
+    from scipy.optimize import linprog  # scipy is a dependency; imported where used
+
+    k = chain.k
+    pi = chain.stationary
+    pairs = [(x, y) for x in range(k) for y in range(k) if x != y]
+    pidx = {pr: i for i, pr in enumerate(pairs)}
+    npair = len(pairs)
+    var_of: dict[tuple[int, int], int] = {}
+    lb, ub, cost = [], [], []
+    blocks = []
+    for s in sides:
+        Q = q[s.records]
+        rows, vals, grads = side_constraints(s.P, Q)
+        m = Q.shape[0]
+        # which closed values may open: their pattern within budget for every pair (and present)
+        worst = {}
+        for (j, v, x, y), c in zip(rows, vals):
+            if v >= 0:
+                worst[(j, v)] = max(worst.get((j, v), -math.inf), c)
+        fixed = np.zeros((m, k), dtype=bool)
+        for t in range(m):
+            for v in range(k):
+                if q[s.records[t], v] >= 1.0:
+                    w = worst.get((t, v))
+                    fixed[t, v] = w is None or w > eps
+        side_max = np.full(npair, -math.inf)
+        for (j, v, x, y), c in zip(rows, vals):
+            if v < 0 or q[s.records[j], v] < 1.0 or not fixed[j, v]:
+                side_max[pidx[(x, y)]] = max(side_max[pidx[(x, y)]], c)
+        keep = []
+        for i, ((j, v, x, y), c) in enumerate(zip(rows, vals)):
+            if v >= 0 and q[s.records[j], v] >= 1.0 and fixed[j, v]:
+                continue  # stays closed: no pattern
+            if not math.isfinite(c):
+                return None  # an open pattern rules a value out: the current point is not feasible
+            if c >= side_max[pidx[(x, y)]] - tau:
+                keep.append(i)
+        for t in range(m):
+            for v in range(k):
+                if fixed[t, v]:
+                    continue
+                r = int(s.records[t])
+                var_of[(r, v)] = len(lb)
+                lb.append(max(-radius, -q[r, v]))
+                ub.append(min(radius, 1.0 - q[r, v]))
+                cost.append(float(pi[v]))
+        blocks.append((s, rows, vals, grads, keep))
+    nq = len(lb)
+    if nq == 0:
+        return None
+    nvar = nq + npair * len(sides)
+    A_rows, b = [], []
+    for si, (s, rows, vals, grads, keep) in enumerate(blocks):
+        for i in keep:
+            j, v, x, y = rows[i]
+            a = np.zeros(nvar)
+            g = grads[i]
+            for t in range(g.shape[0]):
+                r = int(s.records[t])
+                for yy in range(k):
+                    col = var_of.get((r, yy))
+                    if col is not None and g[t, yy] != 0.0:
+                        a[col] = g[t, yy]
+            a[nq + si * npair + pidx[(x, y)]] = -1.0
+            col = var_of.get((int(s.records[j]), v)) if 0 <= v and j < len(s.records) else None
+            if col is not None and q[int(s.records[j]), v] >= 1.0:
+                # a closed value: enforced only once it opens past 1 - _OPEN (big-M, linear in q)
+                big = max(0.0, vals[i]) + float(np.abs(grads[i]).sum()) * radius + 1.0
+                a[col] -= big / _OPEN
+                A_rows.append(a)
+                b.append(big - vals[i])
+                continue
+            A_rows.append(a)
+            b.append(-vals[i])
+    if len(sides) == 2:
+        for i in range(npair):
+            a = np.zeros(nvar)
+            a[nq + i] = 1.0
+            a[nq + npair + i] = 1.0
+            A_rows.append(a)
+            b.append(eps)
+    c = np.concatenate([np.array(cost), np.zeros(npair * len(sides))])
+    bounds = list(zip(lb, ub)) + [(0.0, eps)] * (npair * len(sides))
+    res = linprog(c, A_ub=np.array(A_rows) if A_rows else None, b_ub=np.array(b) if b else None,
+                  bounds=bounds, method="highs")
+    if res.status != 0 or res.x is None:
+        return None
+    new = q.copy()
+    for (r, v), col in var_of.items():
+        new[r, v] = min(1.0, max(0.0, q[r, v] + res.x[col]))
+        if q[r, v] >= 1.0 and new[r, v] > 1.0 - _OPEN:
+            new[r, v] = 1.0  # not opened (its constraints were not enforced)
+    new[new < _SNAP] = 0.0
+    new[new > 1.0 - _SNAP] = 1.0
+    return new
+
+
+def propose_klocal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit: float = 30.0,
+                   verbose: bool = False, rng: object = None, budget: float | None = None,
+                   window: tuple[int, int] | None = None, start: np.ndarray | None = None,
+                   max_iter: int = 400) -> Candidate:
+    r"""A data-dependent design by successive linear programming (module docstring).
+
+    Parameters
+    ----------
+    chain : KChain
+    n, eps, p
+        The problem (``p`` 0-based).
+    time_limit : float
+        Seconds for the whole search (it stops after the step that exceeds it).
+    budget : float, optional
+        The leakage every iterate must keep (exact check); default ``eps`` less a relative
+        ``1e-8`` (the judge re-verifies exactly anyway).
+    window : (int, int), optional
+        Records redacted at the start on the left and on the right of ``p`` (the search can only
+        redact within them).  Default: twice the data-independent optimum's radii plus two.
+    start : numpy.ndarray, optional
+        A start mechanism instead (must be feasible for ``budget``).
+
+    Returns
+    -------
+    Candidate
+        ``solver="local"``, ``status="local"`` (or ``"time_limit"``); the data-independent window
+        as fallback; no upper bound.  ``info`` holds iterations, accepted steps and seconds.
+    """
+    n, eps, p = check_kproblem(chain, n, eps, p)
+    t0 = time.perf_counter()
+    target = eps * (1.0 - 1e-8) if budget is None else float(budget)
+    k = chain.k
+    dim = kdim_enumerate(chain, n, eps=eps, p=p)
+    fallback = dim.fallbacks[0]
+    if start is not None:
+        q = np.array(start, dtype=float)
+    else:
+        if window is None:
+            window = (min(p, 2 * dim.info["delta_left"] + 2), min(n - 1 - p, 2 * dim.info["delta_right"] + 2))
+        q = np.zeros((n, k))
+        q[p - window[0] : p + window[1] + 1] = 1.0
+    q[p] = 1.0
+    if kleakage(chain, q, p).leakage > target:
+        q = np.ones((n, k))
+    # the sides: records that can be redacted plus the first always-published record
+    red = np.flatnonzero(q.max(axis=1) > 0.0)
+    lo, hi = int(red.min()), int(red.max())
+    sides = []
+    if p > 0:
+        sides.append(_Side(chain, "left", np.arange(p - 1, max(lo - 1, 0) - 1, -1)))
+    if p < n - 1:
+        sides.append(_Side(chain, "right", np.arange(p + 1, min(hi + 1, n - 1) + 1)))
+    u = kutility(chain, q)
+    radius, tau, margin = 0.25, 2.0, 0.0
+    it = accepted = 0
+    stopped = False
+    while it < max_iter and radius > 1e-5:
+        if time.perf_counter() - t0 > time_limit:
+            stopped = True
+            break
+        it += 1
+        new = _step_lp(chain, q, sides, target - margin, radius, tau) if sides else None
+        if new is None:
+            if margin > 1e-6 * target:
+                margin *= 0.25  # the aim below the budget made the programme infeasible
+            else:
+                radius /= 2.0
+            continue
+        nu = kutility(chain, new)
+        if nu <= u + 1e-12:
+            radius /= 2.0
+            continue
+        lk = kleakage(chain, new, p).leakage
+        if lk <= target:
+            q, u = new, nu
+            accepted += 1
+            radius = min(0.5, radius * 1.5)
+            margin *= 0.5
+        else:
+            # the linearisation overshot: aim lower next time, and shrink the region
+            margin = min(0.5 * target, margin + 1.5 * (lk - target))
+            radius /= 1.5
+    info = {"iterations": it, "accepted": accepted, "seconds": time.perf_counter() - t0,
+            "start_window": list(window) if window is not None else None}
+    return Candidate(redact_prob=q, solver="local", status="time_limit" if stopped else "local",
+                     fallbacks=(fallback,), info=info)

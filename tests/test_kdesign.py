@@ -1,0 +1,317 @@
+"""k-state designs (issue 17): influence, Lemma 2, windows, the local and global optimisers, the judge.
+
+Every design is re-verified here by the rational evaluator (``certify_kexact``), and bounds are
+checked against independent searches (enumeration of data-independent mechanisms, grids of
+mechanisms judged exactly) and against the binary path for k = 2.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from redactopt.engine.design import design
+from redactopt.engine.kdesign import binary_equivalent, kdesign, kjudge_candidate
+from redactopt.judge.kcertify import kfinalize
+from redactopt.judge.kexact import certify_kexact, exact_kn_step
+from redactopt.judge.kleakage import kleakage, kutility
+from redactopt.judge.klemma2 import klemma2_upper_bound, kpublishable
+from redactopt.judge.exact import ratio_at_most_exp
+from redactopt.model.chain import MarkovChain
+from redactopt.model.influence import pointwise_influence
+from redactopt.model.kchain import KChain
+from redactopt.model.kinfluence import kdelta_star, kmax_influence, kpointwise_influence, window_terms
+from redactopt.errors import PrivacyCheckError
+from redactopt.solvers.base import Candidate
+from redactopt.solvers.dim import dim_enumerate
+from redactopt.solvers.kdim import kdim_enumerate
+from redactopt.solvers.klocal import side_constraints
+from redactopt.solvers.kscip import propose_kglobal
+
+from test_kleakage import random_chain
+
+
+def certified(chain: KChain, q: np.ndarray, p: int, eps: float) -> bool:
+    return certify_kexact(chain, np.asarray(q).tolist(), [p], eps).status == "certified"
+
+
+# --------------------------------------------------------------------------
+# influence and Lemma 2
+# --------------------------------------------------------------------------
+def test_pointwise_influence_k2_is_binary():
+    mc = MarkovChain(0.01, 0.8)
+    kc = KChain.from_binary(mc)
+    for d in (1, 2, 3, 7, 20):
+        want = [pointwise_influence(mc, d, x) for x in (0, 1)]
+        for side in ("left", "right"):
+            assert np.allclose(kpointwise_influence(kc, d, side), want, rtol=1e-10)
+
+
+def test_pointwise_influence_rational(rng):
+    for _ in range(20):
+        c = random_chain(rng, 3)
+        for side in ("left", "right"):
+            for d in (1, 2, 5):
+                ex = exact_kn_step(c, d, reverse=side == "left")
+                got = kpointwise_influence(c, d, side)
+                for v in range(3):
+                    vals = []
+                    for x in range(3):
+                        for y in range(3):
+                            if x == y or ex[x][v] == 0:
+                                continue
+                            vals.append(math.inf if ex[y][v] == 0 else math.log(ex[x][v] / ex[y][v]))
+                    want = max(vals, default=-math.inf)
+                    assert got[v] == want or abs(got[v] - want) < 1e-12 * (1 + abs(want))
+
+
+def test_window_terms_non_increasing_and_delta_star(rng):
+    for _ in range(10):
+        c = random_chain(rng, 4, zero_frac=0.0)
+        for side in ("left", "right"):
+            t = window_terms(c, 30, side)
+            assert np.all(np.diff(t[:30], axis=0) <= 1e-12)
+            ds = kdelta_star(c, 0.5, side)
+            assert kmax_influence(c, ds, side) <= 0.5
+            if ds > 1:
+                assert kmax_influence(c, ds - 1, side) > 0.5
+
+
+def test_kpublishable_is_exact_where_it_excludes(rng):
+    """Every excluded value has exact influence > eps; every value with exact influence <= eps is kept."""
+    for _ in range(15):
+        c = random_chain(rng, 3)
+        eps = float(rng.choice([0.3, 1.0, 2.0]))
+        for side in ("left", "right"):
+            allowed = kpublishable(c, 6, eps=eps, side=side)
+            for d in range(1, 7):
+                ex = exact_kn_step(c, d, reverse=side == "left")
+                for v in range(3):
+                    above = any(ex[x][v] > 0 and (ex[y][v] == 0 or ratio_at_most_exp(ex[x][v] / ex[y][v], eps) is False)
+                                for x in range(3) for y in range(3) if x != y)
+                    assert allowed[d - 1, v] == (not above)
+
+
+def test_kpublishable_boundary_exactly_on_eps():
+    """eps placed exactly on an influence (as a double) keeps the value unless the rational ratio exceeds e^eps."""
+    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
+    infl = kpointwise_influence(c, 1, "right")
+    for v in range(3):
+        eps = float(infl[v])
+        ex = exact_kn_step(c, 1)
+        worst = max(ex[x][v] / ex[y][v] for x in range(3) for y in range(3) if x != y)
+        for e in (math.nextafter(eps, 0.0), eps, math.nextafter(eps, math.inf)):
+            want = ratio_at_most_exp(worst, e) is not False
+            assert kpublishable(c, 1, eps=e)[0, v] == want
+
+
+# --------------------------------------------------------------------------
+# data-independent windows
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("k", [3, 4])
+def test_kdim_equals_enumeration_of_all_published_sets(rng, k):
+    for _ in range(25):
+        c = random_chain(rng, k)
+        n = int(rng.integers(1, 8))
+        p = int(rng.integers(0, n))
+        eps = float(rng.choice([0.2, 0.7, 1.5, 4.0]))
+        others = [t for t in range(n) if t != p]
+        best = 0
+        for mask in range(2 ** len(others)):
+            q = np.ones((n, k))
+            for i, t in enumerate(others):
+                if mask >> i & 1:
+                    q[t] = 0.0
+            if kleakage(c, q, p).leakage <= eps:
+                best = max(best, bin(mask).count("1"))
+        cand = kdim_enumerate(c, n, eps=eps, p=p)
+        assert cand.upper_bound * n >= best - 1e-9
+        got = int(round(float((1 - cand.fallbacks[0]).mean(axis=1).sum())))
+        assert got == best
+        assert certified(c, cand.fallbacks[0], p, eps) or kleakage(c, cand.fallbacks[0], p).leakage == 0
+
+
+def test_kdim_k2_equals_binary(rng):
+    for _ in range(40):
+        a, b = rng.uniform(0.005, 0.995, 2)
+        mc = MarkovChain(float(a), float(b))
+        n = int(rng.integers(1, 60))
+        p = int(rng.integers(0, n))
+        eps = float(rng.choice([0.1, 0.5, 1.0, 3.0]))
+        c1, c2 = dim_enumerate(mc, n, eps=eps, p=p), kdim_enumerate(KChain.from_binary(mc), n, eps=eps, p=p)
+        assert np.array_equal(c1.redact_prob, c2.redact_prob) and c1.upper_bound == c2.upper_bound
+
+
+# --------------------------------------------------------------------------
+# the local optimiser's gradients and designs
+# --------------------------------------------------------------------------
+def test_side_constraint_gradients_by_finite_differences(rng):
+    c = random_chain(rng, 3, zero_frac=0.0)
+    P = c.transition
+    Q = rng.uniform(0.2, 0.9, (5, 3))
+    rows, vals, grads = side_constraints(P, Q)
+    h = 1e-6
+    for i in rng.choice(len(rows), 25, replace=False):
+        for t in range(5):
+            for y in range(3):
+                Qp, Qm = Q.copy(), Q.copy()
+                Qp[t, y] += h
+                Qm[t, y] -= h
+                vp = dict(zip(rows, side_constraints(P, Qp)[1]))[rows[i]]
+                vm = dict(zip(rows, side_constraints(P, Qm)[1]))[rows[i]]
+                assert grads[i][t, y] == pytest.approx((vp - vm) / (2 * h), abs=1e-6)
+    # the values are the pattern log-ratios of the forward products
+    A = np.eye(3)
+    for j in range(5):
+        g = (A @ P)
+        for (jj, v, x, y), val in zip(rows, vals):
+            if jj == j:
+                assert val == pytest.approx(math.log(g[x, v] / g[y, v]), rel=1e-12)
+        A = g * Q[j]
+
+
+def test_local_design_is_exactly_private_and_beats_the_window(rng):
+    for _ in range(4):
+        c = random_chain(rng, 4, zero_frac=0.0)
+        n, p, eps = 14, 6, 1.0
+        d = kdesign(c, n, eps=eps, p=p, method="local", time_limit=20)
+        assert certified(c, d.redact_prob, p, eps)
+        dim = kdesign(c, n, eps=eps, p=p, method="dim")
+        assert d.utility >= dim.utility - 1e-12
+        assert d.certificate.upper_bound >= d.utility - 1e-12
+
+
+# --------------------------------------------------------------------------
+# the global optimum (SCIP) on tiny problems
+# --------------------------------------------------------------------------
+def _grid_best(chain: KChain, n: int, p: int, eps: float, levels=(0.0, 0.5, 1.0)) -> float:
+    k = chain.k
+    free = [(t, x) for t in range(n) if t != p for x in range(k)]
+    best = 0.0
+    for vals in itertools.product(levels, repeat=len(free)):
+        q = np.ones((n, k))
+        for (t, x), v in zip(free, vals):
+            q[t, x] = v
+        if kleakage(chain, q, p).leakage <= eps:
+            best = max(best, kutility(chain, q))
+    return best
+
+
+def test_global_tiny_k3_against_grid():
+    """k = 3, n = 3 with p in the middle (two-sided, exact split): SCIP's bound and design."""
+    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
+    n, p, eps = 3, 1, 0.7
+    cand = propose_kglobal(c, n, eps=eps, p=p, time_limit=20)
+    grid = _grid_best(c, n, p, eps)
+    assert cand.upper_bound is not None and cand.upper_bound >= grid - 1e-12
+    d = kdesign(c, n, eps=eps, p=p, method="global", time_limit=20)
+    assert certified(c, d.redact_prob, p, eps)
+    assert d.utility >= grid - 1e-9
+    assert d.certificate.solver == "scip" and d.certificate.gap < 1e-4
+
+
+def test_global_tiny_k3_one_sided():
+    c = KChain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]])  # not reversible
+    n, p, eps = 3, 0, 1.0
+    d = kdesign(c, n, eps=eps, p=p, method="global", time_limit=20)
+    grid = _grid_best(c, n, p, eps)
+    assert certified(c, d.redact_prob, p, eps)
+    assert d.utility >= grid - 1e-9 and d.certificate.upper_bound >= d.utility - 1e-12
+    assert d.certificate.gap < 1e-4
+    # the left side mirrors it on the reversed chain
+    dl = kdesign(c, n, eps=eps, p=n - 1, method="global", time_limit=20)
+    assert certified(c, dl.redact_prob, n - 1, eps)
+    assert dl.utility >= _grid_best(c, n, n - 1, eps) - 1e-9
+
+
+def test_global_k2_matches_binary():
+    mc = MarkovChain(0.2, 0.3)
+    kc = KChain.from_binary(mc)
+    for n, p in ((5, 0), (4, 2)):
+        d = kdesign(kc, n, eps=0.5, p=p, method="global", time_limit=30)
+        b = design(mc, n, eps=0.5, p=p)
+        assert certified(kc, d.redact_prob, p, 0.5)
+        assert d.utility == pytest.approx(b.utility, abs=1e-5)
+        assert d.certificate.upper_bound >= b.utility - 1e-12
+        assert b.certificate.upper_bound >= d.utility - 1e-12
+
+
+@pytest.mark.slow
+def test_global_k3_n8_one_sided_certified():
+    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
+    d = kdesign(c, 8, eps=1.0, p=0, method="global", time_limit=60)
+    assert certified(c, d.redact_prob, 0, 1.0)
+    loc = kdesign(c, 8, eps=1.0, p=0, method="local")
+    assert d.certificate.upper_bound >= loc.utility
+
+
+# --------------------------------------------------------------------------
+# k = 2 designs are the binary path's
+# --------------------------------------------------------------------------
+def test_kdesign_k2_matches_binary():
+    mc = MarkovChain(0.01, 0.8)
+    kc = KChain.from_binary(mc)
+    assert binary_equivalent(kc) == mc
+    for n, p, eps in ((10, 0, 1.0), (10, 4, 0.5)):
+        d, b = kdesign(kc, n, eps=eps, p=p), design(mc, n, eps=eps, p=p)
+        assert d.utility == pytest.approx(b.utility, rel=1e-13)
+        assert d.certificate.upper_bound == b.certificate.upper_bound
+        assert certified(kc, d.redact_prob, p, eps)
+        dd, bd = kdesign(kc, n, eps=eps, p=p, method="dim"), design(mc, n, eps=eps, p=p, method="dim")
+        assert np.array_equal(dd.redact_prob, bd.redact_prob)
+    # a 2-state chain whose rows are not exactly 1 - a, a is judged on its own (no binary shortcut)
+    assert binary_equivalent(KChain([[0.7, 0.3000000001], [0.4, 0.6]])) is None
+
+
+# --------------------------------------------------------------------------
+# the judge
+# --------------------------------------------------------------------------
+def test_judge_repairs_toward_redaction(rng):
+    c = random_chain(rng, 3, zero_frac=0.0)
+    n, p, eps = 8, 3, 0.5
+    q = np.full((n, 3), 0.3)
+    q[p] = 1.0
+    assert kleakage(c, q, p).leakage > eps
+    out, u, how, refused = kjudge_candidate(c, Candidate(q, "test", "heuristic"), eps=eps, p=p)
+    assert refused and how["repair"]
+    assert out is not None and certified(c, out, p, eps)
+    assert np.all(out >= q)  # only ever more redaction
+    # entries within 1e-9 of 0 or 1 are snapped before the exact check (support matters)
+    window = kdim_enumerate(c, n, eps=eps, p=p).fallbacks[0]
+    fuzzy = np.where(window == 1.0, 1.0 - 1e-12, 1e-12)
+    out, u, how, refused = kjudge_candidate(c, Candidate(fuzzy, "test", "heuristic"), eps=eps, p=p)
+    assert not refused and np.array_equal(out, window)
+
+
+def test_finalize_refuses_above_eps(rng):
+    c = random_chain(rng, 3, zero_frac=0.0)
+    q = np.zeros((5, 3))
+    q[2] = 1.0
+    with pytest.raises(PrivacyCheckError):
+        kfinalize(c, q, private=2, eps=1e-3, method="t", upper_bound=1.0, solver="t")
+
+
+def test_lemma2_bound_dominates_designs_and_grid(rng):
+    for _ in range(3):
+        c = random_chain(rng, 3, zero_frac=0.0)
+        n, p, eps = 3, 1, 0.8
+        ub = klemma2_upper_bound(c, n, eps=eps, private=p)
+        assert ub >= _grid_best(c, n, p, eps) - 1e-12
+        d = kdesign(c, n, eps=eps, p=p)
+        assert d.certificate.upper_bound <= ub + 1e-12
+        assert d.certificate.upper_bound >= d.utility - 1e-12
+
+
+def test_kdesign_bad_input():
+    c = KChain([[0.6, 0.4], [0.3, 0.7]])
+    with pytest.raises(ValueError, match="method"):
+        kdesign(c, 5, eps=1.0, method="3r")
+    with pytest.raises(ValueError, match="time_limit"):
+        kdesign(c, 5, eps=1.0, time_limit=0)
+    with pytest.raises(TypeError, match="KChain"):
+        kdesign(MarkovChain(0.4, 0.3), 5, eps=1.0)
+    with pytest.raises(ValueError, match="eps"):
+        kdesign(c, 5, eps=-1.0)
