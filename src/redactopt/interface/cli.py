@@ -252,6 +252,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         refuse_given(args, ["samples", "confidence", "attack_seed", "time_limit"], "applies to --attack only")
     rng = np.random.default_rng(args.attack_seed)
     if args.mechanism is not None:
+        from redactopt.interface.cli_k import maybe_kaudit
+
+        kstatus = maybe_kaudit(args)  # a k-state file (issue 17)
+        if kstatus is not None:
+            return kstatus
         if args.method:
             raise UsageError("give either a mechanism file or --method, not both")
         refuse_given(args, ["n", "private", "reading", "split"],
@@ -308,10 +313,16 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     _add_problem_options(ap, required=True)
-    ap.add_argument("--method", choices=list(METHODS), default="optimal",
+    ap.add_argument("--method", choices=list(METHODS) + ["local"], default="optimal",
                     help="optimal (default: best verified of global/SGP optimum, calibrated 3R, DIM), "
                          "3r (paper, as printed), 3r-calibrated, mq (Algorithm 1), dim (exact window optimum), "
-                         "global (PySCIPOpt only), sgp (CVXPY only)")
+                         "global (PySCIPOpt only), sgp (CVXPY only); with --transition: optimal, dim, local "
+                         "(successive linear programming) or global")
+    ap.add_argument("--transition", default=None, metavar='FILE|"p11,p12,...;p21,..."',
+                    help="a k-state chain instead of --alpha/--beta: a JSON file with 'transition' and 'labels' (e.g. "
+                         "the output of 'fit --categorical --format json') or the rows of the matrix, ';' between rows")
+    ap.add_argument("--labels", default=None, metavar="A,B,...",
+                    help="--transition: the states' names (default: the file's labels, or 0..k-1)")
     ap.add_argument("--split", default=None,
                     help="3R budget split for --method optimal, 3r and 3r-calibrated: auto (tuned, default), "
                          "half (eps/2 per side) or eps_left as a number")
@@ -330,6 +341,13 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_design(args: argparse.Namespace) -> int:
+    if args.transition is not None:  # a k-state chain (issue 17)
+        from redactopt.interface.cli_k import cmd_kdesign
+
+        return cmd_kdesign(args)
+    refuse_given(args, ["labels"], "applies to --transition only")
+    if args.method == "local":
+        raise UsageError("--method local is the k-state local design: it needs --transition")
     rename_value(args, "format", {"table": "text"})
     fmt = args.format or "text"
     if args.method not in SPLIT_METHODS:

@@ -64,12 +64,22 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
     ap.add_argument("--interval", choices=["wilson", "lr", "wald"], default="wilson",
                     help="wilson score (default), binomial likelihood-ratio, or wald")
+    ap.add_argument("--categorical", action="store_true",
+                    help="a k-state chain: the column's values (as text) are the states, in order of first appearance")
+    ap.add_argument("--smoothing", choices=["kt", "none"], default=None,
+                    help="--categorical: rows with a never-seen transition use the Krichevsky-Trofimov estimate "
+                         "(kt, default) or keep the estimate 0 (none)")
     add_format(ap, ["text", "json"])
     add_quiet(ap)
     ap.set_defaults(func=_cmd_fit)
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
+    if args.categorical:  # a k-state chain (issue 17)
+        from redactopt.interface.cli_k import cmd_kfit
+
+        return cmd_kfit(args)
+    refuse_given(args, ["smoothing"], "applies to --categorical only")
     # pandas and pyarrow load with the data commands only: design and audit start faster
     from redactopt.release.apply import scan_table
     from redactopt.release.tables import TableReader
@@ -142,6 +152,11 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
                          "pip install 'redactopt[dask]')")
     ap.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
                     help="seconds per optimiser call (default 60)")
+    ap.add_argument("--categorical", action="store_true",
+                    help="a categorical column (k states, its values as text): fit a k-state chain unless --transition")
+    ap.add_argument("--transition", default=None, metavar='FILE|"p11,...;p21,..."',
+                    help="the k-state chain of a categorical column (implies --categorical): a JSON file with "
+                         "'transition' and 'labels' or the rows of the matrix")
     add_format(ap, ["text", "json"], help="summary: text (default) or json")
     add_quiet(ap)
     ap.set_defaults(func=_cmd_apply)
@@ -180,6 +195,10 @@ def _summary_text(s: dict[str, Any]) -> str:
 
 
 def _cmd_apply(args: argparse.Namespace) -> int:
+    if args.categorical or args.transition is not None:  # a k-state chain (issue 17)
+        from redactopt.interface.cli_k import cmd_kapply
+
+        return cmd_kapply(args)
     # pandas and pyarrow load with the data commands only: design and audit start faster
     from redactopt.release.apply import apply_table
 

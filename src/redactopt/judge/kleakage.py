@@ -69,6 +69,8 @@ __all__ = [
     "klog_likelihood_ratio",
     "kutility",
     "side_output",
+    "segment",
+    "kleakage_segment",
 ]
 
 #: Smallest positive number (relative to its row's or block's scale) the blocked evaluator
@@ -371,22 +373,17 @@ def side_pairs(P: np.ndarray, Q: np.ndarray) -> SidePairs:
     return fast if fast is not None else side_pairs_logspace(P, Q)
 
 
-def side_output(side: SidePairs, j: int, v: int) -> np.ndarray:
-    """An output of one side (by distance) realising pattern ``(j, v)`` (``j = -1``: all ⊥); -1 is ⊥.
+def _continuation(P: np.ndarray, qs: np.ndarray, v: int) -> np.ndarray:
+    """An output of positive probability for records following a record in state ``v`` (read outward).
 
-    Records beyond the published one follow a path of positive probability (from ``v``, each
-    state's most likely successor; the path is eventually periodic) and show their state where
-    it can be published, ⊥ where it is always redacted: an output of positive probability.
+    The states follow each state's most likely successor (a path of positive probability,
+    eventually periodic); each shows its state where it can be published, ⊥ where it is always
+    redacted.  ``qs`` holds those records' rows, nearest first.
     """
-    m = side.q.shape[0]
-    out = np.full(m, -1, dtype=np.int64)
-    if j < 0:
-        return out
-    out[j] = v
-    rest = m - j - 1
+    rest = qs.shape[0]
     if rest <= 0:
-        return out
-    succ = side.P.argmax(axis=1)
+        return np.zeros(0, dtype=np.int64)
+    succ = P.argmax(axis=1)
     path = [int(succ[v])]
     seen = {path[0]: 0}
     while len(path) < rest:
@@ -401,9 +398,31 @@ def side_output(side: SidePairs, j: int, v: int) -> np.ndarray:
         seen[nxt] = len(path)
         path.append(nxt)
     states = np.asarray(path[:rest], dtype=np.int64)
-    qs = side.q[j + 1 :]
-    out[j + 1 :] = np.where(qs[np.arange(rest), states] < 1.0, states, -1)
+    return np.where(qs[np.arange(rest), states] < 1.0, states, -1)
+
+
+def side_output(side: SidePairs, j: int, v: int) -> np.ndarray:
+    """An output of one side (by distance) realising pattern ``(j, v)`` (``j = -1``: all ⊥); -1 is ⊥.
+
+    Records beyond the published one follow :func:`_continuation`: an output of positive probability.
+    """
+    m = side.q.shape[0]
+    out = np.full(m, -1, dtype=np.int64)
+    if j < 0:
+        return out
+    out[j] = v
+    out[j + 1 :] = _continuation(side.P, side.q[j + 1 :], v)
     return out
+
+
+def segment(q: np.ndarray, p: int) -> tuple[int, int]:
+    """0-based inclusive rows ``(lo, hi)`` of private record ``p``'s segment: up to and including the
+    nearest always-published rows (all zeros) on each side, or the ends of the sequence."""
+    published = np.flatnonzero(~q.any(axis=1))
+    i = int(np.searchsorted(published, p))
+    lo = int(published[i - 1]) if i > 0 else 0
+    hi = int(published[i]) if i < published.size else q.shape[0] - 1
+    return lo, hi
 
 
 # --------------------------------------------------------------------------
@@ -456,10 +475,32 @@ def _combine(chain: KChain, q: np.ndarray, p: int, left: SidePairs, right: SideP
     )
 
 
+def kleakage_segment(chain: KChain, redact_prob: object, p: int) -> KLeakageResult:
+    r""":func:`kleakage` evaluated on private record ``p``'s segment (:func:`segment`), exact for the whole sequence.
+
+    A record published with certainty is observed without noise, so by the Markov property
+    everything beyond it cancels from every likelihood ratio (docs/mathematics.md §8).  The
+    witness is extended to the whole sequence beyond the segment's published ends by
+    :func:`_continuation` (forward chain on the right, reversed chain on the left).
+    """
+    q, (p,) = check_kmechanism(chain, redact_prob, p, "p")
+    lo, hi = segment(q, p)
+    if lo == 0 and hi == q.shape[0] - 1:
+        return kleakage(chain, q, p)
+    res = kleakage(chain, q[lo : hi + 1], p - lo)
+    w = np.empty(q.shape[0], dtype=np.int64)
+    w[lo : hi + 1] = res.witness
+    if hi < q.shape[0] - 1:
+        w[hi + 1 :] = _continuation(chain.transition, q[hi + 1 :], int(w[hi]))
+    if lo > 0:
+        w[:lo] = _continuation(chain.reversed_matrix(), q[:lo][::-1], int(w[lo]))[::-1]
+    return KLeakageResult(res.leakage, w, res.pair, p, res.left_log_ratio, res.right_log_ratio, res.labels)
+
+
 def kmax_leakage(chain: KChain, redact_prob: object, private: object) -> KLeakageResult:
-    """The largest exact leakage over several private records (0-based), each judged on its own."""
+    """The largest exact leakage over several private records (0-based), each judged on its segment."""
     q, priv = check_kmechanism(chain, redact_prob, private)
-    return max((kleakage(chain, q, p) for p in priv), key=lambda r: r.leakage)
+    return max((kleakage_segment(chain, q, p) for p in priv), key=lambda r: r.leakage)
 
 
 def kutility(chain: KChain, redact_prob: object) -> float:

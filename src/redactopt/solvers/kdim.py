@@ -14,9 +14,11 @@ choices form a suffix and a binary search finds the nearest; :math:`O(n k^2\log 
 terms (:math:`O(D k^3)` for the ``D`` distances that matter).
 
 **Outward and inward** (as :mod:`redactopt.solvers.dim`).  A window is excluded only if its
-computed leakage is :func:`~redactopt.model.kinfluence.kprovably_above` ``eps`` (the proposal,
-whose count bounds the exact window optimum), and the fallback is the best window whose computed
-leakage is below ``eps`` by the same margin.  Terms beyond the distance ``D`` where every
+computed leakage exceeds ``eps`` by more than its error bound (relative
+:data:`~redactopt.model.kinfluence.KINFLUENCE_RTOL` plus the absolute bound
+:func:`~redactopt.model.kinfluence.kinfluence_atol` of the longest distance; the proposal, whose
+count bounds the exact window optimum), and the fallback is the best window whose computed leakage
+is below ``eps`` by the same margin.  Terms beyond the distance ``D`` where every
 :math:`\ell` has fallen below :math:`10^{-9}\epsilon` are replaced by 0 (outward) or by the value
 at ``D`` (inward): both directions stay sound.  Indices are 0-based.
 """
@@ -32,7 +34,7 @@ from redactopt.model.kchain import KChain
 from redactopt.model.kinfluence import KINFLUENCE_RTOL, kinfluence_atol, side_matrix
 from redactopt.solvers.base import Candidate
 
-__all__ = ["kdim_enumerate", "side_window_terms", "check_kproblem", "SCOPE"]
+__all__ = ["kdim_enumerate", "kdim_windows", "side_window_terms", "check_kproblem", "SCOPE"]
 
 SCOPE = "data-independent"
 
@@ -94,27 +96,35 @@ def _counts(m: int, c: int) -> np.ndarray:
     return np.concatenate([m - np.arange(1, c) + 1, [0]]).astype(int)
 
 
-def _best(left: np.ndarray, right: np.ndarray, m_l: int, m_r: int, feasible) -> tuple[int, int, int]:
-    """Best pair of choice indices (``i`` left, ``j`` right) under ``feasible(sum, dist)``."""
+def _first_feasible(right: np.ndarray, budget: np.ndarray) -> np.ndarray:
+    """For each row of ``budget`` (``(c_left, k, k)``), the first right choice with ``right <= budget`` on every pair.
+
+    ``right`` is ``(c_right, k, k)``, non-increasing along its first axis for every pair, its last
+    row ("none") 0; returns ``c_right`` where even "none" is infeasible.
+    """
+    k = right.shape[1]
+    first = np.zeros(budget.shape[0], dtype=np.int64)
+    for x in range(k):
+        for y in range(k):
+            if x == y:
+                continue
+            col = right[:, x, y]
+            # searchsorted needs ascending order: search -col >= -budget
+            first = np.maximum(first, np.searchsorted(-col, -budget[:, x, y], side="left"))
+    return first
+
+
+def _best(left: np.ndarray, right: np.ndarray, m_l: int, m_r: int, budget: float) -> tuple[int, int, int]:
+    """Best pair of choice indices (``i`` left, ``j`` right) with ``left[i] + right[j] <= budget`` on every pair."""
     cl, cr = left.shape[0], right.shape[0]
     cnt_l, cnt_r = _counts(m_l, cl), _counts(m_r, cr)
-    dist_r = np.concatenate([np.arange(1, cr), [0]])
-    best = (cl - 1, cr - 1, 0)
-    for i in range(cl):
-        dl = i + 1 if i < cl - 1 else 0
-        lo, hi = 0, cr - 1  # hi ("none") is always feasible when the left choice is (leakage of left alone)
-        if not feasible(left[i] + right[cr - 1], dl):
-            continue
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if feasible(left[i] + right[mid], dl + int(dist_r[mid])):
-                hi = mid
-            else:
-                lo = mid + 1
-        total = int(cnt_l[i] + cnt_r[lo])
-        if total > best[2]:
-            best = (i, lo, total)
-    return best
+    first = _first_feasible(right, budget - left)
+    ok = np.flatnonzero(first < cr)
+    if not ok.size:
+        return cl - 1, cr - 1, 0
+    totals = cnt_l[ok] + cnt_r[first[ok]]
+    j = int(np.argmax(totals))  # ties: the nearest left choice
+    return int(ok[j]), int(first[ok[j]]), int(totals[j])
 
 
 def _window(n: int, p: int, i: int, j: int, cl: int, cr: int, k: int) -> tuple[np.ndarray, dict]:
@@ -146,19 +156,44 @@ def kdim_enumerate(chain: KChain, n: int, *, eps: float, p: int, time_limit: flo
     m_l, m_r = p, n - 1 - p
     low_l, high_l = side_window_terms(chain, m_l, "left", eps)
     low_r, high_r = side_window_terms(chain, m_r, "right", eps)
-    off = ~np.eye(k, dtype=bool)
-
-    def outward(total: np.ndarray, dist: int) -> bool:
-        return not np.any(total[off] > eps * (1.0 + KINFLUENCE_RTOL) + kinfluence_atol(dist, k))
-
-    def inward(total: np.ndarray, dist: int) -> bool:
-        return bool(np.all(total[off] <= eps * (1.0 - KINFLUENCE_RTOL) - kinfluence_atol(dist, k)))
-
-    i, j, count = _best(low_l, low_r, m_l, m_r, outward)
-    ii, jj, _ = _best(high_l, high_r, m_l, m_r, inward)
+    # the error bound of the largest distance covers every window (outward and inward both stay sound)
+    slack = eps * KINFLUENCE_RTOL + float(kinfluence_atol(n, k))
+    i, j, count = _best(low_l, low_r, m_l, m_r, eps + slack)
+    ii, jj, _ = _best(high_l, high_r, m_l, m_r, eps - slack)
     q, info = _window(n, p, i, j, low_l.shape[0], low_r.shape[0], k)
     qf, _ = _window(n, p, ii, jj, high_l.shape[0], high_r.shape[0], k)
     q[p] = qf[p] = 1.0
     info.update(seconds=time.perf_counter() - t0)
     return Candidate(redact_prob=q, solver="dim", status="optimal", upper_bound=count / n,
                      bound_solver="enumeration", bound_scope=SCOPE, fallbacks=(qf,), info=info)
+
+
+def _truncate(terms: np.ndarray, m: int) -> np.ndarray:
+    """The choices of a side of ``m`` records from terms computed for a longer side."""
+    c = terms.shape[0]
+    if m + 1 >= c:
+        return terms
+    return np.concatenate([terms[:m], terms[-1:]])
+
+
+def kdim_windows(chain: KChain, n: int, *, eps: float, private: tuple[int, ...]) -> np.ndarray:
+    r"""The elementwise maximum of every private record's data-independent window optimum (inward).
+
+    The window terms are computed once per side (for the longest side) and cut to each record's
+    room, so many private records cost one enumeration each.  Private for every one of them by
+    monotonicity (redacting more is post-processing); the caller verifies it exactly.
+    """
+    n, eps, _ = check_kproblem(chain, n, eps, private[0] if private else 0)
+    k = chain.k
+    _, high_l = side_window_terms(chain, n - 1, "left", eps)
+    _, high_r = side_window_terms(chain, n - 1, "right", eps)
+    slack = eps * KINFLUENCE_RTOL + float(kinfluence_atol(n, k))
+    q = np.zeros((n, k))
+    for p in private:
+        hl, hr = _truncate(high_l, p), _truncate(high_r, n - 1 - p)
+        i, j, _ = _best(hl, hr, p, n - 1 - p, eps - slack)
+        w, _ = _window(n, p, i, j, hl.shape[0], hr.shape[0], k)
+        q = np.maximum(q, w)
+    if private:
+        q[list(private)] = 1.0
+    return q

@@ -25,8 +25,8 @@ the utility never falls; it is a local method (no optimality claim, ``status="lo
 pattern's current ratios are within the budget for every pair; its constraints are switched on
 by its own redaction probability (a big-M term that vanishes once it drops below ``1 - 0.02``;
 a step that leaves it above stays closed).  The search starts from the
-mechanism that redacts every record within ``window`` of ``p`` (twice the data-independent radius
-plus two on each side, by default), which gives every pattern there a well-defined ratio.
+mechanism that redacts every record within ``window`` of ``p`` (the data-independent radius plus up
+to 40 + 2 on each side, by default), which gives every pattern there a well-defined ratio.
 """
 
 from __future__ import annotations
@@ -46,6 +46,13 @@ __all__ = ["propose_klocal", "side_constraints"]
 
 #: Probabilities this close to 0 or 1 after a step are set to 0 or 1 (the exact check follows).
 _SNAP = 1e-9
+
+#: Beyond this data-independent radius (records on a side) the local search is not run (its linear
+#: programmes grow with the window); the window is proposed instead.
+MAX_WINDOW = 150
+
+#: The start window extends the data-independent radius ``r`` by ``min(r, EXTRA) + 2`` records.
+EXTRA = 40
 
 #: A closed value counts as opened (its pattern constraints enforced) below 1 - _OPEN.
 _OPEN = 0.02
@@ -252,7 +259,9 @@ def propose_klocal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit:
         ``1e-8`` (the judge re-verifies exactly anyway).
     window : (int, int), optional
         Records redacted at the start on the left and on the right of ``p`` (the search can only
-        redact within them).  Default: twice the data-independent optimum's radii plus two.
+        redact within them).  Default: the data-independent optimum's radius ``r`` plus
+        ``min(r, EXTRA) + 2`` on each side; beyond a radius of ``MAX_WINDOW`` the search is skipped
+        and the window proposed (``status="heuristic"``).
     start : numpy.ndarray, optional
         A start mechanism instead (must be feasible for ``budget``).
 
@@ -272,7 +281,12 @@ def propose_klocal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit:
         q = np.array(start, dtype=float)
     else:
         if window is None:
-            window = (min(p, 2 * dim.info["delta_left"] + 2), min(n - 1 - p, 2 * dim.info["delta_right"] + 2))
+            dl, dr = dim.info["delta_left"], dim.info["delta_right"]
+            if max(dl, dr) > MAX_WINDOW:
+                info = {"iterations": 0, "accepted": 0, "seconds": time.perf_counter() - t0,
+                        "skipped": f"data-independent radius {max(dl, dr)} > {MAX_WINDOW}: the window is proposed"}
+                return Candidate(redact_prob=fallback, solver="local", status="heuristic", info=info)
+            window = (min(p, dl + min(dl, EXTRA) + 2), min(n - 1 - p, dr + min(dr, EXTRA) + 2))
         q = np.zeros((n, k))
         q[p - window[0] : p + window[1] + 1] = 1.0
     q[p] = 1.0

@@ -1,0 +1,349 @@
+"""k-state chains on the command line (issue 17): ``design --transition``, ``fit --categorical``,
+``apply --categorical`` / ``--transition`` and ``audit`` of k-state files.
+
+The commands' parsers live in :mod:`redactopt.interface.cli` and :mod:`redactopt.interface.cli_data`;
+each hands over to this module when a k-state option (or file) is given, so the binary path is
+untouched.  Conventions as everywhere: exit 0 success, 1 a privacy check failed, 2 bad usage or
+input (one line); positions 1-based; every output names the states by their labels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+from redactopt.errors import PrivacyCheckError, UsageError
+from redactopt.interface.options import EXIT_FAIL, EXIT_OK, parse_positions, refuse_given
+from redactopt.interface.report import positions_text, witness_text
+from redactopt.io import STDIO, check_input_path, stdin_as_file
+from redactopt.model.kchain import KChain, parse_transition
+
+__all__ = ["read_transition", "cmd_kdesign", "cmd_kfit", "cmd_kapply", "maybe_kaudit", "kaudit_text", "KDESIGN_METHODS"]
+
+#: ``design --transition`` methods (the paper's 3R and MQ have no k-state form).
+KDESIGN_METHODS = ("optimal", "dim", "local", "global")
+
+
+def _labels(text: str | None, k: int | None = None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    items = [s.strip() for s in text.split(",")]
+    if any(not s for s in items):
+        raise UsageError(f"--labels: empty label in {text!r}")
+    if k is not None and len(items) != k:
+        raise UsageError(f"--labels names {len(items)} states, the matrix has {k}")
+    return tuple(items)
+
+
+def read_transition(value: str, labels: str | None = None) -> KChain:
+    """The chain of ``--transition FILE|"p11,p12,...;p21,..."`` (and ``--labels a,b,...``).
+
+    A file is JSON with ``transition`` (rows) and optionally ``labels`` — the output of
+    ``redactopt fit --categorical --format json`` and the ``chain`` of a k-state mechanism file
+    both work; an inline matrix has rows separated by ``;``.
+    """
+    if os.path.exists(value) or value.endswith(".json"):
+        path = check_input_path(value)
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UsageError(f"--transition {value}: cannot read a JSON matrix: {str(exc).splitlines()[0]}") from None
+        if isinstance(d, dict) and "transition" not in d and isinstance(d.get("chain"), dict):
+            d = d["chain"]
+        if not isinstance(d, dict) or "transition" not in d:
+            raise UsageError(f"--transition {value}: expected a JSON object with 'transition' (rows) and 'labels'")
+        rows, file_labels = d["transition"], d.get("labels")
+        labs = _labels(labels, len(rows) if isinstance(rows, list) else None) or (
+            tuple(str(s) for s in file_labels) if file_labels is not None else None)
+    else:
+        rows = parse_transition(value, "--transition")
+        labs = _labels(labels, len(rows))
+    try:
+        return KChain(rows, labels=labs or ())
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--transition: {exc}") from None
+
+
+def _out(text: str, out: str | None, force: bool) -> None:
+    from redactopt.io import write_text_atomic
+
+    text = text if text.endswith("\n") else text + "\n"
+    if out is None or out == STDIO:
+        sys.stdout.write(text)
+    else:
+        write_text_atomic(out, text, force=force)
+
+
+# --------------------------------------------------------------------------
+# design
+# --------------------------------------------------------------------------
+def kdesign_text(res: Any, dim: Any | None) -> str:
+    """The design table with one column per state label, then utility, leakage, bound, comparison."""
+    labels = [str(s) for s in res.chain.labels]
+    p = res.private[0]
+    head = f"design: n={res.n}  p={p + 1}  k={res.chain.k}  states={','.join(labels)}  eps={res.eps:g}"
+    w = max(10, max(len(s) for s in labels) + 6)
+    lines = [head, "", "   pos   dist" + "".join(f"Pr(⊥|{s})".rjust(w + 1) for s in labels)]
+    q = np.asarray(res.redact_prob)
+    shown = np.flatnonzero(q.any(axis=1))
+    last = int(shown.max()) + 2 if shown.size else 1
+    for t in range(min(res.n, max(last, p + 2))):
+        lines.append(f"{t + 1:6d} {abs(t - p):6d}" + "".join(f"{v:.6g}".rjust(w + 1) for v in q[t]))
+    if res.n > max(last, p + 2):
+        lines.append("   ...  (every later record is published)")
+    c = res.certificate
+    wit = witness_text(res.witness.witness_output())
+    a, b = res.witness.pair_labels
+    lines += [
+        f"method      : {res.method}",
+        f"utility     : {res.utility:.10g}",
+        f"leakage     : {res.leakage:.15g} (exact, re-verified after rounding; eps = {res.eps:g})",
+        f"witness     : {wit}",
+        f"              attains log Pr(y | X_p={a}) / Pr(y | X_p={b})",
+        f"upper bound : {c.upper_bound:.10g} ({c.solver}; valid for all local redaction mechanisms)",
+        f"gap         : {c.gap:.3g}",
+    ]
+    if c.stopped:
+        lines.append("search      : stopped by the time limit; remaining gap above")
+    if dim is not None:
+        lines += ["", "comparison (exact utility and leakage):",
+                  f"  DIM optimum (exact window)   utility {dim.utility:<10.6g} leakage {dim.leakage:10.6g}  ok",
+                  "  3R and MQ                    no k-state form (the paper's regions and quilt are binary)"]
+    return "\n".join(lines)
+
+
+def kdesign_csv(res: Any) -> str:
+    labels = [str(s) for s in res.chain.labels]
+    rows = ["pos,dist," + ",".join(f"redact_prob_{s}" for s in labels)]
+    p = res.private[0]
+    for t, r in enumerate(np.asarray(res.redact_prob)):
+        rows.append(f"{t + 1},{abs(t - p)}," + ",".join(repr(float(v)) for v in r))
+    return "\n".join(rows)
+
+
+def cmd_kdesign(args: argparse.Namespace) -> int:
+    """``redactopt design --transition ...``."""
+    from redactopt.engine.kdesign import kdesign
+    from redactopt.kio import kdesign_to_dict
+
+    refuse_given(args, ["alpha", "beta"], "cannot be combined with --transition (the matrix is the chain)")
+    refuse_given(args, ["split"], "has no effect with --transition (3R has no k-state form)")
+    if args.method not in KDESIGN_METHODS:
+        raise UsageError(f"--method {args.method} has no k-state form; with --transition use one of "
+                         f"{', '.join(KDESIGN_METHODS)}")
+    if args.method != "optimal":
+        refuse_given(args, ["certify_time"], "applies to --method optimal only")
+    fmt = args.format or "text"
+    if fmt == "table":
+        fmt = "text"
+    if fmt != "text":
+        refuse_given(args, ["no_compare"], "applies to --format text only")
+    chain = read_transition(args.transition, args.labels)
+    from redactopt._validate import check_n
+
+    n = check_n(args.n, "--n")
+    pos = parse_positions("1" if args.private is None else args.private, n)
+    if len(pos) != 1:
+        raise UsageError(f"--private: this command protects one private record, got {len(pos)} positions")
+    if args.out is not None and args.out != STDIO:
+        from redactopt.io import check_output_path
+
+        check_output_path(args.out, force=args.force)
+    try:
+        res = kdesign(chain, n, eps=args.eps, p=pos[0], method=args.method, time_limit=args.time_limit,
+                      certify_time=args.certify_time or 0.0)
+    except PrivacyCheckError as exc:
+        sys.stderr.write(f"redactopt design: privacy check failed: {exc}\n")
+        return EXIT_FAIL
+    if fmt == "json":
+        text = json.dumps(kdesign_to_dict(res), indent=2)
+    elif fmt == "csv":
+        text = kdesign_csv(res)
+    else:
+        dim = None
+        if not args.no_compare:
+            dim = res if args.method == "dim" else kdesign(chain, n, eps=args.eps, p=pos[0], method="dim")
+        text = kdesign_text(res, dim)
+    _out(text, args.out, args.force)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------
+# fit
+# --------------------------------------------------------------------------
+def _read_table(path: str) -> Any:
+    from redactopt.release.kapply import _read
+
+    df, _, _ = _read(check_input_path(path))
+    return df
+
+
+def cmd_kfit(args: argparse.Namespace) -> int:
+    """``redactopt fit INPUT --column NAME --categorical``."""
+    from redactopt.release.kfit import kfit_sequences
+
+    refuse_given(args, ["chunk_rows"], "applies to binary columns only (a categorical fit reads the column at once)")
+    if args.interval != "wilson":
+        raise UsageError("--interval: a categorical fit gives Wilson score intervals per entry of each row")
+    with stdin_as_file(args.input) as path:
+        df = _read_table(str(path))
+    if args.column not in df.columns:
+        raise UsageError(f"{args.input}: column {args.column!r} not found; the columns are {list(map(str, df.columns))}")
+    if len(df) == 0:
+        raise UsageError(f"{args.input}: no data rows")
+    col = df[args.column]
+    bad = np.flatnonzero(col.isna().to_numpy())
+    if bad.size:
+        raise UsageError(f"{args.input}: row {int(bad[0]) + 1}: column {args.column!r} has a missing value")
+    if args.by is not None:
+        if args.by not in df.columns:
+            raise UsageError(f"{args.input}: column {args.by!r} not found")
+        seqs = [g[args.column].tolist() for _, g in df.groupby(args.by, sort=False)]
+    else:
+        seqs = [col.tolist()]
+    try:
+        fit = kfit_sequences(seqs, confidence=args.confidence, smoothing=args.smoothing or "kt")
+    except ValueError as exc:
+        raise UsageError(f"{args.input}: {exc}") from None
+    if (args.format or "text") == "json":
+        d: dict[str, Any] = {"input": str(args.input), "column": args.column, "by": args.by}
+        d.update(fit.to_dict())
+        print(json.dumps(d, indent=2))
+    else:
+        print(f"input     : {args.input}  column '{args.column}'" + (f"  by '{args.by}'" if args.by else "")
+              + "  (categorical)")
+        print(fit.text())
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------
+# apply
+# --------------------------------------------------------------------------
+def cmd_kapply(args: argparse.Namespace) -> int:
+    """``redactopt apply INPUT --column NAME --categorical|--transition T --private LIST --eps E --out OUT``."""
+    from redactopt.release.kapply import KAPPLY_METHODS, kapply_table
+
+    refuse_given(args, ["alpha", "beta"], "applies to binary columns; a categorical column takes --transition")
+    refuse_given(args, ["private_column", "by", "chunk_rows"],
+                 "is not available for categorical columns (one sequence, --private positions)")
+    if args.backend != "memory":
+        raise UsageError("--backend dask is not available for categorical columns")
+    if args.method not in KAPPLY_METHODS:
+        raise UsageError(f"--method {args.method} has no k-state form; categorical columns take "
+                         f"{', '.join(KAPPLY_METHODS)}")
+    if STDIO in (args.out,):
+        raise UsageError("--out -: categorical releases are written to a file (.csv, .tsv or .parquet)")
+    chain = read_transition(args.transition) if args.transition else None
+    private = parse_positions(args.private)
+    try:
+        with stdin_as_file(args.input) as path:
+            rep = kapply_table(path, args.out, column=args.column, eps=args.eps, private=private, chain=chain,
+                               method=args.method, seed=args.seed, report=args.report, force=args.force,
+                               time_limit=args.time_limit, smoothing=getattr(args, "smoothing", None) or "kt")
+    except PrivacyCheckError as exc:
+        sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
+        return EXIT_FAIL
+    rep["input"] = str(args.input)
+    summary = {
+        "output": args.out, "rows": rep["rows"], "redacted": rep["utility"]["redacted"], "states": rep["states"],
+        "chain": {"source": rep["chain"]["source"], "transition": rep["chain"]["transition"]},
+        "eps": rep["eps"], "method": rep["method"],
+        "leakage": {"max": rep["leakage"]["max"], "private_records": len(rep["private"]),
+                    "pair": rep["leakage"]["pair"]},
+        "utility": {k: rep["utility"][k] for k in ("expected", "realised")}, "blocks": rep["blocks"],
+        "randomness": rep["randomness"]["source"], "label": rep["label"], "warnings": rep["warnings"],
+        "report": args.report,
+    }
+    if (args.format or "text") == "json":
+        text = json.dumps(summary, indent=2)
+    else:
+        lines = [f"wrote     : {args.out}  ({rep['rows']} rows, {rep['utility']['redacted']} redacted)",
+                 f"states    : {', '.join(rep['states'])}  (column '{args.column}')",
+                 f"chain     : {rep['chain']['source']}; P = " + "; ".join(
+                     ",".join(f"{v:.4g}" for v in row) for row in rep["chain"]["transition"]),
+                 f"eps       : {rep['eps']:g}   method: {rep['method']}",
+                 f"leakage   : {rep['leakage']['max']:.10g}  (exact, worst over {len(rep['private'])} private "
+                 f"record(s); pair {rep['leakage']['pair'][0]} vs {rep['leakage']['pair'][1]})",
+                 f"utility   : expected {rep['utility']['expected']:.6g}  realised {rep['utility']['realised']:.6g}",
+                 f"blocks    : {rep['blocks']}",
+                 f"randomness: {rep['randomness']['source']}"]
+        if rep["label"]:
+            lines.append(f"label     : {rep['label']}")
+        lines += [f"warning   : {w}" for w in rep["warnings"]]
+        if args.report:
+            lines.append(f"report    : {args.report}")
+        text = "\n".join(lines)
+    stdout_taken = args.report == STDIO
+    if not (stdout_taken and args.quiet):
+        print(text, file=sys.stderr if stdout_taken else sys.stdout)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------
+# audit
+# --------------------------------------------------------------------------
+def kaudit_text(rep: dict[str, Any]) -> str:
+    a, b = rep["pair"]
+    lines = [f"mechanism : {rep['method']}  n={rep['n']}  private={positions_text(rep['private'])}  "
+             f"k={rep['k']}  states={','.join(rep['states'])}",
+             "chain     : P = " + "; ".join(",".join(f"{v:.6g}" for v in row) for row in rep["chain"]["transition"]),
+             f"eps       : {rep['eps']:.6g}",
+             f"leakage   : {rep['leakage']:.10g}  (exact, nats; worst private record {rep['witness_private']})",
+             f"witness   : {witness_text(rep['witness'])}",
+             f"            attains log Pr(y | X_p={a}) / Pr(y | X_p={b})",
+             f"utility   : {rep['utility']:.10g}"]
+    if "exact" in rep:
+        lines.append(f"exact     : {rep['exact']['status']} (rational arithmetic on the doubles)")
+    verdict = "PASS" if rep["passed"] else ("FAIL: leakage exceeds eps" if rep["leakage"] > rep["eps"]
+                                            else "FAIL: not certified exactly")
+    lines.append(f"result    : {verdict}")
+    return "\n".join(lines)
+
+
+def maybe_kaudit(args: argparse.Namespace) -> int | None:
+    """``redactopt audit FILE`` on a k-state file: its audit's exit status; ``None`` for any other file.
+
+    Standard input is read once; for a file that is not k-state it is put back for the binary reader.
+    """
+    from redactopt.judge.kaudit import kaudit
+    from redactopt.kio import is_kstate, kmechanisms_of
+
+    if args.mechanism == STDIO:
+        text = sys.stdin.read()
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError:
+            d = None
+        if not is_kstate(d):
+            sys.stdin = io.StringIO(text)
+            return None
+        where = "<stdin>"
+    else:
+        try:
+            path = check_input_path(args.mechanism)
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError):
+            return None  # the binary reader reports it
+        if not is_kstate(d):
+            return None
+        where = str(args.mechanism)
+    if args.method:
+        raise UsageError("give either a mechanism file or --method, not both")
+    refuse_given(args, ["n", "private", "reading", "split", "alpha", "beta"],
+                 "applies to --method only: a k-state mechanism file carries its own chain, n and private records")
+    refuse_given(args, ["attack", "samples", "confidence", "attack_seed", "time_limit"],
+                 "is not available for k-state mechanisms (audit --exact certifies them in rational arithmetic)")
+    reports = []
+    for _, mf in kmechanisms_of(d, where):
+        eps = mf.eps if args.eps is None else args.eps
+        reports.append(kaudit(mf.chain, mf.redact_prob, private=mf.private, eps=eps, method=mf.method,
+                              exact=bool(args.exact)))
+    rep = reports[0]
+    print(json.dumps(rep, indent=2) if (args.format or "text") == "json" else kaudit_text(rep))
+    return EXIT_OK if rep["passed"] else EXIT_FAIL

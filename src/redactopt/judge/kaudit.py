@@ -1,0 +1,72 @@
+"""Audits of k-state mechanisms: exact leakage per private record on its segment, a witness, a verdict.
+
+A record published with certainty (its row all zeros) is observed without noise, so everything
+beyond it cancels from every likelihood ratio (docs/mathematics.md §8; the Markov property does
+not depend on the number of states).  Each private record is therefore judged on its *segment*:
+the rows between the nearest always-published rows on each side, those rows included — exact for
+the whole sequence, at the cost of the segment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from redactopt.judge.exact import MAX_EXACT_N
+from redactopt.judge.kcertify import kboundary_zone
+from redactopt.judge.kexact import certify_kexact
+from redactopt.judge.kleakage import check_kmechanism, kleakage_segment, kutility, segment
+from redactopt.model.kchain import KChain
+
+__all__ = ["kaudit", "ksegment"]
+
+
+def ksegment(q: np.ndarray, p: int) -> tuple[int, int]:
+    """0-based inclusive rows ``(lo, hi)`` of private record ``p``'s segment (:func:`redactopt.judge.kleakage.segment`)."""
+    return segment(q, p)
+
+
+def kaudit(chain: KChain, redact_prob: object, *, private: object, eps: float, method: str = "file",
+           exact: bool = False) -> dict[str, Any]:
+    """Exact leakage of a k-state mechanism about every private record, the worst witness and a verdict.
+
+    Returns a JSON-ready dict: ``leakage`` (worst, nats), ``eps``, ``passed``, ``utility``,
+    ``witness`` (labels or ``None`` for ⊥, record 1 first), ``pair`` (the labels the witness tells apart: it favours the first),
+    ``witness_private`` (1-based), ``per_private``, and with ``exact`` the rational verdict.
+    """
+    q, priv = check_kmechanism(chain, redact_prob, private)
+    per = []
+    worst = None
+    for p in priv:
+        lo, hi = segment(q, p)
+        res = kleakage_segment(chain, q, p)
+        per.append({"private": p + 1, "leakage": res.leakage, "segment": [lo + 1, hi + 1]})
+        if worst is None or res.leakage > worst[0].leakage:
+            worst = (res, lo, hi)
+    res, lo, hi = worst  # type: ignore[misc]
+    zone = kboundary_zone(eps, hi - lo + 1, chain.k)
+    passed = res.leakage <= eps - zone
+    undecided = not passed and res.leakage <= eps + zone
+    rep: dict[str, Any] = {
+        "method": method, "n": int(q.shape[0]), "k": chain.k, "states": [str(s) for s in chain.labels],
+        "chain": chain.to_dict(), "private": [p + 1 for p in priv], "eps": float(eps), "leakage": res.leakage,
+        "witness_private": res.p + 1,
+        "witness": [None if v is None else str(v) for v in res.witness_output()],
+        "pair": [str(s) for s in res.pair_labels], "utility": kutility(chain, q), "per_private": per,
+    }
+    if exact or undecided:
+        statuses = []
+        for p in priv:
+            a, b = ksegment(q, p)
+            if b - a + 1 > MAX_EXACT_N:
+                statuses.append("too long")
+                continue
+            statuses.append(certify_kexact(chain, q[a : b + 1].tolist(), [p - a], eps).status)
+        status = "certified" if all(s == "certified" for s in statuses) else (
+            "violated" if any(s == "violated" for s in statuses) else "undecided")
+        if exact:
+            rep["exact"] = {"status": status, "records": statuses}
+        passed = status == "certified" if (exact or undecided) else passed
+    rep["passed"] = bool(passed)
+    return rep

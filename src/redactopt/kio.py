@@ -1,0 +1,180 @@
+"""k-state mechanism files: ``"format": "redactopt.kmechanism/1"`` (issue 17).
+
+The k-state variant of the sparse mechanism file (README, "Mechanism file"): ``states`` (the
+labels, as text, column order of every row), ``chain`` {``labels``, ``transition`` (rows of
+``k``)}, ``n``, ``private`` (1-based), ``eps``, ``blocks`` — a sorted list of
+``{"start": first row (1-based), "redact_prob": rows of k numbers [Pr(⊥ | X_t = state 1), ...]}``
+separated by at least one row; **every record outside a block is published with certainty** —
+``method``, ``utility``, ``leakage`` (exact) and optional ``certificate``.  The format name is new,
+so readers of the binary formats (which check ``format``) refuse it with a message naming it.
+
+The report of a k-state ``apply`` (``"format": "redactopt.release.kapply-report/1"``) carries one
+such object under ``mechanism``; :func:`read_kmechanisms` reads either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from redactopt._validate import check_eps
+from redactopt.io import _load_json, _require
+from redactopt.judge.kleakage import check_kmechanism
+from redactopt.model.kchain import KChain
+
+__all__ = ["KFORMAT", "KREPORT_FORMAT", "KMechanismFile", "kmechanism_to_dict", "kmechanism_from_dict",
+           "read_kmechanisms", "is_kstate", "chain_from_dict"]
+
+KFORMAT = "redactopt.kmechanism/1"
+KREPORT_FORMAT = "redactopt.release.kapply-report/1"
+
+
+def is_kstate(d: object) -> bool:
+    """Whether a parsed JSON object is a k-state mechanism file or k-state apply report."""
+    return isinstance(d, dict) and d.get("format") in (KFORMAT, KREPORT_FORMAT)
+
+
+@dataclass(frozen=True)
+class KMechanismFile:
+    """A parsed k-state mechanism file; ``private`` is 0-based, ``redact_prob`` dense ``(n, k)``.
+
+    ``utility``, ``leakage`` and ``certificate`` are what the file *claims*; audits recompute them.
+    """
+
+    chain: KChain
+    redact_prob: np.ndarray
+    private: tuple[int, ...]
+    eps: float
+    method: str
+    utility: float | None
+    leakage: float | None
+    certificate: dict | None
+
+    @property
+    def n(self) -> int:
+        return int(self.redact_prob.shape[0])
+
+
+def _blocks(q: np.ndarray) -> list[dict[str, Any]]:
+    rows = np.flatnonzero(q.any(axis=1))
+    out = []
+    if rows.size:
+        cuts = np.flatnonzero(np.diff(rows) > 1)
+        starts = np.concatenate([[0], cuts + 1])
+        ends = np.concatenate([cuts, [rows.size - 1]])
+        for a, b in zip(starts, ends):
+            lo, hi = int(rows[a]), int(rows[b])
+            out.append({"start": lo + 1, "redact_prob": q[lo : hi + 1].tolist()})
+    return out
+
+
+def kmechanism_to_dict(chain: KChain, redact_prob: np.ndarray, *, private: object, eps: float, method: str,
+                       utility: float | None = None, leakage: float | None = None,
+                       certificate: dict | None = None) -> dict[str, Any]:
+    """The mechanism-file object of a k-state mechanism (``private`` 0-based here, 1-based in the file)."""
+    q = np.asarray(redact_prob, dtype=float)
+    priv = [private] if isinstance(private, int) else list(private)  # type: ignore[arg-type]
+    d: dict[str, Any] = {
+        "format": KFORMAT, "states": [str(s) for s in chain.labels], "chain": chain.to_dict(), "n": int(q.shape[0]),
+        "private": [int(p) + 1 for p in priv], "eps": float(eps), "blocks": _blocks(q), "method": method,
+        "utility": utility, "leakage": leakage,
+    }
+    if certificate is not None:
+        d["certificate"] = certificate
+    return d
+
+
+def kdesign_to_dict(res: Any) -> dict[str, Any]:
+    """:func:`kmechanism_to_dict` of a :class:`~redactopt.judge.kcertify.KDesignResult`, with its certificate."""
+    return kmechanism_to_dict(res.chain, res.redact_prob, private=res.private, eps=res.eps, method=res.method,
+                              utility=res.utility, leakage=res.leakage, certificate=res.certificate.to_dict())
+
+
+def chain_from_dict(d: object, where: str = "chain") -> KChain:
+    """A :class:`KChain` from ``{"labels": [...], "transition": rows}`` (a fit report works too)."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: expected an object with 'labels' and 'transition'")
+    rows = _require(d, "transition", where)
+    labels = d.get("labels")
+    try:
+        return KChain(rows, labels=tuple(str(s) for s in labels) if labels is not None else ())
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def kmechanism_from_dict(d: object, where: str = "mechanism") -> KMechanismFile:
+    """Validate and parse a ``redactopt.kmechanism/1`` object; errors name the field."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}")
+    fmt = _require(d, "format", where)
+    if fmt != KFORMAT:
+        raise ValueError(f"{where}: field 'format' must be {KFORMAT!r}, got {fmt!r}")
+    chain = chain_from_dict(_require(d, "chain", where), where + ": field 'chain'")
+    states = _require(d, "states", where)
+    if not isinstance(states, list) or [str(s) for s in states] != [str(s) for s in chain.labels]:
+        raise ValueError(f"{where}: field 'states' must list the chain's labels in order {list(map(str, chain.labels))}")
+    n = _require(d, "n", where)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"{where}: field 'n' must be an integer >= 1, got {n!r}")
+    k = chain.k
+    q = np.zeros((n, k))
+    blocks = _require(d, "blocks", where)
+    if not isinstance(blocks, list):
+        raise ValueError(f"{where}: field 'blocks' must be a list")
+    last = 0
+    for i, b in enumerate(blocks):
+        if not isinstance(b, dict):
+            raise ValueError(f"{where}: blocks[{i}] must be an object with start and redact_prob")
+        s = _require(b, "start", f"{where}: blocks[{i}]")
+        rows = _require(b, "redact_prob", f"{where}: blocks[{i}]")
+        if isinstance(s, bool) or not isinstance(s, int) or s < 1 or not isinstance(rows, list) or not rows:
+            raise ValueError(f"{where}: blocks[{i}] needs a 1-based 'start' and a non-empty 'redact_prob'")
+        if s <= last:
+            raise ValueError(f"{where}: blocks[{i}] starts at row {s}, not after the previous block (sorted, apart)")
+        if s - 1 + len(rows) > n:
+            raise ValueError(f"{where}: blocks[{i}] runs past row n = {n}")
+        try:
+            arr = np.asarray(rows, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: blocks[{i}].redact_prob must hold rows of {k} numbers") from None
+        if arr.ndim != 2 or arr.shape[1] != k:
+            raise ValueError(f"{where}: blocks[{i}].redact_prob must hold rows of {k} numbers (one per state)")
+        q[s - 1 : s - 1 + len(rows)] = arr
+        last = s - 1 + len(rows)
+    priv_raw = _require(d, "private", where)
+    if not isinstance(priv_raw, list) or not priv_raw:
+        raise ValueError(f"{where}: field 'private' must be a non-empty list of 1-based positions")
+    priv = []
+    for v in priv_raw:
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= n:
+            raise ValueError(f"{where}: field 'private' must hold positions in 1..{n}, got {v!r}")
+        priv.append(v - 1)
+    try:
+        eps = check_eps(_require(d, "eps", where))
+        q, privt = check_kmechanism(chain, q, priv)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    method = d.get("method", "unknown")
+    cert = d.get("certificate")
+    if cert is not None and not isinstance(cert, dict):
+        raise ValueError(f"{where}: field 'certificate' must be an object")
+    util, leak = d.get("utility"), d.get("leakage")
+    for key, val in (("utility", util), ("leakage", leak)):
+        if val is not None and (isinstance(val, bool) or not isinstance(val, (int, float))):
+            raise ValueError(f"{where}: field '{key}' must be a number or null, got {val!r}")
+    return KMechanismFile(chain, q, privt, eps, str(method), util, leak, cert)
+
+
+def read_kmechanisms(path: str) -> list[tuple[Any, KMechanismFile]]:
+    """The mechanism of a k-state mechanism file or k-state apply report (``-``: standard input)."""
+    d, where = _load_json(path)
+    return kmechanisms_of(d, where)
+
+
+def kmechanisms_of(d: object, where: str) -> list[tuple[Any, KMechanismFile]]:
+    """:func:`read_kmechanisms` on an already parsed object."""
+    if isinstance(d, dict) and d.get("format") == KREPORT_FORMAT:
+        return [(None, kmechanism_from_dict(_require(d, "mechanism", where), where=f"{where}: mechanism"))]
+    return [(None, kmechanism_from_dict(d, where=where))]

@@ -1,0 +1,219 @@
+"""Releasing a categorical column: fit a k-state chain, design, draw the redactions exactly, write.
+
+:func:`kapply_frame` releases a pandas DataFrame in memory, :func:`kapply_table` a CSV or Parquet
+file (read and written with pandas: unlike the binary path's byte-exact CSV splice, a k-state
+release re-writes the table; every other column's values are kept).  The column is one sequence
+(rows in file order); its values are the states, as text, in order of first appearance unless a
+chain is given (then every value must be one of its labels).
+
+**Design** (``method``): each private record gets its own design (``dim``: the exact window
+optimum; ``optimal``: :func:`redactopt.engine.kdesign.kdesign`'s best verified design) and the
+mechanism is their elementwise maximum — private for every one of them, because redacting more
+never raises the leakage (post-processing).  ``auto`` is ``optimal`` for up to
+:data:`AUTO_OPTIMAL_MAX` private records and ``dim`` beyond.  The combined mechanism is verified
+exactly about every private record (:func:`redactopt.judge.kcertify.kverify`) before anything is
+drawn.
+
+**Draws** are exact Bernoulli draws of ``q[t, x_t]`` (:func:`redactopt.release.bits.bernoulli_exact`):
+the operating system's secure source by default, or PCG64 with ``seed`` (reproducible, labelled
+*not for real releases*), word ``t`` for record ``t``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from redactopt._validate import check_eps, check_private
+from redactopt.engine.kdesign import kdesign
+from redactopt.solvers.kdim import kdim_windows
+from redactopt.errors import PrivacyCheckError
+from redactopt.io import check_input_path, check_output_path, new_file_mode, write_json_atomic
+from redactopt.judge.kcertify import kverify
+from redactopt.judge.kleakage import kleakage_segment, kutility
+from redactopt.kio import KREPORT_FORMAT, kmechanism_to_dict
+from redactopt.model.kchain import KChain
+from redactopt.release.bits import bernoulli_exact, bit_source
+from redactopt.release.data import sequence_key
+from redactopt.release.kfit import encode_labels, kfit_sequences
+
+__all__ = ["kapply_frame", "kapply_table", "kdesign_release", "AUTO_OPTIMAL_MAX", "KAPPLY_METHODS"]
+
+AUTO_OPTIMAL_MAX = 4
+KAPPLY_METHODS = ("auto", "dim", "optimal")
+_LABEL = "NOT FOR REAL RELEASES: seeded pseudo-random draws (--seed) are reproducible by anyone who knows the seed"
+
+
+def kdesign_release(chain: KChain, n: int, *, eps: float, private: tuple[int, ...], method: str = "auto",
+                    time_limit: float = 60.0) -> tuple[np.ndarray, dict[str, Any]]:
+    """The release mechanism for several private records (module docstring) and what was done."""
+    if method not in KAPPLY_METHODS:
+        raise ValueError(f"method must be one of {', '.join(KAPPLY_METHODS)}, got {method!r}")
+    per = "optimal" if method == "optimal" or (method == "auto" and len(private) <= AUTO_OPTIMAL_MAX) else "dim"
+    if per == "dim":
+        q = kdim_windows(chain, n, eps=eps, private=private)
+    else:
+        q = np.zeros((n, chain.k))
+        for p in private:
+            res = kdesign(chain, n, eps=eps, p=p, method="optimal", time_limit=time_limit)
+            q = np.maximum(q, res.redact_prob)
+    q[list(private)] = 1.0
+    res, ok = kverify(chain, q, private, eps)
+    if not ok:
+        raise PrivacyCheckError(f"combined design leaks {res.leakage:.12g} > eps={eps:.12g}")
+    return q, {"method": f"{method} ({per} per private record, elementwise maximum)" if method == "auto"
+               else f"{per} per private record, elementwise maximum", "leakage": res.leakage}
+
+
+def _released_column(col: pd.Series, mask: np.ndarray) -> pd.Series:
+    """The column with redacted entries missing (integers and booleans become nullable, text stays text)."""
+    if pd.api.types.is_bool_dtype(col.dtype):
+        out = col.astype("boolean")
+    elif pd.api.types.is_integer_dtype(col.dtype):
+        out = col.astype("Int64")
+    elif pd.api.types.is_float_dtype(col.dtype):
+        out = col.copy()
+        out[mask] = np.nan
+        return out
+    else:
+        out = col.astype(object)
+        out[mask] = None
+        return out
+    out[mask] = pd.NA
+    return out
+
+
+def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: object,
+                 chain: KChain | None = None, method: str = "auto", seed: int | None = None,
+                 time_limit: float = 60.0, confidence: float = 0.95, smoothing: str = "kt",
+                 simultaneous: bool = False) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Release a categorical column of a DataFrame; returns the released table and the report.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One sequence, rows in order.
+    column : str
+        The categorical column (any values; their text forms are the states).
+    eps : float
+        Budget per private record (nats).
+    private : int or list of int
+        0-based private rows.
+    chain : KChain, optional
+        The chain; fitted from the column (:func:`redactopt.release.kfit.kfit_sequences`) if omitted.
+    method : {"auto", "dim", "optimal"}
+    seed : int, optional
+        Reproducible draws (not for real releases); default the secure source.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
+    if column not in table.columns:
+        raise ValueError(f"column {column!r} not found; the columns are {list(map(str, table.columns))}")
+    eps = check_eps(eps)
+    values = table[column].tolist()
+    n = len(values)
+    if n == 0:
+        raise ValueError("no data rows")
+    priv = check_private(private, n, "private")
+    fit = None
+    missing = [i for i, v in enumerate(values) if v is None or (isinstance(v, float) and np.isnan(v))
+               or v is pd.NA]
+    if missing:
+        raise ValueError(f"row {missing[0] + 1}: column {column!r} has a missing value")
+    if chain is None:
+        fit = kfit_sequences([values], confidence=confidence, smoothing=smoothing, simultaneous=simultaneous)  # type: ignore[arg-type]
+        chain = fit.chain()
+        codes, _ = encode_labels(values, list(fit.labels))
+    else:
+        if not isinstance(chain, KChain):
+            raise TypeError(f"chain must be a KChain, got {type(chain).__name__}")
+        labels = [str(s) for s in chain.labels]
+        codes, seen = encode_labels(values, list(labels))
+        if len(seen) > len(labels):
+            bad = int(np.flatnonzero(codes >= len(labels))[0])
+            raise ValueError(f"row {bad + 1}: column {column!r} has value {values[bad]!r}, not one of the chain's "
+                             f"states {labels}")
+    q, how = kdesign_release(chain, n, eps=eps, private=priv, method=method, time_limit=time_limit)
+    probs = q[np.arange(n), codes]
+    source = bit_source(seed)
+    mask = bernoulli_exact(probs, source, key=sequence_key(None), positions=np.arange(n))
+    out = table.copy()
+    out[column] = _released_column(table[column], mask)
+    per_private = [kleakage_segment(chain, q, p) for p in priv]
+    worst = max(per_private, key=lambda r: r.leakage)
+    u = kutility(chain, q)
+    mech = kmechanism_to_dict(chain, q, private=priv, eps=eps, method=how["method"], utility=u,
+                              leakage=worst.leakage)
+    blocks = [[b["start"], b["start"] + len(b["redact_prob"]) - 1] for b in mech["blocks"]]
+    rep: dict[str, Any] = {
+        "format": KREPORT_FORMAT, "column": column, "rows": n, "states": [str(s) for s in chain.labels],
+        "chain": {"labels": [str(s) for s in chain.labels], "transition": chain.transition.tolist(),
+                  "source": "fitted" if fit is not None else "given",
+                  "fit": fit.to_dict() if fit is not None else None},
+        "eps": eps, "method": how["method"], "private": [p + 1 for p in priv],
+        "leakage": {"max": worst.leakage, "witness_private": worst.p + 1,
+                    "pair": [str(s) for s in worst.pair_labels],
+                    "per_private": [{"private": r.p + 1, "leakage": r.leakage} for r in per_private]},
+        "utility": {"expected": u, "realised": 1.0 - float(mask.sum()) / n, "redacted": int(mask.sum())},
+        "blocks": blocks, "mechanism": mech,
+        "randomness": {"source": "numpy PCG64, seeded (word t for record t)" if seed is not None
+                       else "operating system secure source (os.urandom)", "seed": seed},
+        "label": _LABEL if seed is not None else None,
+        "warnings": list(fit.warnings) if fit is not None else [],
+    }
+    return out, rep
+
+
+def _read(path: Path) -> tuple[pd.DataFrame, str, bool]:
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        return pd.read_parquet(path), "parquet", False
+    sep = "\t" if name.endswith(".tsv") else ","
+    df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
+    # a header one field shorter than the rows (a row-id column without a name) becomes the index
+    return df, "csv", not isinstance(df.index, pd.RangeIndex)
+
+
+def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], *, column: str, eps: float,
+                 private: object, chain: KChain | None = None, method: str = "auto", seed: int | None = None,
+                 report: str | os.PathLike[str] | None = None, force: bool = False, time_limit: float = 60.0,
+                 confidence: float = 0.95, smoothing: str = "kt", simultaneous: bool = False) -> dict[str, Any]:
+    """:func:`kapply_frame` on a CSV (.csv/.txt/.tsv, values read as text) or Parquet file; writes the release.
+
+    The output is written to a temporary file and renamed when complete, never overwritten without
+    ``force`` and never created in a missing directory; the input is never modified.  ``report``
+    (optional) receives the JSON report, which ``redactopt audit`` reads.
+    """
+    src = check_input_path(input)
+    out_path = check_output_path(output, force=force)
+    if report is not None and str(report) != "-":
+        check_output_path(report, force=force)
+    if out_path.resolve() == src.resolve():
+        raise ValueError(f"{out_path}: is the input; the input is never modified")
+    df, kind, keep_index = _read(src)
+    released, rep = kapply_frame(df, column=column, eps=eps, private=private, chain=chain, method=method,
+                                 seed=seed, time_limit=time_limit, confidence=confidence, smoothing=smoothing,
+                                 simultaneous=simultaneous)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
+    os.close(fd)
+    try:
+        os.chmod(tmp, new_file_mode())
+        if out_path.name.lower().endswith(".parquet"):
+            released.to_parquet(tmp, index=keep_index)
+        else:
+            sep = "\t" if out_path.name.lower().endswith(".tsv") else ","
+            released.to_csv(tmp, sep=sep, index=keep_index)
+        os.replace(tmp, out_path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    rep = {"input": str(input), "output": str(output), "input_format": kind, **rep}
+    if report is not None:
+        write_json_atomic(report, rep, force=force)
+    return rep
