@@ -65,7 +65,12 @@ def _as_matrix(matrix: object, name: str) -> tuple[np.ndarray, list[list[Fractio
     if isinstance(rows, Sequence) and rows and all(isinstance(r, Sequence) and not isinstance(r, (str, bytes))
                                                   for r in rows):
         flat = [v for r in rows for v in r]
-        if flat and all(isinstance(v, (Fraction, int)) and not isinstance(v, bool) for v in flat) and \
+        if flat and all(isinstance(v, str) for v in flat):  # exact decimals or fractions written as text
+            try:
+                exact = [[Fraction(v.strip()) for v in r] for r in rows]
+            except (ValueError, ZeroDivisionError):
+                raise TypeError(f"{name} entries given as text must be numbers such as '0.1' or '3/10'") from None
+        elif flat and all(isinstance(v, (Fraction, int)) and not isinstance(v, bool) for v in flat) and \
                 any(isinstance(v, Fraction) for v in flat):
             exact = [[Fraction(v) for v in r] for r in rows]
     try:
@@ -157,6 +162,15 @@ def _period(adj: np.ndarray) -> int:
     return g
 
 
+def _exact_entries(matrix: object) -> bool:
+    """Whether a matrix is given with exact entries (Fractions or text), kept exactly by :func:`check_transition`."""
+    rows = matrix.tolist() if isinstance(matrix, np.ndarray) else matrix
+    if not isinstance(rows, Sequence) or isinstance(rows, (str, bytes)):
+        return False
+    flat = [v for r in rows if isinstance(r, Sequence) and not isinstance(r, (str, bytes)) for v in r]
+    return bool(flat) and (all(isinstance(v, str) for v in flat) or any(isinstance(v, Fraction) for v in flat))
+
+
 def _check_primitive(adj: np.ndarray, name: str, labels: Sequence[object] | None) -> None:
     reach = _reach(adj)
     if not reach.all():
@@ -234,11 +248,17 @@ class KChain:
 
     def __post_init__(self) -> None:
         raw_labels = self.labels if self.labels != () else None
+        given = self.transition
+        try:
+            raw = np.asarray(given, dtype=float).tolist() if not _exact_entries(given) else None
+        except (TypeError, ValueError):
+            raw = None
         arr, ex = check_transition(self.transition, "transition",
                                    labels=None if raw_labels is None else [str(v) for v in raw_labels])
         object.__setattr__(self, "transition", arr)
         object.__setattr__(self, "labels", _label_tuple(raw_labels, arr.shape[0]))
         object.__setattr__(self, "exact", ex)
+        object.__setattr__(self, "_raw", raw)
         pi = stationary_gth(arr)
         pi.setflags(write=False)
         object.__setattr__(self, "_pi", pi)
@@ -355,8 +375,15 @@ class KChain:
         return out
 
     def to_dict(self) -> dict:
-        """``{"labels": [...], "transition": rows}`` (labels as text, the float matrix)."""
-        return {"labels": [str(v) for v in self.labels], "transition": self.transition.tolist()}
+        """``{"labels": [...], "transition": rows}``: labels as text, the matrix as given.
+
+        The rows are the numbers the chain was built from (doubles, or exact fractions as text such
+        as ``"3/10"``), so reading them back gives the same exact chain (:meth:`exact_transition`)
+        and the same float matrix.
+        """
+        raw = self._raw  # type: ignore[attr-defined]
+        rows = raw if raw is not None else [[f"{v.numerator}/{v.denominator}" for v in r] for r in self.exact]
+        return {"labels": [str(v) for v in self.labels], "transition": rows}
 
 
 def parse_transition(text: str, name: str = "--transition") -> list[list[float]]:

@@ -166,13 +166,12 @@ def kfit_counts(counts: np.ndarray, labels: Sequence[str], *, records: int, sequ
         raise ValueError(f"the data show {k} state(s) ({', '.join(labels) or 'none'}): a chain needs at least 2")
     rows = C.sum(axis=1)
     warnings: list[str] = []
-    for i in np.flatnonzero(rows == 0):
-        warnings.append(f"state {labels[i]!r} is never followed by another record (it appears last only): "
-                        "its row cannot be estimated")
-    if np.any(rows == 0):
-        raise ValueError(warnings[0])
-    with np.errstate(invalid="ignore"):
-        mle = C / rows[:, None]
+    empty = np.flatnonzero(rows == 0)
+    if empty.size and smoothing == "none":
+        raise ValueError(f"state {labels[int(empty[0])]!r} is never followed by another record: its row cannot be "
+                         "estimated (smoothing 'kt' makes it uniform)")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mle = np.where(rows[:, None] > 0, C / np.maximum(rows, 1)[:, None], 0.0)
     P = mle.copy()
     never = [(labels[i], labels[j]) for i in range(k) for j in range(k) if C[i, j] == 0]
     if never:
@@ -183,6 +182,8 @@ def kfit_counts(counts: np.ndarray, labels: Sequence[str], *, records: int, sequ
                 P[i] = (C[i] + 0.5) / (rows[i] + 0.5 * k)
             warnings.append(f"{len(never)} transition(s) never seen ({shown}): their rows use the "
                             "Krichevsky-Trofimov estimate (n_ij + 1/2) / (n_i + k/2) instead of 0")
+            for i in empty:
+                warnings.append(f"state {labels[int(i)]!r} is never followed by another record: its row is uniform")
         else:
             warnings.append(f"{len(never)} transition(s) never seen ({shown}): estimated as impossible (0); "
                             "a zero in P lets a published neighbour rule a private value out")

@@ -1,0 +1,271 @@
+"""k-state fit, mechanism files, audits, releases and the command line (issue 17)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from redactopt.engine.kdesign import kdesign
+from redactopt.io import mechanism_from_dict
+from redactopt.judge.kaudit import kaudit
+from redactopt.judge.kexact import exact_kleakage
+from redactopt.judge.kleakage import kleakage, kleakage_segment, klog_likelihood_ratio
+from redactopt.kio import KFORMAT, chain_from_dict, kdesign_to_dict, kmechanism_from_dict
+from redactopt.model.kchain import KChain
+from redactopt.release.kapply import kapply_frame, kapply_table
+from redactopt.release.kfit import kfit_sequences
+
+from test_kleakage import random_chain
+
+P3 = [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]]
+
+
+# --------------------------------------------------------------------------
+# fit
+# --------------------------------------------------------------------------
+def test_fit_counts_labels_and_mle_by_hand():
+    seq = ["b", "b", "a", "c", "a", "a", "b", "c", "c", "a"]
+    fit = kfit_sequences([seq])
+    assert fit.labels == ("b", "a", "c")  # order of first appearance
+    # transitions: b->b, b->a, a->c, c->a, a->a, a->b, b->c, c->c, c->a
+    want = {("b", "b"): 1, ("b", "a"): 1, ("a", "c"): 1, ("c", "a"): 2, ("a", "a"): 1, ("a", "b"): 1,
+            ("b", "c"): 1, ("c", "c"): 1}
+    for i, s in enumerate(fit.labels):
+        for j, t in enumerate(fit.labels):
+            assert fit.counts[i, j] == want.get((s, t), 0)
+    assert np.allclose(fit.mle, fit.counts / fit.counts.sum(axis=1, keepdims=True))
+    assert fit.records == 10 and fit.sequences == 1
+    # c -> b never seen: the c row is Krichevsky-Trofimov, (n + 1/2) / (n_c + 3/2)
+    c = fit.labels.index("c")
+    assert np.allclose(fit.transition[c], (fit.counts[c] + 0.5) / (3 + 1.5))
+    assert any("c->b" in w and "Krichevsky" in w for w in fit.warnings)
+    assert np.allclose(fit.transition[0], fit.mle[0])  # a full row keeps its MLE
+
+
+def test_fit_wilson_interval_formula():
+    seq = ["x"] * 40 + ["y"] * 10 + ["x"] * 5 + ["y"]
+    fit = kfit_sequences([seq], confidence=0.95)
+    i, j = fit.labels.index("x"), fit.labels.index("y")
+    k_, m = fit.counts[i, j], fit.counts[i].sum()
+    z = 1.959963984540054
+    p = k_ / m
+    centre = (p + z * z / (2 * m)) / (1 + z * z / m)
+    half = z * math.sqrt(p * (1 - p) / m + z * z / (4 * m * m)) / (1 + z * z / m)
+    assert fit.lower[i, j] == pytest.approx(centre - half, rel=1e-9)
+    assert fit.upper[i, j] == pytest.approx(centre + half, rel=1e-9)
+    assert fit.lower[i, j] < fit.transition[i, j] < fit.upper[i, j]
+
+
+def test_fit_sequences_are_not_joined_and_fixed_labels():
+    fit = kfit_sequences([["a", "b"], ["c", "a"]], labels=["a", "b", "c"])
+    assert fit.counts.sum() == 2  # b -> c across the two sequences is not a transition
+    assert fit.labels == ("a", "b", "c")
+    assert np.allclose(fit.transition[1], 1 / 3) and any("'b' is never followed" in w for w in fit.warnings)
+    with pytest.raises(ValueError, match="not one of the states"):
+        kfit_sequences([["a", "d"]], labels=["a", "b"])
+
+
+def test_fit_smoothing_none_keeps_zeros_and_errors():
+    seq = list("aabbaabbcabbcaab")
+    fit = kfit_sequences([seq], smoothing="none")
+    assert np.array_equal(fit.transition, fit.mle)
+    assert any("impossible" in w for w in fit.warnings)
+    with pytest.raises(ValueError, match="at least 2"):
+        kfit_sequences([["a", "a", "a"]])
+    with pytest.raises(ValueError, match="missing value at position 2"):
+        kfit_sequences([["a", None, "b"]])
+
+
+def test_fit_recovers_a_chain(rng):
+    c = KChain(P3, labels=("lo", "mid", "hi"))
+    x = [0]
+    for _ in range(60_000):
+        x.append(int(rng.choice(3, p=c.transition[x[-1]])))
+    fit = kfit_sequences([[c.labels[v] for v in x]])
+    order = [fit.labels.index(s) for s in c.labels]
+    est = fit.transition[np.ix_(order, order)]
+    assert np.allclose(est, c.transition, atol=0.02)
+    lo, hi = fit.lower[np.ix_(order, order)], fit.upper[np.ix_(order, order)]
+    assert np.mean((lo <= c.transition) & (c.transition <= hi)) >= 7 / 9
+
+
+# --------------------------------------------------------------------------
+# files
+# --------------------------------------------------------------------------
+def test_kmechanism_roundtrip_and_old_readers_refuse():
+    c = KChain(P3, labels=("lo", "mid", "hi"))
+    res = kdesign(c, 9, eps=1.0, p=4, method="dim")
+    d = json.loads(json.dumps(kdesign_to_dict(res)))
+    assert d["format"] == KFORMAT and d["states"] == ["lo", "mid", "hi"]
+    mf = kmechanism_from_dict(d)
+    assert np.array_equal(mf.redact_prob, res.redact_prob) and mf.private == (4,) and mf.chain == c
+    # every record outside the blocks is published
+    assert sum(len(b["redact_prob"]) for b in d["blocks"]) == int(res.redact_prob.any(axis=1).sum())
+    with pytest.raises(ValueError, match="redactopt.kmechanism/1"):
+        mechanism_from_dict(d)  # the binary reader names the format it refuses
+    bad = dict(d, states=["a", "b", "c"])
+    with pytest.raises(ValueError, match="states"):
+        kmechanism_from_dict(bad)
+    bad = dict(d, blocks=[{"start": 1, "redact_prob": [[0.5, 0.5]]}])
+    with pytest.raises(ValueError, match="rows of 3 numbers"):
+        kmechanism_from_dict(bad)
+    assert chain_from_dict({"labels": ["x", "y"], "transition": [[0.5, 0.5], [0.1, 0.9]]}).labels == ("x", "y")
+
+
+def test_segment_leakage_equals_whole_sequence(rng):
+    for _ in range(40):
+        c = random_chain(rng, 3)
+        n = int(rng.integers(3, 40))
+        q = rng.random((n, 3))
+        q[rng.random(n) < 0.3] = 0.0  # some records published with certainty
+        p = int(rng.integers(0, n))
+        q[p] = 1.0
+        a, b = kleakage_segment(c, q, p), kleakage(c, q, p)
+        assert a.leakage == pytest.approx(b.leakage, rel=1e-9, abs=1e-12) or a.leakage == b.leakage
+        if 0 < a.leakage < math.inf:
+            assert klog_likelihood_ratio(c, q, p, a.witness, a.pair) == pytest.approx(a.leakage, rel=1e-8)
+
+
+def test_kaudit_exact_and_verdicts():
+    c = KChain(P3)
+    res = kdesign(c, 7, eps=0.8, p=3, method="dim")
+    rep = kaudit(c, res.redact_prob, private=[3], eps=0.8, exact=True)
+    assert rep["passed"] and rep["exact"]["status"] == "certified"
+    assert rep["leakage"] == pytest.approx(exact_kleakage(c, res.redact_prob.tolist(), 3).leakage, rel=1e-12)
+    rep = kaudit(c, res.redact_prob, private=[3], eps=rep["leakage"] / 2, exact=True)
+    assert not rep["passed"] and rep["exact"]["status"] == "violated"
+
+
+# --------------------------------------------------------------------------
+# releases
+# --------------------------------------------------------------------------
+def _sample(chain: KChain, n: int, rng) -> list[str]:
+    x = [int(rng.choice(chain.k, p=chain.stationary))]
+    for _ in range(n - 1):
+        x.append(int(rng.choice(chain.k, p=chain.transition[x[-1]])))
+    return [chain.labels[v] for v in x]
+
+
+def test_kapply_frame(rng):
+    c = KChain([[0.8, 0.15, 0.05], [0.1, 0.8, 0.1], [0.05, 0.15, 0.8]], labels=("lo", "mid", "hi"))
+    vals = _sample(c, 300, rng)
+    df = pd.DataFrame({"t": range(300), "level": vals})
+    private = [100, 101, 250]
+    out, rep = kapply_frame(df, column="level", eps=1.0, private=private, chain=c, seed=7)
+    q = np.zeros((300, 3))
+    for b in rep["mechanism"]["blocks"]:
+        q[b["start"] - 1 : b["start"] - 1 + len(b["redact_prob"])] = b["redact_prob"]
+    red = out["level"].isna().to_numpy()
+    assert red[private].all()  # private rows always redacted
+    assert not red[~q.any(axis=1)].any()  # rows published with certainty are
+    kept = ~red
+    assert (out["level"][kept] == df["level"][kept]).all() and (out["t"] == df["t"]).all()
+    for p in private:
+        assert kleakage(c, q, p).leakage <= 1.0
+    assert rep["leakage"]["max"] <= 1.0 and rep["utility"]["redacted"] == int(red.sum())
+    assert rep["states"] == ["lo", "mid", "hi"] and rep["label"].startswith("NOT FOR REAL RELEASES")
+    out2, _ = kapply_frame(df, column="level", eps=1.0, private=private, chain=c, seed=7, method="dim")
+    out, _ = kapply_frame(df, column="level", eps=1.0, private=private, chain=c, seed=7, method="dim")
+    assert out2["level"].isna().equals(out["level"].isna())  # seeded draws are reproducible
+    # fitted chain: labels in order of appearance, fit in the report
+    _, rep3 = kapply_frame(df, column="level", eps=1.0, private=[150], seed=1, method="dim")
+    assert rep3["chain"]["source"] == "fitted" and rep3["states"] == list(dict.fromkeys(vals))
+
+
+def test_kapply_errors():
+    c = KChain(P3, labels=("a", "b", "c"))
+    df = pd.DataFrame({"v": ["a", "b", "d", "a"]})
+    with pytest.raises(ValueError, match="row 3.*'d'"):
+        kapply_frame(df, column="v", eps=1.0, private=[0], chain=c)
+    with pytest.raises(ValueError, match="row 2.*missing"):
+        kapply_frame(pd.DataFrame({"v": ["a", None, "b"]}), column="v", eps=1.0, private=[0], chain=c)
+    with pytest.raises(ValueError, match="not found"):
+        kapply_frame(df, column="w", eps=1.0, private=[0], chain=c)
+
+
+def test_kapply_table_csv_and_parquet(tmp_path, rng):
+    c = KChain([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [0.0, 0.3, 0.7]], labels=("x", "y", "z"))
+    vals = _sample(c, 200, rng)
+    src = tmp_path / "in.csv"
+    pd.DataFrame({"id": range(200), "s": vals}).to_csv(src, index=False)
+    rep = kapply_table(src, tmp_path / "out.csv", column="s", eps=2.0, private=[50], chain=c, seed=3,
+                       report=tmp_path / "rep.json")
+    back = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
+    assert list(back.columns) == ["id", "s"] and len(back) == 200
+    assert (back["s"] == "").sum() == rep["utility"]["redacted"]
+    with pytest.raises(FileExistsError):
+        kapply_table(src, tmp_path / "out.csv", column="s", eps=2.0, private=[50], chain=c)
+    rep2 = kapply_table(src, tmp_path / "out.parquet", column="s", eps=2.0, private=[50], chain=c, seed=3)
+    assert pd.read_parquet(tmp_path / "out.parquet")["s"].isna().sum() == rep2["utility"]["redacted"]
+    assert rep2["utility"]["redacted"] == rep["utility"]["redacted"]  # same seed, same draws
+
+
+# --------------------------------------------------------------------------
+# command line
+# --------------------------------------------------------------------------
+def test_cli_design_audit_roundtrip(run, tmp_path, capsys):
+    t = "0.6,0.3,0.1;0.2,0.5,0.3;0.3,0.3,0.4"
+    assert run(["design", "--transition", t, "--labels", "lo,mid,hi", "--n", "6", "--eps", "1",
+                "--method", "dim"]) == 0
+    out = capsys.readouterr().out
+    assert "Pr(⊥|lo)" in out and "Pr(⊥|hi)" in out and "3R and MQ" in out and "upper bound" in out
+    f = tmp_path / "m.json"
+    assert run(["design", "--transition", t, "--labels", "lo,mid,hi", "--n", "6", "--eps", "1", "--private", "3",
+                "--format", "json", "--out", str(f)]) == 0
+    d = json.loads(f.read_text())
+    assert d["format"] == KFORMAT and d["states"] == ["lo", "mid", "hi"]
+    capsys.readouterr()
+    assert run(["audit", str(f), "--exact"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS" in out and "states=lo,mid,hi" in out and "certified" in out
+    assert run(["audit", str(f), "--eps", "0.01"]) == 1
+    capsys.readouterr()
+    assert run(["audit", str(f), "--format", "json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["states"] == ["lo", "mid", "hi"] and set(rep["pair"]) <= {"lo", "mid", "hi"}
+    # a chain file: the fit's JSON or the mechanism's chain
+    assert run(["design", "--transition", str(f), "--n", "4", "--eps", "2", "--format", "csv"]) == 0
+    assert "redact_prob_mid" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["design", "--transition", "0.5,0.4;0.2,0.8", "--n", "5", "--eps", "1"], "row 0 sums to"),
+    (["design", "--transition", "0.5,0.5;0.2", "--n", "5", "--eps", "1"], "square"),
+    (["design", "--transition", "1,0;0.2,0.8", "--n", "5", "--eps", "1"], "reducible"),
+    (["design", "--transition", "0,1;1,0", "--n", "5", "--eps", "1"], "periodic"),
+    (["design", "--transition", "0.5,0.5;0.5,0.5", "--n", "5", "--eps", "1", "--method", "3r"], "no k-state form"),
+    (["design", "--transition", "0.5,0.5;0.5,0.5", "--n", "5", "--eps", "1", "--alpha", "0.1"], "--alpha"),
+    (["design", "--n", "5", "--eps", "1", "--method", "local"], "needs --transition"),
+    (["design", "--transition", "0.5,0.5;0.5,0.5", "--labels", "a,b,c", "--n", "5", "--eps", "1"], "--labels"),
+    (["fit", "x.csv", "--column", "a", "--smoothing", "none"], "--smoothing"),
+])
+def test_cli_k_errors_are_one_line(run, capsys, argv, msg):
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1
+
+
+def test_cli_fit_and_apply(run, tmp_path, capsys, rng):
+    c = KChain([[0.9, 0.1, 0.0], [0.05, 0.9, 0.05], [0.0, 0.2, 0.8]], labels=("low", "mid", "high"))
+    src = tmp_path / "d.csv"
+    pd.DataFrame({"level": _sample(c, 400, rng)}).to_csv(src, index=False)
+    assert run(["fit", str(src), "--column", "level", "--categorical"]) == 0
+    out = capsys.readouterr().out
+    assert "never seen" in out and "wilson" in out and "(categorical)" in out
+    fitf = tmp_path / "fit.json"
+    assert run(["fit", str(src), "--column", "level", "--categorical", "--format", "json"]) == 0
+    fitf.write_text(capsys.readouterr().out)
+    assert run(["apply", str(src), "--column", "level", "--transition", str(fitf), "--private", "100-102",
+                "--eps", "1", "--seed", "5", "--method", "dim", "--out", str(tmp_path / "o.csv"),
+                "--report", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "states    :" in out and "leakage" in out
+    assert run(["audit", str(tmp_path / "r.json")]) == 0
+    assert "PASS" in capsys.readouterr().out
+    assert run(["apply", str(src), "--column", "level", "--categorical", "--private", "5", "--eps", "1",
+                "--by", "level", "--out", str(tmp_path / "o2.csv")]) == 2
+    assert "--by" in capsys.readouterr().err
