@@ -6,10 +6,12 @@ release re-writes the table; every other column's values are kept).  The column 
 (rows in file order); its values are the states, as text, in order of first appearance unless a
 chain is given (then every value must be one of its labels).
 
-**Design** (``method``): each private record gets its own design (``dim``: the exact window
-optimum; ``optimal``: :func:`redactopt.engine.kdesign.kdesign`'s best verified design) and the
-mechanism is their elementwise maximum — private for every one of them, because redacting more
-never raises the leakage (post-processing).  ``auto`` is ``optimal`` for up to
+**Design** (``method``): ``dim`` gives every cluster of private records (records whose windows
+overlap) the exact data-independent window that keeps every member within the budget
+(:func:`redactopt.solvers.kdim.kdim_windows`); ``optimal`` gives each private record
+:func:`redactopt.engine.kdesign.kdesign`'s best verified design and takes their elementwise
+maximum — private for every one of them, because redacting more never raises the leakage
+(post-processing).  ``auto`` is ``optimal`` for up to
 :data:`AUTO_OPTIMAL_MAX` private records and ``dim`` beyond.  The combined mechanism is verified
 exactly about every private record (:func:`redactopt.judge.kcertify.kverify`) before anything is
 drawn.
@@ -66,8 +68,9 @@ def kdesign_release(chain: KChain, n: int, *, eps: float, private: tuple[int, ..
     res, ok = kverify(chain, q, private, eps)
     if not ok:
         raise PrivacyCheckError(f"combined design leaks {res.leakage:.12g} > eps={eps:.12g}")
-    return q, {"method": f"{method} ({per} per private record, elementwise maximum)" if method == "auto"
-               else f"{per} per private record, elementwise maximum", "leakage": res.leakage}
+    what = ("the exact data-independent window per cluster of private records" if per == "dim"
+            else "optimal per private record, elementwise maximum")
+    return q, {"method": f"{method}: {what}" if method == "auto" else what, "leakage": res.leakage}
 
 
 def _released_column(col: pd.Series, mask: np.ndarray) -> pd.Series:

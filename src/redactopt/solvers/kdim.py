@@ -176,24 +176,87 @@ def _truncate(terms: np.ndarray, m: int) -> np.ndarray:
     return np.concatenate([terms[:m], terms[-1:]])
 
 
-def kdim_windows(chain: KChain, n: int, *, eps: float, private: tuple[int, ...]) -> np.ndarray:
-    r"""The elementwise maximum of every private record's data-independent window optimum (inward).
+def _term(terms: np.ndarray, d: np.ndarray, room: np.ndarray) -> np.ndarray:
+    """Terms at distances ``d`` (``d > room``: nothing published on that side, 0), per member."""
+    c = terms.shape[0]  # choices 1..c-1 (the last distance row stands for every farther one), then none
+    idx = np.minimum(d, c - 1) - 1
+    out = terms[np.clip(idx, 0, c - 2)]
+    return np.where((d > room)[:, None, None], 0.0, out)
 
-    The window terms are computed once per side (for the longest side) and cut to each record's
-    room, so many private records cost one enumeration each.  Private for every one of them by
-    monotonicity (redacting more is post-processing); the caller verifies it exactly.
+
+def _joint_window(high_l: np.ndarray, high_r: np.ndarray, members: np.ndarray, n: int,
+                  budget: float) -> tuple[int, int]:
+    """Best window ``[e_l + 1, e_r - 1]`` (published ends ``e_l``, ``e_r``; -1 / n for none) for a cluster.
+
+    Every member ``p`` must keep ``l(p - e_l) + r(e_r - p) <= budget`` on every pair; both terms
+    are non-increasing, so for each left end the feasible right ends form a suffix.
+    """
+    f, last = int(members.min()), int(members.max())
+    off = ~np.eye(high_l.shape[1], dtype=bool)
+
+    def ok(el: int, er: int) -> bool:
+        left = _term(high_l, members - el, members)  # el = -1: distance p + 1 > room p: none
+        right = _term(high_r, er - members, n - 1 - members)
+        return bool(np.all((left + right)[:, off] <= budget))
+
+    best = (-1, n, 0)
+    er = n  # the smallest feasible right end never grows as the left end moves away (two pointers)
+    for el in range(f - 1, -2, -1):
+        if el + 1 + (n - last - 1) <= best[2]:
+            break  # even publishing everything right of the cluster cannot beat the best any more
+        if er == n and not ok(el, n):
+            continue
+        while er - 1 > last and ok(el, er - 1):
+            er -= 1
+        count = (el + 1) + (n - er)
+        if count > best[2]:
+            best = (el, er, count)
+    return best[0], best[1]
+
+
+def kdim_windows(chain: KChain, n: int, *, eps: float, private: tuple[int, ...]) -> np.ndarray:
+    r"""Data-independent windows for several private records: one joint window optimum per cluster.
+
+    Private records whose windows overlap are merged into clusters; each cluster gets the best
+    window of redacted records that keeps *every* member's leakage (Lemma 1 with the member's own
+    distances to the two published ends) within the budget — exact by enumeration of the left end
+    with the smallest feasible right end, which never grows as the left end moves away (the terms
+    are non-increasing).  The window terms are
+    computed once per side.  Inward test (the caller verifies exactly).
     """
     n, eps, _ = check_kproblem(chain, n, eps, private[0] if private else 0)
     k = chain.k
+    q = np.zeros((n, k))
+    if not private:
+        return q
     _, high_l = side_window_terms(chain, n - 1, "left", eps)
     _, high_r = side_window_terms(chain, n - 1, "right", eps)
-    slack = eps * KINFLUENCE_RTOL + float(kinfluence_atol(n, k))
-    q = np.zeros((n, k))
-    for p in private:
+    budget = eps - (eps * KINFLUENCE_RTOL + float(kinfluence_atol(n, k)))
+    # start from each record's own window optimum (vectorised enumeration), then merge overlaps
+    clusters, wins = [], []
+    for p in sorted(private):
         hl, hr = _truncate(high_l, p), _truncate(high_r, n - 1 - p)
-        i, j, _ = _best(hl, hr, p, n - 1 - p, eps - slack)
+        i, j, _ = _best(hl, hr, p, n - 1 - p, budget)
         w, _ = _window(n, p, i, j, hl.shape[0], hr.shape[0], k)
-        q = np.maximum(q, w)
-    if private:
-        q[list(private)] = 1.0
+        rows = np.flatnonzero(w.any(axis=1))
+        clusters.append([p])
+        wins.append((int(rows.min()) - 1, int(rows.max()) + 1))
+    while True:  # merge clusters whose windows overlap; re-solve merged ones jointly
+        merged: list[list[int]] = [clusters[0]]
+        mwins: list[tuple[int, int] | None] = [wins[0]]
+        for c, w in zip(clusters[1:], wins[1:]):
+            prev = mwins[-1] if mwins[-1] is not None else (-1, n)
+            if w[0] < prev[1]:
+                merged[-1] = merged[-1] + c
+                mwins[-1] = None
+            else:
+                merged.append(c)
+                mwins.append(w)
+        if all(w is not None for w in mwins):
+            break
+        clusters = merged
+        wins = [w if w is not None else _joint_window(high_l, high_r, np.asarray(c), n, budget)
+                for c, w in zip(merged, mwins)]
+    for el, er in wins:
+        q[el + 1 : er] = 1.0
     return q
