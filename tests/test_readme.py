@@ -67,7 +67,7 @@ def _blocks_with(needle: str) -> list[list[tuple[str, list[str]]]]:
 
 
 @pytest.mark.parametrize("needle", ["redactopt datasets path occupancy", "redactopt design --n 10 --eps 1",
-                                    "redactopt audit --method 3r --n 10 --eps 0.5"])
+                                    "redactopt audit --method 3r --n 10 --eps 0.5", "redactopt design --transition"])
 def test_readme_console_blocks_run_verbatim(tmp_path, needle):
     blocks = _blocks_with(needle)
     assert blocks, f"no console block runs {needle!r}"
