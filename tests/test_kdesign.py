@@ -251,17 +251,17 @@ def test_global_k3_n8_one_sided_certified():
 # --------------------------------------------------------------------------
 # k = 2 designs are the binary path's
 # --------------------------------------------------------------------------
-def test_kdesign_k2_matches_binary():
+@pytest.mark.parametrize("n, p, eps", [(10, 0, 1.0), pytest.param(10, 4, 0.5, marks=pytest.mark.slow)])
+def test_kdesign_k2_matches_binary(n, p, eps):
     mc = MarkovChain(0.01, 0.8)
     kc = KChain.from_binary(mc)
     assert binary_equivalent(kc) == mc
-    for n, p, eps in ((10, 0, 1.0), (10, 4, 0.5)):
-        d, b = kdesign(kc, n, eps=eps, p=p), design(mc, n, eps=eps, p=p)
-        assert d.utility == pytest.approx(b.utility, rel=1e-13)
-        assert d.certificate.upper_bound == b.certificate.upper_bound
-        assert certified(kc, d.redact_prob, p, eps)
-        dd, bd = kdesign(kc, n, eps=eps, p=p, method="dim"), design(mc, n, eps=eps, p=p, method="dim")
-        assert np.array_equal(dd.redact_prob, bd.redact_prob)
+    d, b = kdesign(kc, n, eps=eps, p=p), design(mc, n, eps=eps, p=p)
+    assert d.utility == pytest.approx(b.utility, rel=1e-13)
+    assert d.certificate.upper_bound == b.certificate.upper_bound
+    assert certified(kc, d.redact_prob, p, eps)
+    dd, bd = kdesign(kc, n, eps=eps, p=p, method="dim"), design(mc, n, eps=eps, p=p, method="dim")
+    assert np.array_equal(dd.redact_prob, bd.redact_prob)
     # a 2-state chain whose rows are not exactly 1 - a, a is judged on its own (no binary shortcut)
     assert binary_equivalent(KChain([[0.7, 0.3000000001], [0.4, 0.6]])) is None
 
