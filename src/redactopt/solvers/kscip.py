@@ -38,6 +38,7 @@ it exactly and repairs it if a tolerance let a constraint slip.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 
@@ -144,13 +145,23 @@ class _KModel:
                                                name=f"pat_{tag}_{v}_{x}_{x2}")
                         else:
                             m.addCons(Wt[x][v] - e * Wt[x2][v] <= Mb * (1.0 - zt[v]), name=f"pat_{tag}_{v}_{x}_{x2}")
-                # valid: "the t nearest are all ⊥" is a union of this side's outputs, so its ratio is a
-                # mediant of theirs and stays within the side's budget (redundant, tightens the relaxation)
-                if t < ms - 1:
-                    for (x, x2) in pairs:
-                        e = Es[(x, x2)]
-                        m.addCons(scip.quicksum(At[x]) - e * scip.quicksum(At[x2]) <= 0.0,
-                                  name=f"prefix_{tag}_{x}_{x2}")
+                # valid: the event "the t-1 nearest are ⊥ and Y_t is in S" (S a set of values and/or ⊥)
+                # is a union of this side's outputs, so its ratio is a mediant of theirs and stays
+                # within the side's budget.  Its probability is linear in (W, A): Pr(Y_t = v, ...) is
+                # W_t[., v] (1 - q_t[v]) = W_t[., v] - A_t[., v] and Pr(Y_t = ⊥, ...) = sum_y A_t[., y].
+                # No binaries: the relaxation learns the support from them (redundant, tightening).
+                for size in range(1, k + 2):
+                    for S in itertools.combinations(range(k + 1), size):
+                        if size == k + 1 or (t == ms - 1 and S == (k,)):
+                            continue  # everything (ratio 1), or the all-⊥ pattern below
+                        for (x, x2) in pairs:
+                            e = Es[(x, x2)]
+
+                            def mass(row: int) -> object:
+                                return scip.quicksum((Wt[row][v] - At[row][v]) if v < k else scip.quicksum(At[row])
+                                                     for v in S)
+
+                            m.addCons(mass(x) - e * mass(x2) <= 0.0, name=f"event_{tag}_{'.'.join(map(str, S))}_{x}_{x2}")
                 for y in range(k):
                     obj = obj + float(pi[y]) * (1.0 - qt[y])
                 q.append(qt), z.append(zt), u.append(ut), A.append(At), W.append(Wt)
