@@ -18,7 +18,11 @@ with the valid bounds :math:`0\le A_t,W_t\le P^t` entrywise (``D <= I``) and :ma
 every ordered pair and side, :math:`W_t[x,v]\le E_s(x,x')\,W_t[x',v] + M(1-z[t,v])` (``M`` the bound
 on :math:`W_t[x,v]`), ``q[t, v] >= 1 - z[t, v]``, and the all-⊥ pattern
 :math:`\sum_yA_m[x,y]\le E_s(x,x')\sum_yA_m[x',y]`.  A pattern of probability 0 satisfies its
-constraint as ``0 <= 0``: supports need no extra logic.  One-sided problems have the constant
+constraint as ``0 <= 0``: supports need no extra logic.  Redundant but tightening, and free of
+binaries: every event "the ``t-1`` nearest ⊥ and :math:`Y_t\in S`" (``S`` any set of values and ⊥)
+is a union of the side's outputs, so its ratio is a mediant of theirs and obeys the same budget;
+its probability is linear in the variables (:math:`W_t-A_t` for a published value,
+:math:`\sum_yA_t` for ⊥).  One-sided problems have the constant
 :math:`E=e^\epsilon` (all constraints linear but the products); two-sided ones a variable split per
 ordered pair, :math:`1\le E_\ell,E_r` with :math:`E_\ell E_r\le e^\epsilon` (exact, no grid).
 
