@@ -87,6 +87,7 @@ __all__ = [
     "improve_locally",
     "design_joint",
     "design_joint_sparse",
+    "region_bound",
 ]
 
 #: ``method`` values of :func:`design_joint`: ``"auto"`` plus those of :func:`redactopt.engine.design.design`.
@@ -336,8 +337,8 @@ def _local_results(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], 
 SIDE_BOUND_GRID = 500
 
 
-def _region_bound(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequence[int],
-                  tables: dict) -> tuple[float, str]:
+def region_bound(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequence[int],
+                 tables: dict) -> tuple[float, str]:
     r"""A bound on what any eps-private mechanism publishes in rows ``lo..hi`` holding ``priv``.
 
     The smaller of Lemma 2's bound over the rows and the side-frontier bound: every
@@ -345,6 +346,10 @@ def _region_bound(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequen
     ``[-eps, eps]`` (the right side's are on both sides of 0), so its rows ``lo..f-1``
     publish at most :math:`F_\ell(\epsilon,\epsilon)`; likewise the rows after the last one
     ``g``; each non-private row between them publishes at most 1.
+
+    ``tables`` caches the side-frontier tables between calls (keys ``"R"``, ``"tab"``): a
+    table for sides of up to ``R`` records bounds every shorter side too, so a caller may
+    pass one built for the longest side it will ask about.
     """
     m = hi - lo + 1
     mine = [p - lo for p in priv if lo <= p <= hi]
@@ -372,7 +377,7 @@ def _block_regions(chain: MarkovChain, n: int, eps: float, priv: Sequence[int],
     for s, blk in zip(starts, blocks):
         lo, hi = max(0, s - 1), min(n - 1, s + blk.shape[0])
         if any(lo <= p <= hi for p in priv):
-            regions.append((lo, hi) + _region_bound(chain, eps, lo, hi, priv, tables))
+            regions.append((lo, hi) + region_bound(chain, eps, lo, hi, priv, tables))
     inside = sum(hi - lo + 1 for lo, hi, _, _ in regions)
     return regions, (sum(b for _, _, b, _ in regions) + n - inside) / n
 
@@ -381,7 +386,7 @@ def _regions(chain: MarkovChain, n: int, eps: float, priv: Sequence[int],
              results: list[tuple[int, int, DesignResult]]) -> tuple[list[tuple[int, int, float, str]], float, str]:
     """Region certificates from per-record designs on windows, and the whole-sequence bound.
 
-    Overlapping windows form one region.  :func:`_region_bound` bounds every region (its
+    Overlapping windows form one region.  :func:`region_bound` bounds every region (its
     private records included); a region with one private record also has its design's
     certificate over the window (a window of the sequence: every mechanism's restriction to it is private for
     the window alone, the ends being stationary records) and keeps the smaller.  Rows
@@ -398,7 +403,7 @@ def _regions(chain: MarkovChain, n: int, eps: float, priv: Sequence[int],
     tables: dict = {}
     for lo, hi, members in regions:
         m = hi - lo + 1
-        bound, name = _region_bound(chain, eps, lo, hi, priv, tables)
+        bound, name = region_bound(chain, eps, lo, hi, priv, tables)
         if len(members) == 1 and members[0].n == m:
             c = members[0].certificate
             if c.scope == "all" and c.upper_bound * m < bound:
