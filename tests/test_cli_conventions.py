@@ -344,7 +344,7 @@ def test_apply_report_on_stdout(run, capsys, tmp_path, csv_file):
     assert run(["apply", str(csv_file), "--column", "occ", "--private", "150", "--eps", "1", "--seed", "2",
                 "--out", str(out), "--report", "-"]) == 0
     cap = capsys.readouterr()
-    assert json.loads(cap.out)["format"] == "redactopt.release.apply-report/2"
+    assert json.loads(cap.out)["format"] == "redactopt.release.apply-report/3"
     assert cap.err.startswith("wrote     : ")
     assert run(["apply", str(csv_file), "--column", "occ", "--private", "150", "--eps", "1",
                 "--out", "-", "--report", "-"]) == 2

@@ -298,7 +298,7 @@ def test_the_report_grows_with_the_blocks_not_the_rows(tmp_path):
         rep = tmp_path / f"r{n}.json"
         _release(src, tmp_path / f"o{n}.parquet", private=[n // 2], alpha=0.1, beta=0.3, report=rep)
         sizes.append(rep.stat().st_size)
-        assert json.loads(rep.read_text())["format"] == "redactopt.release.apply-report/2"
+        assert json.loads(rep.read_text())["format"] == "redactopt.release.apply-report/3"
     assert abs(sizes[1] - sizes[0]) < 200  # a few digits of n, nothing per row
 
 

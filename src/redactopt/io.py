@@ -43,7 +43,8 @@ from redactopt._validate import check_eps, check_redact_prob
 from redactopt.model.chain import MarkovChain
 from redactopt.model.classes import ChainClass
 from redactopt.judge.audit import as_sparse
-from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows
+from redactopt.engine.cache import placed_pieces
+from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows, merge_blocks
 from redactopt.judge.leakage import check_mechanism
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "write_json_atomic",
     "write_text_atomic",
     "atomic_open",
+    "atomic_path",
     "check_input_path",
     "check_output_path",
     "new_file_mode",
@@ -71,10 +73,11 @@ __all__ = [
 FORMAT = "redactopt.mechanism/2"
 #: The first mechanism file format, one row per record: still read (and written on request).
 FORMAT_DENSE = "redactopt.mechanism/1"
-#: The report ``apply`` writes; it carries the mechanism of every designed sequence (``/2`` files).
-REPORT_FORMAT = "redactopt.release.apply-report/2"
-#: Reports audit reads: ``/1`` carried ``redactopt.mechanism/1`` objects.
-REPORT_FORMATS = ("redactopt.release.apply-report/1", REPORT_FORMAT)
+#: The report ``apply`` writes: every distinct design once (``shapes``, ``/2`` mechanism files of their
+#: sub-problems) and per sequence the groups placing them, inline or in a columnar file beside it.
+REPORT_FORMAT = "redactopt.release.apply-report/3"
+#: Reports audit reads: ``/1`` carried ``redactopt.mechanism/1`` objects, ``/2`` one ``/2`` mechanism per sequence.
+REPORT_FORMATS = ("redactopt.release.apply-report/1", "redactopt.release.apply-report/2", REPORT_FORMAT)
 #: The path that means standard input or standard output.
 STDIO = "-"
 
@@ -311,21 +314,92 @@ def read_mechanisms(path: str | os.PathLike[str]) -> list[tuple[Any, MechanismFi
     """The mechanisms of a mechanism file or of an ``apply`` report, with their sequence ids.
 
     A mechanism file gives one ``(None, mechanism)``; a report gives one pair per sequence
-    that has private records (its id, or ``None`` for a report on a single sequence).
+    that has private records (its id, or ``None`` for a report on a single sequence).  A
+    ``/3`` report's sequences that do not carry their mechanism (a columnar file beside the
+    report, ``sequences_file``, or compact rows) are rebuilt from its ``shapes`` and groups.
     """
     d, where = _load_json(path)
     if not isinstance(d, dict) or d.get("format") not in REPORT_FORMATS:
         return [(None, mechanism_from_dict(d, where=where))]
-    if "sequences" in d:
-        seqs = d["sequences"]
+    if "sequences" in d or "sequences_file" in d:
+        seqs = d["sequences"] if "sequences" in d else _sequence_rows(path, d, where)
         if not isinstance(seqs, list):
             raise ValueError(f"{where}: field 'sequences' must be a list")
-        out = [(s.get("id"), mechanism_from_dict(s["mechanism"], where=f"{where}: sequence {s.get('id')!r}"))
-               for s in seqs if isinstance(s, dict) and s.get("mechanism") is not None]
+        out = []
+        placed = None
+        for s in seqs:
+            if not isinstance(s, dict):
+                continue
+            name = f"{where}: sequence {s.get('id')!r}"
+            if s.get("mechanism") is not None:
+                out.append((s.get("id"), mechanism_from_dict(s["mechanism"], where=name)))
+            elif s.get("groups"):
+                placed = placed or _Shapes(d, where)
+                out.append((s.get("id"), placed.mechanism(s, name)))
         if not out:
             raise ValueError(f"{where}: the report has no designed sequence")
         return out
     return [(None, mechanism_from_dict(_require(d, "mechanism", where), where=f"{where}: mechanism"))]
+
+
+def _sequence_rows(path: str | os.PathLike[str], d: dict, where: str) -> list:
+    """The rows of a report's ``sequences_file`` (beside the report; Parquet or JSON lines)."""
+    name = d["sequences_file"]
+    if not isinstance(name, str) or Path(name).name != name:
+        raise ValueError(f"{where}: field 'sequences_file' must be a file name beside the report, got {name!r}")
+    side = (Path(".") if str(path) == STDIO else Path(path).parent) / name
+    check_input_path(side)
+    try:
+        if name.endswith(".jsonl"):
+            return [json.loads(line) for line in side.read_text(encoding="utf-8").splitlines() if line.strip()]
+        import pyarrow.parquet as pq
+
+        return pq.read_table(side).to_pylist()
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{side}: cannot read the report's sequences: {exc}") from None
+
+
+class _Shapes:
+    """The ``shapes`` of a ``/3`` report, parsed once, and the mechanisms of sequences that place them."""
+
+    def __init__(self, d: dict, where: str) -> None:
+        raw = _require(d, "shapes", where)
+        if not isinstance(raw, list):
+            raise ValueError(f"{where}: field 'shapes' must be a list")
+        self.where = where
+        self.method = d.get("method", "unknown")
+        self.keys = [_require(s, "key", f"{where}: shapes[{i}]") for i, s in enumerate(raw)]
+        self.files = [mechanism_from_dict(_require(s, "mechanism", f"{where}: shapes[{i}]"),
+                                          where=f"{where}: shapes[{i}].mechanism") for i, s in enumerate(raw)]
+
+    def mechanism(self, row: dict, where: str) -> MechanismFile:
+        n = _int_field(_require(row, "n", where), "n", where, 1)
+        parts = []
+        mf = None
+        for i, g in enumerate(_require(row, "groups", where)):
+            k = g.get("shape") if isinstance(g, dict) else None
+            if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(self.files):
+                raise ValueError(f"{where}: field 'groups[{i}].shape' must name one of the report's shapes, got {k!r}")
+            mf, key = self.files[k], self.keys[k]
+            rows = mf.redact_prob
+            wipe = g.get("wipe")
+            first = _int_field(g.get("first"), f"groups[{i}].first", where, 1, n)
+            if not (isinstance(wipe, list) and len(wipe) == 2 and all(isinstance(w, int) and w >= 0 for w in wipe)):
+                raise ValueError(f"{where}: field 'groups[{i}].wipe' must be two counts, got {wipe!r}")
+            pieces = placed_pieces([(s, b.shape[0]) for s, b in zip(rows.starts, rows.blocks)],
+                                   first - 1 - int(key["left"]), int(key["n"]), (wipe[0], wipe[1]))
+            parts += [(s, np.ones((m, 2)) if j < 0 else rows.blocks[j]) for s, m, j in pieces]
+        assert mf is not None
+        try:
+            starts, blocks = merge_blocks(n, parts)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        sparse = SparseRows(n, tuple(starts), tuple(blocks))
+        priv = sorted({_int_field(p, "private", where, 1, n) - 1 for p in _require(row, "private", where)})
+        _check_private_rows(sparse, priv, where)
+        cert = {k: row[k] for k in ("upper_bound", "gap") if k in row}
+        return MechanismFile(mf.chain, sparse, tuple(priv), mf.eps, self.method, row.get("expected_utility"),
+                             row.get("leakage_max"), cert or None, mf.chain_class)
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, *, force: bool = False) -> None:
@@ -390,28 +464,39 @@ def new_file_mode(*, directory: bool = False) -> int:
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | os.PathLike[str], *, force: bool = False) -> Iterator[TextIO]:
-    """A text file that appears at ``path`` only when the ``with`` block completes.
+def atomic_path(path: str | os.PathLike[str], *, force: bool = False) -> Iterator[Path]:
+    """A temporary path beside ``path`` that is renamed to ``path`` when the ``with`` block completes.
 
-    Writes go to a temporary file in the same directory, renamed over ``path`` at the end
-    and removed on any error; an existing ``path`` is refused unless ``force``; a missing
-    directory is an error.  ``-`` writes to standard output.
+    For writers that take a file name (Parquet): checks as :func:`check_output_path`, the
+    permissions the umask gives a new file, and the temporary file removed on any error.
     """
-    if str(path) == STDIO:
-        yield sys.stdout
-        sys.stdout.flush()
-        return
     p = check_output_path(path, force=force)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
         os.fchmod(fd, new_file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            yield fh
+        os.close(fd)
+        yield Path(tmp)
         os.replace(tmp, p)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], *, force: bool = False) -> Iterator[TextIO]:
+    """A text file that appears at ``path`` only when the ``with`` block completes.
+
+    Writes go to a temporary file in the same directory, renamed over ``path`` at the end
+    and removed on any error (:func:`atomic_path`); an existing ``path`` is refused unless
+    ``force``; a missing directory is an error.  ``-`` writes to standard output.
+    """
+    if str(path) == STDIO:
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    with atomic_path(path, force=force) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        yield fh
 
 
 @contextlib.contextmanager

@@ -157,6 +157,13 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--transition", default=None, metavar='FILE|"p11,...;p21,..."',
                     help="the k-state chain of a categorical column (implies --categorical): a JSON file with "
                          "'transition' and 'labels' or the rows of the matrix")
+    ap.add_argument("--workers", type=int, default=None, metavar="N",
+                    help="processes designing at once (default: every core; the release does not depend on it; "
+                         "with --backend dask the cluster decides)")
+    ap.add_argument("--report-sequences", choices=["auto", "inline", "parquet", "jsonl", "none"], default="auto",
+                    help="where the report's per-sequence rows go: auto (default: in the report up to 20 designed "
+                         "sequences, else REPORT.sequences.parquet beside it), inline, parquet, jsonl (a file beside "
+                         "the report) or none")
     add_format(ap, ["text", "json"], help="summary: text (default) or json")
     add_quiet(ap)
     ap.set_defaults(func=_cmd_apply)
@@ -169,8 +176,10 @@ def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:
         "output": rep["output"], "rows": rep["rows"], "redacted": rep["utility"]["redacted"],
         "chain": {k: rep["chain"][k] for k in ("alpha", "beta", "source")},
         "eps": rep["eps"], "method": rep["method"],
-        "leakage": {"max": rep["leakage"]["max"], "private_records": len(rep["leakage"]["per_private"])},
+        "leakage": {"max": rep["leakage"]["max"], "private_records": rep["leakage"]["private_records"]},
         "utility": {k: rep["utility"][k] for k in ("expected", "realised")},
+        "designs": {k: rep["designs"][k] for k in ("computed", "reused", "shapes", "groups")},
+        "sequences": rep["designed_sequences"], "sequences_file": rep.get("sequences_file"),
         "randomness": rep["randomness"]["source"], "label": rep.get("label"),
         "warnings": list(fit.get("warnings", [])), "report": report_path,
     }
@@ -184,13 +193,15 @@ def _summary_text(s: dict[str, Any]) -> str:
         f"leakage   : {s['leakage']['max']:.10g}  (exact, worst over {s['leakage']['private_records']} "
         "private record(s))",
         f"utility   : expected {s['utility']['expected']:.6g}  realised {s['utility']['realised']:.6g}",
+        f"designs   : {s['designs']['computed']} computed for {s['designs']['groups']} group(s) of private records "
+        f"in {s['sequences']} sequence(s); {s['designs']['shapes']} distinct",
         f"randomness: {s['randomness']}",
     ]
     if s["label"]:
         lines.append(f"label     : {s['label']}")
     lines += [f"warning   : {w}" for w in s["warnings"]]
     if s["report"]:
-        lines.append(f"report    : {s['report']}")
+        lines.append(f"report    : {s['report']}" + (f"  (sequences: {s['sequences_file']})" if s["sequences_file"] else ""))
     return "\n".join(lines)
 
 
@@ -204,10 +215,14 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
     if args.backend == "dask":
         refuse_given(args, ["chunk_rows"], "applies to --backend memory only (Dask reads one partition at a time)")
+        refuse_given(args, ["workers"], "applies to --backend memory only (with Dask the cluster decides)")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
     private = parse_positions(args.private) if args.private is not None else None
     kwargs = dict(column=args.column, eps=args.eps, private=private, private_column=args.private_column,
                   by=args.by, alpha=args.alpha, beta=args.beta, method=args.method, seed=args.seed,
-                  report=args.report, force=args.force, time_limit=args.time_limit)
+                  report=args.report, force=args.force, time_limit=args.time_limit,
+                  report_sequences=args.report_sequences)
     try:
         if args.backend == "dask":
             from redactopt.release.dask_backend import apply_dask
@@ -215,7 +230,8 @@ def _cmd_apply(args: argparse.Namespace) -> int:
             rep = apply_dask(args.input, args.out, **kwargs)
         else:
             with Bars(progress_enabled(args.quiet)) as bars:
-                rep = apply_table(args.input, args.out, progress=bars, **_chunk(args), **kwargs)
+                rep = apply_table(args.input, args.out, progress=bars, workers=args.workers, **_chunk(args),
+                                  **kwargs)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL

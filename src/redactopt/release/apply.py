@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from redactopt.engine.cache import DesignCache
 from redactopt.io import STDIO, check_input_path, check_output_path, stdin_as_file
 from redactopt.release.bits import (
     BitSource,
@@ -52,7 +53,7 @@ from redactopt.release.bits import (
 from redactopt.release.data import ScanState, SequenceIndex, group_ranks, parse_binary
 from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release
 from redactopt.release.redactor import Redactor
-from redactopt.release.report import NOT_FOR_RELEASE, build_report, write_report
+from redactopt.release.report import NOT_FOR_RELEASE, SEQUENCE_FORMATS, build_report, sequences_path, write_report
 from redactopt.release.splice import Irregular, Targets, count_rows, splice_csv
 from redactopt.release.tables import DEFAULT_CHUNK_ROWS, Chunk, TableReader, TableWriter, TextValues, open_binary
 
@@ -340,15 +341,21 @@ def check_release_paths(
     by: str | None,
     force: bool,
     dest_is_directory: bool = False,
+    report_sequences: str = "auto",
 ) -> tuple[Path, Path, Path | None]:
     """Checks shared by every back-end before anything is read or written.
 
-    :func:`check_release_options`; the input exists and is never the output or the report;
-    an output or report in a missing directory is refused, and an existing one unless
-    ``force``; ``-`` (standard input or output) is accepted for the input, the output or
-    the report, but standard output only once.  Returns the three paths.
+    :func:`check_release_options`; the input exists and is never the output or the report
+    (or the report's file of per-sequence rows); an output or report in a missing directory
+    is refused, and an existing one unless ``force``; ``-`` (standard input or output) is
+    accepted for the input, the output or the report, but standard output only once.
+    Returns the three paths.
     """
     check_release_options(private=private, private_column=private_column, by=by)
+    if report_sequences not in SEQUENCE_FORMATS:
+        raise ValueError(f"--report-sequences must be one of {', '.join(SEQUENCE_FORMATS)}, got {report_sequences!r}")
+    if report_sequences in ("parquet", "jsonl") and (report is None or str(report) == STDIO):
+        raise ValueError(f"--report-sequences {report_sequences} writes a file beside the report: give --report FILE")
     if str(dest) == STDIO and report is not None and str(report) == STDIO:
         raise ValueError("--out - and --report - both ask for standard output; give one of them a file")
     src, dst = Path(source), Path(dest)
@@ -370,9 +377,19 @@ def check_release_paths(
             raise ValueError(f"{rep_path}: the report must be a different file from the input and the output")
         if str(report) != STDIO:
             check_output_path(rep_path, force=force)
+            # auto writes a Parquet file only for many sequences: its existence is checked then
+            side = sequences_path(rep_path, "parquet" if report_sequences == "auto" else report_sequences)
+            if inside_input(side) or side.resolve() == dst.resolve():
+                raise ValueError(f"{side}: the report's sequences would overwrite the input or the output")
+            if report_sequences != "auto":
+                check_output_path(side, force=force)
     if str(dest) != STDIO:
         check_output_path(dst, force=force, directory=dest_is_directory)
     return src, dst, rep_path
+
+
+def _to_file(report: object) -> bool:
+    return report is not None and str(report) != STDIO
 
 
 def apply_table(
@@ -393,6 +410,9 @@ def apply_table(
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     time_limit: float = 60.0,
     progress: Progress | None = None,
+    workers: int | None = None,
+    cache: DesignCache | None = None,
+    report_sequences: str = "auto",
 ) -> dict[str, Any]:
     """Design, draw and write a redacted copy of a table; returns the report (see
     :func:`redactopt.release.report.build_report`).
@@ -430,13 +450,26 @@ def apply_table(
     progress : callable, optional
         ``progress(stage, done, total)`` as the release goes: stage ``"scan"`` (rows read,
         total unknown) and ``"release"`` (rows written of all rows).
+    workers : int, optional
+        Processes designing at once (default: every core; 1: in this process).  The
+        release does not depend on it.
+    cache : DesignCache, optional
+        Designs shared by the groups of private records (:mod:`redactopt.engine.cache`); a
+        fresh one by default.  Pass one to share designs across releases (same chain and
+        eps, ...), or ``DesignCache(share=False)`` to design every group on its own.
+    report_sequences : str
+        Where the per-sequence rows of the report go (:data:`redactopt.release.report.SEQUENCE_FORMATS`):
+        ``"auto"`` puts them in the report up to 20 designed sequences (each with its
+        mechanism) and in a Parquet file beside the report beyond.
     """
     src, dst, rep_path = check_release_paths(source, dest, report, private=private,
-                                             private_column=private_column, by=by, force=force)
+                                             private_column=private_column, by=by, force=force,
+                                             report_sequences=report_sequences)
     with stdin_as_file(source) as path:
         reader = TableReader(path, chunk_rows=chunk_rows, label="<stdin>" if str(source) == STDIO else None)
         reader.require(column, by, private_column)
-        design = dict(eps=eps, private=private, alpha=alpha, beta=beta, method=method, time_limit=time_limit)
+        design = dict(eps=eps, private=private, alpha=alpha, beta=beta, method=method, time_limit=time_limit,
+                      cache=cache, workers=workers)
         binary: tuple[str, ...] = ()
         known = alpha is not None and private is not None  # the design needs only the number of rows
         if known and reader.num_rows is not None:
@@ -453,17 +486,17 @@ def apply_table(
             state, binary = scan(reader, column=column, by=by, private_column=private_column, progress=progress)
             plan = plan_release(state, **design)
         bits = bit_source(seed)
-        redactor = Redactor(plan.plans, bits)
+        redactor = Redactor(plan, bits)
         t0 = time.perf_counter()
         with TableWriter(dest, force=force) as writer:
             write = write_csv if reader.format == "csv" and writer.format == "csv" else write_redacted
             redacted = write(reader, writer, redactor, state.index(), Span.whole(state), column=column, by=by,
                              binary=binary, progress=progress)
-            rep = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
+            rep, rows = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
                 "input": str(src), "output": str(dst), "column": column, "by": by,
-                "private_column": private_column})
+                "private_column": private_column}, sequences=report_sequences, to_file=_to_file(report))
             rep["apply_seconds"] = time.perf_counter() - t0
+            if rep_path is not None:  # before the output appears: a report that cannot be written leaves nothing
+                rep = write_report(report, rep, rows=rows, force=force)  # type: ignore[arg-type]
             writer.commit()
-    if rep_path is not None:
-        write_report(report, rep, force=True)  # type: ignore[arg-type]
     return rep

@@ -13,8 +13,10 @@ work splits as there:
    needed columns only); the scans are merged on the client *in partition order*, which
    gives the same sequence lengths, transition counts (including transitions across
    partition boundaries) and private positions as one pass over the whole dataset;
-2. the chain is fitted on the client and every sequence with private records is designed,
-   one task per sequence (:func:`redactopt.release.plan.plan_release`);
+2. the chain is fitted on the client and the groups of private records are placed
+   (:func:`redactopt.release.plan.plan_release`): each distinct design is one task, computed
+   once for the whole dataset however many sequences and partitions use it (the client
+   holds the :class:`~redactopt.engine.cache.DesignCache`);
 3. every partition is redacted on the workers, with each row's position in its sequence
    counted from where the partition starts in each sequence
    (:class:`~redactopt.release.apply.Span`), and written as ``part.NNNNN.parquet`` (a
@@ -44,6 +46,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from redactopt._optional import require
+from redactopt.engine.cache import DesignCache
 from redactopt.io import STDIO, new_file_mode
 from redactopt.release.apply import Span, check_release_paths, scan, write_csv, write_redacted
 from redactopt.release.bits import bit_source
@@ -156,6 +159,8 @@ def apply_dask(
     report: str | os.PathLike[str] | None = None,
     force: bool = False,
     time_limit: float = 60.0,
+    cache: DesignCache | None = None,
+    report_sequences: str = "auto",
 ) -> dict[str, Any]:
     """:func:`redactopt.release.apply.apply_table` for a CSV or Parquet dataset, computed with Dask.
 
@@ -163,7 +168,8 @@ def apply_dask(
     becomes a folder of ``part.NNNNN`` files of the input's format, one per partition, in
     order.  Uses the active ``dask.distributed`` client if there is one, else Dask's
     default scheduler.  Arguments as in :func:`~redactopt.release.apply.apply_table`;
-    ``private`` holds 0-based positions.
+    ``private`` holds 0-based positions.  The designs run as Dask tasks (``workers`` does
+    not apply: the cluster decides).
     """
     dask = require("dask", purpose="the Dask back-end")
     if STDIO in (str(source), str(dest)):
@@ -172,8 +178,8 @@ def apply_dask(
     files = sorted({p for p, _ in parts}, key=_natural)
     anchor = source if os.path.exists(str(source)) else files[0]
     _, dst, rep_path = check_release_paths(anchor, dest, report, private=private,
-                                             private_column=private_column, by=by, force=force,
-                                             dest_is_directory=True)
+                                           private_column=private_column, by=by, force=force,
+                                           dest_is_directory=True, report_sequences=report_sequences)
     for f in files:  # a glob's files, one by one: none may be the output or the report
         if any(p is not None and str(p) != STDIO and Path(p).resolve() == Path(f).resolve() for p in (dest, report)):
             raise ValueError(f"{f}: is an input file; the input is never overwritten")
@@ -187,10 +193,10 @@ def apply_dask(
     ends = [np.pad(e, (0, k - e.shape[0])) for e in ends]
     spans = [Span(ends[i - 1] if i else np.zeros(k, dtype=np.int64), ends[i]) for i in range(len(parts))]
     plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method,
-                        time_limit=time_limit,
+                        time_limit=time_limit, cache=cache,
                         map_designs=lambda fn, args: list(dask.compute(*[dask.delayed(fn)(*a) for a in args])))
     bits = bit_source(seed)
-    redactor = dask.delayed(Redactor(plan.plans, bits))  # sent to the workers once
+    redactor = dask.delayed(Redactor(plan, bits))  # sent to the workers once
     index = dask.delayed(state.index())
     tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
     os.chmod(tmp, new_file_mode(directory=True))  # mkdtemp's 0700 would outlive the rename
@@ -200,11 +206,13 @@ def apply_dask(
                                                                spans[i], scans[i][1])
                                 for i, p in enumerate(parts)])
         redacted = np.sum(np.vstack(counts), axis=0) if counts else np.zeros(k, dtype=np.int64)
-        rep = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
+        rep, rows = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
             "input": str(source), "output": str(dst), "column": column, "by": by,
             "private_column": private_column, "backend": "dask", "dataset_format": fmt,
-            "partitions": len(parts)})
+            "partitions": len(parts)}, sequences=report_sequences, to_file=report is not None and str(report) != STDIO)
         rep["apply_seconds"] = time.perf_counter() - t0
+        if rep_path is not None:
+            rep = write_report(report, rep, rows=rows, force=force)  # type: ignore[arg-type]
         if dst.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old.", dir=dst.parent))
             os.rmdir(old)
@@ -220,8 +228,6 @@ def apply_dask(
         if tmp.exists():
             shutil.rmtree(tmp)
         raise
-    if rep_path is not None:
-        write_report(report, rep, force=True)  # type: ignore[arg-type]
     return rep
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from redactopt.engine.cache import DesignCache
 from redactopt.release.apply import check_release_options, redacted_rows, scan
 from redactopt.release.bits import bit_source
 from redactopt.release.plan import plan_release
@@ -53,6 +54,9 @@ def apply_frame(
     seed: int | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     time_limit: float = 60.0,
+    workers: int | None = None,
+    cache: DesignCache | None = None,
+    report_sequences: str = "auto",
 ) -> tuple[Any, dict[str, Any]]:
     """Design, draw and redact a table in memory; returns ``(released, report)``.
 
@@ -60,8 +64,11 @@ def apply_frame(
     ----------
     data : pandas.DataFrame, pyarrow.Table or polars.DataFrame
         The rows, in sequence order (per ``by`` value); never modified.
-    column, eps, private, private_column, by, alpha, beta, method, seed, time_limit
+    column, eps, private, private_column, by, alpha, beta, method, seed, time_limit, workers, cache
         As for :func:`redactopt.release.apply.apply_table` (``private`` 0-based).
+    report_sequences : str
+        ``"auto"``/``"inline"``: the per-sequence rows in the report (each with its mechanism
+        up to 20 designed sequences); ``"none"``: the summary alone.
     chunk_rows : int
         Rows handled at a time (the temporary memory of the draws grows with it).
 
@@ -74,16 +81,19 @@ def apply_frame(
         :func:`redactopt.release.report.build_report` (``input`` and ``output`` are ``None``).
     """
     check_release_options(private=private, private_column=private_column, by=by)
+    if report_sequences not in ("auto", "inline", "none"):
+        raise ValueError(f"report_sequences must be 'auto', 'inline' or 'none' without a report file, "
+                         f"got {report_sequences!r}")
     polars = type(data).__module__.split(".")[0] == "polars"
     table = data.to_arrow() if polars else data
     reader = MemoryReader(table, chunk_rows=chunk_rows)
     state, _ = scan(reader, column=column, by=by, private_column=private_column)
     plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method,
-                        time_limit=time_limit)
+                        time_limit=time_limit, workers=workers, cache=cache)
     bits = bit_source(seed)
-    redactor = Redactor(plan.plans, bits)
+    redactor = Redactor(plan, bits)
     t0 = time.perf_counter()
-    k = len(plan.plans)
+    k = len(plan.state.ids)
     counter = np.zeros(k, dtype=np.int64)
     redacted = np.zeros(k, dtype=np.int64)
     mask = np.zeros(reader.num_rows, dtype=bool)
@@ -103,7 +113,8 @@ def apply_frame(
             import polars as pl
 
             released = pl.from_arrow(released)
-    rep = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
-        "input": None, "output": None, "column": column, "by": by, "private_column": private_column})
+    rep, _ = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
+        "input": None, "output": None, "column": column, "by": by, "private_column": private_column},
+        sequences=report_sequences)
     rep["apply_seconds"] = time.perf_counter() - t0
     return released, rep

@@ -1,42 +1,81 @@
-"""Planning a release: which records are private, the chain, and one verified design per sequence.
+"""Planning a release: which records are private, the chain, and one verified design per group of private records.
 
-:func:`plan_release` fits the chain from the scan (unless alpha and beta are given) and
-designs every sequence that has private records with
-:func:`redactopt.engine.joint.design_joint_sparse` (each private record protected at
-``eps``).  A design is a :class:`~redactopt.judge.certify.SparseDesign`: blocks of rows
-around the private records, every other record published with certainty, verified exactly
-on each block extended by its always-published neighbours (exact for the whole sequence,
-see :func:`~redactopt.judge.certify.finalize_sparse`).
+:func:`plan_release` fits the chain from the scan (unless alpha and beta are given),
+splits every sequence's private records into *groups* and places one verified design
+(:class:`~redactopt.engine.cache.Shape`) around each group.  The designs come from
+:func:`redactopt.engine.joint.design_joint_sparse` on small sub-problems, one per
+:class:`~redactopt.engine.cache.DesignKey`, shared by every group with the same key
+(:class:`~redactopt.engine.cache.DesignCache`) and computed in parallel (a process pool,
+or Dask on a cluster); placing one in a sequence is exact (the cut and the all-⊥ extension,
+:mod:`redactopt.engine.cache`).
+
+**Which design a group gets.**  A group is a run of private records with offsets ``o``
+(from its first one), ``d_l`` records before it and ``d_r`` after it.  Its candidates:
+
+* *far*: the key ``(o, D, D)`` with ``D`` the first of :func:`~redactopt.engine.cache.far_start`,
+  twice that, ... (at most :data:`FAR_DOUBLINGS` doublings) whose design publishes both of
+  its ends with certainty — where nothing can leak any more, derived from the design
+  itself; it fits every group with ``d_l >= need_left`` and ``d_r >= need_right``;
+* *wipe-left* ``(o, 0, D)`` when ``d_l < D``: every record before the group redacted (the
+  all-⊥ extension), the right side designed; *wipe-right* ``(o, D, 0)`` when ``d_r < D``;
+* *exact* ``(o, d_l, d_r)`` — the group's own sequence — only when none of these fits (a
+  short sequence), or when no far design was found.
+
+The group gets the candidate that fits (:meth:`~redactopt.engine.cache.Shape.place`) with
+the fewest expected redacted records (ties: in the order above).  Something always fits —
+the far design when both distances are at least ``D``, a wipe when one is (its other side
+then cuts or extends), the exact design of the group's own sequence otherwise — and which
+keys are designed depends only on the group, never on what a cache already holds: a
+cached and an uncached release are identical.  Groups start as runs of private records
+less than ``far_start`` apart; two groups whose placed designs are not separated by a
+record published with certainty are merged and placed again, until every group's
+redactable rows are separated from the next by such a record — which makes each group's
+verification exact for the whole sequence (the cut argument).
 
 Positions are 0-based in the Python API and 1-based on the command line and in files.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import multiprocessing
+import os
+import sys
 import time
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from redactopt._validate import check_eps, check_probability_open
-from redactopt.engine.joint import JOINT_METHODS, design_joint_sparse
+from redactopt.engine.cache import DesignCache, DesignKey, Shape, design_shape, far_start
+from redactopt.engine.joint import JOINT_METHODS, SIDE_BOUND_GRID, region_bound
 from redactopt.judge.audit import as_sparse
-from redactopt.judge.certify import DesignResult, SparseDesign
+from redactopt.judge.certify import DesignResult, RegionCertificate, SparseDesign, SparseRows
 from redactopt.model.chain import MarkovChain
+from redactopt.solvers.frontier import side_tables
 from redactopt.release.data import ScanState, sequence_key
 from redactopt.release.fit import fit_counts
 
-__all__ = ["SequencePlan", "ReleasePlan", "plan_release"]
+__all__ = ["SequencePlan", "ReleasePlan", "Choice", "plan_release", "place_groups", "pool_map", "FAR_DOUBLINGS"]
+
+#: How often the far distance is doubled before a pattern is left to its exact sub-problems.
+FAR_DOUBLINGS = 10
+
+#: ``map_designs(fn, argument tuples)`` returns ``[fn(*a) for a in argument tuples]`` in order.
+MapDesigns = Callable[[Callable, list[tuple]], list]
 
 
 @dataclass
 class SequencePlan:
-    """The design for one sequence (``result`` is ``None`` when it has no private record).
+    """One sequence with an explicit design (``result`` is ``None`` when it has no private record).
 
-    ``result`` is normally a :class:`~redactopt.judge.certify.SparseDesign` (blocks around the
-    private records); a dense :class:`~redactopt.judge.certify.DesignResult` is accepted too.
+    ``result`` is a :class:`~redactopt.judge.certify.SparseDesign` or a dense
+    :class:`~redactopt.judge.certify.DesignResult`.  :class:`~redactopt.release.redactor.Redactor`
+    accepts a list of these as well as a :class:`ReleasePlan`.
     """
 
     seq_id: Any
@@ -61,23 +100,367 @@ class SequencePlan:
         return (b[0][0], b[-1][0] + b[-1][1].shape[0] - 1) if b else (0, -1)
 
 
+@dataclass(frozen=True)
+class Choice:
+    """A group's placed design: the shape, the records always redacted beyond it on each side, its kind."""
+
+    shape: Shape
+    wipe: tuple[int, int]
+    kind: str
+
+    @property
+    def cost(self) -> float:
+        return self.shape.cost(self.wipe)
+
+    def origin(self, first: int) -> int:
+        """The sequence row of the shape's row 0, for a group whose first private record is ``first``."""
+        return first - self.shape.key.left
+
+    def footprint(self, first: int) -> tuple[int, int]:
+        """First and last rows (0-based) that may be redacted."""
+        o = self.origin(first)
+        return o + self.shape.lo - self.wipe[0], o + self.shape.hi + self.wipe[1]
+
+
+# --------------------------------------------------------------------------
+# parallel designs
+# --------------------------------------------------------------------------
+@contextmanager
+def _without_main() -> Iterator[None]:
+    """Start worker processes without running the caller's ``__main__`` again in them.
+
+    A fresh worker normally re-imports the main script (multiprocessing's "spawn" and
+    "forkserver"), which runs a script's top-level code — a library call without an
+    ``if __name__ == "__main__"`` guard would start a release in every worker.  The workers
+    only run :func:`redactopt.engine.cache.design_shape` on keys (redactopt's own classes),
+    so the main module is hidden while they start.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
+@contextmanager
+def pool_map(workers: int | None) -> Iterator[MapDesigns]:
+    """A ``map_designs`` over a process pool of ``workers`` processes (default: every core).
+
+    The pool starts at the first call with two or more designs (one runs here) and is shut
+    down on leaving the ``with`` block.  Workers come from a fork server with redactopt's
+    design code preloaded (fresh processes, not forks of this one, which may be running
+    pyarrow's threads), and never run the caller's main script (:func:`_without_main`).
+    """
+    count = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1) \
+        if workers is None else int(workers)
+    if count < 1:
+        raise ValueError(f"workers must be >= 1, got {workers!r}")
+    pool: list[concurrent.futures.ProcessPoolExecutor] = []
+
+    def run(fn: Callable, args: list[tuple]) -> list:
+        if count < 2 or len(args) < 2:
+            return [fn(*a) for a in args]
+        with _without_main():
+            if not pool:
+                if "forkserver" in multiprocessing.get_all_start_methods():
+                    ctx = multiprocessing.get_context("forkserver")
+                    ctx.set_forkserver_preload(["redactopt.engine.cache"])
+                else:
+                    ctx = multiprocessing.get_context("spawn")
+                pool.append(concurrent.futures.ProcessPoolExecutor(count, mp_context=ctx))
+            futures = [pool[0].submit(fn, *a) for a in args]  # workers start here, main hidden
+        return [f.result() for f in futures]
+
+    try:
+        yield run
+    finally:
+        for p in pool:
+            p.shutdown(cancel_futures=True)
+
+
+# --------------------------------------------------------------------------
+# placing groups
+# --------------------------------------------------------------------------
+class _Designs:
+    """A :class:`DesignCache` fetched through ``map_designs`` (argument tuples)."""
+
+    def __init__(self, cache: DesignCache, map_designs: MapDesigns) -> None:
+        self.cache = cache
+        self.map_designs = map_designs
+        self.rounds = 0
+
+    def fetch(self, keys: list[DesignKey]) -> list[Shape]:
+        if keys:
+            self.rounds += 1
+        return self.cache.fetch(keys, lambda fn, items: self.map_designs(fn, [(x,) for x in items]))
+
+
+def _far_ladder(bases: list[DesignKey], start: int, designs: _Designs) -> list[tuple[int, Shape] | None]:
+    """For each base key, the first ``D = start * 2**k`` (``k <= FAR_DOUBLINGS``) whose design cuts both ends."""
+    D = [start] * len(bases)
+    found: list[tuple[int, Shape] | None] = [None] * len(bases)
+    todo = list(range(len(bases)))
+    for _ in range(FAR_DOUBLINGS + 1):
+        if not todo:
+            break
+        shapes = designs.fetch([bases[i].with_ends(D[i], D[i]) for i in todo])
+        rest = []
+        for i, s in zip(todo, shapes):
+            if s.cuts_left and s.cuts_right:
+                found[i] = (D[i], s)
+            else:
+                D[i] *= 2
+                rest.append(i)
+        todo = rest
+    return found
+
+
+def place_groups(requests: list[tuple[tuple[int, ...], int, int]], base: Callable[[tuple[int, ...]], DesignKey],
+                 start: int, designs: _Designs) -> list[Choice]:
+    """The placed design of each group ``(offsets, d_left, d_right)`` (see the module docstring)."""
+    share = designs.cache.share
+    patterns = list(dict.fromkeys(o for o, _, _ in requests)) if share else [o for o, _, _ in requests]
+    ladders = _far_ladder([base(o) for o in patterns], start, designs)
+    far_of = dict(zip(patterns, ladders)) if share else None
+    fars = [far_of[o] if far_of is not None else ladders[i] for i, (o, _, _) in enumerate(requests)]
+    # the wipes where a distance is below the far one
+    wanted: list[DesignKey] = []
+    cands: list[list[tuple[str, Shape | int]]] = []
+    for (offs, dl, dr), far in zip(requests, fars):
+        mine: list[tuple[str, Shape | int]] = []
+        if far is not None:
+            D, shape = far
+            mine.append(("far", shape))
+            for kind, near, key in (("wipe-left", dl < D, (0, D)), ("wipe-right", dr < D, (D, 0))):
+                if near:
+                    mine.append((kind, len(wanted)))
+                    wanted.append(base(offs).with_ends(*key))
+        cands.append(mine)
+    shapes = designs.fetch(wanted)
+    best = [_best([(k, r if isinstance(r, Shape) else shapes[r]) for k, r in mine], dl, dr)
+            for mine, (_, dl, dr) in zip(cands, requests)]
+    # the group's own sequence where nothing else fits (a short sequence, or no far design)
+    short = [i for i, b in enumerate(best) if b is None]
+    exact = designs.fetch([base(requests[i][0]).with_ends(requests[i][1], requests[i][2]) for i in short])
+    for i, shape in zip(short, exact):
+        best[i] = _best([("exact", shape)], requests[i][1], requests[i][2])
+        if best[i] is None:  # pragma: no cover - a shape always fits its own sub-problem
+            raise AssertionError(f"the design of {shape.key} does not fit its own sub-problem")
+    return best  # type: ignore[return-value]
+
+
+def _best(cands: list[tuple[str, Shape]], dl: int, dr: int) -> Choice | None:
+    """The candidate that fits with the fewest expected redacted records (the first on a tie)."""
+    best: Choice | None = None
+    for kind, shape in cands:
+        wipe = shape.place(dl, dr)
+        if wipe is not None and (best is None or shape.cost(wipe) < best.cost):
+            best = Choice(shape, wipe, kind)
+    return best
+
+
+def _initial_groups(priv: list[int], gap: int) -> list[tuple[int, ...]]:
+    groups: list[list[int]] = []
+    for p in priv:
+        if groups and p - groups[-1][-1] < gap:
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    return [tuple(g) for g in groups]
+
+
+def _merge_overlapping(groups: list[tuple[int, ...]], choices: dict) -> list[tuple[int, ...]] | None:
+    """Groups whose placed designs leave no record published with certainty between them, merged (``None``: none)."""
+    out: list[tuple[int, ...]] = [groups[0]]
+    last_hi = choices[groups[0]].footprint(groups[0][0])[1]
+    changed = False
+    for g in groups[1:]:
+        lo, hi = choices[g].footprint(g[0])
+        if lo - last_hi < 2:
+            out[-1] = out[-1] + g
+            changed = True
+        else:
+            out.append(g)
+        last_hi = max(last_hi, hi)
+    return out if changed else None
+
+
+# --------------------------------------------------------------------------
+# certificates of placed groups
+# --------------------------------------------------------------------------
+class _RegionBounds:
+    """:func:`redactopt.engine.joint.region_bound` of rows ``lo..hi`` around a group, memoised by their geometry.
+
+    The side-frontier tables are built for sides of up to the next power of two of the
+    region's longer side (a table bounds every shorter side), so a region's bound depends on
+    its own geometry only, never on which regions were bounded before it.
+    """
+
+    def __init__(self) -> None:
+        self._tables: dict = {}
+        self._memo: dict = {}
+
+    def __call__(self, chain: MarkovChain, eps: float, lo: int, hi: int, priv: tuple[int, ...]) -> tuple[float, str]:
+        mine = tuple(p - lo for p in priv if lo <= p <= hi)
+        key = (chain, eps, hi - lo, mine)
+        if key not in self._memo:
+            size = 1 << max(mine[0], hi - lo - mine[-1], 1).bit_length()
+            tables = self._tables.setdefault((chain, size), {})
+            if "R" not in tables:
+                tables["R"], tables["tab"] = size, side_tables(chain, size, G=SIDE_BOUND_GRID, upper=True)
+            self._memo[key] = region_bound(chain, eps, 0, hi - lo, mine, tables)
+        return self._memo[key]
+
+
+#: Shared by every plan of this process (the tables take a second each to build).
+_REGION_BOUNDS = _RegionBounds()
+
+
+def _group_regions(choice: Choice, group: tuple[int, ...], n: int, eps: float) -> list[RegionCertificate]:
+    """Region certificates of a placed group, in sequence rows.
+
+    The shape's own regions, moved to where it is placed.  A region that reaches beyond the
+    sequence (a shape placed in a shorter stretch: its rows there were published) is cut to
+    the sequence, and the first and last regions are widened over the records always
+    redacted beyond the shape; those are bounded again (:class:`_RegionBounds`).
+    """
+    shape = choice.shape
+    o = choice.origin(group[0])
+    wl, wr = choice.wipe
+    out = []
+    regions = shape.design.regions
+    for i, r in enumerate(regions):
+        lo, hi = max(0, r.start + o), min(n - 1, r.stop + o)
+        if i == 0 and wl:
+            lo = min(lo, o - wl)
+        if i == len(regions) - 1 and wr:
+            hi = max(hi, o + shape.key.n - 1 + wr)
+        if (lo, hi) == (r.start + o, r.stop + o):
+            out.append(RegionCertificate(lo, hi, r.published, r.upper_bound, r.solver))
+        elif any(lo <= p <= hi for p in group):
+            cut = (max(lo, r.start + o) - (r.start + o)) + ((r.stop + o) - min(hi, r.stop + o))  # rows published there
+            out.append(RegionCertificate(lo, hi, r.published - cut, *_REGION_BOUNDS(shape.design.chain, eps, lo, hi,
+                                                                                   group)))
+    return out
+
+
+def _covered(regions: list[RegionCertificate]) -> int:
+    """Rows in the union of the regions (regions of neighbouring groups may share a row)."""
+    total, end = 0, -1
+    for r in sorted(regions, key=lambda r: r.start):
+        lo = max(r.start, end + 1)
+        if r.stop >= lo:
+            total += r.stop - lo + 1
+            end = r.stop
+    return total
+
+
+# --------------------------------------------------------------------------
+# the plan
+# --------------------------------------------------------------------------
 @dataclass
 class ReleasePlan:
-    """Chain, per-sequence designs and everything the report needs."""
+    """Chain, the placed designs of every group of private records, and everything the report needs.
+
+    ``shapes`` are the distinct designs used (their index is the *shape id* of reports);
+    groups are columnar, sorted by sequence code and first private record: ``g_code``,
+    ``g_first``, ``g_shape``, ``g_wipe`` (records always redacted before and after the
+    shape) and ``g_private`` (the group's 0-based positions); ``g_ptr[c]:g_ptr[c+1]`` are
+    the groups of sequence ``c``.  Per sequence: ``mass`` (expected redacted records),
+    ``leak_max`` (exact leakage, worst private record; 0 without private records) and
+    ``upper_bound`` (certified: expected records any eps-private mechanism publishes).
+    """
 
     chain: MarkovChain
     fit: Any
     eps: float
     method: str
-    plans: list[SequencePlan]
     state: ScanState
     design_seconds: float
+    shapes: list[Shape]
+    choices: list[Choice]
+    g_code: np.ndarray
+    g_first: np.ndarray
+    g_shape: np.ndarray
+    g_wipe: np.ndarray
+    g_private: list[tuple[int, ...]]
+    g_ptr: np.ndarray
+    mass: np.ndarray
+    leak_max: np.ndarray
+    upper_bound: np.ndarray
     info: dict = field(default_factory=dict)
 
+    @property
+    def n(self) -> np.ndarray:
+        return self.state.n
+
+    def groups_of(self, c: int) -> range:
+        return range(int(self.g_ptr[c]), int(self.g_ptr[c + 1]))
+
+    def private_of(self, c: int) -> tuple[int, ...]:
+        return tuple(p for g in self.groups_of(c) for p in self.g_private[g])
+
+    def per_private(self, c: int) -> tuple[float, ...]:
+        """Exact leakage about each private record of sequence ``c`` (the verified values of its groups' shapes)."""
+        return tuple(v for g in self.groups_of(c) for v in self.choices[g].shape.design.per_private)
+
+    def pieces(self, c: int) -> list[tuple[int, int, np.ndarray | None]]:
+        """The redactable rows of sequence ``c``, sorted: ``(first row, length, rows)``, ``rows`` ``None``
+        for records always redacted (beyond a shape that reaches its sub-problem's end)."""
+        out: list[tuple[int, int, np.ndarray | None]] = []
+        for g in self.groups_of(c):
+            ch = self.choices[g]
+            blocks = ch.shape.design.redact_prob.blocks
+            out += [(s, m, None if j < 0 else blocks[j]) for s, m, j in ch.shape.pieces(ch.origin(int(self.g_first[g])),
+                                                                                      ch.wipe)]
+        return out
+
+    def block_ranges(self, c: int) -> list[tuple[int, int]]:
+        """0-based first and last rows of every maximal run of redactable rows of sequence ``c``."""
+        out: list[list[int]] = []
+        for s, m, _ in self.pieces(c):
+            if out and s == out[-1][1] + 1:
+                out[-1][1] = s + m - 1
+            else:
+                out.append([s, s + m - 1])
+        return [(a, b) for a, b in out]
+
+    def sparse_rows(self, c: int) -> SparseRows:
+        """The mechanism of sequence ``c`` (pieces merged where they touch)."""
+        starts: list[int] = []
+        blocks: list[np.ndarray] = []
+        for s, m, b in self.pieces(c):
+            rows = np.ones((m, 2)) if b is None else b
+            if starts and s == starts[-1] + blocks[-1].shape[0]:
+                blocks[-1] = np.vstack([blocks[-1], rows])
+            else:
+                starts.append(s)
+                blocks.append(rows)
+        return SparseRows(int(self.state.n[c]), tuple(starts), tuple(blocks))
+
+    def regions_of(self, c: int) -> list[RegionCertificate]:
+        """Region certificates of sequence ``c`` (sequence rows): its shapes', and Lemma 2's for records always redacted."""
+        n = int(self.state.n[c])
+        return [r for g in self.groups_of(c) for r in _group_regions(self.choices[g], self.g_private[g], n, self.eps)]
+
     def expected_utility(self) -> float:
-        total = sum(p.n for p in self.plans)
-        pub = sum(p.n * (p.result.utility if p.result is not None else 1.0) for p in self.plans)
-        return pub / total if total else 1.0
+        total = int(self.state.n.sum())
+        return 1.0 - float(self.mass.sum()) / total if total else 1.0
+
+    def designed(self) -> np.ndarray:
+        """Codes of the sequences with private records."""
+        return np.flatnonzero(np.diff(self.g_ptr) > 0)
+
+
+def _check_design_args(eps: float, method: str, alpha: float | None, beta: float | None) -> float:
+    eps = check_eps(eps)
+    if method not in JOINT_METHODS:
+        raise ValueError(f"method must be one of {', '.join(JOINT_METHODS)}, got {method!r}")
+    if (alpha is None) != (beta is None):
+        raise ValueError("give both --alpha and --beta, or neither (then they are fitted)")
+    return eps
 
 
 def plan_release(
@@ -90,20 +473,21 @@ def plan_release(
     method: str = "auto",
     time_limit: float = 60.0,
     confidence: float = 0.95,
-    map_designs: Callable[[Callable, list[tuple]], list] | None = None,
+    map_designs: MapDesigns | None = None,
+    cache: DesignCache | None = None,
+    workers: int | None = None,
 ) -> ReleasePlan:
-    """Fit (unless alpha and beta are given) and design every sequence that has private records.
+    """Fit (unless alpha and beta are given) and place a verified design around every group of private records.
 
     ``private`` (0-based) applies to a single-sequence scan; otherwise the scan's private
-    flags are used.  ``map_designs(fn, argument tuples)`` returns ``[fn(*a) for a in
-    argument tuples]`` in order, possibly in parallel (the Dask back-end designs the
-    sequences on its workers); the designs do not depend on where they are computed.
+    flags are used.  Designs are shared through ``cache`` (a fresh
+    :class:`~redactopt.engine.cache.DesignCache` by default; ``DesignCache(share=False)``
+    designs every group on its own) and computed by ``map_designs(fn, argument tuples)``
+    (the Dask back-end passes its own) or else a process pool of ``workers`` processes
+    (default: every core; 1 computes here).  The plan does not depend on where or in what
+    order the designs are computed.
     """
-    eps = check_eps(eps)
-    if method not in JOINT_METHODS:
-        raise ValueError(f"method must be one of {', '.join(JOINT_METHODS)}, got {method!r}")
-    if (alpha is None) != (beta is None):
-        raise ValueError("give both --alpha and --beta, or neither (then they are fitted)")
+    eps = _check_design_args(eps, method, alpha, beta)
     if state.rows == 0:
         raise ValueError("the input has no data rows")
     fit = None
@@ -112,7 +496,6 @@ def plan_release(
         chain = fit.chain
     else:
         chain = MarkovChain(check_probability_open(alpha, "alpha"), check_probability_open(beta, "beta"))
-    priv_by_code: dict[int, list[int]] = {}
     if private is not None:
         if len(state.ids) != 1:
             raise ValueError("--private positions need a single sequence; with --by use --private-column")
@@ -120,24 +503,82 @@ def plan_release(
         bad = [p + 1 for p in private if p >= n0]
         if bad:
             raise ValueError(f"--private: position {bad[0]} is outside the sequence (positions 1..{n0})")
-        priv_by_code[0] = sorted(set(private))
+        priv_by_code = {0: sorted(set(private))}
     else:
         priv_by_code = {c: sorted(set(v)) for c, v in state.private.items() if v}
     if not priv_by_code:
         raise ValueError("no record is marked private: nothing to protect (check --private-column)")
+    cache = DesignCache() if cache is None else cache
+    before = (cache.computed, cache.reused)
     t0 = time.perf_counter()
-    todo = [c for c in range(len(state.ids)) if priv_by_code.get(c)]
-    designs = dict(zip(todo, (map_designs or _map)(
-        _design, [(chain, int(state.n[c]), eps, priv_by_code[c], method, time_limit) for c in todo])))
-    plans = [SequencePlan(seq_id, int(state.n[c]), tuple(priv_by_code.get(c, ())), designs.get(c))
-             for c, seq_id in enumerate(state.ids)]
-    return ReleasePlan(chain, fit, eps, method, plans, state, time.perf_counter() - t0)
+    with pool_map(workers) as pool:
+        designs = _Designs(cache, map_designs or pool)
+        placed = _place_all(chain, eps, method, time_limit, priv_by_code, state.n, designs)
+    seconds = time.perf_counter() - t0
+    plan = _assemble(chain, fit, eps, method, state, placed, seconds)
+    plan.info["designs"] = {"computed": cache.computed - before[0], "reused": cache.reused - before[1],
+                            "shapes": len(plan.shapes), "groups": len(plan.choices), "rounds": designs.rounds,
+                            "shared": cache.share}
+    return plan
 
 
-def _design(chain: MarkovChain, n: int, eps: float, private: list[int], method: str,
-            time_limit: float) -> SparseDesign:
-    return design_joint_sparse(chain, n, eps=eps, private=private, method=method, time_limit=time_limit)
+def _place_all(chain: MarkovChain, eps: float, method: str, time_limit: float, priv_by_code: dict[int, list[int]],
+               n: np.ndarray, designs: _Designs) -> dict[int, list[tuple[tuple[int, ...], Choice]]]:
+    """Every sequence's groups and their placed designs (merging groups until they are separated)."""
+    start = far_start(chain, eps)
+
+    def base(offsets: tuple[int, ...]) -> DesignKey:
+        return DesignKey(chain, eps, method, float(time_limit), offsets, 0, 0)
+
+    groups = {c: _initial_groups(p, start) for c, p in priv_by_code.items()}
+    choices: dict[int, dict[tuple[int, ...], Choice]] = {c: {} for c in groups}
+    todo = set(groups)
+    while todo:
+        pending = [(c, g) for c in sorted(todo) for g in groups[c] if g not in choices[c]]
+        requests = [(tuple(p - g[0] for p in g), g[0], int(n[c]) - 1 - g[-1]) for c, g in pending]
+        for (c, g), ch in zip(pending, place_groups(requests, base, start, designs)):
+            choices[c][g] = ch
+        nxt = set()
+        for c in todo:
+            merged = _merge_overlapping(groups[c], choices[c]) if len(groups[c]) > 1 else None
+            if merged is not None:
+                groups[c] = merged
+                nxt.add(c)
+        todo = nxt
+    return {c: [(g, choices[c][g]) for g in groups[c]] for c in groups}
 
 
-def _map(fn: Callable, args: list[tuple]) -> list:
-    return [fn(*a) for a in args]
+def _assemble(chain: MarkovChain, fit: Any, eps: float, method: str, state: ScanState,
+              placed: dict[int, list[tuple[tuple[int, ...], Choice]]], seconds: float) -> ReleasePlan:
+    k = len(state.ids)
+    shape_ids: dict[DesignKey, int] = {}
+    shapes: list[Shape] = []
+    choices: list[Choice] = []
+    codes, firsts, sids, wipes, privs = [], [], [], [], []
+    counts = np.zeros(k + 1, dtype=np.int64)
+    mass = np.zeros(k)
+    leak = np.zeros(k)
+    bound = state.n.astype(float).copy()
+    for c in sorted(placed):
+        n_c = int(state.n[c])
+        seq_regions: list[RegionCertificate] = []
+        for g, ch in placed[c]:
+            if ch.shape.key not in shape_ids:
+                shape_ids[ch.shape.key] = len(shapes)
+                shapes.append(ch.shape)
+            choices.append(ch)
+            codes.append(c)
+            firsts.append(g[0])
+            sids.append(shape_ids[ch.shape.key])
+            wipes.append(ch.wipe)
+            privs.append(g)
+            mass[c] += ch.cost
+            leak[c] = max(leak[c], ch.shape.design.leakage)
+            seq_regions += _group_regions(ch, g, n_c, eps)
+        counts[c + 1] = len(placed[c])
+        bound[c] = sum(r.upper_bound for r in seq_regions) + n_c - _covered(seq_regions)
+    return ReleasePlan(
+        chain=chain, fit=fit, eps=eps, method=method, state=state, design_seconds=seconds, shapes=shapes,
+        choices=choices, g_code=np.asarray(codes, dtype=np.int64), g_first=np.asarray(firsts, dtype=np.int64),
+        g_shape=np.asarray(sids, dtype=np.int64), g_wipe=np.asarray(wipes, dtype=np.int64).reshape(-1, 2),
+        g_private=privs, g_ptr=np.cumsum(counts), mass=mass, leak_max=leak, upper_bound=bound)

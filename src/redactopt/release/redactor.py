@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from redactopt.release.bits import BitSource, decide, exact_thresholds
-from redactopt.release.plan import SequencePlan
+from redactopt.release.data import sequence_key
+from redactopt.release.plan import ReleasePlan, SequencePlan
 
 __all__ = ["Redactor"]
 
@@ -22,36 +23,35 @@ class Redactor:
     """The redaction step: (sequence code, position, value) -> redact or not, in numpy.
 
     Only records inside a designed sequence's blocks can be redacted; everything else is
-    published without drawing.  Memory is that of the blocks, not of the sequences.
+    published without drawing.  Built from a :class:`~redactopt.release.plan.ReleasePlan`
+    (the rows of each distinct design are stored once, however many sequences use it, and
+    records always redacted share one table of ones: memory grows with the designs, not
+    with the sequences) or from a list of :class:`~redactopt.release.plan.SequencePlan`.
     Thresholds are the exact integers of :func:`exact_thresholds`.
     """
 
-    def __init__(self, plans: list[SequencePlan], source: BitSource) -> None:
+    def __init__(self, plan: ReleasePlan | list[SequencePlan], source: BitSource) -> None:
         self.source = source
-        k = len(plans)
-        self.keys = [p.key for p in plans]
-        # per sequence: the span of its blocks (a quick filter); per block: code, first/last row, offset
-        self.lo = np.zeros(k, dtype=np.int64)
-        self.hi = np.full(k, -1, dtype=np.int64)
-        b_code, b_lo, b_hi, b_base, tables = [], [], [], [], []
-        offset = 0
-        for c, p in enumerate(plans):
-            blocks = p.blocks()
-            if not blocks:
-                continue
-            self.lo[c], self.hi[c] = p.span()
-            for start, rows in blocks:
-                b_code.append(c)
-                b_lo.append(start)
-                b_hi.append(start + rows.shape[0] - 1)
-                b_base.append(offset)
-                tables.append(np.asarray(rows, dtype=float))
-                offset += rows.shape[0]
+        if isinstance(plan, ReleasePlan):
+            self.keys = [sequence_key(v) for v in plan.state.ids]
+            b_code, b_lo, b_len, b_base, tables = _plan_pieces(plan)
+        else:
+            self.keys = [p.key for p in plan]
+            b_code, b_lo, b_len, b_base, tables = _explicit_pieces(plan)
+        k = len(self.keys)
         self.b_code = np.asarray(b_code, dtype=np.int64)
         self.b_lo = np.asarray(b_lo, dtype=np.int64)
-        self.b_hi = np.asarray(b_hi, dtype=np.int64)
+        self.b_hi = self.b_lo + np.asarray(b_len, dtype=np.int64) - 1
         self.b_base = np.asarray(b_base, dtype=np.int64)
         self.b_key = (self.b_code << _POS_BITS) + self.b_lo
+        # per sequence: the span of its blocks (a quick filter)
+        self.lo = np.zeros(k, dtype=np.int64)
+        self.hi = np.full(k, -1, dtype=np.int64)
+        if self.b_code.size:
+            first = np.r_[True, self.b_code[1:] != self.b_code[:-1]]
+            last = np.r_[self.b_code[1:] != self.b_code[:-1], True]
+            self.lo[self.b_code[first]] = self.b_lo[first]
+            self.hi[self.b_code[last]] = self.b_hi[last]
         qt = np.concatenate(tables) if tables else np.zeros((0, 2))
         Q, kk, T = exact_thresholds(qt)
         # flat tables indexed by 2 * row + value: one gather per record
@@ -147,3 +147,49 @@ class Redactor:
                         lambda j, nb, key=key, p_sel=p_sel: self.source.tie_bits(key, int(p_sel[j]), nb))
         out[rows] = res
         return out
+
+
+def _explicit_pieces(plans: list[SequencePlan]) -> tuple[list, list, list, list, list]:
+    """Every block of every explicit design, each with its own rows."""
+    b_code, b_lo, b_len, b_base, tables = [], [], [], [], []
+    offset = 0
+    for c, p in enumerate(plans):
+        for start, rows in p.blocks():
+            b_code.append(c)
+            b_lo.append(start)
+            b_len.append(rows.shape[0])
+            b_base.append(offset)
+            tables.append(np.asarray(rows, dtype=float))
+            offset += rows.shape[0]
+    return b_code, b_lo, b_len, b_base, tables
+
+
+def _plan_pieces(plan: ReleasePlan) -> tuple[list, list, list, list, list]:
+    """The pieces of every placed group: its shape's blocks (rows stored once per shape) and the
+    records always redacted beyond it (rows of one shared table of ones)."""
+    tables: list[np.ndarray] = []
+    offset = 0
+    shape_base: list[list[int]] = []
+    for shape in plan.shapes:
+        bases = []
+        for b in shape.design.redact_prob.blocks:
+            bases.append(offset)
+            tables.append(np.asarray(b, dtype=float))
+            offset += b.shape[0]
+        shape_base.append(bases)
+    longest = int(plan.g_wipe.max()) if plan.g_wipe.size else 0
+    ones = offset
+    tables.append(np.ones((longest, 2)))
+    b_code, b_lo, b_len, b_base = [], [], [], []
+
+    def piece(c: int, lo: int, m: int, base: int) -> None:
+        b_code.append(c)
+        b_lo.append(lo)
+        b_len.append(m)
+        b_base.append(base)
+
+    for g, ch in enumerate(plan.choices):
+        bases = shape_base[int(plan.g_shape[g])]
+        for lo, m, j in ch.shape.pieces(ch.origin(int(plan.g_first[g])), ch.wipe):
+            piece(int(plan.g_code[g]), lo, m, ones if j < 0 else bases[j])
+    return b_code, b_lo, b_len, b_base, tables
