@@ -56,15 +56,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-import numpy as np
-
 from redactopt.engine.joint import design_joint_sparse
-from redactopt.judge.certify import SparseDesign
+from redactopt.judge.certify import SparseDesign, finalize_sparse
 from redactopt.model.chain import MarkovChain
 from redactopt.model.classes import ChainClass
 from redactopt.model.influence import delta_star
 
-__all__ = ["DesignKey", "Shape", "DesignCache", "design_shape", "chain_spec", "far_start", "placed_pieces", "MapFn"]
+__all__ = ["DesignKey", "Shape", "DesignCache", "design_shape", "reflect", "chain_spec", "far_start", "placed_pieces",
+           "MapFn"]
 
 #: ``map_fn(fn, items)`` returns ``[fn(x) for x in items]`` in order, possibly in parallel.
 MapFn = Callable[[Callable[[Any], Any], list], list]
@@ -139,6 +138,22 @@ class DesignKey:
 
     def with_ends(self, left: int, right: int) -> "DesignKey":
         return DesignKey(self.chain, self.eps, self.method, self.time_limit, self.private, int(left), int(right))
+
+    def mirror(self) -> "DesignKey":
+        """The same sub-problem read backwards (ends swapped, offsets reflected)."""
+        last = self.private[-1]
+        return DesignKey(self.chain, self.eps, self.method, self.time_limit,
+                         tuple(last - o for o in reversed(self.private)), self.right, self.left)
+
+    def canonical(self) -> tuple["DesignKey", bool]:
+        """The key that is designed for this one, and whether it is the mirror image.
+
+        A two-state stationary chain is reversible, so a sub-problem and its mirror image
+        have mirror-image private mechanisms; only the one with the smaller
+        ``(left, private)`` is designed, the other is its reflection (:func:`reflect`).
+        """
+        m = self.mirror()
+        return (m, True) if (m.left, m.private) < (self.left, self.private) else (self, False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"chain": chain_spec(self.chain), "eps": self.eps, "method": self.method,
@@ -231,6 +246,28 @@ def placed_pieces(blocks: Sequence[tuple[int, int]], origin: int, n_sub: int,
     return out
 
 
+def reflect(shape: Shape, key: DesignKey) -> Shape:
+    """The shape of ``key`` = ``shape.key.mirror()``: the design read backwards, verified again.
+
+    Time reversal maps the outputs of the mirrored mechanism one to one onto the original's
+    with the same probabilities (a stationary two-state chain is reversible), so the leakage
+    about each private record and every region bound carry over;
+    :func:`~redactopt.judge.certify.finalize_sparse` checks the reflected design exactly anyway.
+    """
+    if shape.key.mirror() != key:
+        raise ValueError(f"{key} is not the mirror image of {shape.key}")
+    d, n = shape.design, key.n
+    rows = d.redact_prob
+    parts = [(n - int(s) - b.shape[0], b[::-1].copy()) for s, b in zip(rows.starts, rows.blocks)]
+    regions = [(n - 1 - r.stop, n - 1 - r.start, r.upper_bound, r.solver) for r in d.regions]
+    c = d.certificate
+    design = finalize_sparse(d.chain, n, parts, private=list(key.positions), eps=d.eps, method=d.method,
+                             upper_bound=c.upper_bound, solver=c.solver, scope=c.scope,
+                             info=dict(d.info, mirror_of=shape.key.to_dict()), regions=regions,
+                             chain_class=d.chain_class)
+    return Shape(key, design)
+
+
 def design_shape(key: DesignKey) -> Shape:
     """The design of a key's sub-problem (:func:`~redactopt.engine.joint.design_joint_sparse`), as a :class:`Shape`.
 
@@ -271,16 +308,24 @@ class DesignCache:
         return list(self._shapes.values())
 
     def fetch(self, keys: Sequence[DesignKey], map_fn: MapFn | None = None) -> list[Shape]:
-        """The shapes of ``keys``, in order (missing ones designed with ``map_fn``, default in this process)."""
+        """The shapes of ``keys``, in order (missing ones designed with ``map_fn``, default in this process).
+
+        Only canonical keys are designed (:meth:`DesignKey.canonical`); a mirrored key gets
+        the reflection of its canonical shape.
+        """
         run = map_fn or _serial
+        canon = [k.canonical() for k in keys]
         if not self.share:
-            out = list(run(design_shape, list(keys))) if keys else []
-            self.computed += len(out)
-            return out
-        missing = [k for k in dict.fromkeys(keys) if k not in self._shapes]
+            designed = list(run(design_shape, [c for c, _ in canon])) if keys else []
+            self.computed += len(designed)
+            return [reflect(s, k) if flip else s for s, k, (_, flip) in zip(designed, keys, canon)]
+        missing = [c for c in dict.fromkeys(c for c, _ in canon) if c not in self._shapes]
         if missing:
             for k, s in zip(missing, run(design_shape, missing)):
                 self._shapes[k] = s
             self.computed += len(missing)
         self.reused += len(keys) - len(missing)
+        for k, (c, flip) in zip(keys, canon):
+            if flip and k not in self._shapes:
+                self._shapes[k] = reflect(self._shapes[c], k)
         return [self._shapes[k] for k in keys]

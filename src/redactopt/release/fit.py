@@ -33,9 +33,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import xlogy
-from scipy.stats import chi2, norm
 
 from redactopt.model.chain import MarkovChain
 
@@ -238,6 +235,8 @@ def _as_sequences(sequences: object) -> list[np.ndarray]:
 # intervals and the order test
 # --------------------------------------------------------------------------
 def _z(confidence: float) -> float:
+    # scipy.stats takes about a second to import: only a fit needs it, a release with alpha and beta never does
+    from scipy.stats import norm
 
     return float(norm.ppf(0.5 + confidence / 2.0))
 
@@ -258,6 +257,9 @@ def _wald(k: int, m: int, confidence: float) -> tuple[float, float]:
 
 def _lr_interval(k: int, m: int, confidence: float) -> tuple[float, float]:
     """Binomial likelihood-ratio interval ``{a : 2[l(k/m) - l(a)] <= chi2_1(confidence)}``."""
+    from scipy.optimize import brentq
+    from scipy.special import xlogy
+    from scipy.stats import chi2
 
     crit = float(chi2.ppf(confidence, 1))
     phat = k / m
@@ -279,6 +281,7 @@ _INTERVALS = {"wilson": _wilson, "lr": _lr_interval, "wald": _wald}
 
 
 def _order_test(triples: np.ndarray) -> LRTest:
+    from scipy.stats import chi2
 
     n_ijk = triples.astype(float)
     n_ij = n_ijk.sum(axis=2, keepdims=True)  # context (i, j)

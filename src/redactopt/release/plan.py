@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from redactopt._validate import check_eps, check_probability_open
-from redactopt.engine.cache import DesignCache, DesignKey, Shape, design_shape, far_start
+from redactopt.engine.cache import DesignCache, DesignKey, Shape, far_start
 from redactopt.engine.joint import JOINT_METHODS, SIDE_BOUND_GRID, region_bound
 from redactopt.judge.audit import as_sparse
 from redactopt.judge.certify import DesignResult, RegionCertificate, SparseDesign, SparseRows
@@ -197,15 +197,21 @@ class _Designs:
         return self.cache.fetch(keys, lambda fn, items: self.map_designs(fn, [(x,) for x in items]))
 
 
-def _far_ladder(bases: list[DesignKey], start: int, designs: _Designs) -> list[tuple[int, Shape] | None]:
-    """For each base key, the first ``D = start * 2**k`` (``k <= FAR_DOUBLINGS``) whose design cuts both ends."""
+def _far_ladder(bases: list[DesignKey], start: int, designs: _Designs,
+                ahead: list[DesignKey]) -> list[tuple[int, Shape] | None]:
+    """For each base key, the first ``D = start * 2**k`` (``k <= FAR_DOUBLINGS``) whose design cuts both ends.
+
+    ``ahead`` are designed with the first step (in parallel with it): keys likely needed
+    next.  They change nothing but the time.
+    """
     D = [start] * len(bases)
     found: list[tuple[int, Shape] | None] = [None] * len(bases)
     todo = list(range(len(bases)))
-    for _ in range(FAR_DOUBLINGS + 1):
+    for step in range(FAR_DOUBLINGS + 1):
         if not todo:
             break
-        shapes = designs.fetch([bases[i].with_ends(D[i], D[i]) for i in todo])
+        keys = [bases[i].with_ends(D[i], D[i]) for i in todo]
+        shapes = designs.fetch(keys + (ahead if step == 0 else []))[: len(keys)]
         rest = []
         for i, s in zip(todo, shapes):
             if s.cuts_left and s.cuts_right:
@@ -222,7 +228,10 @@ def place_groups(requests: list[tuple[tuple[int, ...], int, int]], base: Callabl
     """The placed design of each group ``(offsets, d_left, d_right)`` (see the module docstring)."""
     share = designs.cache.share
     patterns = list(dict.fromkeys(o for o, _, _ in requests)) if share else [o for o, _, _ in requests]
-    ladders = _far_ladder([base(o) for o in patterns], start, designs)
+    # the wipes a group near an end will want if the first far distance is accepted (the usual case)
+    ahead = list(dict.fromkeys([base(o).with_ends(0, start) for o, dl, _ in requests if dl < start]
+                               + [base(o).with_ends(start, 0) for o, _, dr in requests if dr < start])) if share else []
+    ladders = _far_ladder([base(o) for o in patterns], start, designs, ahead)
     far_of = dict(zip(patterns, ladders)) if share else None
     fars = [far_of[o] if far_of is not None else ladders[i] for i, (o, _, _) in enumerate(requests)]
     # the wipes where a distance is below the far one
@@ -293,24 +302,30 @@ def _merge_overlapping(groups: list[tuple[int, ...]], choices: dict) -> list[tup
 class _RegionBounds:
     """:func:`redactopt.engine.joint.region_bound` of rows ``lo..hi`` around a group, memoised by their geometry.
 
-    The side-frontier tables are built for sides of up to the next power of two of the
-    region's longer side (a table bounds every shorter side), so a region's bound depends on
-    its own geometry only, never on which regions were bounded before it.
+    The side-frontier tables (about a second each to build) are built for sides of up to
+    ``start * 2**k`` records, the first such length that holds the region's longer side (a
+    table bounds every shorter side), so a region's bound depends on its own geometry only,
+    never on which regions were bounded before it.  :meth:`table` builds a table ahead
+    (the planner does it in a thread while the designs run in other processes).
     """
 
     def __init__(self) -> None:
         self._tables: dict = {}
         self._memo: dict = {}
 
+    def table(self, chain: MarkovChain, size: int) -> dict:
+        if (chain, size) not in self._tables:
+            self._tables[chain, size] = {"R": size, "tab": side_tables(chain, size, G=SIDE_BOUND_GRID, upper=True)}
+        return self._tables[chain, size]
+
     def __call__(self, chain: MarkovChain, eps: float, lo: int, hi: int, priv: tuple[int, ...]) -> tuple[float, str]:
         mine = tuple(p - lo for p in priv if lo <= p <= hi)
         key = (chain, eps, hi - lo, mine)
         if key not in self._memo:
-            size = 1 << max(mine[0], hi - lo - mine[-1], 1).bit_length()
-            tables = self._tables.setdefault((chain, size), {})
-            if "R" not in tables:
-                tables["R"], tables["tab"] = size, side_tables(chain, size, G=SIDE_BOUND_GRID, upper=True)
-            self._memo[key] = region_bound(chain, eps, 0, hi - lo, mine, tables)
+            size = far_start(chain, eps)
+            while size < max(mine[0], hi - lo - mine[-1], 1):
+                size *= 2
+            self._memo[key] = region_bound(chain, eps, 0, hi - lo, mine, self.table(chain, size))
         return self._memo[key]
 
 
@@ -511,9 +526,16 @@ def plan_release(
     cache = DesignCache() if cache is None else cache
     before = (cache.computed, cache.reused)
     t0 = time.perf_counter()
-    with pool_map(workers) as pool:
+    start = far_start(chain, eps)
+    # a group near an end will want its region bounded again: build the table while the designs run
+    near = any(p[0] < start or int(state.n[c]) - 1 - p[-1] < start for c, p in priv_by_code.items())
+    with pool_map(workers) as pool, concurrent.futures.ThreadPoolExecutor(1) as ahead:
+        if near:
+            table = ahead.submit(_REGION_BOUNDS.table, chain, start)
         designs = _Designs(cache, map_designs or pool)
         placed = _place_all(chain, eps, method, time_limit, priv_by_code, state.n, designs)
+        if near:
+            table.result()
     seconds = time.perf_counter() - t0
     plan = _assemble(chain, fit, eps, method, state, placed, seconds)
     plan.info["designs"] = {"computed": cache.computed - before[0], "reused": cache.reused - before[1],

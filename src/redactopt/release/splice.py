@@ -71,38 +71,6 @@ def _check_quotes(a: np.ndarray, q: np.ndarray, delim: int, bom: int) -> None:
         raise Irregular("a quote inside an unquoted field")
 
 
-def _field_span(line: bytes, field: int, width: int, delim: bytes) -> tuple[int, int, str]:
-    """Start, end and text (unquoted) of field ``field`` of a row that must have ``width`` fields."""
-    i, k, n = 0, 0, len(line)
-    found: tuple[int, int, str] | None = None
-    while True:
-        start = i
-        if i < n and line[i] == _QUOTE:
-            i += 1
-            while True:
-                e = line.find(b'"', i)
-                if e < 0:
-                    raise Irregular("an unterminated quoted field")
-                if e + 1 < n and line[e + 1] == _QUOTE:
-                    i = e + 2
-                    continue
-                i = e + 1
-                break
-        e = line.find(delim, i)
-        e = n if e < 0 else e
-        if k == field:
-            raw = line[start:e]
-            text = raw[1:-1].replace(b'""', b'"') if raw[:1] == b'"' and raw[-1:] == b'"' else raw
-            found = (start, e, text.decode("utf-8", errors="replace"))
-        k += 1
-        if e == n:
-            break
-        i = e + 1
-    if k != width or found is None:
-        raise Irregular(f"a row with {k} fields where the header says {width}")
-    return found
-
-
 def _count_rows(buf: bytes, eof: bool) -> tuple[int, int]:
     """``(cut, rows)`` of a block without quotes: the bytes of its complete lines and how many there are.
 
@@ -147,6 +115,62 @@ def _lines(buf: bytes, eof: bool, quotes: bool, delim: int, bom: int) -> tuple[i
     return cut, starts[keep], ends[keep]
 
 
+def _value(buf: bytes, a0: int, a1: int) -> int:
+    """0 or 1 for the field ``buf[a0:a1]`` (quotes removed), as the scan read it (else :class:`Irregular`)."""
+    raw = buf[a0:a1]
+    text = (raw[1:-1].replace(b'""', b'"') if raw[:1] == b'"' and raw[-1:] == b'"' else raw).decode(
+        "utf-8", errors="replace")
+    v = binary_token(text)
+    if v is None:
+        raise Irregular(f"value {text!r} where the scan read 0 or 1")
+    return v
+
+
+def _field_spans(buf: bytes, starts: np.ndarray, ends: np.ndarray, field: int, width: int,
+                 delim: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start, end and 0/1 value of field ``field`` of the lines ``starts..ends`` of a block, in numpy.
+
+    A delimiter separates two fields unless it lies inside a quoted field, i.e. unless an
+    odd number of quotes precede it in its line (every quote belongs to a quoted field: the
+    block passed :func:`_check_quotes`, and a line starts after an even number of them).
+    """
+    a = np.frombuffer(buf, dtype=np.uint8, count=int(ends[-1]) if ends.size else 0)
+    d = np.flatnonzero(a == delim[0])
+    q = np.flatnonzero(a == _QUOTE)
+    if q.size:
+        d = d[(np.searchsorted(q, d) & 1) == 0]
+    i0 = np.searchsorted(d, starts)
+    fields = np.searchsorted(d, ends) - i0 + 1
+    bad = np.flatnonzero(fields != width)
+    if bad.size:
+        raise Irregular(f"a row with {int(fields[bad[0]])} fields where the header says {width}")
+    f0 = (starts if field == 0 else d[i0 + field - 1] + 1).astype(np.int64)
+    f1 = (ends if field == width - 1 else d[i0 + field]).astype(np.int64)
+    first = a[np.minimum(f0, max(a.size - 1, 0))]
+    one = f1 - f0 == 1
+    values = np.where(one & (first == 0x31), 1, np.where(one & (first == 0x30), 0, -1)).astype(np.int8)
+    for i in np.flatnonzero(values < 0).tolist():  # quoted, " 1", "1.0", "true": spelled otherwise
+        values[i] = _value(buf, int(f0[i]), int(f1[i]))
+    return f0, f1, values
+
+
+def _write_without(out: BinaryIO, buf: bytes, cut: int, starts: np.ndarray, ends: np.ndarray) -> None:
+    """Write ``buf[:cut]`` without the bytes ``starts[i]:ends[i]`` (sorted, disjoint)."""
+    if starts.size > 64:  # many edits: one numpy pass instead of a write per edit
+        change = np.zeros(cut + 1, dtype=np.int32)
+        np.add.at(change, starts, 1)
+        np.add.at(change, ends, -1)
+        keep = np.cumsum(change[:cut]) == 0
+        out.write(np.frombuffer(buf, dtype=np.uint8, count=cut)[keep].tobytes())
+        return
+    view = memoryview(buf)
+    at = 0
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        out.write(view[at:s])
+        at = e
+    out.write(view[at:cut])
+
+
 def splice_csv(src: BinaryIO, out: BinaryIO, *, layout: CsvLayout, column: str, targets: Targets,
                redact: Redact, rows: int | None, progress: Callable[[int], None] | None = None) -> np.ndarray:
     """Copy the CSV ``src`` to ``out``, emptying ``column`` where ``redact`` says so; returns the mask of ``targets``.
@@ -176,7 +200,7 @@ def splice_csv(src: BinaryIO, out: BinaryIO, *, layout: CsvLayout, column: str, 
         if b"\r" in buf and buf.count(b"\r") - (not eof and buf.endswith(b"\r")) != buf.count(b"\r\n"):
             raise Irregular("a line ends with a lone \\r")
         quotes = b'"' in buf
-        edits: list[tuple[int, int]] = []
+        edits: tuple[np.ndarray, np.ndarray] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         if not quotes and not header and (ti >= targets.rows.size or targets.rows[ti] > row + buf.count(b"\n")):
             cut, count = _count_rows(buf, eof)  # no quotes and no target: count the line ends and copy
         else:
@@ -188,26 +212,15 @@ def splice_csv(src: BinaryIO, out: BinaryIO, *, layout: CsvLayout, column: str, 
             if tj > ti:
                 sel = slice(ti, tj)
                 li = targets.rows[sel] - row
-                spans, values = [], []
-                for s, e in zip(starts[li].tolist(), ends[li].tolist()):
-                    a0, a1, text = _field_span(buf[s:e], field, width, delim)
-                    v = binary_token(text)
-                    if v is None:
-                        raise Irregular(f"value {text!r} where the scan read 0 or 1")
-                    spans.append((s + a0, s + a1))
-                    values.append(v)
-                mask[sel] = redact(targets.codes[sel], targets.positions[sel], np.asarray(values, dtype=np.int8))
-                edits = [sp for sp, red in zip(spans, mask[sel].tolist()) if red]
+                spans = _field_spans(buf, starts[li], ends[li], field, width, delim)
+                red = redact(targets.codes[sel], targets.positions[sel], spans[2])
+                mask[sel] = red
+                edits = spans[0][red], spans[1][red]
                 ti = tj
         if cut == 0:  # no complete line yet
             carry = buf
             continue
-        view = memoryview(buf)
-        at = 0
-        for s, e in edits:
-            out.write(view[at:s])
-            at = e
-        out.write(view[at:cut])
+        _write_without(out, buf, cut, *edits)
         row += count
         carry = buf[cut:]
         if progress is not None:
