@@ -349,7 +349,8 @@ def region_bound(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequenc
 
     ``tables`` caches the side-frontier tables between calls (keys ``"R"``, ``"tab"``): a
     table for sides of up to ``R`` records bounds every shorter side too, so a caller may
-    pass one built for the longest side it will ask about.
+    pass one built for the longest side it will ask about.  The side bounds read from a
+    table are memoised in it too (key ``"sides"``).
     """
     m = hi - lo + 1
     mine = [p - lo for p in priv if lo <= p <= hi]
@@ -361,8 +362,13 @@ def region_bound(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequenc
     R = max(left, right, 1)
     if tables.get("R", -1) < R:
         tables["R"], tables["tab"] = R, side_tables(chain, R, G=SIDE_BOUND_GRID, upper=True)
+        tables["sides"] = {}
     tab = tables["tab"]
-    sides = side_bound(tab, left, eps, eps) + side_bound(tab, right, eps, eps) + (g - f + 1 - len(mine))
+    memo = tables.setdefault("sides", {})
+    for m_side in (left, right):
+        if (m_side, eps) not in memo:
+            memo[m_side, eps] = side_bound(tab, m_side, eps, eps)
+    sides = memo[left, eps] + memo[right, eps] + (g - f + 1 - len(mine))
     if sides < bound:
         bound, name = sides, "frontier-dp"
     return bound, name

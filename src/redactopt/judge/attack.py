@@ -38,7 +38,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import beta as beta_dist
 
 from redactopt._validate import check_index
 from redactopt.errors import TooLongError
@@ -163,10 +162,14 @@ def _sampled_ratios(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples:
 
 
 def _cp_lower(k: int, n: int, a: float) -> float:
+    from scipy.stats import beta as beta_dist  # a second to import: only an attack needs it
+
     return 0.0 if k == 0 else float(beta_dist.ppf(a, k, n - k + 1))
 
 
 def _cp_upper(k: int, n: int, a: float) -> float:
+    from scipy.stats import beta as beta_dist
+
     return 1.0 if k == n else float(beta_dist.ppf(1 - a, k + 1, n - k))
 
 

@@ -37,6 +37,23 @@ def publishable(chain: MarkovChain, m: int, *, upper: float, lower: float) -> np
     """
     if m <= 0:
         return np.zeros((0, 2), dtype=bool)
+    # each distance is judged on its own, so a longer table's first m rows are this one:
+    # memoised by chain and budgets, grown by doubling (release plans bound hundreds of regions)
+    key = (chain, float(upper), float(lower))
+    table = _PUBLISHABLE.get(key)
+    if table is None or table.shape[0] < m:
+        table = _publishable(chain, max(int(m), 2 * (0 if table is None else table.shape[0])), upper, lower)
+        if len(_PUBLISHABLE) >= 256:
+            _PUBLISHABLE.clear()
+        _PUBLISHABLE[key] = table
+    return table[: int(m)].copy()
+
+
+#: :func:`publishable` tables by (chain, upper, lower).
+_PUBLISHABLE: dict[tuple[MarkovChain, float, float], np.ndarray] = {}
+
+
+def _publishable(chain: MarkovChain, m: int, upper: float, lower: float) -> np.ndarray:
     rho = side_log_ratios(chain, np.arange(1, int(m) + 1))
     out = provably_above(rho, upper) | provably_above(-rho, lower)
     near = ~out & ((rho > upper * (1.0 - INFLUENCE_RTOL)) | (-rho > lower * (1.0 - INFLUENCE_RTOL)))

@@ -7,6 +7,7 @@ stationary chain is reversible) or 0-based record indices where they say so.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from collections.abc import Iterable
@@ -257,7 +258,12 @@ def delta_star(chain: MarkovChain, eps: float) -> int:
     threshold is confirmed against :func:`max_influence`, which is monotone, so the
     answer is exact.  Independent chains (alpha + beta = 1) give 1.
     """
-    eps = check_eps(eps)
+    return _delta_star(chain, check_eps(eps))
+
+
+@functools.lru_cache(maxsize=1024)
+def _delta_star(chain: MarkovChain, eps: float) -> int:
+    """:func:`delta_star` of checked arguments, memoised (release plans ask for it once per region)."""
     if chain.lam == 0.0:
         return 1
     if max_influence(chain, 1) <= eps:

@@ -144,8 +144,8 @@ def factorize(ids: Any) -> tuple[np.ndarray, list]:
 class SequenceIndex:
     """Maps the ids of a later pass to the codes of the scan (:meth:`ScanState.index`), chunk by chunk."""
 
-    def __init__(self, ids: list) -> None:
-        self.index = {id_key(v): i for i, v in enumerate(ids)}
+    def __init__(self, ids: list, index: dict | None = None) -> None:
+        self.index = index if index is not None else {id_key(v): i for i, v in enumerate(ids)}
 
     def codes(self, ids: Any, where: str) -> np.ndarray:
         local, uniq = factorize(ids)
@@ -193,6 +193,8 @@ class ScanState:
     triples: np.ndarray = field(default_factory=lambda: np.zeros((2, 2, 2), dtype=np.int64))
     private: dict = field(default_factory=dict)  # code -> list of 0-based positions
     rows: int = 0
+    #: id key -> code, handed from merge to merge (a scan merges one chunk at a time)
+    _index: dict | None = field(default=None, repr=False, compare=False)
 
     @staticmethod
     def of_length(n: int) -> "ScanState":
@@ -244,7 +246,10 @@ class ScanState:
 
     def merge(self, later: "ScanState") -> "ScanState":
         """This scan followed by ``later`` (a scan of the data that comes next)."""
-        index = {id_key(v): i for i, v in enumerate(self.ids)}
+        # the id index passes to the merged scan (this one builds it again if merged again), so
+        # merging a chunk costs what the chunk holds in Python, not what came before
+        index = self._index if self._index is not None else {id_key(v): i for i, v in enumerate(self.ids)}
+        self._index = None
         ids = list(self.ids)
         map_b = np.empty(len(later.ids), dtype=np.int64)
         for j, v in enumerate(later.ids):
@@ -285,21 +290,22 @@ class ScanState:
         single = n_b == 1
         lb[single, 0] = l_a[map_b[single], 1]
         new_last[map_b] = lb
-        private = {c: list(v) for c, v in self.private.items()}
+        private = dict(self.private)  # lists never mutated: a touched one is replaced
         for j, pos in later.private.items():
             c = int(map_b[j])
-            private.setdefault(c, []).extend(int(before[j]) + p for p in pos)
+            private[c] = private.get(c, []) + [int(before[j]) + p for p in pos]
         n_new = n_a.copy()
         n_new[map_b] += n_b
-        return ScanState(ids, n_new, new_first, new_last, pairs, triples, private, self.rows + later.rows)
+        return ScanState(ids, n_new, new_first, new_last, pairs, triples, private, self.rows + later.rows, index)
 
     def counts(self) -> TransitionCounts:
         """Pooled :class:`redactopt.release.fit.TransitionCounts`."""
         return TransitionCounts(self.pairs.copy(), self.triples.copy(), int(self.rows), len(self.ids))
 
     def index(self) -> SequenceIndex:
-        """The codes of this scan, for the ids of a later pass."""
-        return SequenceIndex(self.ids)
+        """The codes of this scan, for the ids of a later pass (the scan's own id index, handed over)."""
+        index, self._index = self._index, None
+        return SequenceIndex(self.ids, index if index is not None and len(index) == len(self.ids) else None)
 
 
 def id_key(v: object) -> object:

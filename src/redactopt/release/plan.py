@@ -225,8 +225,15 @@ def _far_ladder(bases: list[DesignKey], start: int, designs: _Designs,
 
 def place_groups(requests: list[tuple[tuple[int, ...], int, int]], base: Callable[[tuple[int, ...]], DesignKey],
                  start: int, designs: _Designs) -> list[Choice]:
-    """The placed design of each group ``(offsets, d_left, d_right)`` (see the module docstring)."""
+    """The placed design of each group ``(offsets, d_left, d_right)`` (see the module docstring).
+
+    With a shared cache, equal requests are placed once and get the same :class:`Choice`.
+    """
     share = designs.cache.share
+    if share and len(set(requests)) < len(requests):
+        uniq = list(dict.fromkeys(requests))
+        placed = dict(zip(uniq, place_groups(uniq, base, start, designs)))
+        return [placed[r] for r in requests]
     patterns = list(dict.fromkeys(o for o, _, _ in requests)) if share else [o for o, _, _ in requests]
     # the wipes a group near an end will want if the first far distance is accepted (the usual case)
     ahead = list(dict.fromkeys([base(o).with_ends(0, start) for o, dl, _ in requests if dl < start]
@@ -280,13 +287,14 @@ def _initial_groups(priv: list[int], gap: int) -> list[tuple[int, ...]]:
     return [tuple(g) for g in groups]
 
 
-def _merge_overlapping(groups: list[tuple[int, ...]], choices: dict) -> list[tuple[int, ...]] | None:
-    """Groups whose placed designs leave no record published with certainty between them, merged (``None``: none)."""
+def _merge_overlapping(groups: list[tuple[int, ...]], choices: list[Choice]) -> list[tuple[int, ...]] | None:
+    """Groups whose placed designs (``choices``, in the same order) leave no record published with
+    certainty between them, merged (``None``: none)."""
     out: list[tuple[int, ...]] = [groups[0]]
-    last_hi = choices[groups[0]].footprint(groups[0][0])[1]
+    last_hi = choices[0].footprint(groups[0][0])[1]
     changed = False
-    for g in groups[1:]:
-        lo, hi = choices[g].footprint(g[0])
+    for g, ch in zip(groups[1:], choices[1:]):
+        lo, hi = ch.footprint(g[0])
         if lo - last_hi < 2:
             out[-1] = out[-1] + g
             changed = True
@@ -321,6 +329,8 @@ class _RegionBounds:
     def __call__(self, chain: MarkovChain, eps: float, lo: int, hi: int, priv: tuple[int, ...]) -> tuple[float, str]:
         mine = tuple(p - lo for p in priv if lo <= p <= hi)
         key = (chain, eps, hi - lo, mine)
+        if key not in self._memo and chain.lam == 0.0:  # independent records: Lemma 2 alone, no side tables
+            self._memo[key] = region_bound(chain, eps, 0, hi - lo, mine, {})
         if key not in self._memo:
             size = far_start(chain, eps)
             while size < max(mine[0], hi - lo - mine[-1], 1):
@@ -528,50 +538,75 @@ def plan_release(
     t0 = time.perf_counter()
     start = far_start(chain, eps)
     # a group near an end will want its region bounded again: build the table while the designs run
-    near = any(p[0] < start or int(state.n[c]) - 1 - p[-1] < start for c, p in priv_by_code.items())
+    near = chain.lam != 0.0 and any(p[0] < start or int(state.n[c]) - 1 - p[-1] < start for c, p in priv_by_code.items())
     with pool_map(workers) as pool, concurrent.futures.ThreadPoolExecutor(1) as ahead:
         if near:
             table = ahead.submit(_REGION_BOUNDS.table, chain, start)
         designs = _Designs(cache, map_designs or pool)
-        placed = _place_all(chain, eps, method, time_limit, priv_by_code, state.n, designs)
+        groups, choice_of = _place_all(chain, eps, method, time_limit, priv_by_code, state.n, designs)
         if near:
             table.result()
     seconds = time.perf_counter() - t0
-    plan = _assemble(chain, fit, eps, method, state, placed, seconds)
+    plan = _assemble(chain, fit, eps, method, state, groups, choice_of, seconds)
     plan.info["designs"] = {"computed": cache.computed - before[0], "reused": cache.reused - before[1],
                             "shapes": len(plan.shapes), "groups": len(plan.choices), "rounds": designs.rounds,
                             "shared": cache.share}
     return plan
 
 
+def _request(group: tuple[int, ...], n: int) -> tuple[tuple[int, ...], int, int]:
+    """A group's request ``(offsets, d_left, d_right)`` in a sequence of ``n`` records: all its design depends on."""
+    return tuple(p - group[0] for p in group), group[0], n - 1 - group[-1]
+
+
+#: ``choice_of(code, group)``: the placed design of a group of a sequence.
+ChoiceOf = Callable[[int, tuple[int, ...]], Choice]
+
+
 def _place_all(chain: MarkovChain, eps: float, method: str, time_limit: float, priv_by_code: dict[int, list[int]],
-               n: np.ndarray, designs: _Designs) -> dict[int, list[tuple[tuple[int, ...], Choice]]]:
-    """Every sequence's groups and their placed designs (merging groups until they are separated)."""
+               n: np.ndarray, designs: _Designs) -> tuple[dict[int, list[tuple[int, ...]]], ChoiceOf]:
+    """Every sequence's groups and their placed designs (merging groups until they are separated).
+
+    With a shared cache a group's choice is looked up by its request (``_request``): the
+    groups of thousands of sequences make a few hundred distinct requests, each placed once,
+    and the memory per sequence is that of its groups.  Without one (``share=False``) every
+    group is placed on its own.
+    """
     start = far_start(chain, eps)
+    share = designs.cache.share
 
     def base(offsets: tuple[int, ...]) -> DesignKey:
         return DesignKey(chain, eps, method, float(time_limit), offsets, 0, 0)
 
+    def ident(c: int, g: tuple[int, ...]) -> Any:
+        return _request(g, int(n[c])) if share else (c, g)
+
     groups = {c: _initial_groups(p, start) for c, p in priv_by_code.items()}
-    choices: dict[int, dict[tuple[int, ...], Choice]] = {c: {} for c in groups}
-    todo = set(groups)
+    placed: dict[Any, Choice] = {}
+    todo = sorted(groups)
     while todo:
-        pending = [(c, g) for c in sorted(todo) for g in groups[c] if g not in choices[c]]
-        requests = [(tuple(p - g[0] for p in g), g[0], int(n[c]) - 1 - g[-1]) for c, g in pending]
-        for (c, g), ch in zip(pending, place_groups(requests, base, start, designs)):
-            choices[c][g] = ch
-        nxt = set()
+        pending: dict[Any, tuple[tuple[int, ...], int, int]] = {}
         for c in todo:
-            merged = _merge_overlapping(groups[c], choices[c]) if len(groups[c]) > 1 else None
-            if merged is not None:
-                groups[c] = merged
-                nxt.add(c)
+            for g in groups[c]:
+                i = ident(c, g)
+                if i not in placed and i not in pending:
+                    pending[i] = _request(g, int(n[c]))
+        for i, ch in zip(pending, place_groups(list(pending.values()), base, start, designs)):
+            placed[i] = ch
+        del pending
+        nxt = []
+        for c in todo:
+            if len(groups[c]) > 1:
+                merged = _merge_overlapping(groups[c], [placed[ident(c, g)] for g in groups[c]])
+                if merged is not None:
+                    groups[c] = merged
+                    nxt.append(c)
         todo = nxt
-    return {c: [(g, choices[c][g]) for g in groups[c]] for c in groups}
+    return groups, lambda c, g: placed[ident(c, g)]
 
 
 def _assemble(chain: MarkovChain, fit: Any, eps: float, method: str, state: ScanState,
-              placed: dict[int, list[tuple[tuple[int, ...], Choice]]], seconds: float) -> ReleasePlan:
+              groups: dict[int, list[tuple[int, ...]]], choice_of: ChoiceOf, seconds: float) -> ReleasePlan:
     k = len(state.ids)
     shape_ids: dict[DesignKey, int] = {}
     shapes: list[Shape] = []
@@ -581,10 +616,12 @@ def _assemble(chain: MarkovChain, fit: Any, eps: float, method: str, state: Scan
     mass = np.zeros(k)
     leak = np.zeros(k)
     bound = state.n.astype(float).copy()
-    for c in sorted(placed):
+    # a sequence with one group: its bound depends on the choice and the request only (memoised)
+    single: dict[tuple[int, tuple[tuple[int, ...], int, int]], float] = {}
+    for c in sorted(groups):
         n_c = int(state.n[c])
-        seq_regions: list[RegionCertificate] = []
-        for g, ch in placed[c]:
+        chs = [choice_of(c, g) for g in groups[c]]
+        for g, ch in zip(groups[c], chs):
             if ch.shape.key not in shape_ids:
                 shape_ids[ch.shape.key] = len(shapes)
                 shapes.append(ch.shape)
@@ -596,9 +633,15 @@ def _assemble(chain: MarkovChain, fit: Any, eps: float, method: str, state: Scan
             privs.append(g)
             mass[c] += ch.cost
             leak[c] = max(leak[c], ch.shape.design.leakage)
-            seq_regions += _group_regions(ch, g, n_c, eps)
-        counts[c + 1] = len(placed[c])
+        counts[c + 1] = len(chs)
+        memo = (id(chs[0]), _request(groups[c][0], n_c)) if len(chs) == 1 else None
+        if memo is not None and memo in single:
+            bound[c] = single[memo]
+            continue
+        seq_regions = [r for g, ch in zip(groups[c], chs) for r in _group_regions(ch, g, n_c, eps)]
         bound[c] = sum(r.upper_bound for r in seq_regions) + n_c - _covered(seq_regions)
+        if memo is not None:
+            single[memo] = float(bound[c])
     return ReleasePlan(
         chain=chain, fit=fit, eps=eps, method=method, state=state, design_seconds=seconds, shapes=shapes,
         choices=choices, g_code=np.asarray(codes, dtype=np.int64), g_first=np.asarray(firsts, dtype=np.int64),

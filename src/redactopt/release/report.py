@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,8 @@ from redactopt.io import (
 from redactopt.release.bits import BitSource
 from redactopt.release.plan import ReleasePlan
 
-__all__ = ["REPORT_FORMAT", "NOT_FOR_RELEASE", "INLINE_SEQUENCES", "SEQUENCE_FORMATS", "build_report",
-           "write_report", "sequences_path"]
+__all__ = ["REPORT_FORMAT", "NOT_FOR_RELEASE", "INLINE_SEQUENCES", "SEQUENCE_FORMATS", "ROWS_BATCH", "build_report",
+           "write_report", "sequences_path", "rows_schema"]
 
 NOT_FOR_RELEASE = "NOT FOR REAL RELEASES: seeded pseudo-random draws (--seed) are reproducible by anyone who knows the seed"
 
@@ -144,9 +145,10 @@ def _shape_entry(plan: ReleasePlan, i: int, uses: int) -> dict[str, Any]:
 
 def build_report(plan: ReleasePlan, *, redacted: np.ndarray, source: BitSource, seed: int | None,
                  extra: dict[str, Any], sequences: str = "auto", to_file: bool = False,
-                 ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+                 ) -> tuple[dict[str, Any], Iterator[dict[str, Any]] | None]:
     """The JSON summary of a release (format ``redactopt.release.apply-report/3``) and, when they
-    go to a file of their own, the per-sequence rows (else ``None``).
+    go to a file of their own, the per-sequence rows (else ``None``): an iterator, built as
+    :func:`write_report` writes them, so that they are never all in memory.
 
     ``sequences`` is one of :data:`SEQUENCE_FORMATS`; ``to_file``: a report file will be
     written (``auto`` puts many sequences in a Parquet file beside it only then).
@@ -204,7 +206,7 @@ def build_report(plan: ReleasePlan, *, redacted: np.ndarray, source: BitSource, 
         rep["sequences"] = rows
         return rep, None
     rep["sequences_format"] = sequences
-    return rep, [_sequence_row(plan, c, int(redacted[c])) for c in range(len(plan.state.ids))]
+    return rep, (_sequence_row(plan, c, int(redacted[c])) for c in range(len(plan.state.ids)))
 
 
 def sequences_path(report: str | os.PathLike[str], fmt: str) -> Path:
@@ -214,7 +216,35 @@ def sequences_path(report: str | os.PathLike[str], fmt: str) -> Path:
     return p.with_name(f"{stem}.sequences.{fmt}")
 
 
-def _write_rows(path: Path, rows: list[dict[str, Any]], fmt: str, force: bool) -> None:
+#: Per-sequence rows are written this many at a time (memory holds one batch, whatever the sequences).
+ROWS_BATCH = 10_000
+
+
+def rows_schema(id_type: Any) -> Any:
+    """The Arrow schema of the per-sequence rows (:func:`_sequence_row`), ids of type ``id_type``."""
+    import pyarrow as pa
+
+    i64, f64 = pa.int64(), pa.float64()
+    return pa.schema([
+        ("id", id_type), ("n", i64), ("private", pa.list_(i64)), ("redacted", i64), ("realised_utility", f64),
+        ("expected_utility", f64), ("leakage", pa.list_(pa.struct([("private", i64), ("leakage", f64)]))),
+        ("leakage_max", f64), ("blocks", pa.list_(pa.list_(i64))),
+        ("groups", pa.list_(pa.struct([("shape", i64), ("first", i64), ("wipe", pa.list_(i64))]))),
+        ("upper_bound", f64), ("gap", f64)])
+
+
+def _batches(rows: Iterable[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for r in rows:
+        batch.append(r)
+        if len(batch) == ROWS_BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _write_rows(path: Path, rows: Iterable[dict[str, Any]], fmt: str, force: bool) -> None:
     if fmt == "jsonl":
         with atomic_open(path, force=force) as fh:
             for r in rows:
@@ -224,11 +254,21 @@ def _write_rows(path: Path, rows: list[dict[str, Any]], fmt: str, force: bool) -
     import pyarrow.parquet as pq
 
     with atomic_path(path, force=force) as tmp:
-        pq.write_table(pa.Table.from_pylist(rows), tmp)
+        writer = None
+        try:
+            for batch in _batches(rows):
+                if writer is None:  # the ids' type from the first batch (one column of the input: one type)
+                    writer = pq.ParquetWriter(tmp, rows_schema(pa.array([r["id"] for r in batch]).type))
+                writer.write_table(pa.Table.from_pylist(batch, schema=writer.schema))
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, rows_schema(pa.string()))
+        finally:
+            if writer is not None:
+                writer.close()
 
 
 def write_report(path: str | os.PathLike[str], report: dict[str, Any], *, force: bool = False,
-                 rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                 rows: Iterable[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Write a report as JSON through a temporary file and a rename (``-``: standard output).
 
     ``rows`` (from :func:`build_report`) go first to :func:`sequences_path` in the report's

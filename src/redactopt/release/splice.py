@@ -157,10 +157,13 @@ def _field_spans(buf: bytes, starts: np.ndarray, ends: np.ndarray, field: int, w
 def _write_without(out: BinaryIO, buf: bytes, cut: int, starts: np.ndarray, ends: np.ndarray) -> None:
     """Write ``buf[:cut]`` without the bytes ``starts[i]:ends[i]`` (sorted, disjoint)."""
     if starts.size > 64:  # many edits: one numpy pass instead of a write per edit
-        change = np.zeros(cut + 1, dtype=np.int32)
-        np.add.at(change, starts, 1)
-        np.add.at(change, ends, -1)
-        keep = np.cumsum(change[:cut]) == 0
+        lengths = ends - starts
+        keep = np.ones(cut, dtype=bool)
+        if bool((lengths == 1).all()):  # the usual case: one-character fields
+            keep[starts] = False
+        else:  # every byte of every edit: start + 0..length-1
+            first = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+            keep[first + np.arange(first.size)] = False
         out.write(np.frombuffer(buf, dtype=np.uint8, count=cut)[keep].tobytes())
         return
     view = memoryview(buf)
