@@ -56,13 +56,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from redactopt.engine.joint import design_joint_sparse
+from redactopt.engine.joint import bound_table_keys, bound_tables, design_joint_sparse
 from redactopt.judge.certify import SparseDesign, finalize_sparse
 from redactopt.model.chain import MarkovChain
 from redactopt.model.classes import ChainClass
 from redactopt.model.influence import delta_star
 
-__all__ = ["DesignKey", "Shape", "DesignCache", "design_shape", "reflect", "chain_spec", "far_start", "placed_pieces",
+__all__ = ["DesignKey", "Shape", "DesignCache", "design_shape", "design_in_worker", "reflect", "chain_spec", "far_start", "placed_pieces",
            "MapFn"]
 
 #: ``map_fn(fn, items)`` returns ``[fn(x) for x in items]`` in order, possibly in parallel.
@@ -276,6 +276,16 @@ def design_shape(key: DesignKey) -> Shape:
     design = design_joint_sparse(key.chain, key.n, eps=key.eps, private=list(key.positions), method=key.method,
                                  time_limit=key.time_limit)
     return Shape(key, design)
+
+
+def design_in_worker(key: DesignKey) -> tuple[Shape, dict]:
+    """:func:`design_shape`, and the region-bound tables (:func:`~redactopt.engine.joint.bound_tables`)
+    this process built for it, for the caller's process to reuse
+    (:func:`~redactopt.engine.joint.seed_bound_tables`): a table takes about a second to build
+    and is the same wherever it is built."""
+    before = bound_table_keys()
+    shape = design_shape(key)
+    return shape, {k: bound_tables(*k) for k in bound_table_keys() - before}
 
 
 def _serial(fn: Callable[[Any], Any], items: list) -> list:

@@ -53,9 +53,12 @@ Indices are 0-based here; the CLI and files are 1-based.
 
 from __future__ import annotations
 
+import collections
 import math
+import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -81,6 +84,9 @@ from redactopt.solvers.frontier import side_bound, side_tables
 
 __all__ = [
     "JOINT_METHODS",
+    "bound_tables",
+    "seed_bound_tables",
+    "bound_table_keys",
     "design_local",
     "combine_max",
     "joint_dim",
@@ -337,6 +343,45 @@ def _local_results(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], 
 SIDE_BOUND_GRID = 500
 
 
+#: Tables of :func:`bound_tables` by ``(chain, R)``, the most recently used last (at most four).
+_BOUND_TABLES: "collections.OrderedDict[tuple[MarkovChain, int], Any]" = collections.OrderedDict()
+_BOUND_TABLES_LOCK = threading.Lock()
+
+
+def bound_tables(chain: MarkovChain, R: int) -> Any:
+    """:func:`~redactopt.solvers.frontier.side_tables` of the region bounds (upper, grid
+    :data:`SIDE_BOUND_GRID`) for sides of up to ``R`` records, memoised in this process.
+
+    A table is a deterministic function of ``(chain, R)`` (about a second to build for a few
+    hundred records), so every design and release plan of a process shares it, and one
+    built in another process may be handed in (:func:`seed_bound_tables`).
+    """
+    key = (chain, int(R))
+    with _BOUND_TABLES_LOCK:
+        if key in _BOUND_TABLES:
+            _BOUND_TABLES.move_to_end(key)
+            return _BOUND_TABLES[key]
+    table = side_tables(chain, int(R), G=SIDE_BOUND_GRID, upper=True)
+    seed_bound_tables({key: table})
+    return table
+
+
+def seed_bound_tables(tables: dict[tuple[MarkovChain, int], Any]) -> None:
+    """Add tables built by :func:`bound_tables` (here or in another process) to this process's memo."""
+    with _BOUND_TABLES_LOCK:
+        for key, table in tables.items():
+            _BOUND_TABLES[key] = table
+            _BOUND_TABLES.move_to_end(key)
+        while len(_BOUND_TABLES) > 4:
+            _BOUND_TABLES.popitem(last=False)
+
+
+def bound_table_keys() -> set[tuple[MarkovChain, int]]:
+    """The ``(chain, R)`` of the tables this process holds."""
+    with _BOUND_TABLES_LOCK:
+        return set(_BOUND_TABLES)
+
+
 def region_bound(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequence[int],
                  tables: dict) -> tuple[float, str]:
     r"""A bound on what any eps-private mechanism publishes in rows ``lo..hi`` holding ``priv``.
@@ -361,7 +406,7 @@ def region_bound(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequenc
     left, right = f - lo, hi - g
     R = max(left, right, 1)
     if tables.get("R", -1) < R:
-        tables["R"], tables["tab"] = R, side_tables(chain, R, G=SIDE_BOUND_GRID, upper=True)
+        tables["R"], tables["tab"] = R, bound_tables(chain, R)
         tables["sides"] = {}
     tab = tables["tab"]
     memo = tables.setdefault("sides", {})

@@ -51,7 +51,7 @@ from redactopt.release.bits import (
     exact_thresholds,
 )
 from redactopt.release.data import ScanState, SequenceIndex, group_ranks, parse_binary
-from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release
+from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release, warm_pool
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import NOT_FOR_RELEASE, SEQUENCE_FORMATS, build_report, sequences_path, write_report
 from redactopt.release.splice import Irregular, Targets, count_rows, splice_csv
@@ -468,6 +468,8 @@ def apply_table(
     with stdin_as_file(source) as path:
         reader = TableReader(path, chunk_rows=chunk_rows, label="<stdin>" if str(source) == STDIO else None)
         reader.require(column, by, private_column)
+        if by is not None:  # many sequences: designs in worker processes, whose start overlaps the scan
+            warm_pool(workers)
         design = dict(eps=eps, private=private, alpha=alpha, beta=beta, method=method, time_limit=time_limit,
                       cache=cache, workers=workers)
         binary: tuple[str, ...] = ()

@@ -51,16 +51,16 @@ from typing import Any
 import numpy as np
 
 from redactopt._validate import check_eps, check_probability_open
-from redactopt.engine.cache import DesignCache, DesignKey, Shape, far_start
-from redactopt.engine.joint import JOINT_METHODS, SIDE_BOUND_GRID, region_bound
+from redactopt.engine.cache import DesignCache, DesignKey, Shape, design_in_worker, design_shape, far_start
+from redactopt.engine.joint import JOINT_METHODS, bound_tables, region_bound, seed_bound_tables
 from redactopt.judge.audit import as_sparse
 from redactopt.judge.certify import DesignResult, RegionCertificate, SparseDesign, SparseRows
 from redactopt.model.chain import MarkovChain
-from redactopt.solvers.frontier import side_tables
 from redactopt.release.data import ScanState, sequence_key
 from redactopt.release.fit import fit_counts
 
-__all__ = ["SequencePlan", "ReleasePlan", "Choice", "plan_release", "place_groups", "pool_map", "FAR_DOUBLINGS"]
+__all__ = ["SequencePlan", "ReleasePlan", "Choice", "plan_release", "place_groups", "pool_map", "warm_pool",
+           "FAR_DOUBLINGS"]
 
 #: How often the far distance is doubled before a pattern is left to its exact sub-problems.
 FAR_DOUBLINGS = 10
@@ -144,19 +144,54 @@ def _without_main() -> Iterator[None]:
             sys.modules["__main__"] = main
 
 
-@contextmanager
-def pool_map(workers: int | None) -> Iterator[MapDesigns]:
-    """A ``map_designs`` over a process pool of ``workers`` processes (default: every core).
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """Fork server with redactopt's design code preloaded where there is one, else spawn."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["redactopt.engine.cache"])
+        return ctx
+    return multiprocessing.get_context("spawn")
 
-    The pool starts at the first call with two or more designs (one runs here) and is shut
-    down on leaving the ``with`` block.  Workers come from a fork server with redactopt's
-    design code preloaded (fresh processes, not forks of this one, which may be running
-    pyarrow's threads), and never run the caller's main script (:func:`_without_main`).
-    """
+
+def _worker_count(workers: int | None) -> int:
     count = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1) \
         if workers is None else int(workers)
     if count < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
+    return count
+
+
+def warm_pool(workers: int | None) -> None:
+    """Start the fork server of :func:`pool_map` now, without waiting for it.
+
+    It imports redactopt's design code (about a second) in its own process while the caller
+    goes on (a release scans its input meanwhile); the pool's workers then start at once.
+    Nothing happens for one worker or where there is no fork server.  Changes only the time.
+    """
+    if _worker_count(workers) < 2 or "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    from multiprocessing import forkserver
+
+    with _without_main():
+        _pool_context()
+        forkserver.ensure_running()
+
+
+@contextmanager
+def pool_map(workers: int | None) -> Iterator[MapDesigns]:
+    """A ``map_designs`` over this process and a pool of ``workers - 1`` more (default: every core).
+
+    Every call hands its designs to the pool in order and works through them from the other
+    end itself (a design the pool has not taken yet is cancelled there and run here), so
+    ``workers`` designs run at once and a call with a single design never leaves this
+    process.  The pool starts at the first call with two or more designs and is shut down on
+    leaving the ``with`` block.  Its workers come from a fork server with redactopt's design
+    code preloaded (fresh processes, not forks of this one, which may be running pyarrow's
+    threads; :func:`warm_pool` starts it early), and never run the caller's main script
+    (:func:`_without_main`).  Designs are deterministic, so where each one runs changes
+    nothing but the time.
+    """
+    count = _worker_count(workers)
     pool: list[concurrent.futures.ProcessPoolExecutor] = []
 
     def run(fn: Callable, args: list[tuple]) -> list:
@@ -164,14 +199,14 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
             return [fn(*a) for a in args]
         with _without_main():
             if not pool:
-                if "forkserver" in multiprocessing.get_all_start_methods():
-                    ctx = multiprocessing.get_context("forkserver")
-                    ctx.set_forkserver_preload(["redactopt.engine.cache"])
-                else:
-                    ctx = multiprocessing.get_context("spawn")
-                pool.append(concurrent.futures.ProcessPoolExecutor(count, mp_context=ctx))
+                pool.append(concurrent.futures.ProcessPoolExecutor(count - 1, mp_context=_pool_context()))
             futures = [pool[0].submit(fn, *a) for a in args]  # workers start here, main hidden
-        return [f.result() for f in futures]
+        out: list = [None] * len(args)
+        for i in range(len(args) - 1, -1, -1):  # from the end, while the pool has not taken them
+            if not futures[i].cancel():
+                break
+            out[i] = fn(*args[i])
+        return [out[i] if f.cancelled() else f.result() for i, f in enumerate(futures)]
 
     try:
         yield run
@@ -194,7 +229,17 @@ class _Designs:
     def fetch(self, keys: list[DesignKey]) -> list[Shape]:
         if keys:
             self.rounds += 1
-        return self.cache.fetch(keys, lambda fn, items: self.map_designs(fn, [(x,) for x in items]))
+        return self.cache.fetch(keys, self._run)
+
+    def _run(self, fn: Callable, keys: list[DesignKey]) -> list[Shape]:
+        """``fn`` (:func:`design_shape`) of every key, through :func:`design_in_worker`: the region-bound
+        tables the workers build come back, so that this process does not build them again."""
+        if fn is not design_shape:  # pragma: no cover - DesignCache designs with design_shape
+            return self.map_designs(fn, [(k,) for k in keys])
+        out = self.map_designs(design_in_worker, [(k,) for k in keys])
+        for _, tables in out:
+            seed_bound_tables(tables)
+        return [shape for shape, _ in out]
 
 
 def _far_ladder(bases: list[DesignKey], start: int, designs: _Designs,
@@ -313,8 +358,10 @@ class _RegionBounds:
     The side-frontier tables (about a second each to build) are built for sides of up to
     ``start * 2**k`` records, the first such length that holds the region's longer side (a
     table bounds every shorter side), so a region's bound depends on its own geometry only,
-    never on which regions were bounded before it.  :meth:`table` builds a table ahead
-    (the planner does it in a thread while the designs run in other processes).
+    never on which regions were bounded before it.  They come from
+    :func:`~redactopt.engine.joint.bound_tables`, which usually holds them already: the
+    designs of the groups near an end bound regions of the same sides, and the workers hand
+    their tables back.
     """
 
     def __init__(self) -> None:
@@ -323,7 +370,7 @@ class _RegionBounds:
 
     def table(self, chain: MarkovChain, size: int) -> dict:
         if (chain, size) not in self._tables:
-            self._tables[chain, size] = {"R": size, "tab": side_tables(chain, size, G=SIDE_BOUND_GRID, upper=True)}
+            self._tables[chain, size] = {"R": size, "tab": bound_tables(chain, size)}
         return self._tables[chain, size]
 
     def __call__(self, chain: MarkovChain, eps: float, lo: int, hi: int, priv: tuple[int, ...]) -> tuple[float, str]:
@@ -536,16 +583,9 @@ def plan_release(
     cache = DesignCache() if cache is None else cache
     before = (cache.computed, cache.reused)
     t0 = time.perf_counter()
-    start = far_start(chain, eps)
-    # a group near an end will want its region bounded again: build the table while the designs run
-    near = chain.lam != 0.0 and any(p[0] < start or int(state.n[c]) - 1 - p[-1] < start for c, p in priv_by_code.items())
-    with pool_map(workers) as pool, concurrent.futures.ThreadPoolExecutor(1) as ahead:
-        if near:
-            table = ahead.submit(_REGION_BOUNDS.table, chain, start)
+    with pool_map(workers) as pool:
         designs = _Designs(cache, map_designs or pool)
         groups, choice_of = _place_all(chain, eps, method, time_limit, priv_by_code, state.n, designs)
-        if near:
-            table.result()
     seconds = time.perf_counter() - t0
     plan = _assemble(chain, fit, eps, method, state, groups, choice_of, seconds)
     plan.info["designs"] = {"computed": cache.computed - before[0], "reused": cache.reused - before[1],
