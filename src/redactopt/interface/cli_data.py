@@ -158,12 +158,16 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
                     help="the k-state chain of a categorical column (implies --categorical): a JSON file with "
                          "'transition' and 'labels' or the rows of the matrix")
     ap.add_argument("--workers", type=int, default=None, metavar="N",
-                    help="processes designing at once (default: every core; the release does not depend on it; "
-                         "with --backend dask the cluster decides)")
+                    help="processes computing designs at once, this one included (default: every core; 1: all in "
+                         "this process). Each distinct design is computed once however many sequences share it, "
+                         "and the release is the same for every N (same --seed, same output). Not with "
+                         "--backend dask: there the cluster's workers compute them")
     ap.add_argument("--report-sequences", choices=["auto", "inline", "parquet", "jsonl", "none"], default="auto",
-                    help="where the report's per-sequence rows go: auto (default: in the report up to 20 designed "
-                         "sequences, else REPORT.sequences.parquet beside it), inline, parquet, jsonl (a file beside "
-                         "the report) or none")
+                    help="where the report's per-sequence rows (private records, their exact leakage, blocks, "
+                         "groups and certificate) go: auto (default: inside the report up to 20 designed sequences, "
+                         "else REPORT.sequences.parquet beside it), inline (inside the report), parquet or jsonl "
+                         "(REPORT.sequences.parquet / .jsonl beside the report, written in batches: needs --report "
+                         "FILE), none. The designs themselves are listed once in the report's 'shapes'")
     add_format(ap, ["text", "json"], help="summary: text (default) or json")
     add_quiet(ap)
     ap.set_defaults(func=_cmd_apply)
