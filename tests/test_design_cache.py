@@ -410,8 +410,10 @@ def test_cli_apply_many_sequences(dataset, cached, tmp_path, run, capsys):
     text = capsys.readouterr().out
     summary = json.loads(rep.read_text())
     d = summary["designs"]
-    assert f"designs   : {d['computed']} computed for {d['groups']} group(s)" in text
-    assert f"{d['shapes']} distinct" in text
+    assert (f"designs   : {d['shapes']} distinct for {d['groups']} group(s) of private records in "
+            f"{summary['designed_sequences']} sequence(s) ({d['computed']} computed, {d['reflected']} mirror image(s); "
+            f"{d['reused']} group(s) reuse one)") in text
+    assert d["reflected"] >= 1 and d["shapes"] < d["groups"]  # mirror images made, designs shared
     assert summary["sequences_file"] == "r.sequences.parquet" and "(sequences: r.sequences.parquet)" in text
     assert out.read_bytes() == (dataset / "cached.csv").read_bytes()  # the library's release, same seed
     rows = pq.read_table(tmp_path / "r.sequences.parquet").to_pylist()

@@ -298,15 +298,17 @@ class DesignCache:
     :meth:`fetch` returns the shapes of a list of keys, computing the missing ones — each
     distinct key once, through ``map_fn`` (in parallel where it is a process pool or Dask).
     ``share=False`` is the uncached path: every request is designed anew and nothing is kept
-    (the tests compare the two).  ``computed`` counts designs run, ``reused`` requests
-    answered from the cache.  One cache may serve several releases (same chain, ε, ...).
+    (the tests compare the two).  ``computed`` counts designs run, ``reflected`` shapes made
+    by reflecting a mirror image's (:func:`reflect`), ``hits`` requests answered from the
+    cache.  One cache may serve several releases (same chain, ε, ...).
     """
 
     def __init__(self, *, share: bool = True) -> None:
         self.share = share
         self._shapes: dict[DesignKey, Shape] = {}
         self.computed = 0
-        self.reused = 0
+        self.reflected = 0
+        self.hits = 0
 
     def __len__(self) -> int:
         return len(self._shapes)
@@ -328,14 +330,16 @@ class DesignCache:
         if not self.share:
             designed = list(run(design_shape, [c for c, _ in canon])) if keys else []
             self.computed += len(designed)
+            self.reflected += sum(flip for _, flip in canon)
             return [reflect(s, k) if flip else s for s, k, (_, flip) in zip(designed, keys, canon)]
         missing = [c for c in dict.fromkeys(c for c, _ in canon) if c not in self._shapes]
         if missing:
             for k, s in zip(missing, run(design_shape, missing)):
                 self._shapes[k] = s
             self.computed += len(missing)
-        self.reused += len(keys) - len(missing)
+        self.hits += len(keys) - len(missing)
         for k, (c, flip) in zip(keys, canon):
             if flip and k not in self._shapes:
                 self._shapes[k] = reflect(self._shapes[c], k)
+                self.reflected += 1
         return [self._shapes[k] for k in keys]

@@ -182,8 +182,9 @@ def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:
         "eps": rep["eps"], "method": rep["method"],
         "leakage": {"max": rep["leakage"]["max"], "private_records": rep["leakage"]["private_records"]},
         "utility": {k: rep["utility"][k] for k in ("expected", "realised")},
-        "designs": {k: rep["designs"][k] for k in ("computed", "reused", "shapes", "groups")},
-        "sequences": rep["designed_sequences"], "sequences_file": rep.get("sequences_file"),
+        "designs": {k: rep["designs"][k] for k in ("shapes", "computed", "reflected", "groups", "reused")},
+        "sequences": rep["designed_sequences"], "sequences_count": rep["sequences_count"],
+        "sequences_file": rep.get("sequences_file"),
         "randomness": rep["randomness"]["source"], "label": rep.get("label"),
         "warnings": list(fit.get("warnings", [])), "report": report_path,
     }
@@ -197,10 +198,13 @@ def _summary_text(s: dict[str, Any]) -> str:
         f"leakage   : {s['leakage']['max']:.10g}  (exact, worst over {s['leakage']['private_records']} "
         "private record(s))",
         f"utility   : expected {s['utility']['expected']:.6g}  realised {s['utility']['realised']:.6g}",
-        f"designs   : {s['designs']['computed']} computed for {s['designs']['groups']} group(s) of private records "
-        f"in {s['sequences']} sequence(s); {s['designs']['shapes']} distinct",
-        f"randomness: {s['randomness']}",
     ]
+    if s["sequences_count"] > 1:  # many sequences: how many designs they share
+        d = s["designs"]
+        lines.append(f"designs   : {d['shapes']} distinct for {d['groups']} group(s) of private records in "
+                     f"{s['sequences']} sequence(s) ({d['computed']} computed, {d['reflected']} mirror image(s); "
+                     f"{d['reused']} group(s) reuse one)")
+    lines.append(f"randomness: {s['randomness']}")
     if s["label"]:
         lines.append(f"label     : {s['label']}")
     lines += [f"warning   : {w}" for w in s["warnings"]]

@@ -581,16 +581,19 @@ def plan_release(
     if not priv_by_code:
         raise ValueError("no record is marked private: nothing to protect (check --private-column)")
     cache = DesignCache() if cache is None else cache
-    before = (cache.computed, cache.reused)
+    before = (cache.computed, cache.reflected, cache.hits)
     t0 = time.perf_counter()
     with pool_map(workers) as pool:
         designs = _Designs(cache, map_designs or pool)
         groups, choice_of = _place_all(chain, eps, method, time_limit, priv_by_code, state.n, designs)
     seconds = time.perf_counter() - t0
     plan = _assemble(chain, fit, eps, method, state, groups, choice_of, seconds)
-    plan.info["designs"] = {"computed": cache.computed - before[0], "reused": cache.reused - before[1],
-                            "shapes": len(plan.shapes), "groups": len(plan.choices), "rounds": designs.rounds,
-                            "shared": cache.share}
+    # shapes: distinct designs used; computed: designs run for them (the rest were mirror images or
+    # already in a shared cache); reused: groups placed with a design another group uses too
+    plan.info["designs"] = {"shapes": len(plan.shapes), "computed": cache.computed - before[0],
+                            "reflected": cache.reflected - before[1], "groups": len(plan.choices),
+                            "reused": len(plan.choices) - len(plan.shapes), "cache_hits": cache.hits - before[2],
+                            "rounds": designs.rounds, "shared": cache.share}
     return plan
 
 
