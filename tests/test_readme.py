@@ -67,7 +67,8 @@ def _blocks_with(needle: str) -> list[list[tuple[str, list[str]]]]:
 
 
 @pytest.mark.parametrize("needle", ["redactopt datasets path occupancy", "redactopt design --n 10 --eps 1",
-                                    "redactopt audit --method 3r --n 10 --eps 0.5", "redactopt design --transition"])
+                                    "redactopt audit --method 3r --n 10 --eps 0.5", "redactopt design --transition",
+                                    "--by sid --private-column"])
 def test_readme_console_blocks_run_verbatim(tmp_path, needle):
     blocks = _blocks_with(needle)
     assert blocks, f"no console block runs {needle!r}"
@@ -78,4 +79,5 @@ def test_readme_console_blocks_run_verbatim(tmp_path, needle):
             assert status == (1 if any("FAIL" in line for line in expected) else 0), cmd
             assert _matches(expected, actual), f"{cmd}\n--- README\n" + "\n".join(expected) + \
                 "\n--- printed\n" + "\n".join(actual)
-    assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["released.csv", "report.json"])
+    assert sorted(p.name for p in tmp_path.iterdir()) in (
+        [], ["released.csv", "report.json"], ["many.csv", "out.csv", "rep.json", "rep.sequences.parquet"])

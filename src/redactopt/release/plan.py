@@ -37,10 +37,12 @@ Positions are 0-based in the Python API and 1-based on the command line and in f
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import multiprocessing
 import os
 import sys
+import threading
 import time
 import types
 from collections.abc import Callable, Iterator
@@ -181,9 +183,10 @@ def warm_pool(workers: int | None) -> None:
 def pool_map(workers: int | None) -> Iterator[MapDesigns]:
     """A ``map_designs`` over this process and a pool of ``workers - 1`` more (default: every core).
 
-    Every call hands its designs to the pool in order and works through them from the other
-    end itself (a design the pool has not taken yet is cancelled there and run here), so
-    ``workers`` designs run at once and a call with a single design never leaves this
+    Every call shares its designs out: the pool's processes take them from the front, one
+    each at a time (a feeder thread hands a process the next one as soon as it is free), and
+    this process takes them from the back, so ``workers`` designs run at once and nothing
+    waits in a queue while a process is idle; a call with a single design never leaves this
     process.  The pool starts at the first call with two or more designs and is shut down on
     leaving the ``with`` block.  Its workers come from a fork server with redactopt's design
     code preloaded (fresh processes, not forks of this one, which may be running pyarrow's
@@ -197,16 +200,56 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
     def run(fn: Callable, args: list[tuple]) -> list:
         if count < 2 or len(args) < 2:
             return [fn(*a) for a in args]
+        todo = collections.deque(enumerate(args))
+        lock = threading.Lock()
+        out: dict[int, Any] = {}
+        running: set[concurrent.futures.Future] = set()
+        index: dict[concurrent.futures.Future, int] = {}
+        failed: list[BaseException] = []
+
+        def hand_out() -> None:  # the next designs from the front, one per free process
+            while len(running) < count - 1:
+                with lock:
+                    if not todo:
+                        return
+                    i, a = todo.popleft()
+                f = pool[0].submit(fn, *a)
+                running.add(f)
+                index[f] = i
+
+        def feed() -> None:
+            try:
+                while running:
+                    done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+                    for f in done:
+                        running.discard(f)
+                        out[index.pop(f)] = f
+                    hand_out()
+            except BaseException as exc:  # pragma: no cover - a broken pool: raised below
+                failed.append(exc)
+
         with _without_main():
             if not pool:
                 pool.append(concurrent.futures.ProcessPoolExecutor(count - 1, mp_context=_pool_context()))
-            futures = [pool[0].submit(fn, *a) for a in args]  # workers start here, main hidden
-        out: list = [None] * len(args)
-        for i in range(len(args) - 1, -1, -1):  # from the end, while the pool has not taken them
-            if not futures[i].cancel():
-                break
-            out[i] = fn(*args[i])
-        return [out[i] if f.cancelled() else f.result() for i, f in enumerate(futures)]
+            hand_out()  # the workers start here, main hidden
+        feeder = threading.Thread(target=feed, name="redactopt-design-feeder", daemon=True)
+        feeder.start()
+        try:
+            while True:  # this process: from the back
+                with lock:
+                    if not todo:
+                        break
+                    i, a = todo.pop()
+                out[i] = fn(*a)
+        finally:
+            if sys.exc_info()[0] is not None:  # stop handing out; the pool is shut down on leaving
+                with lock:
+                    todo.clear()
+            feeder.join()
+        if failed:  # pragma: no cover
+            raise failed[0]
+        return [out[i].result() if isinstance(out[i], concurrent.futures.Future) else out[i]
+                for i in range(len(args))]
 
     try:
         yield run
