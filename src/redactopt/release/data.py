@@ -191,10 +191,22 @@ class ScanState:
     last2: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int8))
     pairs: np.ndarray = field(default_factory=lambda: np.zeros((2, 2), dtype=np.int64))
     triples: np.ndarray = field(default_factory=lambda: np.zeros((2, 2, 2), dtype=np.int64))
-    private: dict = field(default_factory=dict)  # code -> list of 0-based positions
+    #: the private rows: their sequence codes and 0-based positions, in the order read (numpy: a
+    #: few bytes each, however many sequences; :attr:`private` gives them by sequence)
+    private_codes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    private_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     rows: int = 0
     #: id key -> code, handed from merge to merge (a scan merges one chunk at a time)
     _index: dict | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def private(self) -> dict[int, list[int]]:
+        """The private positions by sequence code (sorted), built from :attr:`private_codes` and :attr:`private_pos`."""
+        out: dict[int, list[int]] = {}
+        order = np.lexsort((self.private_pos, self.private_codes))
+        for c, p in zip(self.private_codes[order].tolist(), self.private_pos[order].tolist()):
+            out.setdefault(c, []).append(p)
+        return out
 
     @staticmethod
     def of_length(n: int) -> "ScanState":
@@ -237,12 +249,10 @@ class ScanState:
             first2[g[two], 1] = sv[starts[two] + 1]
             last2[g, 1] = sv[ends]
             last2[g[two], 0] = sv[ends[two] - 1]
-        priv: dict = {}
-        if private is not None:
-            flagged = np.flatnonzero(np.asarray(private, dtype=bool))
-            for c, pos in zip(codes[flagged].tolist(), rank[flagged].tolist()):
-                priv.setdefault(c, []).append(pos)
-        return ScanState(uniques, n, first2, last2, pairs.astype(np.int64), triples.astype(np.int64), priv, m)
+        flagged = np.flatnonzero(np.asarray(private, dtype=bool)) if private is not None else np.zeros(0, np.int64)
+        return ScanState(uniques, n, first2, last2, pairs.astype(np.int64), triples.astype(np.int64),
+                         private_codes=codes[flagged].astype(np.int64), private_pos=rank[flagged].astype(np.int64),
+                         rows=m)
 
     def merge(self, later: "ScanState") -> "ScanState":
         """This scan followed by ``later`` (a scan of the data that comes next)."""
@@ -290,13 +300,12 @@ class ScanState:
         single = n_b == 1
         lb[single, 0] = l_a[map_b[single], 1]
         new_last[map_b] = lb
-        private = dict(self.private)  # lists never mutated: a touched one is replaced
-        for j, pos in later.private.items():
-            c = int(map_b[j])
-            private[c] = private.get(c, []) + [int(before[j]) + p for p in pos]
+        private_codes = np.concatenate([self.private_codes, map_b[later.private_codes]])
+        private_pos = np.concatenate([self.private_pos, before[later.private_codes] + later.private_pos])
         n_new = n_a.copy()
         n_new[map_b] += n_b
-        return ScanState(ids, n_new, new_first, new_last, pairs, triples, private, self.rows + later.rows, index)
+        return ScanState(ids, n_new, new_first, new_last, pairs, triples, private_codes=private_codes,
+                         private_pos=private_pos, rows=self.rows + later.rows, _index=index)
 
     def counts(self) -> TransitionCounts:
         """Pooled :class:`redactopt.release.fit.TransitionCounts`."""

@@ -618,17 +618,19 @@ def plan_release(
         bad = [p + 1 for p in private if p >= n0]
         if bad:
             raise ValueError(f"--private: position {bad[0]} is outside the sequence (positions 1..{n0})")
-        priv_by_code = {0: sorted(set(private))}
+    start = far_start(chain, eps)
+    if private is not None:
+        groups = {0: _initial_groups(sorted(set(private)), start)} if private else {}
     else:
-        priv_by_code = {c: sorted(set(v)) for c, v in state.private.items() if v}
-    if not priv_by_code:
+        groups = _scan_groups(state.private_codes, state.private_pos, start)
+    if not groups:
         raise ValueError("no record is marked private: nothing to protect (check --private-column)")
     cache = DesignCache() if cache is None else cache
     before = (cache.computed, cache.reflected, cache.hits)
     t0 = time.perf_counter()
     with pool_map(workers) as pool:
         designs = _Designs(cache, map_designs or pool)
-        groups, choice_of = _place_all(chain, eps, method, time_limit, priv_by_code, state.n, designs)
+        groups, choice_of = _place_all(chain, eps, method, time_limit, groups, state.n, designs)
     seconds = time.perf_counter() - t0
     plan = _assemble(chain, fit, eps, method, state, groups, choice_of, seconds)
     # shapes: distinct designs used; computed: designs run for them (the rest were mirror images or
@@ -649,9 +651,29 @@ def _request(group: tuple[int, ...], n: int) -> tuple[tuple[int, ...], int, int]
 ChoiceOf = Callable[[int, tuple[int, ...]], Choice]
 
 
-def _place_all(chain: MarkovChain, eps: float, method: str, time_limit: float, priv_by_code: dict[int, list[int]],
-               n: np.ndarray, designs: _Designs) -> tuple[dict[int, list[tuple[int, ...]]], ChoiceOf]:
-    """Every sequence's groups and their placed designs (merging groups until they are separated).
+def _scan_groups(codes: np.ndarray, pos: np.ndarray, gap: int) -> dict[int, list[tuple[int, ...]]]:
+    """:func:`_initial_groups` of every sequence, from the scan's private rows (codes and positions, any order)."""
+    if not codes.size:
+        return {}
+    order = np.lexsort((pos, codes))
+    c, p = codes[order], pos[order]
+    keep = np.r_[True, (c[1:] != c[:-1]) | (p[1:] != p[:-1])]  # a row is flagged once; be safe
+    c, p = c[keep], p[keep]
+    new = np.r_[True, (c[1:] != c[:-1]) | (p[1:] - p[:-1] >= gap)]
+    starts = np.flatnonzero(new).tolist() + [c.size]
+    firsts = c[np.flatnonzero(new)].tolist()
+    p_list = p.tolist()
+    out: dict[int, list[tuple[int, ...]]] = {}
+    for code, a, b in zip(firsts, starts[:-1], starts[1:]):
+        out.setdefault(code, []).append(tuple(p_list[a:b]))
+    return out
+
+
+def _place_all(chain: MarkovChain, eps: float, method: str, time_limit: float,
+               groups: dict[int, list[tuple[int, ...]]], n: np.ndarray,
+               designs: _Designs) -> tuple[dict[int, list[tuple[int, ...]]], ChoiceOf]:
+    """Every sequence's groups and their placed designs, from its initial groups (runs of private
+    records less than ``far_start`` apart), merging groups until they are separated.
 
     With a shared cache a group's choice is looked up by its request (``_request``): the
     groups of thousands of sequences make a few hundred distinct requests, each placed once,
@@ -667,7 +689,6 @@ def _place_all(chain: MarkovChain, eps: float, method: str, time_limit: float, p
     def ident(c: int, g: tuple[int, ...]) -> Any:
         return _request(g, int(n[c])) if share else (c, g)
 
-    groups = {c: _initial_groups(p, start) for c, p in priv_by_code.items()}
     placed: dict[Any, Choice] = {}
     todo = sorted(groups)
     while todo:
