@@ -164,9 +164,13 @@ def _explicit_pieces(plans: list[SequencePlan]) -> tuple[list, list, list, list,
     return b_code, b_lo, b_len, b_base, tables
 
 
-def _plan_pieces(plan: ReleasePlan) -> tuple[list, list, list, list, list]:
+def _plan_pieces(plan: ReleasePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list]:
     """The pieces of every placed group: its shape's blocks (rows stored once per shape) and the
-    records always redacted beyond it (rows of one shared table of ones)."""
+    records always redacted beyond it (rows of one shared table of ones).
+
+    Built in numpy from one template per distinct placed design (groups share them), so the
+    memory is a few numbers per piece, whatever the number of sequences.
+    """
     tables: list[np.ndarray] = []
     offset = 0
     shape_base: list[list[int]] = []
@@ -180,16 +184,37 @@ def _plan_pieces(plan: ReleasePlan) -> tuple[list, list, list, list, list]:
     longest = int(plan.g_wipe.max()) if plan.g_wipe.size else 0
     ones = offset
     tables.append(np.ones((longest, 2)))
-    b_code, b_lo, b_len, b_base = [], [], [], []
-
-    def piece(c: int, lo: int, m: int, base: int) -> None:
-        b_code.append(c)
-        b_lo.append(lo)
-        b_len.append(m)
-        b_base.append(base)
-
+    G = len(plan.choices)
+    if not G:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z, z, tables
+    # one template per distinct choice: its pieces relative to the shape's row 0, lengths, table rows
+    tid_of: dict[int, int] = {}
+    t_lo: list[int] = []
+    t_len: list[int] = []
+    t_base: list[int] = []
+    t_start: list[int] = []
+    t_count: list[int] = []
+    tids = np.empty(G, dtype=np.int64)
     for g, ch in enumerate(plan.choices):
-        bases = shape_base[int(plan.g_shape[g])]
-        for lo, m, j in ch.shape.pieces(ch.origin(int(plan.g_first[g])), ch.wipe):
-            piece(int(plan.g_code[g]), lo, m, ones if j < 0 else bases[j])
-    return b_code, b_lo, b_len, b_base, tables
+        t = tid_of.get(id(ch))
+        if t is None:
+            t = tid_of[id(ch)] = len(t_start)
+            bases = shape_base[int(plan.g_shape[g])]
+            pieces = ch.shape.pieces(0, ch.wipe)
+            t_start.append(len(t_lo))
+            t_count.append(len(pieces))
+            for lo, m, j in pieces:
+                t_lo.append(lo)
+                t_len.append(m)
+                t_base.append(ones if j < 0 else bases[j])
+        tids[g] = t
+    left = np.fromiter((ch.shape.key.left for ch in plan.choices), dtype=np.int64, count=G)
+    origin = plan.g_first - left
+    counts = np.asarray(t_count, dtype=np.int64)[tids]
+    group = np.repeat(np.arange(G), counts)
+    within = np.arange(group.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    k = np.asarray(t_start, dtype=np.int64)[tids][group] + within
+    b_lo = origin[group] + np.asarray(t_lo, dtype=np.int64)[k]
+    return (plan.g_code[group], b_lo, np.asarray(t_len, dtype=np.int64)[k], np.asarray(t_base, dtype=np.int64)[k],
+            tables)
