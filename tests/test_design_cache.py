@@ -438,6 +438,17 @@ def test_cli_apply_refuses_bad_values(dataset, tmp_path, run, capsys, extra, mes
     assert not (tmp_path / "o.csv").exists()
 
 
+@pytest.mark.parametrize("extra, message", [(["--workers", "2"], "--workers"),
+                                            (["--report-sequences", "jsonl"], "--report-sequences")])
+def test_cli_categorical_apply_refuses_the_many_sequence_options(dataset, tmp_path, run, capsys, extra, message):
+    args = ["apply", str(dataset / "many.csv"), "--column", "x", "--categorical", "--private", "3", "--eps", "1",
+            "--out", str(tmp_path / "o.csv"), "--report", str(tmp_path / "r.json"), "--quiet"]
+    assert run(args + extra) == 2
+    err = capsys.readouterr().err
+    assert message in err and "categorical" in err and "Traceback" not in err
+    assert not (tmp_path / "o.csv").exists()
+
+
 def test_cli_apply_help_explains_the_new_options(run, capsys):
     assert run(["apply", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())

@@ -230,8 +230,11 @@ def cmd_kapply(args: argparse.Namespace) -> int:
     from redactopt.release.kapply import KAPPLY_METHODS, kapply_table
 
     refuse_given(args, ["alpha", "beta"], "applies to binary columns; a categorical column takes --transition")
-    refuse_given(args, ["private_column", "by", "chunk_rows"],
+    refuse_given(args, ["private_column", "by", "chunk_rows", "workers"],
                  "is not available for categorical columns (one sequence, --private positions)")
+    if getattr(args, "report_sequences", "auto") != "auto":
+        raise UsageError("--report-sequences is not available for categorical columns (one sequence: the report "
+                         "holds it)")
     if args.backend != "memory":
         raise UsageError("--backend dask is not available for categorical columns")
     if args.method not in KAPPLY_METHODS:
