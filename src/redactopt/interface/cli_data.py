@@ -25,6 +25,7 @@ from redactopt.interface.options import (
 )
 from redactopt.interface.progress import Bars, progress_enabled
 from redactopt.io import STDIO, stdin_as_file
+from redactopt.model.classes import parse_range
 
 __all__ = ["add_fit_parser", "add_apply_parser"]
 
@@ -129,8 +130,15 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
                      help="1-based positions and ranges in the sequence, e.g. 5000,5010-5020")
     grp.add_argument("--private-column", metavar="NAME", help="a 0/1 column flagging the private rows")
     ap.add_argument("--eps", type=float, required=True, help="privacy budget per private record (nats, > 0)")
-    ap.add_argument("--alpha", type=float, default=None, help="P(0->1); fitted from the data if omitted")
-    ap.add_argument("--beta", type=float, default=None, help="P(1->0); fitted from the data if omitted")
+    ap.add_argument("--alpha", default=None, metavar="A|LO:HI",
+                    help="P(0->1); fitted from the data if omitted. LO:HI (with --beta, a number or LO:HI): "
+                         "private for every chain of the box")
+    ap.add_argument("--beta", default=None, metavar="B|LO:HI", help="P(1->0); fitted from the data if omitted")
+    ap.add_argument("--robust", type=float, default=None, metavar="LEVEL",
+                    help="fit the chain and make the release private for every chain of the box of its "
+                         "confidence intervals, each at level 1-(1-LEVEL)/2 so that the box covers the true "
+                         "chain with probability >= LEVEL (e.g. 0.95); the report records the box, the worst "
+                         "leakage over it and what robustness costs. Not with --alpha/--beta")
     ap.add_argument("--method", choices=list(JOINT_METHODS), default="auto",
                     help="auto (default: best of joint DIM windows and per-record designs, then an exact local "
                          "improvement) or a design method applied per private record and combined by the "
@@ -178,7 +186,7 @@ def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:
     fit = rep["chain"].get("fit") or {}
     return {
         "output": rep["output"], "rows": rep["rows"], "redacted": rep["utility"]["redacted"],
-        "chain": {k: rep["chain"][k] for k in ("alpha", "beta", "source")},
+        "chain": {k: rep["chain"][k] for k in ("alpha", "beta", "source", "class", "robustness") if k in rep["chain"]},
         "eps": rep["eps"], "method": rep["method"],
         "leakage": {"max": rep["leakage"]["max"], "private_records": rep["leakage"]["private_records"]},
         "utility": {k: rep["utility"][k] for k in ("expected", "realised")},
@@ -194,11 +202,22 @@ def _summary_text(s: dict[str, Any]) -> str:
     lines = [
         f"wrote     : {s['output']}  ({s['rows']} rows, {s['redacted']} redacted)",
         f"chain     : alpha={s['chain']['alpha']:.6g}  beta={s['chain']['beta']:.6g}  ({s['chain']['source']})",
+    ]
+    box = s["chain"].get("class")
+    if box is not None:
+        (alo, ahi), (blo, bhi) = box["alpha"], box["beta"]
+        lines.append(f"class     : alpha in [{alo:.6g}, {ahi:.6g}], beta in [{blo:.6g}, {bhi:.6g}]  "
+                     "(private for every chain of the box)")
+    lines += [
         f"eps       : {s['eps']:g}   method: {s['method']}",
         f"leakage   : {s['leakage']['max']:.10g}  (exact, worst over {s['leakage']['private_records']} "
-        "private record(s))",
+        "private record(s)" + (" and every chain of the box)" if box is not None else ")"),
         f"utility   : expected {s['utility']['expected']:.6g}  realised {s['utility']['realised']:.6g}",
     ]
+    rob = s["chain"].get("robustness")
+    if rob:
+        lines.append(f"robustness: {rob['expected_redacted_robust']:.6g} expected redacted records against "
+                     f"{rob['expected_redacted_point']:.6g} for the point design (both at the nominal chain)")
     if s["sequences_count"] > 1:  # many sequences: how many designs they share
         d = s["designs"]
         lines.append(f"designs   : {d['shapes']} distinct for {d['groups']} group(s) of private records in "
@@ -211,6 +230,14 @@ def _summary_text(s: dict[str, Any]) -> str:
     if s["report"]:
         lines.append(f"report    : {s['report']}" + (f"  (sequences: {s['sequences_file']})" if s["sequences_file"] else ""))
     return "\n".join(lines)
+
+
+def _point_or_range(text: str | None, name: str) -> float | tuple[float, float] | None:
+    """``--alpha``/``--beta`` of apply: a number, or ``LO:HI`` for a box of chains (issue 14)."""
+    if text is None:
+        return None
+    lo, hi = parse_range(text, name)
+    return lo if lo == hi else (lo, hi)
 
 
 def _cmd_apply(args: argparse.Namespace) -> int:
@@ -227,10 +254,14 @@ def _cmd_apply(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
     private = parse_positions(args.private) if args.private is not None else None
+    if args.robust is not None and (args.alpha is not None or args.beta is not None):
+        raise UsageError("--robust fits the box from the data: give it without --alpha/--beta "
+                         "(or give the box itself as --alpha LO:HI --beta LO:HI)")
     kwargs = dict(column=args.column, eps=args.eps, private=private, private_column=args.private_column,
-                  by=args.by, alpha=args.alpha, beta=args.beta, method=args.method, seed=args.seed,
+                  by=args.by, alpha=_point_or_range(args.alpha, "--alpha"),
+                  beta=_point_or_range(args.beta, "--beta"), method=args.method, seed=args.seed,
                   report=args.report, force=args.force, time_limit=args.time_limit,
-                  report_sequences=args.report_sequences)
+                  report_sequences=args.report_sequences, robust=args.robust)
     try:
         if args.backend == "dask":
             from redactopt.release.dask_backend import apply_dask

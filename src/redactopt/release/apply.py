@@ -401,8 +401,8 @@ def apply_table(
     private: list[int] | None = None,
     private_column: str | None = None,
     by: str | None = None,
-    alpha: float | None = None,
-    beta: float | None = None,
+    alpha: float | tuple[float, float] | None = None,
+    beta: float | tuple[float, float] | None = None,
     method: str = "auto",
     seed: int | None = None,
     report: str | os.PathLike[str] | None = None,
@@ -413,6 +413,7 @@ def apply_table(
     workers: int | None = None,
     cache: DesignCache | None = None,
     report_sequences: str = "auto",
+    robust: float | None = None,
 ) -> dict[str, Any]:
     """Design, draw and write a redacted copy of a table; returns the report (see
     :func:`redactopt.release.report.build_report`).
@@ -435,8 +436,9 @@ def apply_table(
         A 0/1 column flagging private rows (any number of sequences).
     by : str, optional
         Column naming the sequence of each row; each sequence is a chain of its own.
-    alpha, beta : float, optional
-        The chain; fitted from the data when omitted.
+    alpha, beta : float or (float, float), optional
+        The chain; fitted from the data when omitted.  Ranges ``(lo, hi)`` make the release
+        private for every chain of the box (issue 14, :class:`~redactopt.model.classes.ChainClass`).
     method : str
         ``"auto"`` or a :func:`redactopt.engine.design.design` method, see
         :func:`redactopt.engine.joint.design_joint`.
@@ -461,6 +463,12 @@ def apply_table(
         Where the per-sequence rows of the report go (:data:`redactopt.release.report.SEQUENCE_FORMATS`):
         ``"auto"`` puts them in the report up to 20 designed sequences (each with its
         mechanism) and in a Parquet file beside the report beyond.
+    robust : float, optional
+        A confidence level (e.g. 0.95): fit the chain and make the release private for
+        every chain of the box of its intervals (each at level ``1 - (1 - robust)/2``, so
+        the box covers the true chain with probability at least ``robust``); the report
+        records the box, the worst-case leakage and what robustness costs
+        (:func:`redactopt.release.plan.plan_release`).
     """
     src, dst, rep_path = check_release_paths(source, dest, report, private=private,
                                              private_column=private_column, by=by, force=force,
@@ -471,7 +479,7 @@ def apply_table(
         if by is not None:  # many sequences: designs in worker processes, whose start overlaps the scan
             warm_pool(workers)
         design = dict(eps=eps, private=private, alpha=alpha, beta=beta, method=method, time_limit=time_limit,
-                      cache=cache, workers=workers)
+                      cache=cache, workers=workers, robust=robust)
         binary: tuple[str, ...] = ()
         known = alpha is not None and private is not None  # the design needs only the number of rows
         if known and reader.num_rows is not None:

@@ -152,8 +152,8 @@ def apply_dask(
     private: list[int] | None = None,
     private_column: str | None = None,
     by: str | None = None,
-    alpha: float | None = None,
-    beta: float | None = None,
+    alpha: float | tuple[float, float] | None = None,
+    beta: float | tuple[float, float] | None = None,
     method: str = "auto",
     seed: int | None = None,
     report: str | os.PathLike[str] | None = None,
@@ -161,6 +161,7 @@ def apply_dask(
     time_limit: float = 60.0,
     cache: DesignCache | None = None,
     report_sequences: str = "auto",
+    robust: float | None = None,
 ) -> dict[str, Any]:
     """:func:`redactopt.release.apply.apply_table` for a CSV or Parquet dataset, computed with Dask.
 
@@ -192,7 +193,7 @@ def apply_dask(
     k = len(state.ids)
     ends = [np.pad(e, (0, k - e.shape[0])) for e in ends]
     spans = [Span(ends[i - 1] if i else np.zeros(k, dtype=np.int64), ends[i]) for i in range(len(parts))]
-    plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method,
+    plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method, robust=robust,
                         time_limit=time_limit, cache=cache,
                         map_designs=lambda fn, args: list(dask.compute(*[dask.delayed(fn)(*a) for a in args])))
     bits = bit_source(seed)

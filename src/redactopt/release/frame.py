@@ -48,8 +48,8 @@ def apply_frame(
     private: list[int] | None = None,
     private_column: str | None = None,
     by: str | None = None,
-    alpha: float | None = None,
-    beta: float | None = None,
+    alpha: float | tuple[float, float] | None = None,
+    beta: float | tuple[float, float] | None = None,
     method: str = "auto",
     seed: int | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
@@ -57,6 +57,7 @@ def apply_frame(
     workers: int | None = None,
     cache: DesignCache | None = None,
     report_sequences: str = "auto",
+    robust: float | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Design, draw and redact a table in memory; returns ``(released, report)``.
 
@@ -88,7 +89,7 @@ def apply_frame(
     table = data.to_arrow() if polars else data
     reader = MemoryReader(table, chunk_rows=chunk_rows)
     state, _ = scan(reader, column=column, by=by, private_column=private_column)
-    plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method,
+    plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method, robust=robust,
                         time_limit=time_limit, workers=workers, cache=cache)
     bits = bit_source(seed)
     redactor = Redactor(plan, bits)

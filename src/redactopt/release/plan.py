@@ -58,6 +58,7 @@ from redactopt.engine.joint import JOINT_METHODS, bound_tables, region_bound, se
 from redactopt.judge.audit import as_sparse
 from redactopt.judge.certify import DesignResult, RegionCertificate, SparseDesign, SparseRows
 from redactopt.model.chain import MarkovChain
+from redactopt.model.classes import ChainClass
 from redactopt.release.data import ScanState, sequence_key
 from redactopt.release.fit import fit_counts
 
@@ -506,6 +507,7 @@ class ReleasePlan:
     leak_max: np.ndarray
     upper_bound: np.ndarray
     info: dict = field(default_factory=dict)
+    chain_class: ChainClass | None = None
 
     @property
     def n(self) -> np.ndarray:
@@ -569,13 +571,43 @@ class ReleasePlan:
         return np.flatnonzero(np.diff(self.g_ptr) > 0)
 
 
-def _check_design_args(eps: float, method: str, alpha: float | None, beta: float | None) -> float:
+def _check_design_args(eps: float, method: str, alpha: object, beta: object, robust: float | None) -> float:
     eps = check_eps(eps)
     if method not in JOINT_METHODS:
         raise ValueError(f"method must be one of {', '.join(JOINT_METHODS)}, got {method!r}")
     if (alpha is None) != (beta is None):
         raise ValueError("give both --alpha and --beta, or neither (then they are fitted)")
+    if robust is not None:
+        if alpha is not None:
+            raise ValueError("--robust fits the box from the data: give it without --alpha/--beta "
+                             "(or give the box itself as --alpha LO:HI --beta LO:HI)")
+        if not (isinstance(robust, (int, float)) and 0.0 < float(robust) < 1.0):
+            raise ValueError(f"--robust must be a confidence level in (0, 1), e.g. 0.95, got {robust!r}")
     return eps
+
+
+def _as_range(value: object, name: str) -> tuple[float, float]:
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise ValueError(f"--{name} range must be (lo, hi), got {value!r}")
+        lo, hi = (check_probability_open(v, name) for v in value)
+    else:
+        lo = hi = check_probability_open(value, name)
+    if lo > hi:
+        raise ValueError(f"--{name} range {lo}:{hi} has lo > hi")
+    return lo, hi
+
+
+def robust_box(fit: Any, robust: float) -> ChainClass:
+    r"""The box of chains a fit cannot exclude: ``fit``'s intervals, which ``plan_release`` computes at
+    level :math:`1-(1-	ext{robust})/2` each, so that by Bonferroni's inequality the box holds the
+    true (alpha, beta) with probability at least ``robust``; the fitted chain is its nominal point."""
+    (alo, ahi), (blo, bhi) = fit.alpha_ci, fit.beta_ci
+    for name, lo, hi in (("alpha", alo, ahi), ("beta", blo, bhi)):
+        if not (0.0 < lo and hi < 1.0):
+            raise ValueError(f"--robust: the {name} interval [{lo:.6g}, {hi:.6g}] reaches 0 or 1 (too few "
+                             f"transitions to bound {name} away from it); give the box as --alpha LO:HI --beta LO:HI")
+    return ChainClass.box((alo, ahi), (blo, bhi), nominal=fit.chain)
 
 
 def plan_release(
@@ -583,14 +615,15 @@ def plan_release(
     *,
     eps: float,
     private: list[int] | None = None,
-    alpha: float | None = None,
-    beta: float | None = None,
+    alpha: float | tuple[float, float] | None = None,
+    beta: float | tuple[float, float] | None = None,
     method: str = "auto",
     time_limit: float = 60.0,
     confidence: float = 0.95,
     map_designs: MapDesigns | None = None,
     cache: DesignCache | None = None,
     workers: int | None = None,
+    robust: float | None = None,
 ) -> ReleasePlan:
     """Fit (unless alpha and beta are given) and place a verified design around every group of private records.
 
@@ -601,16 +634,34 @@ def plan_release(
     (the Dask back-end passes its own) or else a process pool of ``workers`` processes
     (default: every core; 1 computes here).  The plan does not depend on where or in what
     order the designs are computed.
+
+    A class of chains (issue 14) instead of one: ``alpha``/``beta`` as ``(lo, hi)`` ranges
+    (a number is a degenerate range), or ``robust=LEVEL``: the box of the fit's intervals,
+    each at level ``1 - (1 - LEVEL)/2`` so that the box covers the true chain with
+    probability at least ``LEVEL`` (:func:`robust_box`).  Every design is then private for
+    every chain of the box (verified exactly at its deciding chains, ``docs/mathematics.md``
+    §7b); the plan's ``chain`` stays the point estimate (or the box's nominal chain) and
+    ``chain_class`` holds the box.
     """
-    eps = _check_design_args(eps, method, alpha, beta)
+    eps = _check_design_args(eps, method, alpha, beta, robust)
     if state.rows == 0:
         raise ValueError("the input has no data rows")
     fit = None
+    box: ChainClass | None = None
     if alpha is None:
-        fit = fit_counts(state.counts(), confidence=confidence)
+        level = confidence if robust is None else 1.0 - (1.0 - float(robust)) / 2.0
+        fit = fit_counts(state.counts(), confidence=level)
         chain = fit.chain
+        if robust is not None:
+            box = robust_box(fit, float(robust))
+    elif isinstance(alpha, (tuple, list)) or isinstance(beta, (tuple, list)):
+        box = ChainClass.box(_as_range(alpha, "alpha"), _as_range(beta, "beta"))
+        chain = box.nominal
+        if box.alpha[0] == box.alpha[1] and box.beta[0] == box.beta[1]:  # a point: the point chain
+            box = None
     else:
         chain = MarkovChain(check_probability_open(alpha, "alpha"), check_probability_open(beta, "beta"))
+    design_chain: MarkovChain | ChainClass = chain if box is None else box
     if private is not None:
         if len(state.ids) != 1:
             raise ValueError("--private positions need a single sequence; with --by use --private-column")
@@ -618,7 +669,7 @@ def plan_release(
         bad = [p + 1 for p in private if p >= n0]
         if bad:
             raise ValueError(f"--private: position {bad[0]} is outside the sequence (positions 1..{n0})")
-    start = far_start(chain, eps)
+    start = far_start(design_chain, eps)
     if private is not None:
         groups = {0: _initial_groups(sorted(set(private)), start)} if private else {}
     else:
@@ -628,11 +679,23 @@ def plan_release(
     cache = DesignCache() if cache is None else cache
     before = (cache.computed, cache.reflected, cache.hits)
     t0 = time.perf_counter()
+    initial = {c: list(g) for c, g in groups.items()} if box is not None else None
     with pool_map(workers) as pool:
         designs = _Designs(cache, map_designs or pool)
-        groups, choice_of = _place_all(chain, eps, method, time_limit, groups, state.n, designs)
+        groups, choice_of = _place_all(design_chain, eps, method, time_limit, groups, state.n, designs)
+        if initial is not None:  # the point design too: what robustness costs
+            point_groups, point_choice = _place_all(chain, eps, method, time_limit, initial, state.n, designs)
     seconds = time.perf_counter() - t0
     plan = _assemble(chain, fit, eps, method, state, groups, choice_of, seconds)
+    plan.chain_class = box
+    if initial is not None:
+        pi = chain.stationary
+        plan.info["robustness"] = {
+            "nominal": {"alpha": chain.alpha, "beta": chain.beta},
+            "level": None if robust is None else float(robust),
+            "expected_redacted_robust": _mass_at(groups, choice_of, pi),
+            "expected_redacted_point": _mass_at(point_groups, point_choice, pi),
+        }
     # shapes: distinct designs used; computed: designs run for them (the rest were mirror images or
     # already in a shared cache); reused: groups placed with a design another group uses too
     plan.info["designs"] = {"shapes": len(plan.shapes), "computed": cache.computed - before[0],
@@ -640,6 +703,16 @@ def plan_release(
                             "reused": len(plan.choices) - len(plan.shapes), "cache_hits": cache.hits - before[2],
                             "rounds": designs.rounds, "shared": cache.share}
     return plan
+
+
+def _mass_at(groups: dict[int, list[tuple[int, ...]]], choice_of: "ChoiceOf", pi: np.ndarray) -> float:
+    """Expected redacted records of placed designs when the records follow the stationary law ``pi``."""
+    total = 0.0
+    for c, gs in groups.items():
+        for g in gs:
+            ch = choice_of(c, g)
+            total += sum(float((b @ pi).sum()) for b in ch.shape.design.redact_prob.blocks) + sum(ch.wipe)
+    return total
 
 
 def _request(group: tuple[int, ...], n: int) -> tuple[tuple[int, ...], int, int]:
@@ -669,7 +742,7 @@ def _scan_groups(codes: np.ndarray, pos: np.ndarray, gap: int) -> dict[int, list
     return out
 
 
-def _place_all(chain: MarkovChain, eps: float, method: str, time_limit: float,
+def _place_all(chain: MarkovChain | ChainClass, eps: float, method: str, time_limit: float,
                groups: dict[int, list[tuple[int, ...]]], n: np.ndarray,
                designs: _Designs) -> tuple[dict[int, list[tuple[int, ...]]], ChoiceOf]:
     """Every sequence's groups and their placed designs, from its initial groups (runs of private

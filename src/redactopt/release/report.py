@@ -108,6 +108,8 @@ def _sequence_mechanism(plan: ReleasePlan, c: int) -> dict[str, Any]:
     n = int(plan.n[c])
     d = mechanism_to_dict(plan.chain, plan.sparse_rows(c), private=plan.private_of(c), eps=plan.eps,
                           method=plan.method, utility=1.0 - float(plan.mass[c]) / n, leakage=max(per))
+    if plan.chain_class is not None:  # designed and verified for every chain of the class: audited for it
+        d["chain_class"] = plan.chain_class.to_dict()
     d["certificate"] = _certificate(plan, c)
     return d
 
@@ -159,6 +161,13 @@ def build_report(plan: ReleasePlan, *, redacted: np.ndarray, source: BitSource, 
                                "source": "fitted" if plan.fit is not None else "given"}
     if plan.fit is not None:
         chain_d["fit"] = plan.fit.to_dict()
+    if plan.chain_class is not None:
+        # the designs are private for every chain of the box (leakage below: the worst over it);
+        # robustness: expected redacted records of this release and of the point design, both
+        # at the nominal chain
+        chain_d["class"] = plan.chain_class.to_dict()
+        chain_d["deciding"] = [{"alpha": c.alpha, "beta": c.beta} for c in plan.chain_class.deciding()]
+        chain_d["robustness"] = dict(plan.info.get("robustness", {}))
     total = int(plan.n.sum())
     red = int(redacted.sum())
     designed = plan.designed()
