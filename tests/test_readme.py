@@ -68,7 +68,7 @@ def _blocks_with(needle: str) -> list[list[tuple[str, list[str]]]]:
 
 @pytest.mark.parametrize("needle", ["redactopt datasets path occupancy", "redactopt design --n 10 --eps 1",
                                     "redactopt audit --method 3r --n 10 --eps 0.5", "redactopt design --transition",
-                                    "--by sid --private-column"])
+                                    "--by sid --private-column", "--robust 0.95"])
 def test_readme_console_blocks_run_verbatim(tmp_path, needle):
     blocks = _blocks_with(needle)
     assert blocks, f"no console block runs {needle!r}"
@@ -80,4 +80,5 @@ def test_readme_console_blocks_run_verbatim(tmp_path, needle):
             assert _matches(expected, actual), f"{cmd}\n--- README\n" + "\n".join(expected) + \
                 "\n--- printed\n" + "\n".join(actual)
     assert sorted(p.name for p in tmp_path.iterdir()) in (
-        [], ["released.csv", "report.json"], ["many.csv", "out.csv", "rep.json", "rep.sequences.parquet"])
+        [], ["released.csv", "report.json"], ["robust.csv", "robust.json"],
+        ["released.csv", "report.json", "robust.csv", "robust.json"], ["many.csv", "out.csv", "rep.json", "rep.sequences.parquet"])
