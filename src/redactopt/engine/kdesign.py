@@ -24,14 +24,13 @@ from typing import Literal
 
 import numpy as np
 
-from redactopt._search import bisect_boundary
 from redactopt._validate import check_real
 from redactopt.errors import BoundError
-from redactopt.judge.certify import snap
+from redactopt.engine.ladder import Rules, run_ladder
 from redactopt.judge.kcertify import KDesignResult, kfinalize, ksafe_budget, kverify
 from redactopt.judge.kleakage import check_kmechanism, kutility
 from redactopt.judge.klemma2 import klemma2_upper_bound, kpublishable
-from redactopt.judge.tolerances import SNAP_TOL, UTILITY_ATOL
+from redactopt.judge.tolerances import UTILITY_ATOL
 from redactopt.model.kchain import KChain
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.kdim import check_kproblem
@@ -107,13 +106,6 @@ def _binary_candidate(chain: KChain, n: int, *, eps: float, p: int, time_limit: 
 # --------------------------------------------------------------------------
 # the repair ladder
 # --------------------------------------------------------------------------
-def _variants(q: np.ndarray) -> list[np.ndarray]:
-    """The snapped proposal, then the proposal snapped toward redaction only (never leaks more)."""
-    up = np.array(q, dtype=float)
-    up[up > 1.0 - SNAP_TOL] = 1.0
-    return [snap(q), np.clip(up, 0.0, 1.0)]
-
-
 def _lemma2_closed(chain: KChain, q: np.ndarray, p: int, eps: float) -> np.ndarray:
     """Close every value Lemma 2 forbids (a proof: no eps-private mechanism publishes it)."""
     q = q.copy()
@@ -125,84 +117,15 @@ def _lemma2_closed(chain: KChain, q: np.ndarray, p: int, eps: float) -> np.ndarr
     return q
 
 
-def _pushed(chain: KChain, q: np.ndarray, p: int, eps: float) -> np.ndarray | None:
-    """Push the partly published entries toward 1 (``q + θ(1 - q)``) just far enough to verify."""
-    partial = (q > 0.0) & (q < 1.0)
-    if not partial.any():
-        return None
-
-    def at(theta: float) -> np.ndarray:
-        return np.where(partial, q + theta * (1.0 - q), q)
-
-    def ok(theta: float) -> bool:
-        return kverify(chain, at(theta), (p,), eps)[1]
-
-    if not ok(1.0):
-        return None
-    return at(bisect_boundary(ok, 1.0, 0.0, steps=40))
-
-
-def _closed(chain: KChain, q: np.ndarray, p: int, eps: float) -> np.ndarray:
-    """Close the partly published values the witness output shows nearest to ``p``, until it verifies."""
-    q = q.copy()
-    for _ in range(q.size):
-        res, ok = kverify(chain, q, (p,), eps)
-        if ok:
-            return q
-        w = res.witness
-        left = np.flatnonzero(w[:p] >= 0)
-        right = np.flatnonzero(w[p + 1 :] >= 0)
-        shown = ([int(left[-1])] if left.size else []) + ([p + 1 + int(right[0])] if right.size else [])
-        changed = False
-        for t in shown:
-            v = int(w[t])
-            if 0.0 < q[t, v] < 1.0:
-                q[t, v] = 1.0
-                changed = True
-        if not changed:
-            break
-    return q
-
-
 def kjudge_candidate(chain: KChain, cand: Candidate, *, eps: float,
                      p: int) -> tuple[np.ndarray | None, float, dict, list[str]]:
-    """The best exactly verified proposal of a candidate after the repair ladder.
-
-    Every proposal (the candidate's, then its fallbacks) is tried snapped, then snapped toward
-    redaction; one that fails is repaired by closing Lemma 2's values, pushing its partly
-    published values toward redaction (bisection) and closing the values its witness shows.
-    Returns the winner (``None`` if nothing verified), its utility, what was done and why
-    proposals were refused.
-    """
-    best: tuple[np.ndarray | None, float, dict] = (None, -1.0, {})
-    refused: list[str] = []
-    for i, raw in enumerate((cand.redact_prob, *cand.fallbacks)):
-        variants = [check_kmechanism(chain, v, (p,))[0] for v in _variants(np.asarray(raw, dtype=float))]
-        repaired: list[tuple[np.ndarray, dict]] = []
-        for label, q in zip(("snapped", "snapped toward redaction"), variants):
-            res, ok = kverify(chain, q, (p,), eps)
-            if ok:
-                repaired = [(q, dict(cand.proposal_info(i), proposal=i,
-                                     repair=None if label == "snapped" else label))]
-                break
-            refused.append(f"{cand.solver} proposal {i} ({label}): exact leakage {res.leakage:.12g} > eps={eps:.12g}")
-        if not repaired:
-            base = _lemma2_closed(chain, variants[1], p, eps)
-            if kverify(chain, base, (p,), eps)[1]:
-                repaired.append((base, dict(cand.proposal_info(i), proposal=i, repair="Lemma 2 values closed")))
-            pushed = _pushed(chain, base, p, eps)
-            if pushed is not None:
-                repaired.append((pushed, dict(cand.proposal_info(i), proposal=i, repair="pushed toward redaction")))
-            closed: np.ndarray | None = _closed(chain, base, p, eps)
-            if not kverify(chain, closed, (p,), eps)[1]:
-                closed = _pushed(chain, closed, p, eps)
-            if closed is not None:
-                repaired.append((closed, dict(cand.proposal_info(i), proposal=i, repair="witness values closed")))
-        for q, why in repaired:
-            u = kutility(chain, q)
-            if u > best[1]:
-                best = (q, u, why)
-    return best[0], best[1], best[2], refused
+    """The best exactly verified proposal of a candidate: the binary path's repair ladder
+    (:func:`redactopt.engine.ladder.run_ladder`) with the k-state exact check, Lemma 2 and utility."""
+    rules = Rules(verify=lambda q: kverify(chain, q, (p,), eps),
+                  check=lambda q: check_kmechanism(chain, q, (p,))[0],
+                  lemma2_closed=lambda q: _lemma2_closed(chain, q, p, eps),
+                  utility=lambda q: kutility(chain, q))
+    return run_ladder(rules, cand, eps=eps, p=p)
 
 
 # --------------------------------------------------------------------------

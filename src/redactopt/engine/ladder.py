@@ -9,6 +9,10 @@ leakage.  Verdicts are :func:`redactopt.judge.certify.verify`'s (exact near the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from redactopt._search import bisect_boundary
@@ -19,7 +23,7 @@ from redactopt.judge.tolerances import SNAP_TOL
 from redactopt.model.chain import MarkovChain
 from redactopt.solvers.base import Candidate
 
-__all__ = ["judge_candidate"]
+__all__ = ["Rules", "judge_candidate", "run_ladder"]
 
 
 def _variants(q: np.ndarray) -> list[np.ndarray]:
@@ -35,7 +39,24 @@ def _variants(q: np.ndarray) -> list[np.ndarray]:
     return [snap(q), np.clip(up, 0.0, 1.0)]
 
 
-def _pushed(chain: MarkovChain, q: np.ndarray, p: tuple[int, ...], eps: float) -> np.ndarray | None:
+@dataclass(frozen=True)
+class Rules:
+    """What the ladder needs of a chain model, with the chain, ``eps`` and ``p`` bound.
+
+    ``verify(q)`` is the exact check (``(result, passed)``, the result carrying a
+    ``witness`` and a ``leakage``); ``check(q)`` validates a proposal; ``lemma2_closed(q)``
+    closes the values Lemma 2 forbids; ``utility(q)`` is the expected published fraction.
+    The binary chain (:func:`judge_candidate`) and the k-state chain
+    (:func:`redactopt.engine.kdesign.kjudge_candidate`) run the same ladder with their own.
+    """
+
+    verify: Callable[[np.ndarray], tuple[Any, bool]]
+    check: Callable[[np.ndarray], np.ndarray]
+    lemma2_closed: Callable[[np.ndarray], np.ndarray]
+    utility: Callable[[np.ndarray], float]
+
+
+def _pushed(rules: Rules, q: np.ndarray) -> np.ndarray | None:
     """Repair: push the partly published entries toward 1 just far enough to verify exactly.
 
     ``q + θ(1 - q)`` on the entries strictly between 0 and 1; leakage is non-increasing in
@@ -50,7 +71,7 @@ def _pushed(chain: MarkovChain, q: np.ndarray, p: tuple[int, ...], eps: float) -
         return np.where(partial, q + theta * (1.0 - q), q)
 
     def ok(theta: float) -> bool:
-        return verify(chain, at(theta), p, eps)[1]
+        return rules.verify(at(theta))[1]
 
     if not ok(1.0):
         return None
@@ -75,7 +96,7 @@ def _lemma2_closed(chain: MarkovChain, q: np.ndarray, p: int, eps: float) -> np.
     return q
 
 
-def _closed(chain: MarkovChain, q: np.ndarray, p: tuple[int, ...], eps: float) -> np.ndarray:
+def _closed(rules: Rules, q: np.ndarray, p: int) -> np.ndarray:
     """Repair: close the published values the witness output shows, until it verifies exactly.
 
     A partly published value whose own pattern leaks (say, ``v`` at distance 1 with
@@ -87,13 +108,13 @@ def _closed(chain: MarkovChain, q: np.ndarray, p: tuple[int, ...], eps: float) -
     """
     q = q.copy()
     for _ in range(q.size):
-        res, ok = verify(chain, q, p, eps)
+        res, ok = rules.verify(q)
         if ok:
             return q
-        w, pp = res.witness, res.p
-        left = np.flatnonzero(w[:pp] >= 0)
-        right = np.flatnonzero(w[pp + 1 :] >= 0)
-        shown = ([int(left[-1])] if left.size else []) + ([pp + 1 + int(right[0])] if right.size else [])
+        w = res.witness
+        left = np.flatnonzero(w[:p] >= 0)
+        right = np.flatnonzero(w[p + 1 :] >= 0)
+        shown = ([int(left[-1])] if left.size else []) + ([p + 1 + int(right[0])] if right.size else [])
         changed = False
         for t in shown:
             v = int(w[t])
@@ -107,22 +128,34 @@ def _closed(chain: MarkovChain, q: np.ndarray, p: tuple[int, ...], eps: float) -
 
 def judge_candidate(chain: MarkovChain, cand: Candidate, *, eps: float,
                     p: int) -> tuple[np.ndarray | None, float, dict, list[str]]:
+    """The single repair and fallback ladder (:func:`run_ladder`) for the binary chain."""
+    rules = Rules(verify=lambda q: verify(chain, q, (p,), eps),
+                  check=lambda q: check_mechanism(q, (p,))[0],
+                  lemma2_closed=lambda q: _lemma2_closed(chain, q, p, eps),
+                  utility=lambda q: utility(chain, q))
+    return run_ladder(rules, cand, eps=eps, p=p)
+
+
+def run_ladder(rules: Rules, cand: Candidate, *, eps: float,
+               p: int) -> tuple[np.ndarray | None, float, dict, list[str]]:
     """The single repair and fallback ladder: the best exactly verified proposal of a candidate.
 
     Every proposal (the candidate's, then its fallbacks) is tried snapped, then snapped
-    toward privacy only (:func:`_variants`), then repaired by pushing its partly published
-    values toward redaction (:func:`_pushed`); the verified proposal of largest utility
-    wins.  Returns it (``None`` if nothing verified), its utility, what was done to it, and
-    the reasons proposals were refused.  :func:`design` packages the winner through
+    toward privacy only (:func:`_variants`); one that fails both is repaired by closing
+    the values Lemma 2 forbids, then by pushing its partly published values toward
+    redaction (:func:`_pushed`) and by closing the values its witness shows
+    (:func:`_closed`); the verified proposal of largest utility wins.  Returns it (``None``
+    if nothing verified), its utility, what was done to it, and the reasons proposals were
+    refused.  :func:`design` packages the winner through
     :func:`~redactopt.judge.certify.finalize`, which verifies it once more.
     """
     best: tuple[np.ndarray | None, float, dict] = (None, -1.0, {})
     refused: list[str] = []
     for k, raw in enumerate((cand.redact_prob, *cand.fallbacks)):
-        variants = [check_mechanism(v, (p,))[0] for v in _variants(np.asarray(raw, dtype=float))]
+        variants = [rules.check(v) for v in _variants(np.asarray(raw, dtype=float))]
         accepted, how = None, {}
         for label, q in zip(("snapped", "snapped toward redaction"), variants):
-            res, ok = verify(chain, q, (p,), eps)
+            res, ok = rules.verify(q)
             if ok:
                 accepted, how = q, dict(cand.proposal_info(k), proposal=k,
                                         repair=None if label == "snapped" else label)
@@ -132,22 +165,20 @@ def judge_candidate(chain: MarkovChain, cand: Candidate, *, eps: float,
             repaired = [(accepted, how)]
         else:
             repaired = []
-            base = _lemma2_closed(chain, variants[1], p, eps)
-            if verify(chain, base, (p,), eps)[1]:
+            base = rules.lemma2_closed(variants[1])
+            if rules.verify(base)[1]:
                 repaired.append((base, dict(cand.proposal_info(k), proposal=k, repair="Lemma 2 values closed")))
-            pushed = _pushed(chain, base, (p,), eps)
+            pushed = _pushed(rules, base)
             if pushed is not None:
                 repaired.append((pushed, dict(cand.proposal_info(k), proposal=k, repair="pushed toward redaction")))
-            closed: np.ndarray | None = _closed(chain, base, (p,), eps)
-            if not verify(chain, closed, (p,), eps)[1]:
-                closed = _pushed(chain, closed, (p,), eps)
+            closed: np.ndarray | None = _closed(rules, base, p)
+            if not rules.verify(closed)[1]:
+                closed = _pushed(rules, closed)
             if closed is not None:
                 repaired.append((closed, dict(cand.proposal_info(k), proposal=k,
                                               repair="witness values closed")))
         for q, why in repaired:
-            u = utility(chain, q)
+            u = rules.utility(q)
             if u > best[1]:
                 best = (q, u, why)
     return best[0], best[1], best[2], refused
-
-

@@ -23,13 +23,14 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Literal
 
-__all__ = ["ExactCertificate", "exact_leakage_ratio", "certify_exact", "n_step_ratio", "ratio_at_most_exp", "exp_bounds", "MAX_EXACT_N"]
+__all__ = ["ExactCertificate", "to_fraction", "exact_leakage_ratio", "certify_exact", "n_step_ratio", "ratio_at_most_exp", "exp_bounds", "MAX_EXACT_N"]
 
 #: Rational arithmetic grows with n; audits refuse longer mechanisms (the issue asks for n <= 12).
 MAX_EXACT_N = 64
 
 
-def _frac(x: object, name: str) -> Fraction:
+def to_fraction(x: object, name: str) -> Fraction:
+    """``x`` as an exact fraction (the double itself for floats); numbers only, finite."""
     if isinstance(x, bool):
         raise TypeError(f"{name} must be a number, got {x!r}")
     if isinstance(x, Fraction):
@@ -46,6 +47,8 @@ def _frac(x: object, name: str) -> Fraction:
         except (ValueError, ZeroDivisionError):
             raise ValueError(f"{name} must be a finite number, got {x!r}") from None
         return f
+    if hasattr(x, "item"):  # numpy scalar
+        return to_fraction(x.item(), name)
     raise TypeError(f"{name} must be a number, got {x!r}")
 
 
@@ -74,7 +77,7 @@ def exact_leakage_ratio(alpha: object, beta: object, redact_prob: list, p: int) 
     ``alpha``, ``beta`` and the entries of ``redact_prob`` may be ints, Fractions, Decimals,
     decimal strings or floats (a float is taken as its exact binary value).  ``p`` is 0-based.
     """
-    a, b = _frac(alpha, "alpha"), _frac(beta, "beta")
+    a, b = to_fraction(alpha, "alpha"), to_fraction(beta, "beta")
     for name, v in (("alpha", a), ("beta", b)):
         if not 0 < v < 1:
             raise ValueError(f"{name} must lie strictly between 0 and 1, got {v}")
@@ -82,7 +85,7 @@ def exact_leakage_ratio(alpha: object, beta: object, redact_prob: list, p: int) 
     for t, row in enumerate(redact_prob):
         if len(row) != 2:
             raise ValueError(f"redact_prob row {t} must have 2 entries, got {len(row)}")
-        r = (_frac(row[0], f"redact_prob[{t}][0]"), _frac(row[1], f"redact_prob[{t}][1]"))
+        r = (to_fraction(row[0], f"redact_prob[{t}][0]"), to_fraction(row[1], f"redact_prob[{t}][1]"))
         if not all(0 <= v <= 1 for v in r):
             raise ValueError(f"redact_prob row {t} entries must lie in [0, 1], got {[str(v) for v in r]}")
         rows.append(r)
@@ -136,7 +139,7 @@ class ExactCertificate:
 def certify_exact(alpha: object, beta: object, redact_prob: list, private: list[int], eps: object,
                   *, max_terms: int = 400) -> ExactCertificate:
     """Decide exactly whether the mechanism is ``eps``-private about every private record (0-based)."""
-    e = _frac(eps, "eps")
+    e = to_fraction(eps, "eps")
     if e <= 0:
         raise ValueError(f"eps must be > 0, got {eps}")
     if not private:
@@ -166,7 +169,7 @@ def n_step_ratio(alpha: object, beta: object, d: int, v: int) -> Fraction:
     Publishing ``v`` at distance ``d`` moves the odds of :math:`X_p=0` by this factor; its
     logarithm's absolute value is the pointwise influence (Definition 3).
     """
-    a, b = _frac(alpha, "alpha"), _frac(beta, "beta")
+    a, b = to_fraction(alpha, "alpha"), to_fraction(beta, "beta")
     if isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= MAX_EXACT_N or v not in (0, 1):
         raise ValueError(f"d must be an integer in 1..{MAX_EXACT_N} and v 0 or 1, got d={d!r}, v={v!r}")
     P = [[1 - a, a], [b, 1 - b]]
@@ -182,7 +185,7 @@ def n_step_ratio(alpha: object, beta: object, d: int, v: int) -> Fraction:
 
 def ratio_at_most_exp(ratio: Fraction, eps: object, *, max_terms: int = 400) -> bool | None:
     r"""Decide :math:`\text{ratio}\le e^{\epsilon}` exactly (``None``: undecided after ``max_terms``)."""
-    e = _frac(eps, "eps")
+    e = to_fraction(eps, "eps")
     if e < 0:
         raise ValueError(f"eps must be >= 0, got {e}")
     terms = max(8, int(2 * float(e)) + 8)

@@ -24,36 +24,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from decimal import Decimal
 from fractions import Fraction
 from typing import Literal
 
-from redactopt.judge.exact import MAX_EXACT_N, ratio_at_most_exp
+from redactopt.judge.exact import MAX_EXACT_N, ratio_at_most_exp, to_fraction
 from redactopt.model.kchain import KChain
 
 __all__ = ["KExactResult", "KExactCertificate", "exact_kleakage", "certify_kexact", "exact_kleakage_bruteforce",
            "exact_kn_step"]
-
-
-def _frac(x: object, name: str) -> Fraction:
-    if isinstance(x, bool):
-        raise TypeError(f"{name} must be a number, got {x!r}")
-    if isinstance(x, Fraction):
-        return x
-    if isinstance(x, int):
-        return Fraction(x)
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            raise ValueError(f"{name} must be finite, got {x!r}")
-        return Fraction(x)
-    if isinstance(x, (str, Decimal)):
-        try:
-            return Fraction(str(x))
-        except (ValueError, ZeroDivisionError):
-            raise ValueError(f"{name} must be a finite number, got {x!r}") from None
-    if hasattr(x, "item"):  # numpy scalar
-        return _frac(x.item(), name)
-    raise TypeError(f"{name} must be a number, got {x!r}")
 
 
 @dataclass(frozen=True)
@@ -90,7 +68,7 @@ def _rows(chain: KChain, redact_prob: object) -> list[list[Fraction]]:
         row = list(row)
         if len(row) != chain.k:
             raise ValueError(f"redact_prob row {t} must have {chain.k} entries, got {len(row)}")
-        r = [_frac(v, f"redact_prob[{t}][{x}]") for x, v in enumerate(row)]
+        r = [to_fraction(v, f"redact_prob[{t}][{x}]") for x, v in enumerate(row)]
         if not all(0 <= v <= 1 for v in r):
             raise ValueError(f"redact_prob row {t} entries must lie in [0, 1], got {[str(v) for v in r]}")
         rows.append(r)
@@ -185,7 +163,7 @@ def exact_kleakage(chain: KChain, redact_prob: object, p: int) -> KExactResult:
 def certify_kexact(chain: KChain, redact_prob: object, private: object, eps: object, *,
                    max_terms: int = 400) -> KExactCertificate:
     """Decide exactly whether the mechanism is ``eps``-private about every private record (0-based)."""
-    e = _frac(eps, "eps")
+    e = to_fraction(eps, "eps")
     if e <= 0:
         raise ValueError(f"eps must be > 0, got {eps}")
     priv = [private] if isinstance(private, int) else list(private)  # type: ignore[arg-type]
