@@ -211,6 +211,19 @@ def _check_private_rows(rows: SparseRows, priv: list[int], where: str) -> None:
                              f"got {row.tolist()}")
 
 
+def private_positions(d: dict, n: int, where: str) -> list[int]:
+    """Field ``private`` of a mechanism object (1-based positions in ``1..n``), 0-based."""
+    priv_raw = _require(d, "private", where)
+    if not isinstance(priv_raw, list) or not priv_raw:
+        raise ValueError(f"{where}: field 'private' must be a non-empty list of 1-based positions")
+    priv = []
+    for v in priv_raw:
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= n:
+            raise ValueError(f"{where}: field 'private' must hold positions in 1..{n}, got {v!r}")
+        priv.append(v - 1)
+    return priv
+
+
 def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
     """Validate and parse a mechanism object (``redactopt.mechanism/1`` or ``/2``); errors name the field."""
     if not isinstance(d, dict):
@@ -234,14 +247,7 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
             raise ValueError(f"{where}: field 'redact_prob': {exc}") from None
     else:
         q = _sparse_rows(d, n, where)
-    priv_raw = _require(d, "private", where)
-    if not isinstance(priv_raw, list) or not priv_raw:
-        raise ValueError(f"{where}: field 'private' must be a non-empty list of 1-based positions")
-    priv = []
-    for v in priv_raw:
-        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= n:
-            raise ValueError(f"{where}: field 'private' must hold positions in 1..{n}, got {v!r}")
-        priv.append(v - 1)
+    priv = private_positions(d, n, where)
     try:
         eps = check_eps(_require(d, "eps", where))
     except (TypeError, ValueError) as exc:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from redactopt._validate import check_eps
-from redactopt.io import _load_json, _require
+from redactopt.io import _load_json, _require, private_positions
 from redactopt.judge.kleakage import check_kmechanism
 from redactopt.model.kchain import KChain
 
@@ -143,14 +143,7 @@ def kmechanism_from_dict(d: object, where: str = "mechanism") -> KMechanismFile:
             raise ValueError(f"{where}: blocks[{i}].redact_prob must hold rows of {k} numbers (one per state)")
         q[s - 1 : s - 1 + len(rows)] = arr
         last = s - 1 + len(rows)
-    priv_raw = _require(d, "private", where)
-    if not isinstance(priv_raw, list) or not priv_raw:
-        raise ValueError(f"{where}: field 'private' must be a non-empty list of 1-based positions")
-    priv = []
-    for v in priv_raw:
-        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= n:
-            raise ValueError(f"{where}: field 'private' must hold positions in 1..{n}, got {v!r}")
-        priv.append(v - 1)
+    priv = private_positions(d, n, where)
     try:
         eps = check_eps(_require(d, "eps", where))
         q, privt = check_kmechanism(chain, q, priv)
