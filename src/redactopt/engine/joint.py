@@ -920,20 +920,29 @@ def _design_joint(chain: MarkovChain | ChainClass, n: int, *, eps: float, privat
     if not built:
         raise PrivacyCheckError("no candidate design: " + "; ".join(errors.values()))
     order = sorted(utilities, key=lambda k: -utilities[k])
-    best_name = order[0]
-    info: dict = {"candidates": utilities, "start": best_name}
+    info: dict = {"candidates": utilities, "start": order[0]}
     if errors:
         info["failed"] = errors
     bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)
-    tries: list[tuple[str, list[tuple[int, np.ndarray]]]] = []
+    tries: list[tuple[str, list[tuple[int, np.ndarray]]]] = [(k, built[k].parts()) for k in order]
     if improve:
-        improved = _Blocks(n, [(s, b.copy()) for s, b in built[best_name].parts()])
-        try:
-            info["improvement"] = improved.improve(chain, eps, priv)
-            tries.append(("improved " + best_name, improved.parts()))
-        except PrivacyCheckError as exc:
-            info["improvement"] = {"skipped": str(exc)}
-    tries += [(k, built[k].parts()) for k in order]
+        # the best candidate that improve_locally accepts as a start (one whose leakage sits
+        # within rounding of eps cannot be); the improved design goes before every candidate
+        # of lower utility
+        skipped = {}
+        for name in order:
+            blocks = _Blocks(n, [(s, b.copy()) for s, b in built[name].parts()])
+            try:
+                info["improvement"] = blocks.improve(chain, eps, priv)
+            except PrivacyCheckError as exc:
+                skipped[name] = str(exc)
+                continue
+            u = blocks.utility(pi)
+            tries.insert(next((i for i, k in enumerate(order) if utilities[k] <= u), len(order)),
+                         ("improved " + name, blocks.parts()))
+            break
+        if skipped:
+            info.setdefault("improvement", {})["skipped"] = skipped
     failures = []
     for name, parts in tries:
         info["source"] = name

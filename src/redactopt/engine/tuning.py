@@ -20,6 +20,7 @@ Indices are 0-based.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +34,7 @@ from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.tolerances import safe_budget
 from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.influence import low_value, pointwise_influence, regions
-from redactopt.judge.leakage import leakage, utility
+from redactopt.judge.leakage import leakage, side_extremes, utility
 from redactopt.paper.mechanisms import Mechanism, default_split, three_region, three_region_utility
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.frontier import frontier_analysis
@@ -189,23 +190,116 @@ def _with_probs(base: np.ndarray, med, lo: int, probs: tuple[float, float]) -> n
     return snap(q)
 
 
-def _smallest_feasible(h, upper: float, budget: float) -> float:
+def _smallest_feasible(h, upper: float, budget: float, h_many=None) -> float:
     """Smallest ``x`` in ``[0, upper]`` with ``h(x) <= budget`` on a grid, refined by bisection.
 
     ``h(upper) <= budget`` must hold.  The exact leakage need not be monotone in ``x``,
     so the grid locates the first feasible grid point and bisection refines the
     boundary between it and the infeasible grid point before it, always keeping a
     feasible end.  A feasible island narrower than the grid step may be missed; the
-    answer is feasible regardless.
+    answer is feasible regardless.  ``h_many`` (optional) evaluates the whole grid at
+    once (:func:`_side_logs_many`); the grid point it picks is checked with ``h`` before
+    the bisection starts from it, else the grid is scanned with ``h``.
     """
     if upper == 0.0:
         return 0.0
     grid = np.linspace(0.0, upper, _GRID + 1)
-    ok = np.array([h(x) <= budget for x in grid[:-1]] + [True])
-    k = int(np.argmax(ok))
+    k = None
+    if h_many is not None:
+        ok = np.append(np.asarray(h_many(grid[:-1])) <= budget, True)
+        k = int(np.argmax(ok))
+        if k < _GRID and not h(float(grid[k])) <= budget:
+            k = None
+    if k is None:
+        ok = np.array([h(x) <= budget for x in grid[:-1]] + [True])
+        k = int(np.argmax(ok))
     if k == 0:
         return 0.0
     return bisect_boundary(lambda x: h(x) <= budget, float(grid[k]), float(grid[k - 1]), steps=_BISECT)
+
+
+def _side_logs_many(P: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``(log M, -log m)`` of one side for a batch of mechanisms ``rows[b]`` (nearest first).
+
+    The scalar recursion of the side's patterns (docs/mathematics.md §2: "the ``k`` nearest
+    are ⊥, record ``k+1`` shows ``v``", then "all ⊥"), vectorised over the batch.  Rounded
+    differently from :func:`~redactopt.judge.leakage.side_extremes`, so it only proposes:
+    :func:`_smallest_feasible` checks its pick exactly.
+    """
+    B, m = rows.shape[0], rows.shape[1]
+    hi = np.full(B, -np.inf)
+    lo = np.full(B, np.inf)
+    f = np.broadcast_to(P, (B, 2, 2)).copy()
+    live = np.ones(B, bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for k in range(m):
+            q = rows[:, k, :]
+            for v in (0, 1):
+                r = f[:, 0, v] / f[:, 1, v]
+                use = live & (q[:, v] < 1.0) & ~np.isnan(r)
+                hi = np.where(use, np.maximum(hi, r), hi)
+                lo = np.where(use, np.minimum(lo, r), lo)
+            live &= q.max(axis=1) > 0.0
+            if not live.any():
+                break
+            if k == m - 1:  # every record of the side ⊥
+                r = (f[:, 0, 0] * q[:, 0] + f[:, 0, 1] * q[:, 1]) / (f[:, 1, 0] * q[:, 0] + f[:, 1, 1] * q[:, 1])
+                use = live & ~np.isnan(r)
+                hi = np.where(use, np.maximum(hi, r), hi)
+                lo = np.where(use, np.minimum(lo, r), lo)
+                break
+            g = (f * q[:, None, :]) @ P
+            f = g / g.max(axis=(1, 2), keepdims=True)
+        none = ~(hi > -np.inf)  # no pattern on this side: ratio 1
+        hi[none] = lo[none] = 1.0
+        return np.stack([np.log(hi), -np.log(lo)], axis=1)
+
+
+class _Sides:
+    r"""Exact leakage of the 3R structure with per-side probabilities, one side at a time.
+
+    Given :math:`X_p` the two sides are independent, so the leakage (Definition 1) is
+    :math:`\max_x(\ell_x+r_x)` over the largest log ratios :math:`\ell_x, r_x` of the sides
+    favouring ``x`` (:func:`~redactopt.judge.leakage.side_extremes`).  Each side's pair is
+    computed once per probability and reused while the other side moves, the same numbers
+    as :func:`~redactopt.judge.leakage.leakage` on the whole array (same recursion, same
+    sums), at half the work or less.  ``None`` for a side means "fully redacted".
+    """
+
+    def __init__(self, chain: MarkovChain, p: int, base: np.ndarray, med, lo: int) -> None:
+        self.chain, self.p, self.base, self.med, self.lo = chain, p, base, med, lo
+        self.memo: dict[tuple[int, float | None], tuple[float, float]] = {}
+
+    def side(self, s: int, x: float | None) -> tuple[float, float]:
+        key = (s, x)
+        if key not in self.memo:
+            p = self.p
+            if x is None:
+                rows = np.ones((p if s == 0 else self.base.shape[0] - p - 1, 2))
+            else:
+                pr = [1.0, 1.0]
+                pr[s] = x
+                q = _with_probs(self.base, self.med, self.lo, (pr[0], pr[1]))
+                rows = q[:p][::-1] if s == 0 else q[p + 1:]
+            ext = side_extremes(self.chain, rows)
+            self.memo[key] = (math.log(ext.top[0]), -math.log(ext.bottom[0]))
+        return self.memo[key]
+
+    def joint(self, s: int, x: float | None, y: float | None) -> float:
+        """Leakage with side ``s`` at ``x`` and the other side at ``y``."""
+        a, b = self.side(s, x), self.side(1 - s, y)
+        left, right = (a, b) if s == 0 else (b, a)
+        return max(0.0, left[0] + right[0], left[1] + right[1])
+
+    def joint_many(self, s: int, xs: np.ndarray, y: float | None) -> np.ndarray:
+        """:meth:`joint` for many ``x`` at once, by :func:`_side_logs_many` (a proposal only)."""
+        p, base = self.p, self.base
+        rows = np.repeat((base[:p][::-1] if s == 0 else base[p + 1:])[None], len(xs), axis=0)
+        idx = (p - 1 - self.med[s]) if s == 0 else (self.med[s] - p - 1)
+        rows[:, idx, self.lo] = np.asarray(xs, dtype=float)[:, None]
+        a = _side_logs_many(self.chain.transition_matrix, snap(rows))
+        b = np.asarray(self.side(1 - s, y))
+        return np.maximum(0.0, np.max(a + b, axis=1))
 
 
 def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float) -> tuple[np.ndarray, dict]:
@@ -229,17 +323,13 @@ def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float) 
     side_masks = (np.arange(n) < p, np.arange(n) > p)
     shrunk = [0, 0]
     probs = [1.0, 1.0]
+    sides = _Sides(chain, p, base, med, lo)
     for s, budget in ((0, eps_left), (1, eps_right)):
         if med[s].size == 0 and not np.any(base[side_masks[s]] == 0.0):
             continue
-        other = side_masks[1 - s]
 
-        def one_sided(x: float, s: int = s, other: np.ndarray = other) -> float:
-            pr = [1.0, 1.0]
-            pr[s] = x
-            q = _with_probs(base, med, lo, (pr[0], pr[1]))
-            q[other] = 1.0
-            return leakage(chain, q, p).leakage
+        def one_sided(x: float, s: int = s) -> float:
+            return sides.joint(s, x, None)
 
         while one_sided(1.0) > budget:
             # Floating tie only: redact the nearest published record of this side.
@@ -247,14 +337,16 @@ def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float) 
             nearest = published[np.argmin(np.abs(published - p))]
             base[nearest] = 1.0
             shrunk[s] += 1
+            sides = _Sides(chain, p, base, med, lo)
         if med[s].size:
             # The safety margin keeps the sum of the two sides, evaluated jointly, out of
             # the boundary zone where rounding could decide (tolerances.safe_budget).
             target = safe_budget(budget, n)
-            probs[s] = _smallest_feasible(one_sided, 1.0, target if one_sided(1.0) <= target else budget)
+            probs[s] = _smallest_feasible(one_sided, 1.0, target if one_sided(1.0) <= target else budget,
+                                          lambda xs, s=s: sides.joint_many(s, xs, None))
 
     def joint(pr: list[float]) -> float:
-        return leakage(chain, _with_probs(base, med, lo, (pr[0], pr[1])), p).leakage
+        return sides.joint(0, pr[0], pr[1])
 
     stage1 = tuple(probs)
     # Stage 2 only when the split left slack (joint leakage strictly below eps).
@@ -269,7 +361,8 @@ def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float) 
                 pr[s] = x
                 return joint(pr)
 
-            probs[s] = _smallest_feasible(h, probs[s], safe_budget(eps, n))
+            probs[s] = _smallest_feasible(h, probs[s], safe_budget(eps, n),
+                                          lambda xs, s=s: sides.joint_many(s, xs, probs[1 - s]))
     q = _with_probs(base, med, lo, (probs[0], probs[1]))
     info = {
         "eps_left": float(eps_left),

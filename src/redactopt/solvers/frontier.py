@@ -297,9 +297,12 @@ def make_grid(geo: Geo, mode: int, G: int, K: int, rel: float = 32.0) -> Grid:
     delta = max(geo.D) / G
     rho = rel / G
     pts, bands, seedj = [], [], []
+    steps = {}  # the chain of each sigma, computed once
     for k in range(K):
         sigma = mode if (geo.lazy or k % 2 == 0) else 1 - mode  # chain feeding band k
-        seeds, step, md_k = _chain_steps(geo, sigma, K, delta, rho)
+        if sigma not in steps:
+            steps[sigma] = _chain_steps(geo, sigma, K, delta, rho)
+        seeds, step, md_k = steps[sigma]
         js = np.arange(0, seeds.size, step[k])
         x = (-1.0 if sigma == 0 else 1.0) * seeds[js]
         u = seeds[js] if k == 0 else np.abs(geo.log_phi_k(k, x))
