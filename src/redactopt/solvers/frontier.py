@@ -184,21 +184,26 @@ class Geo:
 # ----------------------------------------------------------------------------
 # monotone (Topkis) row maxima by vectorised divide and conquer
 # ----------------------------------------------------------------------------
-def dc_max(h: np.ndarray, J: np.ndarray, X: np.ndarray, Wv: np.ndarray, g: float):
+def dc_max(h: np.ndarray, J: np.ndarray, X: np.ndarray, Wv: np.ndarray, g, parts=None):
     """best[i] = max_{0 <= j <= J[i]} g*(1 - exp(X[j] - h[i])) + Wv[j].
 
     h, J nondecreasing in i; X nondecreasing in j.  The objective has increasing
     differences in (i, j) and the feasible sets ascend, so some argmax is monotone and a
     level-by-level divide and conquer finds all row maxima in O((Q + C) log Q) numpy work.
+
+    Several independent problems run in one pass when laid end to end: ``parts`` lists
+    each one's ``(first row, last row, first column, last column)`` (its ``J`` already
+    offset to its columns), ``g`` is then an array over the rows.  Every row's maximum is
+    computed with the same operations as alone.
     """
     Q = h.size
     C = X.size
     best = np.empty(Q)
     arg = np.empty(Q, dtype=np.int64)
-    qlo = np.zeros(1, np.int64)
-    qhi = np.array([Q - 1], np.int64)
-    clo = np.zeros(1, np.int64)
-    chi = np.array([C - 1], np.int64)
+    if parts is None:
+        parts = [(0, Q - 1, 0, C - 1)]
+    qlo, qhi, clo, chi = (np.array(v, np.int64) for v in zip(*parts))
+    per_row = np.ndim(g) > 0
     while qlo.size:
         mid = (qlo + qhi) >> 1
         top = np.minimum(chi, J[mid])
@@ -209,7 +214,8 @@ def dc_max(h: np.ndarray, J: np.ndarray, X: np.ndarray, Wv: np.ndarray, g: float
         tot = int(ends[-1])
         j = np.arange(tot) - np.repeat(starts - bot, lens)
         hm = np.repeat(h[mid], lens)
-        val = g * -np.expm1(X[j] - hm) + Wv[j]
+        gm = np.repeat(g[mid], lens) if per_row else g
+        val = gm * -np.expm1(X[j] - hm) + Wv[j]
         mx = np.maximum.reduceat(val, starts)
         am = np.minimum.reduceat(np.where(val == np.repeat(mx, lens), j, C), starts)
         best[mid] = mx
@@ -360,6 +366,23 @@ def _interleave(a_pt, a_cell):
     return out
 
 
+def _joined(pre: list[dict], geo: Geo, h: str, J: str, X: str) -> dict:
+    """The two modes' row maxima of one step laid end to end for :func:`dc_max` (``parts``)."""
+    hs, Js, Xs, gs, parts, rows = [], [], [], [], [], []
+    q0 = c0 = 0
+    for mode, d in enumerate(pre):
+        Q, C = d[h].size, d[X].size
+        hs.append(d[h])
+        Js.append(d[J] + c0)
+        Xs.append(d[X])
+        gs.append(np.full(Q, geo.gain[mode]))
+        parts.append((q0, q0 + Q - 1, c0, c0 + C - 1))
+        rows.append(slice(q0, q0 + Q))
+        q0, c0 = q0 + Q, c0 + C
+    return {"h": np.concatenate(hs), "J": np.concatenate(Js), "X": np.concatenate(Xs), "g": np.concatenate(gs),
+            "parts": parts, "rows": rows}
+
+
 def build_tables(geo: Geo, R: int, G: int, upper: bool = True, lower: bool = True) -> Tables:
     """UB tables (Wp, Wl) and/or LB table (Lw) for r = 0..R remaining records.
 
@@ -417,32 +440,34 @@ def build_tables(geo: Geo, R: int, G: int, upper: bool = True, lower: bool = Tru
         Jl = np.maximum.accumulate(Jl)
         pre.append(dict(nm=nm, N=N, Nn=Nn, qstate=qstate, is_left=is_left, qh=qh, J=J, X=X,
                         hd=hdl, Jl=Jl, Xl=gn.u.copy()))
-    for r in range(0, R + 1):
-        for mode in (0, 1):
-            d = pre[mode]
-            N, Nn, nm = d["N"], d["Nn"], d["nm"]
-            g = geo.gain[mode]
-            if upper:
-                if r == 0:
-                    Wp[0, mode, : N + 1] = 0.0
-                    Wl[0, mode, : N + 1] = 0.0
-                else:
-                    vals = _interleave(Wp[r - 1, nm, : Nn + 1], Wl[r - 1, nm, : Nn + 1])
-                    best, _ = dc_max(d["qh"], d["J"], d["X"], vals, g)
-                    pt = ~d["is_left"]
-                    Wp[r, mode, :N] = best[pt]
-                    wl = Wp[r, mode, :N].copy()
-                    wl[d["qstate"][d["is_left"]]] = best[d["is_left"]]
-                    Wl[r, mode, :N] = wl
-                    Wp[r, mode, N] = r
-                    Wl[r, mode, N] = g + r - 1
-            if lower:
-                if r == 0:
-                    Lw[0, mode, : N + 1] = 0.0
-                else:
-                    bl, _ = dc_max(d["hd"], d["Jl"], d["Xl"], Lw[r - 1, nm, : Nn + 1], g)
-                    Lw[r, mode, :N] = bl
-                    Lw[r, mode, N] = r
+    # both modes' maximisations of a step run as one dc_max (two problems end to end)
+    ub, lb = _joined(pre, geo, "qh", "J", "X"), _joined(pre, geo, "hd", "Jl", "Xl")
+    for mode in (0, 1):
+        N = pre[mode]["N"]
+        for W in (Wp, Wl, Lw):
+            if W is not None:
+                W[0, mode, : N + 1] = 0.0
+    for r in range(1, R + 1):
+        if upper:
+            vals = np.concatenate([_interleave(Wp[r - 1, d["nm"], : d["Nn"] + 1], Wl[r - 1, d["nm"], : d["Nn"] + 1])
+                                   for d in pre])
+            best, _ = dc_max(ub["h"], ub["J"], ub["X"], vals, ub["g"], ub["parts"])
+            for mode, d in enumerate(pre):
+                N = d["N"]
+                b_mode = best[ub["rows"][mode]]
+                pt = ~d["is_left"]
+                Wp[r, mode, :N] = b_mode[pt]
+                wl = Wp[r, mode, :N].copy()
+                wl[d["qstate"][d["is_left"]]] = b_mode[d["is_left"]]
+                Wl[r, mode, :N] = wl
+                Wp[r, mode, N] = r
+                Wl[r, mode, N] = geo.gain[mode] + r - 1
+        if lower:
+            vals = np.concatenate([Lw[r - 1, d["nm"], : d["Nn"] + 1] for d in pre])
+            bl, _ = dc_max(lb["h"], lb["J"], lb["X"], vals, lb["g"], lb["parts"])
+            for mode, d in enumerate(pre):
+                Lw[r, mode, : d["N"]] = bl[lb["rows"][mode]]
+                Lw[r, mode, d["N"]] = r
     return Tables(geo, G, R, grids, Wp, Wl, Lw, time.perf_counter() - t0,
                   {"N": tuple(gr.N for gr in grids), "K": K})
 
