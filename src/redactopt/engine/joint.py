@@ -579,13 +579,16 @@ class _EdgeLeakage:
     bisections only (the improvement is accepted after a check by :func:`leakage` itself).
     """
 
-    def __init__(self, chain: MarkovChain, seg: np.ndarray, p: int, t: int) -> None:
+    def __init__(self, chain: MarkovChain, seg: np.ndarray, p: int, t: int,
+                 other_logs: tuple[float, float] | None = None) -> None:
         if t < p:
             near, other, j = seg[:p][::-1], seg[p + 1 :], p - 1 - t
         else:
             near, other, j = seg[p + 1 :], seg[:p][::-1], t - p - 1
-        o = side_extremes(chain, other)
-        self.other = (math.log(o.top[0]), -math.log(o.bottom[0]))
+        if other_logs is None:
+            o = side_extremes(chain, other)
+            other_logs = (math.log(o.top[0]), -math.log(o.bottom[0]))
+        self.other = other_logs  # the side away from t (unchanged while only row t changes)
         self.near, self.j = near, j  # views: row t of seg is near[j]
         self.P = chain.transition_matrix
         blocked = np.flatnonzero(near[:j].max(axis=1) <= 0.0)
@@ -643,9 +646,19 @@ class _SegmentCheck:
         self.evaluations = 0
         self._t: int | None = None
         self._edge: dict[int, _EdgeLeakage] = {}
+        self._side: bool | None = None
+        self._others: dict[int, tuple[float, float]] = {}
 
     def focus(self, t: int | None) -> None:
-        """Only row ``t`` (absolute index) changes until the next call (``None``: any row)."""
+        """Only row ``t`` (absolute index) changes until the next call (``None``: any row).
+
+        Rows change on one side of the group at a time: while the focus stays on that side,
+        each private record's other side is unchanged and its extremes are kept."""
+        side = None if t is None else t < self.members[0]
+        if side is not None and side != self._side:
+            self._others = {}
+        if side is not None:
+            self._side = side
         self._t, self._edge = t, {}
 
     def _fails(self, seg: np.ndarray, p: int, exact: bool = False) -> bool:
@@ -654,7 +667,9 @@ class _SegmentCheck:
         if exact or self._t is None:
             return leakage(self.chain, seg, p - self.lo).leakage > budget
         if p not in self._edge:
-            self._edge[p] = _EdgeLeakage(self.chain, seg, p - self.lo, self._t - self.lo)
+            edge = _EdgeLeakage(self.chain, seg, p - self.lo, self._t - self.lo, self._others.get(p))
+            self._others[p] = edge.other
+            self._edge[p] = edge
         return self._edge[p].value() > budget
 
     def quick(self, seg: np.ndarray) -> bool:

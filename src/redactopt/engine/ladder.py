@@ -9,6 +9,8 @@ leakage.  Verdicts are :func:`redactopt.judge.certify.verify`'s (exact near the 
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +58,10 @@ class Rules:
     utility: Callable[[np.ndarray], float]
 
 
+#: Resolution of the push toward redaction (:func:`_pushed`).
+_PUSH_TOL = 2.0 ** -40
+
+
 def _pushed(rules: Rules, q: np.ndarray) -> np.ndarray | None:
     """Repair: push the partly published entries toward 1 just far enough to verify exactly.
 
@@ -70,12 +76,25 @@ def _pushed(rules: Rules, q: np.ndarray) -> np.ndarray | None:
     def at(theta: float) -> np.ndarray:
         return np.where(partial, q + theta * (1.0 - q), q)
 
+    seen: dict[float, bool] = {}
+
     def ok(theta: float) -> bool:
-        return rules.verify(at(theta))[1]
+        if theta not in seen:
+            seen[theta] = rules.verify(at(theta))[1]
+        return seen[theta]
 
     if not ok(1.0):
         return None
-    return at(bisect_boundary(ok, 1.0, 0.0, steps=40))
+    # The smallest verified multiple of 2**-40: what 40 halvings of [0, 1] give, and the same
+    # points.  It is usually tiny (a proposal a rounding away from eps), where those halvings
+    # pass one by one; so the powers 2**-4, 2**-8, ... are checked first, and the halvings
+    # start below the last one that passes (answers are remembered, none is asked twice).
+    good, bad = 1.0, 0.0
+    theta = 2.0 ** -4
+    while theta >= _PUSH_TOL and ok(theta):
+        good, theta = theta, theta / 16.0
+    steps = round(math.log2(good / _PUSH_TOL))
+    return at(bisect_boundary(ok, good, bad, steps=steps))
 
 
 def _lemma2_closed(chain: MarkovChain, q: np.ndarray, p: int, eps: float) -> np.ndarray:
