@@ -55,7 +55,11 @@ from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release, warm
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import NOT_FOR_RELEASE, SEQUENCE_FORMATS, build_report, sequences_path, write_report
 from redactopt.release.splice import Irregular, Targets, count_rows, splice_csv
-from redactopt.release.tables import DEFAULT_CHUNK_ROWS, Chunk, TableReader, TableWriter, TextValues, open_binary
+from redactopt.release.tables import (DEFAULT_CHUNK_ROWS, Chunk, TableReader, TableWriter, TextValues, open_binary,
+                                      prefetched)
+
+#: Chunks read ahead of the one being redacted and written (:func:`~redactopt.release.tables.prefetched`).
+READ_AHEAD = 2
 
 #: ``progress(stage, done, total)``: called as a release goes (``total`` is ``None`` when unknown).
 Progress = Callable[[str, int, "int | None"], None]
@@ -198,14 +202,16 @@ def positions(codes: np.ndarray | None, counter: np.ndarray, m: int) -> np.ndarr
 
 def redacted_rows(reader: Any, redactor: Redactor, index: SequenceIndex, *, column: str, by: str | None,
                   counter: np.ndarray, binary: tuple[str, ...] = (), columns: list[str] | None = None,
-                  ) -> Iterator[tuple[Chunk, np.ndarray, np.ndarray | None, np.ndarray]]:
+                  read_ahead: int = 0) -> Iterator[tuple[Chunk, np.ndarray, np.ndarray | None, np.ndarray]]:
     """Second pass: ``(chunk, values, codes, redacted)`` for every chunk of ``columns`` (all when ``None``).
 
     ``counter`` holds the rows of each sequence before the data (zeros for a whole table)
-    and is advanced as the chunks go; ``codes`` is ``None`` without ``by``.
+    and is advanced as the chunks go; ``codes`` is ``None`` without ``by``.  With
+    ``read_ahead`` the chunks are read that many ahead in a thread (:func:`prefetched`).
     """
     where = reader.label
-    for chunk in reader.chunks(columns, binary=binary):
+    chunks = reader.chunks(columns, binary=binary)
+    for chunk in (prefetched(chunks, read_ahead) if read_ahead else chunks):
         values = binary_values(chunk, column, where, read_as_int=column in binary)
         codes = None if by is None else index.codes(ids_of(chunk, by, where), where)
         mask = redactor.redact(codes, positions(codes, counter, len(chunk)), values)
@@ -251,7 +257,7 @@ def write_redacted(reader: Any, writer: TableWriter, redactor: Redactor, index: 
     # CSV to CSV keeps the text as written; CSV to Parquet writes the 0/1 column as int8
     read_binary = () if (from_csv and csv_out) else binary
     for chunk, values, codes, mask in redacted_rows(reader, redactor, index, column=column, by=by,
-                                                    counter=counter, binary=read_binary):
+                                                    counter=counter, binary=read_binary, read_ahead=READ_AHEAD):
         redacted += np.bincount(codes[mask], minlength=k) if codes is not None else [int(mask.sum())]
         writer.write_batch(released_batch(chunk, values, mask, column, as_int8=from_csv and not csv_out),
                            delimiter=writer.delimiter)

@@ -28,13 +28,15 @@ import gzip
 import io
 import lzma
 import os
+import queue
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO, Literal, TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -103,6 +105,61 @@ def open_binary(path: str | os.PathLike[str], mode: str = "rb", *, compression: 
         return (pa.CompressedInputStream(raw, "zstd") if "r" in mode
                 else pa.CompressedOutputStream(raw, "zstd"))  # type: ignore[return-value]
     return open(path, mode)  # type: ignore[return-value]
+
+
+_T = TypeVar("_T")
+_DONE = object()
+
+
+def prefetched(items: Iterable[_T], depth: int = 2) -> Iterator[_T]:
+    """``items`` produced by a background thread, at most ``depth`` ahead of the consumer.
+
+    A release reads chunk ``k + 1`` (pyarrow decodes without the GIL) while chunk ``k`` is
+    redacted and written (pyarrow encodes without the GIL), so reading and writing overlap
+    on two cores; memory grows by ``depth`` chunks, never with the rows.  The items arrive in
+    order and an exception raised while producing them is raised here, in the consumer.
+    When the consumer stops early (an error, an interrupt, ``close()``), the thread stops
+    after the item it is reading and closes ``items``.
+    """
+    q: queue.Queue = queue.Queue(maxsize=max(1, int(depth)))
+    stop = threading.Event()
+
+    def put(entry: tuple) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(entry, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        it = iter(items)
+        try:
+            for x in it:
+                if not put((None, x)):
+                    return
+            put((None, _DONE))
+        except BaseException as exc:  # handed to the consumer, which raises it
+            put((exc, None))
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
+
+    worker = threading.Thread(target=produce, name="redactopt-read-ahead", daemon=True)
+    worker.start()
+    try:
+        while True:
+            exc, x = q.get()
+            if exc is not None:
+                raise exc
+            if x is _DONE:
+                return
+            yield x
+    finally:
+        stop.set()
+        worker.join()
 
 
 @dataclass
