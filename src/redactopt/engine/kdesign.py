@@ -1,7 +1,8 @@
 r"""Designs on k-state chains: :func:`kdesign` — the one place that judges k-state proposals.
 
 Solvers propose (:class:`redactopt.solvers.base.Candidate`): the data-independent window optimum
-(:mod:`redactopt.solvers.kdim`), the successive-LP local design (:mod:`redactopt.solvers.klocal`)
+(:mod:`redactopt.solvers.kdim`), the successive-LP local design (:mod:`redactopt.solvers.klocal`;
+on small problems from several starts, :func:`~redactopt.solvers.klocal.propose_kmultistart`)
 and the SCIP global optimum (:mod:`redactopt.solvers.kscip`).  :func:`kdesign` snaps every proposal,
 verifies it exactly (:func:`redactopt.judge.kcertify.kverify`), repairs what fails — always toward
 *more* redaction, which never raises the leakage (post-processing, docs/mathematics.md §4; the
@@ -42,6 +43,7 @@ KMethod = Literal["optimal", "dim", "local", "global"]
 KSOLVERS: dict[str, tuple[str, str]] = {
     "dim": ("redactopt.solvers.kdim", "kdim_enumerate"),
     "local": ("redactopt.solvers.klocal", "propose_klocal"),
+    "multistart": ("redactopt.solvers.klocal", "propose_kmultistart"),
     "global": ("redactopt.solvers.kscip", "propose_kglobal"),
 }
 
@@ -149,8 +151,9 @@ def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = 
         ``dim``: the exact data-independent window optimum (Lemma 1); ``local``: successive
         linear programming from a redacted window (a local optimum, never worse than the window
         it starts from); ``global``: SCIP's certified optimum (small ``n``); ``optimal``: the best
-        verified of ``dim`` and ``local`` — and ``global`` on small problems
-        (:func:`kglobal_applies`) or when ``certify_time > 0``; for a two-state chain that is a
+        verified of ``dim`` and ``local`` — on small problems (:func:`kglobal_applies`) ``local``
+        from several starts (:func:`~redactopt.solvers.klocal.propose_kmultistart`) and
+        ``global``, and ``global`` whenever ``certify_time > 0``; for a two-state chain that is a
         binary chain (:func:`binary_equivalent`) the binary path's certified optimum instead of
         ``global``, so k = 2 designs match the binary path.
     time_limit : float
@@ -178,6 +181,8 @@ def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = 
         runs.append("binary")  # k = 2: the binary path's optimum and certificate (same exact chain)
     global_time = time_limit if method == "global" else 0.0
     if method == "optimal" and "binary" not in runs and (kglobal_applies(n, p) or certify_time > 0.0):
+        if kglobal_applies(n, p):
+            runs[runs.index("local")] = "multistart"  # small: the local search from several structures
         runs.append("global")
         global_time = certify_time if certify_time > 0.0 else min(KGLOBAL_SECONDS, time_limit)
     bounds: list[tuple[float, str, bool]] = [(klemma2_upper_bound(chain, n, eps=eps, private=p), "lemma2", False)]
@@ -187,7 +192,7 @@ def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = 
     starts: list[np.ndarray] = []
     for run in runs:
         kwargs: dict = {}
-        if run == "local":
+        if run in ("local", "multistart"):
             kwargs["budget"] = target
         if run == "global":
             kwargs["starts"] = tuple(starts)
