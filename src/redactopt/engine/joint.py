@@ -825,7 +825,8 @@ def design_joint(
         (``"dim"``, ``"3r-calibrated"``, ``"optimal"``, ...): per-record designs on
         windows combined by the footnote's maximum (:func:`combine_max`).
     improve : bool
-        Run the joint local improvement (``method="auto"`` only).
+        Run the joint local improvement (``method="auto"`` only) on the best candidate it
+        can start from (one whose leakage sits within rounding of ``eps`` cannot be; the next can).
     time_limit : float
         Seconds per optimiser call of :func:`redactopt.engine.design.design`.
 
