@@ -221,7 +221,7 @@ def _smallest_feasible(h, upper: float, budget: float, h_many=None) -> float:
 def _side_logs_many(P: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``(log M, -log m)`` of one side for a batch of mechanisms ``rows[b]`` (nearest first).
 
-    The scalar recursion of the side's patterns (docs/mathematics.md §2: "the ``k`` nearest
+    The scalar recursion of the side's patterns (docs/mathematics.md §4: "the ``k`` nearest
     are ⊥, record ``k+1`` shows ``v``", then "all ⊥"), vectorised over the batch.  Rounded
     differently from :func:`~redactopt.judge.leakage.side_extremes`, so it only proposes:
     :func:`_smallest_feasible` checks its pick exactly.
