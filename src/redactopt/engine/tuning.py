@@ -34,7 +34,7 @@ from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.tolerances import safe_budget
 from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.influence import low_value, pointwise_influence, regions
-from redactopt.judge.leakage import leakage, side_extremes, utility
+from redactopt.judge.leakage import side_extremes, utility
 from redactopt.paper.mechanisms import Mechanism, default_split, three_region, three_region_utility
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.frontier import frontier_analysis

@@ -235,7 +235,8 @@ def _as_sequences(sequences: object) -> list[np.ndarray]:
 # --------------------------------------------------------------------------
 # intervals and the order test
 # --------------------------------------------------------------------------
-def _z(confidence: float) -> float:
+def normal_quantile(confidence: float) -> float:
+    """The two-sided normal quantile of ``confidence`` (e.g. 1.959964 at 0.95)."""
     # the standard library's normal quantile (Wichura's AS 241, within an ulp or two of
     # scipy's): scipy.stats takes about a second to import, longer than a fitted release of
     # millions of rows spends on everything but its design
@@ -253,18 +254,31 @@ def _chi2_sf(x: float, df: int) -> float:
     return float(chdtrc(df, x))
 
 
+def wilson_bounds(x: np.ndarray, m: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score intervals of ``x`` successes in ``m`` trials (arrays), at normal quantile ``z``.
+
+    The ends are exactly 0 at ``x = 0`` and 1 at ``x = m`` (where the formula gives them up to
+    rounding); ``m = 0`` gives ``[0, 1]``.  Used by the binary and the k-state fits.
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mm = np.maximum(m, 1)
+        p = np.where(m > 0, x / mm, 0.0)
+        den = 1 + z * z / mm
+        centre = (p + z * z / (2 * mm)) / den
+        half = z * np.sqrt(p * (1 - p) / mm + z * z / (4 * mm ** 2)) / den
+    lo = np.where((m > 0) & (x > 0), np.clip(centre - half, 0.0, 1.0), 0.0)
+    hi = np.where((m > 0) & (x < m), np.clip(centre + half, 0.0, 1.0), 1.0)
+    return lo, hi
+
+
 def _wilson(k: int, m: int, confidence: float) -> tuple[float, float]:
-    z = _z(confidence)
-    z2 = z * z
-    centre = (k + z2 / 2.0) / (m + z2)
-    half = z / (m + z2) * math.sqrt(k * (m - k) / m + z2 / 4.0)
-    # the ends are exactly 0 (k = 0) and 1 (k = m): centre and half agree there
-    return (0.0 if k == 0 else max(0.0, centre - half)), (1.0 if k == m else min(1.0, centre + half))
+    lo, hi = wilson_bounds(np.asarray(float(k)), np.asarray(float(m)), normal_quantile(confidence))
+    return float(lo), float(hi)
 
 
 def _wald(k: int, m: int, confidence: float) -> tuple[float, float]:
     p = k / m
-    half = _z(confidence) * math.sqrt(p * (1.0 - p) / m)
+    half = normal_quantile(confidence) * math.sqrt(p * (1.0 - p) / m)
     return max(0.0, p - half), min(1.0, p + half)
 
 

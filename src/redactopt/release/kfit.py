@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from scipy.stats import norm
 
 from redactopt.model.kchain import KChain
+from redactopt.release.fit import normal_quantile, wilson_bounds
 
 __all__ = ["KChainFit", "kfit_sequences", "kfit_counts", "encode_labels", "MIN_VISITS"]
 
@@ -139,17 +139,6 @@ def encode_labels(values: Iterable[object], labels: list[str] | None = None) -> 
     return np.asarray(out, dtype=np.int64), labels
 
 
-def _wilson(x: np.ndarray, m: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.where(m > 0, x / np.maximum(m, 1), 0.0)
-        den = 1 + z * z / np.maximum(m, 1)
-        centre = (p + z * z / (2 * np.maximum(m, 1))) / den
-        half = z * np.sqrt(p * (1 - p) / np.maximum(m, 1) + z * z / (4 * np.maximum(m, 1) ** 2)) / den
-    lo = np.where((m > 0) & (x > 0), np.clip(centre - half, 0.0, 1.0), 0.0)
-    hi = np.where((m > 0) & (x < m), np.clip(centre + half, 0.0, 1.0), 1.0)
-    return lo, hi
-
-
 def kfit_counts(counts: np.ndarray, labels: Sequence[str], *, records: int, sequences: int,
                 confidence: float = 0.95, simultaneous: bool = False,
                 smoothing: Literal["kt", "none"] = "kt") -> KChainFit:
@@ -190,8 +179,8 @@ def kfit_counts(counts: np.ndarray, labels: Sequence[str], *, records: int, sequ
     for i in np.flatnonzero(rows < MIN_VISITS):
         warnings.append(f"only {int(rows[i])} transition(s) out of state {labels[i]!r}: its row is uncertain")
     level = 1.0 - (1.0 - confidence) / (k if simultaneous else 1)
-    z = float(norm.ppf(0.5 + level / 2.0))
-    lo, hi = _wilson(C.astype(float), np.broadcast_to(rows[:, None], C.shape).astype(float), z)
+    trials = np.broadcast_to(rows[:, None], C.shape).astype(float)
+    lo, hi = wilson_bounds(C.astype(float), trials, normal_quantile(level))
     return KChainFit(tuple(labels), C, mle, P, lo, hi, float(confidence), bool(simultaneous), smoothing,
                      int(records), int(sequences), tuple(warnings))
 
