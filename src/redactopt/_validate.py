@@ -104,16 +104,17 @@ def check_private(value: object, n: int, name: str = "private") -> tuple[int, ..
     return tuple(sorted(set(items)))
 
 
-def check_redact_prob(value: object, name: str = "redact_prob", *, n: int | None = None) -> np.ndarray:
-    """An ``(n, 2)`` array of Pr(Y_t = bottom | X_t = x) with entries in [0, 1]."""
+def check_redact_prob(value: object, name: str = "redact_prob", *, n: int | None = None, k: int = 2) -> np.ndarray:
+    """An ``(n, k)`` array of Pr(Y_t = bottom | X_t = x) with entries in [0, 1] (``k`` states, one column each)."""
     if isinstance(value, (str, bytes)):
-        raise TypeError(f"{name} must be an (n, 2) array of probabilities, got a string")
+        raise TypeError(f"{name} must be an (n, {k}) array of probabilities, got a string")
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an (n, 2) array of probabilities: {exc}") from None
-    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 1:
-        raise ValueError(f"{name} must have shape (n, 2) with n >= 1, got shape {arr.shape}")
+        raise TypeError(f"{name} must be an (n, {k}) array of probabilities: {exc}") from None
+    if arr.ndim != 2 or arr.shape[1] != k or arr.shape[0] < 1:
+        per_state = " (one column per state)" if k != 2 else ""
+        raise ValueError(f"{name} must have shape (n, {k}){per_state} with n >= 1, got shape {arr.shape}")
     if n is not None and arr.shape[0] != n:
         raise ValueError(f"{name} must have {n} rows, got {arr.shape[0]}")
     lo, hi = float(arr.min()), float(arr.max())

@@ -54,12 +54,14 @@ __all__ = [
     "REPORT_FORMATS",
     "STDIO",
     "MechanismFile",
+    "StoredMechanism",
     "mechanism_to_dict",
     "design_to_dict",
     "mechanism_from_dict",
     "read_mechanism",
     "read_mechanisms",
     "write_json_atomic",
+    "write_output",
     "write_text_atomic",
     "atomic_open",
     "atomic_path",
@@ -83,7 +85,27 @@ STDIO = "-"
 
 
 @dataclass(frozen=True)
-class MechanismFile:
+class StoredMechanism:
+    """What every parsed mechanism file holds, whatever the chain model (binary
+    :class:`MechanismFile`, k-state :class:`~redactopt.kio.KMechanismFile`); ``private`` is
+    0-based; ``utility``, ``leakage`` and ``certificate`` are what the file *claims*."""
+
+    chain: Any
+    redact_prob: Any
+    private: tuple[int, ...]
+    eps: float
+    method: str
+    utility: float | None
+    leakage: float | None
+    certificate: dict | None
+
+    @property
+    def n(self) -> int:
+        return int(self.redact_prob.shape[0])
+
+
+@dataclass(frozen=True)
+class MechanismFile(StoredMechanism):
     """A parsed mechanism file; ``private`` is 0-based here.
 
     ``redact_prob`` is a dense ``(n, 2)`` array (``redactopt.mechanism/1``) or a
@@ -96,17 +118,7 @@ class MechanismFile:
 
     chain: MarkovChain
     redact_prob: np.ndarray | SparseRows
-    private: tuple[int, ...]
-    eps: float
-    method: str
-    utility: float | None
-    leakage: float | None
-    certificate: dict | None
     chain_class: ChainClass | None = None
-
-    @property
-    def n(self) -> int:
-        return int(self.redact_prob.shape[0])
 
 
 def _finite_or_none(x: float | None) -> float | None:
@@ -417,6 +429,16 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, *, force: bool = 
     """Write text through a temporary file and a rename (``-``: standard output)."""
     with atomic_open(path, force=force) as fh:
         fh.write(text)
+
+
+def write_output(text: str, out: str | None, *, force: bool = False) -> None:
+    """A command's text, ending in a newline, to standard output (``out`` ``None`` or ``-``) or to
+    the file ``out`` (:func:`write_text_atomic`)."""
+    text = text if text.endswith("\n") else text + "\n"
+    if out is None or out == STDIO:
+        sys.stdout.write(text)
+    else:
+        write_text_atomic(out, text, force=force)
 
 
 def check_input_path(path: str | os.PathLike[str]) -> Path:

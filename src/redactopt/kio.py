@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from redactopt._validate import check_eps
-from redactopt.io import _load_json, _require, private_positions
+from redactopt.io import StoredMechanism, _load_json, _require, private_positions
 from redactopt.judge.kleakage import check_kmechanism
 from redactopt.model.kchain import KChain
 
@@ -37,7 +37,7 @@ def is_kstate(d: object) -> bool:
 
 
 @dataclass(frozen=True)
-class KMechanismFile:
+class KMechanismFile(StoredMechanism):
     """A parsed k-state mechanism file; ``private`` is 0-based, ``redact_prob`` dense ``(n, k)``.
 
     ``utility``, ``leakage`` and ``certificate`` are what the file *claims*; audits recompute them.
@@ -45,16 +45,6 @@ class KMechanismFile:
 
     chain: KChain
     redact_prob: np.ndarray
-    private: tuple[int, ...]
-    eps: float
-    method: str
-    utility: float | None
-    leakage: float | None
-    certificate: dict | None
-
-    @property
-    def n(self) -> int:
-        return int(self.redact_prob.shape[0])
 
 
 def _blocks(q: np.ndarray) -> list[dict[str, Any]]:

@@ -45,7 +45,7 @@ from redactopt.interface.options import (
     rename_value,
 )
 from redactopt.interface.progress import Bars, iterate, progress_enabled
-from redactopt.io import STDIO, check_output_path, design_to_dict, read_mechanisms, write_text_atomic
+from redactopt.io import STDIO, check_output_path, design_to_dict, read_mechanisms, write_output
 from redactopt.judge.attack import attack
 from redactopt.judge.audit import WitnessRuns, audit, exact_audit
 from redactopt.model.chain import MarkovChain
@@ -130,11 +130,7 @@ def _check_out(args: argparse.Namespace) -> None:
 
 
 def _write_output(text: str, out: str | None, force: bool) -> None:
-    text = text if text.endswith("\n") else text + "\n"
-    if out is None or out == STDIO:
-        sys.stdout.write(text)
-    else:
-        write_text_atomic(out, text, force=force)
+    write_output(text, out, force=force)
 
 
 # ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import numpy as np
 from redactopt.errors import PrivacyCheckError, UsageError
 from redactopt.interface.options import EXIT_FAIL, EXIT_OK, parse_positions, refuse_given
 from redactopt.interface.report import positions_text, witness_text
-from redactopt.io import STDIO, check_input_path, stdin_as_file
+from redactopt.io import STDIO, check_input_path, stdin_as_file, write_output
 from redactopt.model.kchain import KChain, parse_transition
 
 __all__ = ["read_transition", "cmd_kdesign", "cmd_kfit", "cmd_kapply", "maybe_kaudit", "kaudit_text", "KDESIGN_METHODS"]
@@ -71,13 +71,7 @@ def read_transition(value: str, labels: str | None = None) -> KChain:
 
 
 def _out(text: str, out: str | None, force: bool) -> None:
-    from redactopt.io import write_text_atomic
-
-    text = text if text.endswith("\n") else text + "\n"
-    if out is None or out == STDIO:
-        sys.stdout.write(text)
-    else:
-        write_text_atomic(out, text, force=force)
+    write_output(text, out, force=force)
 
 
 # --------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,7 @@ __all__ = [
     "Certificate",
     "RegionCertificate",
     "DesignResult",
+    "VerifiedDesign",
     "SparseDesign",
     "SparseRows",
     "finalize_sparse",
@@ -70,7 +72,34 @@ class Certificate:
 
 
 @dataclass(frozen=True)
-class DesignResult:
+class VerifiedDesign:
+    """What every verified design holds, whatever the chain model (binary :class:`DesignResult`,
+    k-state :class:`~redactopt.judge.kcertify.KDesignResult`): the stored mechanism, its
+    private records, exact utility and leakage with a witness, and certificates."""
+
+    chain: Any
+    redact_prob: np.ndarray
+    private: tuple[int, ...]
+    eps: float
+    method: str
+    utility: float
+    leakage: float
+    witness: Any
+    certificate: Certificate
+    info: dict = field(default_factory=dict, compare=False)
+    class_certificate: Certificate | None = None
+
+    @property
+    def n(self) -> int:
+        return int(self.redact_prob.shape[0])
+
+    @property
+    def passed(self) -> bool:
+        return self.leakage <= self.eps * (1.0 + LEAKAGE_RTOL)
+
+
+@dataclass(frozen=True)
+class DesignResult(VerifiedDesign):
     """A verified mechanism with its exact utility, exact leakage and certificate.
 
     ``private`` holds 0-based indices; ``leakage`` is the exact leakage of
@@ -84,25 +113,8 @@ class DesignResult:
     """
 
     chain: MarkovChain
-    redact_prob: np.ndarray
-    private: tuple[int, ...]
-    eps: float
-    method: str
-    utility: float
-    leakage: float
     witness: LeakageResult
-    certificate: Certificate
-    info: dict = field(default_factory=dict, compare=False)
-    class_certificate: Certificate | None = None
     chain_class: ChainClass | None = None
-
-    @property
-    def n(self) -> int:
-        return int(self.redact_prob.shape[0])
-
-    @property
-    def passed(self) -> bool:
-        return self.leakage <= self.eps * (1.0 + LEAKAGE_RTOL)
 
 
 def snap(redact_prob: np.ndarray, tol: float = SNAP_TOL) -> np.ndarray:

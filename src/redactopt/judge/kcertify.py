@@ -11,17 +11,17 @@ sequence); :func:`kfinalize` snaps a proposal, verifies it and packages it with 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from redactopt._validate import check_eps
 from redactopt.errors import PrivacyCheckError
-from redactopt.judge.certify import Certificate, make_certificate, snap
+from redactopt.judge.certify import VerifiedDesign, make_certificate, snap
 from redactopt.judge.exact import MAX_EXACT_N
 from redactopt.judge.kexact import certify_kexact
 from redactopt.judge.kleakage import KLeakageResult, check_kmechanism, kmax_leakage, kutility
-from redactopt.judge.tolerances import BOUNDARY_RTOL, LEAKAGE_RTOL, SNAP_TOL
+from redactopt.judge.tolerances import BOUNDARY_RTOL, SNAP_TOL
 from redactopt.model.kchain import KChain
 
 __all__ = ["KDesignResult", "kboundary_zone", "ksafe_budget", "kverify", "kfinalize"]
@@ -44,7 +44,7 @@ def ksafe_budget(eps: float, n: int, k: int) -> float:
 
 
 @dataclass(frozen=True)
-class KDesignResult:
+class KDesignResult(VerifiedDesign):
     """A verified k-state mechanism with its exact utility, exact leakage and certificate.
 
     ``redact_prob`` is ``(n, k)`` (column ``x`` is state ``chain.labels[x]``); ``private`` holds
@@ -54,24 +54,7 @@ class KDesignResult:
     """
 
     chain: KChain
-    redact_prob: np.ndarray
-    private: tuple[int, ...]
-    eps: float
-    method: str
-    utility: float
-    leakage: float
     witness: KLeakageResult
-    certificate: Certificate
-    info: dict = field(default_factory=dict, compare=False)
-    class_certificate: Certificate | None = None
-
-    @property
-    def n(self) -> int:
-        return int(self.redact_prob.shape[0])
-
-    @property
-    def passed(self) -> bool:
-        return self.leakage <= self.eps * (1.0 + LEAKAGE_RTOL)
 
 
 def kverify(chain: KChain, redact_prob: np.ndarray, private: tuple[int, ...], eps: float,

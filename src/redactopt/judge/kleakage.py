@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from redactopt._validate import check_private
+from redactopt._validate import check_private, check_redact_prob
 from redactopt.model.kchain import KChain
 
 __all__ = [
@@ -139,22 +139,9 @@ class SidePairs:
 # validation
 # --------------------------------------------------------------------------
 def check_kredact_prob(value: object, k: int, name: str = "redact_prob") -> np.ndarray:
-    """An ``(n, k)`` array of probabilities ``Pr(Y_t = ⊥ | X_t = x)`` with entries in [0, 1]."""
-    if isinstance(value, (str, bytes)):
-        raise TypeError(f"{name} must be an (n, {k}) array of probabilities, got a string")
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an (n, {k}) array of probabilities: {exc}") from None
-    if arr.ndim != 2 or arr.shape[1] != k or arr.shape[0] < 1:
-        raise ValueError(f"{name} must have shape (n, {k}) (one column per state) with n >= 1, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        bad = int(np.argwhere(~np.isfinite(arr))[0][0])
-        raise ValueError(f"{name} must be finite, row {bad} (0-based) is {arr[bad].tolist()}")
-    if arr.min() < 0.0 or arr.max() > 1.0:
-        bad = int(np.argwhere((arr < 0.0) | (arr > 1.0))[0][0])
-        raise ValueError(f"{name} entries must lie in [0, 1], row {bad} (0-based) is {arr[bad].tolist()}")
-    return arr
+    """An ``(n, k)`` array of probabilities ``Pr(Y_t = ⊥ | X_t = x)`` with entries in [0, 1]
+    (:func:`redactopt._validate.check_redact_prob` with ``k`` columns)."""
+    return check_redact_prob(value, name, k=k)
 
 
 def check_kmechanism(chain: KChain, redact_prob: object, private: object,

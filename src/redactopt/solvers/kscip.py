@@ -35,7 +35,7 @@ the later ones (they have probability 0) and cannot lower the utility.  A cut in
 :func:`redactopt.judge.klemma2.kpublishable` proves the value unpublishable; the budget
 :math:`e^\epsilon` and the bounds :math:`P^t` are enlarged by a relative 1e-9 (plus 1e-12) for the
 rounding of the float chain; SCIP's feasibility tolerance only relaxes.  So the model is a
-relaxation of the exact problem and SCIP's dual bound (plus :data:`DUAL_MARGIN`) bounds every
+relaxation of the exact problem and SCIP's dual bound (plus :data:`~redactopt.solvers.scip_global.DUAL_MARGIN`) bounds every
 mechanism.  Its incumbent is only a proposal: the judge (:mod:`redactopt.engine.kdesign`) verifies
 it exactly and repairs it if a tolerance let a constraint slip.
 """
@@ -56,9 +56,9 @@ from redactopt.model.kchain import KChain
 from redactopt.model.kinfluence import side_matrix
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.kdim import check_kproblem, kdim_enumerate
-from redactopt.solvers.scip_global import DUAL_MARGIN, MIN_BOUND_EPS, _quiet_stderr
+from redactopt.solvers.scip_global import _quiet_stderr, claimed_bound
 
-__all__ = ["propose_kglobal", "DUAL_MARGIN"]
+__all__ = ["propose_kglobal"]
 
 #: Outward relative margin on e^eps and on the bounds P^t (rounding of the float chain).
 _OUT = 1e-9
@@ -258,9 +258,9 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
     Returns
     -------
     Candidate
-        ``solver="global"``; ``upper_bound`` SCIP's dual bound plus :data:`DUAL_MARGIN`
+        ``solver="global"``; ``upper_bound`` SCIP's dual bound plus :data:`~redactopt.solvers.scip_global.DUAL_MARGIN`
         (``bound_solver="scip"``, scope ``"all"``), ``None`` when it is below the utility of a
-        verified start (numerical trouble) or ``eps <`` :data:`MIN_BOUND_EPS`; ``status``
+        verified start (numerical trouble) or ``eps <`` :data:`~redactopt.solvers.scip_global.MIN_BOUND_EPS`; ``status``
         ``"optimal"`` when SCIP closed the gap, else ``"time_limit"``.  Fallbacks: the starts.
     """
     n, eps, p = check_kproblem(chain, n, eps, p)
@@ -290,13 +290,7 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
     info = {"status": status, "dual_bound": dual, "nodes": int(m.getNNodes()),
             "solve_seconds": float(m.getSolvingTime()), "starts_accepted": accepted,
             "primal_bound": float(m.getPrimalbound()) if m.getNSols() else math.nan}
-    upper: float | None = dual + DUAL_MARGIN
-    if math.isnan(dual) or dual < start_u - 1e-6:
-        info["dual_bound_rejected"] = dual
-        upper = None
-    elif eps < MIN_BOUND_EPS:
-        info["dual_bound_not_claimed"] = f"eps < {MIN_BOUND_EPS:g}: below the model's numerical resolution"
-        upper = None
+    upper = claimed_bound(dual, start_u, eps, info)
     q = mod.read_q() if m.getNSols() else offered[0]
     info["seconds"] = time.perf_counter() - started
     return Candidate(redact_prob=q, solver="global",

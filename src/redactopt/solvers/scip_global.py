@@ -89,7 +89,7 @@ from redactopt.judge.lemma2 import publishable
 from redactopt.model.influence import INFLUENCE_RTOL
 from redactopt.solvers.base import Candidate
 
-__all__ = ["propose_global", "DUAL_MARGIN"]
+__all__ = ["propose_global", "claimed_bound", "DUAL_MARGIN"]
 
 #: Safety margin (utility units) added to SCIP's dual bound for its feasibility tolerance.
 DUAL_MARGIN = 1e-7
@@ -100,6 +100,22 @@ _FEASTOL = 1e-9
 #: Below this budget the ratios the model compares differ from 1 by less than a few thousand
 #: feasibility tolerances; SCIP's answer is still proposed, but its dual bound is not claimed.
 MIN_BOUND_EPS = 1e-4
+
+
+def claimed_bound(dual: float, start_u: float, eps: float, info: dict) -> float | None:
+    """The upper bound a SCIP run claims: its dual bound plus :data:`DUAL_MARGIN`, or ``None``.
+
+    Not claimed when the dual bound is missing or below the verified start's utility
+    ``start_u`` (a wrong bound is never clamped) or when ``eps`` < :data:`MIN_BOUND_EPS`;
+    ``info`` records which.  Shared by the binary and the k-state models.
+    """
+    if math.isnan(dual) or dual < start_u - 1e-6:
+        info["dual_bound_rejected"] = dual
+        return None
+    if eps < MIN_BOUND_EPS:
+        info["dual_bound_not_claimed"] = f"eps < {MIN_BOUND_EPS:g}: below the model's numerical resolution"
+        return None
+    return dual + DUAL_MARGIN
 
 
 @contextlib.contextmanager
@@ -565,13 +581,7 @@ def propose_global(
     dual = float(m.getDualbound())
     info.update(status=status, dual_bound=dual, nodes=int(m.getNNodes()), solve_seconds=float(m.getSolvingTime()),
                 primal_bound=float(m.getPrimalbound()) if m.getNSols() else math.nan)
-    upper: float | None = dual + DUAL_MARGIN
-    if math.isnan(dual) or dual < start_u - 1e-6:
-        info["dual_bound_rejected"] = dual
-        upper = None
-    elif eps < MIN_BOUND_EPS:
-        info["dual_bound_not_claimed"] = f"eps < {MIN_BOUND_EPS:g}: below the model's numerical resolution"
-        upper = None
+    upper = claimed_bound(dual, start_u, eps, info)
     q = mod.read_q() if m.getNSols() else start_q
     info["seconds"] = time.perf_counter() - started
     return Candidate(
