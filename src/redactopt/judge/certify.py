@@ -9,6 +9,7 @@ carries a valid upper bound on the optimal utility, so the gap is known.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,7 @@ __all__ = [
     "make_certificate",
     "snap",
     "verify",
+    "zone_verdict",
 ]
 
 
@@ -224,22 +226,33 @@ def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...]
     """
     res = worst if worst is not None else max_leakage(chain, redact_prob, private)
     zone = boundary_zone(eps, redact_prob.shape[0])
-    if res.leakage <= eps - zone:
-        return res, True
-    if res.leakage > eps + zone:
-        return res, False
-    q = np.asarray(redact_prob)
+    return res, zone_verdict(res.leakage, eps, zone, np.asarray(redact_prob), private,
+                             lambda seg, p: certify_exact(chain.alpha, chain.beta, seg.tolist(), [p],
+                                                          eps).status == "certified")
+
+
+def zone_verdict(leak: float, eps: float, zone: float, q: np.ndarray, private: Sequence[int],
+                 certify_segment: Callable[[np.ndarray, int], bool]) -> bool:
+    """Whether a float leakage ``leak`` proves the mechanism ``q`` private, for every chain model.
+
+    Outside ``[eps - zone, eps + zone]`` the float decides (its rounding error is smaller than
+    the zone).  Inside it, each private record ``p`` is decided exactly on its *segment* (the
+    rows between the nearest rows published with certainty, which cut every likelihood
+    ratio) by ``certify_segment(rows, offset of p)``; a segment longer than
+    :data:`~redactopt.judge.exact.MAX_EXACT_N` is refused, so a pass is always a proof.
+    """
+    if leak <= eps - zone:
+        return True
+    if leak > eps + zone:
+        return False
     published = np.flatnonzero(~q.any(axis=1))
     for p in private:
         k = int(np.searchsorted(published, p))
         lo = int(published[k - 1]) if k > 0 else 0
         hi = int(published[k]) if k < published.size else q.shape[0] - 1
-        if hi - lo + 1 > MAX_EXACT_N:
-            return res, False
-        cert = certify_exact(chain.alpha, chain.beta, q[lo : hi + 1].tolist(), [p - lo], eps)
-        if cert.status != "certified":
-            return res, False
-    return res, True
+        if hi - lo + 1 > MAX_EXACT_N or not certify_segment(q[lo : hi + 1], p - lo):
+            return False
+    return True
 
 
 # --------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import numpy as np
 
 from redactopt._validate import check_eps
 from redactopt.errors import PrivacyCheckError
-from redactopt.judge.certify import VerifiedDesign, make_certificate, snap
+from redactopt.judge.certify import VerifiedDesign, make_certificate, snap, zone_verdict
 from redactopt.judge.exact import MAX_EXACT_N
 from redactopt.judge.kexact import certify_kexact
 from redactopt.judge.kleakage import KLeakageResult, check_kmechanism, kmax_leakage, kutility
@@ -67,8 +67,8 @@ def kverify(chain: KChain, redact_prob: np.ndarray, private: tuple[int, ...], ep
     q = np.asarray(redact_prob, dtype=float)
     res = worst if worst is not None else kmax_leakage(chain, q, private)
     zone = kboundary_zone(eps, q.shape[0], chain.k)
-    if res.leakage <= eps - zone:
-        return res, True
+    return res, zone_verdict(res.leakage, eps, zone, q, private,
+                             lambda seg, p: certify_kexact(chain, seg.tolist(), [p], eps).status == "certified")
     if res.leakage > eps + zone:
         return res, False
     published = np.flatnonzero(~q.any(axis=1))
