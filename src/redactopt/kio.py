@@ -9,7 +9,8 @@ separated by at least one row; **every record outside a block is published with 
 so readers of the binary formats (which check ``format``) refuse it with a message naming it.
 
 The report of a k-state ``apply`` (``"format": "redactopt.release.kapply-report/1"``) carries one
-such object under ``mechanism``; :func:`read_kmechanisms` reads either.
+such object under ``mechanism`` (one sequence), or a list ``designs`` of them with ``sequences``
+naming each sequence's design (``--by``); :func:`read_kmechanisms` reads all of these.
 """
 
 from __future__ import annotations
@@ -151,7 +152,11 @@ def kmechanism_from_dict(d: object, where: str = "mechanism") -> KMechanismFile:
 
 
 def read_kmechanisms(path: str) -> list[tuple[Any, KMechanismFile]]:
-    """The mechanism of a k-state mechanism file or k-state apply report (``-``: standard input)."""
+    """The mechanisms of a k-state mechanism file or k-state apply report (``-``: standard input).
+
+    Returns ``(tag, mechanism)`` pairs: the tag is ``None`` for a file or a one-sequence report, and
+    the ids of the sequences that use the design for a report of several sequences.
+    """
     d, where = _load_json(path)
     return kmechanisms_of(d, where)
 
@@ -159,5 +164,20 @@ def read_kmechanisms(path: str) -> list[tuple[Any, KMechanismFile]]:
 def kmechanisms_of(d: object, where: str) -> list[tuple[Any, KMechanismFile]]:
     """:func:`read_kmechanisms` on an already parsed object."""
     if isinstance(d, dict) and d.get("format") == KREPORT_FORMAT:
+        if "designs" in d:  # a release of several sequences (--by): one mechanism per distinct design
+            designs = d["designs"]
+            seqs = d.get("sequences")
+            if not isinstance(designs, list) or not designs or not isinstance(seqs, list):
+                raise ValueError(f"{where}: fields 'designs' and 'sequences' must be lists (designs not empty)")
+            users: dict[int, list[str]] = {}
+            for i, s in enumerate(seqs):
+                j = s.get("design") if isinstance(s, dict) else None
+                if j is not None and (isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < len(designs)):
+                    raise ValueError(f"{where}: sequences[{i}]: field 'design' must be null or an index into "
+                                     f"'designs', got {j!r}")
+                if j is not None:
+                    users.setdefault(j, []).append(str(s.get("id")))
+            return [(users.get(j, []), kmechanism_from_dict(m, where=f"{where}: designs[{j}]"))
+                    for j, m in enumerate(designs)]
         return [(None, kmechanism_from_dict(_require(d, "mechanism", where), where=f"{where}: mechanism"))]
     return [(None, kmechanism_from_dict(d, where=where))]

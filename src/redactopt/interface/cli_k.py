@@ -220,15 +220,16 @@ def cmd_kfit(args: argparse.Namespace) -> int:
 # apply
 # --------------------------------------------------------------------------
 def cmd_kapply(args: argparse.Namespace) -> int:
-    """``redactopt apply INPUT --column NAME --categorical|--transition T --private LIST --eps E --out OUT``."""
+    """``redactopt apply INPUT --column NAME --categorical|--transition T (--private LIST | --private-column C [--by B]) --eps E --out OUT``."""
     from redactopt.release.kapply import KAPPLY_METHODS, kapply_table
+    from redactopt.release.apply import check_release_options
 
     refuse_given(args, ["alpha", "beta"], "applies to binary columns; a categorical column takes --transition")
-    refuse_given(args, ["private_column", "by", "chunk_rows", "workers"],
-                 "is not available for categorical columns (one sequence, --private positions)")
+    refuse_given(args, ["chunk_rows", "workers"],
+                 "is not available for categorical columns (the column is read at once)")
     if getattr(args, "report_sequences", "auto") != "auto":
-        raise UsageError("--report-sequences is not available for categorical columns (one sequence: the report "
-                         "holds it)")
+        raise UsageError("--report-sequences is not available for categorical columns (the report lists every "
+                         "sequence and one mechanism per distinct design)")
     if args.backend != "memory":
         raise UsageError("--backend dask is not available for categorical columns")
     if args.method not in KAPPLY_METHODS:
@@ -237,10 +238,15 @@ def cmd_kapply(args: argparse.Namespace) -> int:
     if STDIO in (args.out,):
         raise UsageError("--out -: categorical releases are written to a file (.csv, .tsv or .parquet)")
     chain = read_transition(args.transition) if args.transition else None
-    private = parse_positions(args.private)
+    private = parse_positions(args.private) if args.private is not None else None
+    try:
+        check_release_options(private=private, private_column=args.private_column, by=args.by)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     try:
         with stdin_as_file(args.input) as path:
-            rep = kapply_table(path, args.out, column=args.column, eps=args.eps, private=private, chain=chain,
+            rep = kapply_table(path, args.out, column=args.column, eps=args.eps, private=private,
+                               private_column=args.private_column, by=args.by, chain=chain,
                                method=args.method, seed=args.seed, report=args.report, force=args.force,
                                time_limit=args.time_limit, smoothing=getattr(args, "smoothing", None) or "kt")
     except PrivacyCheckError as exc:
@@ -253,7 +259,9 @@ def cmd_kapply(args: argparse.Namespace) -> int:
         "eps": rep["eps"], "method": rep["method"],
         "leakage": {"max": rep["leakage"]["max"], "private_records": len(rep["private"]),
                     "pair": rep["leakage"]["pair"]},
-        "utility": {k: rep["utility"][k] for k in ("expected", "realised")}, "blocks": rep["blocks"],
+        "utility": {k: rep["utility"][k] for k in ("expected", "realised")}, "blocks": rep.get("blocks"),
+        "sequences": len(rep["sequences"]) if "sequences" in rep else 1,
+        "designs": len(rep["designs"]) if "designs" in rep else 1,
         "randomness": rep["randomness"]["source"], "label": rep["label"], "warnings": rep["warnings"],
         "report": args.report,
     }
@@ -268,7 +276,11 @@ def cmd_kapply(args: argparse.Namespace) -> int:
                  f"leakage   : {rep['leakage']['max']:.10g}  (exact, worst over {len(rep['private'])} private "
                  f"record(s); pair {rep['leakage']['pair'][0]} vs {rep['leakage']['pair'][1]})",
                  f"utility   : expected {rep['utility']['expected']:.6g}  realised {rep['utility']['realised']:.6g}",
-                 f"blocks    : {rep['blocks']}",
+                 (f"blocks    : {rep['blocks']}" if "blocks" in rep else
+                  f"sequences : {len(rep['sequences'])} (by '{rep['by']}'), "
+                  f"{sum(1 for q in rep['sequences'] if q['private'])} with private records, "
+                  f"{len(rep['designs'])} distinct design(s); worst in sequence "
+                  f"{rep['leakage']['witness_sequence']}"),
                  f"randomness: {rep['randomness']['source']}"]
         if rep["label"]:
             lines.append(f"label     : {rep['label']}")
@@ -337,10 +349,25 @@ def maybe_kaudit(args: argparse.Namespace) -> int | None:
     refuse_given(args, ["attack", "samples", "confidence", "attack_seed", "time_limit"],
                  "is not available for k-state mechanisms (audit --exact certifies them in rational arithmetic)")
     reports = []
-    for _, mf in kmechanisms_of(d, where):
+    for tag, mf in kmechanisms_of(d, where):
         eps = mf.eps if args.eps is None else args.eps
-        reports.append(kaudit(mf.chain, mf.redact_prob, private=mf.private, eps=eps, method=mf.method,
-                              exact=bool(args.exact)))
-    rep = reports[0]
-    print(json.dumps(rep, indent=2) if (args.format or "text") == "json" else kaudit_text(rep))
-    return EXIT_OK if rep["passed"] else EXIT_FAIL
+        rep = kaudit(mf.chain, mf.redact_prob, private=mf.private, eps=eps, method=mf.method, exact=bool(args.exact))
+        if tag is not None:
+            rep["sequences"] = tag
+        reports.append(rep)
+    passed = all(r["passed"] for r in reports)
+    if len(reports) == 1:
+        print(json.dumps(reports[0], indent=2) if (args.format or "text") == "json" else kaudit_text(reports[0]))
+    elif (args.format or "text") == "json":
+        print(json.dumps({"designs": reports, "passed": passed}, indent=2))
+    else:
+        blocks = []
+        for j, r in enumerate(reports):
+            ids = r.get("sequences", [])
+            shown = ", ".join(ids[:5]) + (f", … ({len(ids)} in all)" if len(ids) > 5 else "")
+            blocks.append(f"design {j + 1} of {len(reports)} (sequences: {shown or 'none'})\n" + kaudit_text(r))
+        failed = sum(1 for r in reports if not r["passed"])
+        blocks.append(f"overall   : {'PASS' if passed else 'FAIL'} ({len(reports) - failed} of {len(reports)} "
+                      "designs pass)")
+        print("\n\n".join(blocks))
+    return EXIT_OK if passed else EXIT_FAIL

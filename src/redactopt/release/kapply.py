@@ -91,7 +91,52 @@ def _released_column(col: pd.Series, mask: np.ndarray) -> pd.Series:
     return out
 
 
-def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: object,
+def _sequences(table: pd.DataFrame, by: str | None) -> list[tuple[Any, np.ndarray]]:
+    """``(id, rows)`` of every sequence: the rows of one ``by`` value in table order, ids in order of
+    first appearance (one sequence, id ``None``, without ``by``)."""
+    n = len(table)
+    if by is None:
+        return [(None, np.arange(n))]
+    if by not in table.columns:
+        raise ValueError(f"column {by!r} not found; the columns are {list(map(str, table.columns))}")
+    ids = table[by]
+    bad = np.flatnonzero(ids.isna().to_numpy())
+    if bad.size:
+        raise ValueError(f"row {int(bad[0]) + 1}: column {by!r} has a missing value")
+    codes, uniques = pd.factorize(ids, sort=False)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.cumsum(np.bincount(codes, minlength=len(uniques)))[:-1]
+    return [(uniques[i], rows) for i, rows in enumerate(np.split(order, bounds))]
+
+
+def _private_flags(table: pd.DataFrame, private: object, private_column: str | None, by: str | None) -> np.ndarray:
+    """Boolean flags of the private rows, from 0-based positions or a 0/1 column."""
+    from redactopt.release.apply import check_release_options
+    from redactopt.release.data import parse_binary
+
+    check_release_options(private=private, private_column=private_column, by=by)
+    n = len(table)
+    flags = np.zeros(n, dtype=bool)
+    if private_column is None:
+        flags[list(check_private(private, n, "private"))] = True
+        return flags
+    if private_column not in table.columns:
+        raise ValueError(f"column {private_column!r} not found; the columns are {list(map(str, table.columns))}")
+    col = table[private_column]
+    bad = np.flatnonzero(col.isna().to_numpy())
+    if bad.size:
+        raise ValueError(f"row {int(bad[0]) + 1}, column '{private_column}': missing value")
+    vals = col.to_numpy()
+    if vals.dtype == object:
+        vals = np.array([str(v) for v in vals])
+    flags[:] = parse_binary(vals, column=private_column, first_row=1, where="table") == 1
+    if not flags.any():
+        raise ValueError(f"column {private_column!r} marks no row private (1); nothing to protect")
+    return flags
+
+
+def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: object = None,
+                 private_column: str | None = None, by: str | None = None,
                  chain: KChain | None = None, method: str = "auto", seed: int | None = None,
                  time_limit: float = 60.0, confidence: float = 0.95, smoothing: str = "kt",
                  simultaneous: bool = False) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -100,18 +145,27 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
     Parameters
     ----------
     table : pandas.DataFrame
-        One sequence, rows in order.
+        Rows in order: one sequence, or several named by ``by``.
     column : str
         The categorical column (any values; their text forms are the states).
     eps : float
         Budget per private record (nats).
-    private : int or list of int
-        0-based private rows.
+    private : int or list of int, optional
+        0-based private rows (one sequence only: no ``by``).
+    private_column : str, optional
+        A 0/1 column (1, true: private) instead of ``private``; give exactly one of the two.
+    by : str, optional
+        A column naming each row's sequence: each sequence (its rows in table order) is a chain of its
+        own, all of one fitted (or given) chain.  Sequences with no private row are released
+        unchanged; sequences with the same length and private positions share one design (verified
+        exactly once, drawn independently).
     chain : KChain, optional
-        The chain; fitted from the column (:func:`redactopt.release.kfit.kfit_sequences`) if omitted.
+        The chain; fitted from the column (:func:`redactopt.release.kfit.kfit_sequences`, every
+        sequence) if omitted.
     method : {"auto", "dim", "optimal"}
     seed : int, optional
-        Reproducible draws (not for real releases); default the secure source.
+        Reproducible draws (not for real releases); default the secure source.  The draws of a
+        sequence are keyed by its id (:func:`redactopt.release.data.sequence_key`).
     """
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
@@ -122,14 +176,16 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
     n = len(values)
     if n == 0:
         raise ValueError("no data rows")
-    priv = check_private(private, n, "private")
+    flags = _private_flags(table, private, private_column, by)
+    seqs = _sequences(table, by)
     fit = None
     missing = [i for i, v in enumerate(values) if v is None or (isinstance(v, float) and np.isnan(v))
                or v is pd.NA]
     if missing:
         raise ValueError(f"row {missing[0] + 1}: column {column!r} has a missing value")
     if chain is None:
-        fit = kfit_sequences([values], confidence=confidence, smoothing=smoothing, simultaneous=simultaneous)  # type: ignore[arg-type]
+        fit = kfit_sequences([[values[i] for i in rows] for _, rows in seqs], confidence=confidence,
+                             smoothing=smoothing, simultaneous=simultaneous)  # type: ignore[arg-type]
         chain = fit.chain()
         codes, _ = encode_labels(values, list(fit.labels))
     else:
@@ -141,34 +197,71 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
             bad = int(np.flatnonzero(codes >= len(labels))[0])
             raise ValueError(f"row {bad + 1}: column {column!r} has value {values[bad]!r}, not one of the chain's "
                              f"states {labels}")
-    q, how = kdesign_release(chain, n, eps=eps, private=priv, method=method, time_limit=time_limit)
-    probs = q[np.arange(n), codes]
     source = bit_source(seed)
-    mask = bernoulli_exact(probs, source, key=sequence_key(None), positions=np.arange(n))
+    mask = np.zeros(n, dtype=bool)
+    designs: dict[tuple[int, tuple[int, ...]], int] = {}
+    mechs: list[dict[str, Any]] = []
+    rows_of: list[dict[str, Any]] = []
+    worst: tuple[Any, Any] | None = None  # (segment result, sequence id)
+    expected = 0.0
+    for seq_id, rows in seqs:
+        m = int(rows.size)
+        priv = tuple(int(i) for i in np.flatnonzero(flags[rows]))
+        entry: dict[str, Any] = {"id": None if seq_id is None else str(seq_id), "rows": m,
+                                 "private": [p + 1 for p in priv]}
+        if not priv:  # nothing to protect: released unchanged
+            expected += m
+            entry.update(design=None, leakage=0.0, redacted=0)
+            rows_of.append(entry)
+            continue
+        key = (m, priv)
+        if key not in designs:
+            q, how = kdesign_release(chain, m, eps=eps, private=priv, method=method, time_limit=time_limit)
+            per_private = [kleakage_segment(chain, q, p) for p in priv]
+            w = max(per_private, key=lambda r: r.leakage)
+            u = kutility(chain, q)
+            mech = kmechanism_to_dict(chain, q, private=priv, eps=eps, method=how["method"], utility=u,
+                                      leakage=w.leakage)
+            designs[key] = len(mechs)
+            mechs.append({"q": q, "how": how, "per_private": per_private, "worst": w, "utility": u, "mech": mech})
+        d = mechs[designs[key]]
+        q = d["q"]
+        sub = bernoulli_exact(q[np.arange(m), codes[rows]], source, key=sequence_key(seq_id), positions=np.arange(m))
+        mask[rows] = sub
+        expected += d["utility"] * m
+        entry.update(design=designs[key], leakage=d["worst"].leakage, redacted=int(sub.sum()))
+        rows_of.append(entry)
+        if worst is None or d["worst"].leakage > worst[0].leakage:
+            worst = (d["worst"], seq_id)
+    assert worst is not None  # _private_flags refuses a release without a private row
     out = table.copy()
     out[column] = _released_column(table[column], mask)
-    per_private = [kleakage_segment(chain, q, p) for p in priv]
-    worst = max(per_private, key=lambda r: r.leakage)
-    u = kutility(chain, q)
-    mech = kmechanism_to_dict(chain, q, private=priv, eps=eps, method=how["method"], utility=u,
-                              leakage=worst.leakage)
-    blocks = [[b["start"], b["start"] + len(b["redact_prob"]) - 1] for b in mech["blocks"]]
+    w, w_id = worst
+    labels_txt = [str(s) for s in chain.labels]
     rep: dict[str, Any] = {
-        "format": KREPORT_FORMAT, "column": column, "rows": n, "states": [str(s) for s in chain.labels],
-        "chain": {"labels": [str(s) for s in chain.labels], "transition": chain.transition.tolist(),
+        "format": KREPORT_FORMAT, "column": column, "rows": n, "states": labels_txt,
+        "chain": {"labels": labels_txt, "transition": chain.transition.tolist(),
                   "source": "fitted" if fit is not None else "given",
                   "fit": fit.to_dict() if fit is not None else None},
-        "eps": eps, "method": how["method"], "private": [p + 1 for p in priv],
-        "leakage": {"max": worst.leakage, "witness_private": worst.p + 1,
-                    "pair": [str(s) for s in worst.pair_labels],
-                    "per_private": [{"private": r.p + 1, "leakage": r.leakage} for r in per_private]},
-        "utility": {"expected": u, "realised": 1.0 - float(mask.sum()) / n, "redacted": int(mask.sum())},
-        "blocks": blocks, "mechanism": mech,
+        "eps": eps, "method": mechs[0]["how"]["method"],
+        "private": [int(i) + 1 for i in np.flatnonzero(flags)],
+        "leakage": {"max": w.leakage, "witness_private": w.p + 1, "pair": [str(s) for s in w.pair_labels]},
+        "utility": {"expected": expected / n, "realised": 1.0 - float(mask.sum()) / n, "redacted": int(mask.sum())},
         "randomness": {"source": "numpy PCG64, seeded (word t for record t)" if seed is not None
                        else "operating system secure source (os.urandom)", "seed": seed},
         "label": _LABEL if seed is not None else None,
         "warnings": list(fit.warnings) if fit is not None else [],
     }
+    if by is None:  # one sequence: its mechanism, blocks and per-private leakage (format unchanged)
+        d = mechs[0]
+        rep["leakage"]["per_private"] = [{"private": r.p + 1, "leakage": r.leakage} for r in d["per_private"]]
+        rep["blocks"] = [[b["start"], b["start"] + len(b["redact_prob"]) - 1] for b in d["mech"]["blocks"]]
+        rep["mechanism"] = d["mech"]
+    else:  # several: one mechanism per distinct design, each sequence names its design
+        rep["by"] = by
+        rep["leakage"]["witness_sequence"] = None if w_id is None else str(w_id)
+        rep["sequences"] = rows_of
+        rep["designs"] = [d["mech"] for d in mechs]
     return out, rep
 
 
@@ -183,7 +276,8 @@ def _read(path: Path) -> tuple[pd.DataFrame, str, bool]:
 
 
 def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], *, column: str, eps: float,
-                 private: object, chain: KChain | None = None, method: str = "auto", seed: int | None = None,
+                 private: object = None, private_column: str | None = None, by: str | None = None,
+                 chain: KChain | None = None, method: str = "auto", seed: int | None = None,
                  report: str | os.PathLike[str] | None = None, force: bool = False, time_limit: float = 60.0,
                  confidence: float = 0.95, smoothing: str = "kt", simultaneous: bool = False) -> dict[str, Any]:
     """:func:`kapply_frame` on a CSV (.csv/.txt/.tsv, values read as text) or Parquet file; writes the release.
@@ -199,7 +293,8 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
     if out_path.resolve() == src.resolve():
         raise ValueError(f"{out_path}: is the input; the input is never modified")
     df, kind, keep_index = _read(src)
-    released, rep = kapply_frame(df, column=column, eps=eps, private=private, chain=chain, method=method,
+    released, rep = kapply_frame(df, column=column, eps=eps, private=private, private_column=private_column, by=by,
+                                 chain=chain, method=method,
                                  seed=seed, time_limit=time_limit, confidence=confidence, smoothing=smoothing,
                                  simultaneous=simultaneous)
     fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)

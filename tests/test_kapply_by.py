@@ -1,0 +1,172 @@
+"""k-state releases of several sequences (``--by``) with private rows flagged by a column (issue 17).
+
+Privacy is checked by brute force: every sequence's mechanism, read back from the report, is
+judged by :func:`redactopt.judge.kleakage.kleakage_bruteforce` (all ``(k+1)^n`` outputs), which
+shares no code with the designer or the segment evaluator.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from redactopt.judge.kleakage import kleakage_bruteforce
+from redactopt.kio import kmechanisms_of
+from redactopt.model.kchain import KChain
+from redactopt.release.kapply import kapply_frame
+
+#: a chain with a zero entry (still irreducible and aperiodic)
+CHAIN = KChain([[0.7, 0.3, 0.0], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]], labels=("home", "work", "shop"))
+
+
+def _table(rng, lengths: dict[str, int], private: dict[str, list[int]]) -> pd.DataFrame:
+    """Sequences sampled from CHAIN, rows interleaved at random (each sequence keeps its order)."""
+    rows = []
+    for pid, n in lengths.items():
+        x = int(rng.choice(3, p=CHAIN.stationary))
+        for t in range(n):
+            rows.append({"person": pid, "t": t, "place": CHAIN.labels[x], "hide": int(t in private.get(pid, []))})
+            x = int(rng.choice(3, p=CHAIN.transition[x]))
+    # interleave the sequences at random; each keeps its time order (t is distinct within a person)
+    df = pd.DataFrame(rows).sample(frac=1.0, random_state=int(rng.integers(1 << 30)))
+    return df.sort_values("t", kind="stable").reset_index(drop=True)
+
+
+def _dense(mech: dict) -> np.ndarray:
+    q = np.zeros((mech["n"], len(mech["states"])))
+    for b in mech["blocks"]:
+        q[b["start"] - 1 : b["start"] - 1 + len(b["redact_prob"])] = b["redact_prob"]
+    return q
+
+
+LENGTHS = {"ann": 6, "bob": 6, "cy": 5, "dee": 7, "eve": 6}
+PRIVATE = {"ann": [2], "bob": [2], "cy": [], "dee": [1, 5], "eve": [4]}
+
+
+@pytest.mark.parametrize("method", ["dim", "auto"])
+def test_each_sequence_private_by_brute_force(rng, method):
+    df = _table(rng, LENGTHS, PRIVATE)
+    out, rep = kapply_frame(df, column="place", eps=1.0, private_column="hide", by="person", chain=CHAIN,
+                            method=method, seed=11)
+    seqs = {s["id"]: s for s in rep["sequences"]}
+    assert set(seqs) == set(LENGTHS) and rep["by"] == "person"
+    # ann and bob: same length, same private position -> one shared design; the others their own
+    assert seqs["ann"]["design"] == seqs["bob"]["design"] is not None
+    assert seqs["cy"]["design"] is None and seqs["cy"]["redacted"] == 0
+    assert len({seqs[p]["design"] for p in ("ann", "dee", "eve")}) == 3 and len(rep["designs"]) == 3
+    worst = 0.0
+    for pid, s in seqs.items():
+        assert s["rows"] == LENGTHS[pid] and s["private"] == [p + 1 for p in PRIVATE[pid]]
+        if s["design"] is None:
+            continue
+        mech = rep["designs"][s["design"]]
+        q = _dense(mech)
+        assert mech["n"] == LENGTHS[pid] and mech["private"] == s["private"]
+        for p in PRIVATE[pid]:
+            assert np.all(q[p] == 1.0)
+            brute = kleakage_bruteforce(CHAIN, q, p).leakage
+            assert brute <= 1.0 + 1e-12  # independent enumeration of every output
+            worst = max(worst, brute)
+    assert rep["leakage"]["max"] == pytest.approx(worst, rel=1e-9, abs=1e-12)
+    # the released table: same rows and order, only the column changed, redactions only where q allows
+    assert out.drop(columns="place").equals(df.drop(columns="place"))
+    red = out["place"].isna().to_numpy()
+    assert (out["place"][~red] == df["place"][~red]).all()
+    for pid, s in seqs.items():
+        rows = np.flatnonzero(df["person"].to_numpy() == pid)
+        assert list(df["t"].to_numpy()[rows]) == list(range(LENGTHS[pid]))
+        if s["design"] is None:
+            assert not red[rows].any()  # no private record: released unchanged
+            continue
+        q = _dense(rep["designs"][s["design"]])
+        codes = np.array([CHAIN.labels.index(v) for v in df["place"].to_numpy()[rows]])
+        allowed = q[np.arange(len(rows)), codes] > 0.0
+        assert not (red[rows] & ~allowed).any()  # a value published with certainty is never redacted
+        assert red[rows][PRIVATE[pid]].all()
+        assert s["redacted"] == int(red[rows].sum())
+    assert rep["utility"]["redacted"] == int(red.sum())
+    # expected utility: rows of undesigned sequences count 1, the others their design's utility
+    u = sum(LENGTHS[p] * (1.0 if s["design"] is None else rep["designs"][s["design"]]["utility"])
+            for p, s in seqs.items())
+    assert rep["utility"]["expected"] == pytest.approx(u / sum(LENGTHS.values()), rel=1e-12)
+
+
+def test_draws_are_keyed_by_sequence_not_by_row_order(rng):
+    df = _table(rng, LENGTHS, PRIVATE)
+    out, _ = kapply_frame(df, column="place", eps=1.0, private_column="hide", by="person", chain=CHAIN,
+                          method="dim", seed=5)
+    shuffled = df.sample(frac=1.0, random_state=3).sort_values(["person", "t"], kind="stable")
+    out2, _ = kapply_frame(shuffled, column="place", eps=1.0, private_column="hide", by="person", chain=CHAIN,
+                           method="dim", seed=5)
+    a = out.set_index(["person", "t"])["place"].sort_index()
+    b = out2.set_index(["person", "t"])["place"].sort_index()
+    assert a.isna().equals(b.isna())  # each sequence draws the same bits wherever its rows sit
+    out3, _ = kapply_frame(df, column="place", eps=1.0, private_column="hide", by="person", chain=CHAIN,
+                           method="dim", seed=6)
+    assert out3["place"].isna().sum() > 0
+
+
+def test_fit_counts_transitions_within_sequences_only():
+    # interleaved rows: in file order the column reads a b b a a b, but per person it is a-a-b / b-b-a
+    df = pd.DataFrame({"who": ["x", "y", "y", "x", "x", "y"], "v": ["a", "b", "b", "a", "b", "a"],
+                       "hide": [0, 0, 1, 0, 0, 0]})
+    _, rep = kapply_frame(df, column="v", eps=3.0, private_column="hide", by="who", method="dim", seed=1)
+    counts = rep["chain"]["fit"]["counts"]
+    # x: a->a, a->b ; y: b->b, b->a  (labels in order of first appearance: a, b)
+    assert rep["states"] == ["a", "b"] and counts == [[1, 1], [1, 1]]
+    seqs = {s["id"]: s for s in rep["sequences"]}
+    assert seqs["y"]["private"] == [2] and seqs["x"]["design"] is None
+
+
+def test_audit_reads_every_design_and_fails_a_tampered_one(run, tmp_path, capsys, rng):
+    df = _table(rng, LENGTHS, PRIVATE)
+    src = tmp_path / "places.csv"
+    df.to_csv(src, index=False)
+    rep_path = tmp_path / "rep.json"
+    chain_file = tmp_path / "chain.json"
+    chain_file.write_text(json.dumps(CHAIN.to_dict()))
+    assert run(["apply", str(src), "--column", "place", "--transition", str(chain_file),
+                "--by", "person", "--private-column", "hide", "--eps", "1", "--method", "dim", "--seed", "2",
+                "--out", str(tmp_path / "out.csv"), "--report", str(rep_path)]) == 0
+    out = capsys.readouterr().out
+    assert "sequences : 5 (by 'person'), 4 with private records, 3 distinct design(s)" in out
+    d = json.loads(rep_path.read_text())
+    tags = [tag for tag, _ in kmechanisms_of(d, "rep")]
+    assert sorted(map(sorted, tags)) == sorted([["ann", "bob"], ["dee"], ["eve"]])
+    assert run(["audit", str(rep_path)]) == 0
+    text = capsys.readouterr().out
+    assert text.count("result    : PASS") == 3 and "overall   : PASS (3 of 3 designs pass)" in text
+    assert run(["audit", str(rep_path), "--format", "json"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["passed"] and len(js["designs"]) == 3
+    # publish everything next to dee's private records: that design must fail the audit
+    j = next(s["design"] for s in d["sequences"] if s["id"] == "dee")
+    mech = d["designs"][j]
+    mech["blocks"] = [{"start": p, "redact_prob": [[1.0, 1.0, 1.0]]} for p in mech["private"]]
+    rep_path.write_text(json.dumps(d))
+    assert run(["audit", str(rep_path)]) == 1
+    assert "overall   : FAIL (2 of 3 designs pass)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kwargs, msg", [
+    (dict(private=[1], by="person"), "single sequence"),
+    (dict(private=[1], private_column="hide"), "exactly one"),
+    (dict(private_column="nope", by="person"), "'nope' not found"),
+    (dict(private_column="hide", by="nope"), "'nope' not found"),
+    (dict(private_column="bad", by="person"), "row 2, column 'bad'"),
+    (dict(private_column="none", by="person"), "marks no row private"),
+])
+def test_errors(kwargs, msg):
+    df = pd.DataFrame({"person": ["a", "a", "b", "b"], "place": ["home", "work", "home", "shop"],
+                       "hide": [0, 1, 0, 0], "bad": ["0", "2", "0", "0"], "none": [0, 0, 0, 0]})
+    with pytest.raises(ValueError, match=msg):
+        kapply_frame(df, column="place", eps=1.0, chain=CHAIN, method="dim", **kwargs)
+
+
+def test_missing_sequence_id_is_an_error():
+    df = pd.DataFrame({"person": ["a", None, "b"], "place": ["home", "work", "home"], "hide": [1, 0, 0]})
+    with pytest.raises(ValueError, match="row 2: column 'person' has a missing value"):
+        kapply_frame(df, column="place", eps=1.0, private_column="hide", by="person", chain=CHAIN, method="dim")
