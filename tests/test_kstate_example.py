@@ -27,12 +27,16 @@ def _derive(folder: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def co2(tmp_path_factory) -> Path:
-    return _derive(tmp_path_factory.mktemp("kstate"))
+    path = _derive(tmp_path_factory.mktemp("kstate"))
+    days = re.search(r"```python\n(import pandas as pd\n\nco2 = pd.read_csv.*?)```", DOC.read_text(), re.S)
+    assert days, "the page's many-days snippet"
+    subprocess.run([sys.executable, "-c", days.group(1)], cwd=path.parent, check=True)
+    return path
 
 
 def test_console_blocks_run_verbatim(co2):
     blocks = _console_blocks(DOC.read_text())
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     for block in blocks:
         for cmd, status, expected, actual in _run_block(block, co2.parent):
             assert status == 0, cmd
@@ -96,3 +100,40 @@ def test_eps_table_independently(co2):
         # one more published minute on either side breaks it for some private minute
         assert max(_window_leakage(P, p + 1 - lo, hi + 1 - (p + 1)) for p in PRIVATE) > eps or \
             max(_window_leakage(P, p + 1 - (lo - 1), hi - (p + 1)) for p in PRIVATE) > eps
+
+
+def test_many_days_by_hand(co2):
+    """The many-sequences example: private rows, shared design and redactions from pandas and the window."""
+    from redactopt.judge.kleakage import kleakage
+    from redactopt.model.kchain import KChain
+    from redactopt.solvers.kdim import kdim_windows
+
+    d = pd.read_csv(co2.parent / "co2days.csv", dtype=str, keep_default_na=False)
+    per_day = d.groupby("day", sort=False)["lunch"].agg(lambda s: (s == "1").sum())
+    assert per_day.to_dict() == {"2015-02-04": 0, "2015-02-05": 59, "2015-02-06": 59, "2015-02-07": 0,
+                                 "2015-02-08": 0, "2015-02-09": 59, "2015-02-10": 0}
+    # transitions counted within days only: pandas, independently of the fit
+    nxt = d.groupby("day", sort=False)["CO2level"].shift(-1)
+    tab = pd.crosstab(d["CO2level"][nxt.notna()], nxt[nxt.notna()])
+    from redactopt.release.kapply import kapply_table
+
+    out = co2.parent / "days_by_hand.csv"
+    if out.exists():
+        out.unlink()
+    rep = kapply_table(co2.parent / "co2days.csv", out, column="CO2level", eps=1.0, private_column="lunch",
+                       by="day", seed=2015)
+    labels = rep["states"]
+    counts = [[int(tab.loc[a].get(b, 0)) for b in labels] for a in labels]
+    assert rep["chain"]["fit"]["counts"] == counts and sum(map(sum, counts)) == len(d) - 7
+    # one design for the three weekdays: the exact window of one day, redacting rows 381-1189
+    chain = KChain(rep["chain"]["transition"], labels=labels)
+    private = tuple(range(751, 810))
+    q = kdim_windows(chain, 1440, eps=1.0, private=private)
+    rows = np.flatnonzero(q.any(axis=1))
+    assert (rows[0] + 1, rows[-1] + 1) == (381, 1189) and np.all(q[rows] == 1.0)
+    assert max(kleakage(chain, q, p).leakage for p in (751, 809)) <= 1.0
+    assert rep["utility"]["redacted"] == 3 * 809 == 2427
+    released = pd.read_csv(out, dtype=str, keep_default_na=False)
+    blank = released["CO2level"] == ""
+    assert blank.sum() == 2427 and not blank[d["day"].isin(["2015-02-04", "2015-02-07", "2015-02-08",
+                                                          "2015-02-10"])].any()
