@@ -91,19 +91,24 @@ def _released_column(col: pd.Series, mask: np.ndarray) -> pd.Series:
     return out
 
 
+def _complete_column(table: pd.DataFrame, name: str) -> pd.Series:
+    """The column ``name``; an error naming the columns if it is absent, or the first row it misses."""
+    if name not in table.columns:
+        raise ValueError(f"column {name!r} not found; the columns are {list(map(str, table.columns))}")
+    col = table[name]
+    bad = np.flatnonzero(col.isna().to_numpy())
+    if bad.size:
+        raise ValueError(f"row {int(bad[0]) + 1}: column {name!r} has a missing value")
+    return col
+
+
 def _sequences(table: pd.DataFrame, by: str | None) -> list[tuple[Any, np.ndarray]]:
     """``(id, rows)`` of every sequence: the rows of one ``by`` value in table order, ids in order of
     first appearance (one sequence, id ``None``, without ``by``)."""
     n = len(table)
     if by is None:
         return [(None, np.arange(n))]
-    if by not in table.columns:
-        raise ValueError(f"column {by!r} not found; the columns are {list(map(str, table.columns))}")
-    ids = table[by]
-    bad = np.flatnonzero(ids.isna().to_numpy())
-    if bad.size:
-        raise ValueError(f"row {int(bad[0]) + 1}: column {by!r} has a missing value")
-    codes, uniques = pd.factorize(ids, sort=False)
+    codes, uniques = pd.factorize(_complete_column(table, by), sort=False)
     order = np.argsort(codes, kind="stable")
     bounds = np.cumsum(np.bincount(codes, minlength=len(uniques)))[:-1]
     return [(uniques[i], rows) for i, rows in enumerate(np.split(order, bounds))]
@@ -120,13 +125,7 @@ def _private_flags(table: pd.DataFrame, private: object, private_column: str | N
     if private_column is None:
         flags[list(check_private(private, n, "private"))] = True
         return flags
-    if private_column not in table.columns:
-        raise ValueError(f"column {private_column!r} not found; the columns are {list(map(str, table.columns))}")
-    col = table[private_column]
-    bad = np.flatnonzero(col.isna().to_numpy())
-    if bad.size:
-        raise ValueError(f"row {int(bad[0]) + 1}, column '{private_column}': missing value")
-    vals = col.to_numpy()
+    vals = _complete_column(table, private_column).to_numpy()
     if vals.dtype == object:
         vals = np.array([str(v) for v in vals])
     flags[:] = parse_binary(vals, column=private_column, first_row=1, where="table") == 1
@@ -169,20 +168,14 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
     """
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
-    if column not in table.columns:
-        raise ValueError(f"column {column!r} not found; the columns are {list(map(str, table.columns))}")
+    values = _complete_column(table, column).tolist()
     eps = check_eps(eps)
-    values = table[column].tolist()
     n = len(values)
     if n == 0:
         raise ValueError("no data rows")
     flags = _private_flags(table, private, private_column, by)
     seqs = _sequences(table, by)
     fit = None
-    missing = [i for i, v in enumerate(values) if v is None or (isinstance(v, float) and np.isnan(v))
-               or v is pd.NA]
-    if missing:
-        raise ValueError(f"row {missing[0] + 1}: column {column!r} has a missing value")
     if chain is None:
         fit = kfit_sequences([[values[i] for i in rows] for _, rows in seqs], confidence=confidence,
                              smoothing=smoothing, simultaneous=simultaneous)  # type: ignore[arg-type]
