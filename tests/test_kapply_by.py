@@ -170,3 +170,88 @@ def test_missing_sequence_id_is_an_error():
     df = pd.DataFrame({"person": ["a", None, "b"], "place": ["home", "work", "home"], "hide": [1, 0, 0]})
     with pytest.raises(ValueError, match="row 2: column 'person' has a missing value"):
         kapply_frame(df, column="place", eps=1.0, private_column="hide", by="person", chain=CHAIN, method="dim")
+
+
+# --------------------------------------------------------------------------
+# review findings: reports that contradict their mechanisms, file layouts, ids
+# --------------------------------------------------------------------------
+def _honest_report(tmp_path, rng) -> tuple[dict, object]:
+    df = _table(rng, LENGTHS, PRIVATE)
+    _, rep = kapply_frame(df, column="place", eps=1.0, private_column="hide", by="person", chain=CHAIN,
+                          method="dim", seed=4)
+    return json.loads(json.dumps(rep)), df
+
+
+def _dee(d: dict) -> dict:
+    return next(s for s in d["sequences"] if s["id"] == "dee")
+
+
+@pytest.mark.parametrize("tamper, msg", [
+    (lambda d: d["designs"][_dee(d)["design"]].update(private=[2]), "private records"),
+    (lambda d: _dee(d).update(design=next(s["design"] for s in d["sequences"] if s["id"] == "ann")), "rows"),
+    (lambda d: _dee(d).update(design=None), "no design"),
+    (lambda d: d.update(eps=2.0), "eps"),
+    (lambda d: d["designs"][0]["chain"].update(transition=[[1 / 3] * 3] * 3), "chain"),
+    (lambda d: d["designs"][0].update(n=d["designs"][0]["n"] + 1), "rows"),
+])
+def test_audit_refuses_reports_that_contradict_their_mechanisms(tmp_path, rng, tamper, msg):
+    d, _ = _honest_report(tmp_path, rng)
+    assert len(kmechanisms_of(d, "rep")) == 3  # the honest report reads
+    tamper(d)
+    with pytest.raises(ValueError, match=msg):
+        kmechanisms_of(d, "rep")
+
+
+def test_one_sequence_report_is_checked_too(rng):
+    df = pd.DataFrame({"place": ["home", "work", "shop", "home", "work", "home"]})
+    _, rep = kapply_frame(df, column="place", eps=1.0, private=[2], chain=CHAIN, method="dim", seed=1)
+    d = json.loads(json.dumps(rep))
+    assert kmechanisms_of(d, "rep")[0][0] is None
+    d["private"] = [2]
+    with pytest.raises(ValueError, match="private records"):
+        kmechanisms_of(d, "rep")
+
+
+def test_parquet_index_and_csv_header_are_kept(tmp_path):
+    from redactopt.release.kapply import kapply_table
+
+    df = pd.DataFrame({"rid": ["r7", "r3", "r9", "r1", "r2", "r5"], "person": [1, 2, 1, 2, 1, 2],
+                       "v": list("ABCABC"), "flag": [1, 0, 0, 0, 0, 1]})
+    chain = KChain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]], labels=("A", "B", "C"))
+    df.set_index("rid").to_parquet(tmp_path / "idx.parquet")
+    kapply_table(tmp_path / "idx.parquet", tmp_path / "o.parquet", column="v", eps=1.0, private_column="flag",
+                 by="person", chain=chain, method="dim", seed=1)
+    back = pd.read_parquet(tmp_path / "o.parquet")
+    assert back.index.name == "rid" and list(back.index) == list(df["rid"]) and list(back.columns) == ["person", "v",
+                                                                                                       "flag"]
+    # the stored index is a column the release can group by
+    kapply_table(tmp_path / "idx.parquet", tmp_path / "o2.parquet", column="v", eps=1.0, private_column="flag",
+                 by="rid", chain=chain, method="dim", seed=1)
+    # a CSV header with a blank and a repeated name is written back as it was
+    src = tmp_path / "blank.csv"
+    src.write_text(",person,v,v2,flag\n10,1,A,x,1\n11,2,B,y,0\n12,1,C,z,0\n13,1,A,w,0\n".replace("v2", "v"))
+    kapply_table(src, tmp_path / "o.csv", column="v", eps=1.0, private_column="flag", by="person", chain=chain,
+                 method="dim", seed=1)
+    lines = (tmp_path / "o.csv").read_text().splitlines()
+    assert lines[0] == ",person,v,v,flag" and lines[1].startswith("10,1,") and lines[1].endswith(",x,1")
+
+
+def test_ids_with_the_same_text_are_refused():
+    df = pd.DataFrame({"person": [1, "1", 1, "1"], "v": ["home"] * 4, "flag": [1, 0, 0, 1]})
+    with pytest.raises(ValueError, match="same text '1'"):
+        kapply_frame(df, column="v", eps=1.0, private_column="flag", by="person", chain=CHAIN, method="dim")
+
+
+def test_single_design_by_report_audit_prints_overall(run, tmp_path, capsys):
+    src = tmp_path / "t.csv"
+    pd.DataFrame({"person": ["a"] * 5 + ["b"] * 5, "place": ["home", "work", "shop", "home", "home"] * 2,
+                  "hide": [0, 0, 1, 0, 0] * 2}).to_csv(src, index=False)
+    chain_file = tmp_path / "chain.json"
+    chain_file.write_text(json.dumps(CHAIN.to_dict()))
+    assert run(["apply", str(src), "--column", "place", "--transition", str(chain_file), "--by", "person",
+                "--private-column", "hide", "--eps", "1", "--method", "dim", "--seed", "1",
+                "--out", str(tmp_path / "o.csv"), "--report", str(tmp_path / "r.json")]) == 0
+    capsys.readouterr()
+    assert run(["audit", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "design 1 of 1 (sequences: a, b)" in out and "overall   : PASS (1 of 1 designs pass)" in out

@@ -161,23 +161,55 @@ def read_kmechanisms(path: str) -> list[tuple[Any, KMechanismFile]]:
     return kmechanisms_of(d, where)
 
 
+def _consistent(report: dict, mf: KMechanismFile, where: str, *, rows: object, private: object) -> None:
+    """A report's claims about a sequence agree with the mechanism it names (else the audit of the
+    mechanism would not be an audit of the release)."""
+    if rows != mf.redact_prob.shape[0]:
+        raise ValueError(f"{where}: the sequence has {rows!r} rows but its mechanism has n={mf.redact_prob.shape[0]}")
+    if private != [p + 1 for p in mf.private]:
+        raise ValueError(f"{where}: the sequence's private records {private!r} are not its mechanism's "
+                         f"{[p + 1 for p in mf.private]}")
+    eps = report.get("eps")
+    if eps is not None and eps != mf.eps:
+        raise ValueError(f"{where}: the report's eps {eps!r} is not its mechanism's {mf.eps!r}")
+    chain = report.get("chain")
+    if isinstance(chain, dict) and "transition" in chain:
+        top = chain_from_dict(chain, where=f"{where}: chain")
+        # the same chain up to the rounding of re-normalised rows (older reports list P normalised)
+        if top.labels != mf.chain.labels or not np.allclose(top.transition, mf.chain.transition, rtol=1e-12,
+                                                            atol=1e-15):
+            raise ValueError(f"{where}: the report's chain is not its mechanism's chain")
+
+
 def kmechanisms_of(d: object, where: str) -> list[tuple[Any, KMechanismFile]]:
-    """:func:`read_kmechanisms` on an already parsed object."""
+    """:func:`read_kmechanisms` on an already parsed object.
+
+    A report is checked for consistency: every sequence's rows and private records are those of
+    the mechanism it names, every sequence with a private record names one, and the report's
+    ``eps`` and chain are the mechanisms' own.
+    """
     if isinstance(d, dict) and d.get("format") == KREPORT_FORMAT:
         if "designs" in d:  # a release of several sequences (--by): one mechanism per distinct design
-            designs = d["designs"]
-            seqs = d.get("sequences")
+            designs, seqs = d["designs"], d.get("sequences")
             if not isinstance(designs, list) or not designs or not isinstance(seqs, list):
                 raise ValueError(f"{where}: fields 'designs' and 'sequences' must be lists (designs not empty)")
+            mechs = [kmechanism_from_dict(m, where=f"{where}: designs[{j}]") for j, m in enumerate(designs)]
             users: dict[int, list[str]] = {}
-            for i, s in enumerate(seqs):
-                j = s.get("design") if isinstance(s, dict) else None
-                if j is not None and (isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < len(designs)):
-                    raise ValueError(f"{where}: sequences[{i}]: field 'design' must be null or an index into "
-                                     f"'designs', got {j!r}")
-                if j is not None:
-                    users.setdefault(j, []).append(str(s.get("id")))
-            return [(users.get(j, []), kmechanism_from_dict(m, where=f"{where}: designs[{j}]"))
-                    for j, m in enumerate(designs)]
-        return [(None, kmechanism_from_dict(_require(d, "mechanism", where), where=f"{where}: mechanism"))]
+            for i, seq in enumerate(seqs):
+                at = f"{where}: sequences[{i}]"
+                if not isinstance(seq, dict):
+                    raise ValueError(f"{at}: expected an object")
+                j, private = seq.get("design"), seq.get("private")
+                if j is None:
+                    if private:
+                        raise ValueError(f"{at}: has private records {private!r} but no design")
+                    continue
+                if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < len(designs):
+                    raise ValueError(f"{at}: field 'design' must be null or an index into 'designs', got {j!r}")
+                _consistent(d, mechs[j], at, rows=seq.get("rows"), private=private)
+                users.setdefault(j, []).append(str(seq.get("id")))
+            return [(users.get(j, []), mf) for j, mf in enumerate(mechs)]
+        mf = kmechanism_from_dict(_require(d, "mechanism", where), where=f"{where}: mechanism")
+        _consistent(d, mf, where, rows=d.get("rows"), private=d.get("private"))
+        return [(None, mf)]
     return [(None, kmechanism_from_dict(d, where=where))]

@@ -174,7 +174,7 @@ def cmd_kdesign(args: argparse.Namespace) -> int:
 def _read_table(path: str) -> Any:
     from redactopt.release.kapply import _read
 
-    df, _, _ = _read(check_input_path(path))
+    df, _ = _read(check_input_path(path))
     return df
 
 
@@ -356,7 +356,7 @@ def maybe_kaudit(args: argparse.Namespace) -> int | None:
             rep["sequences"] = tag
         reports.append(rep)
     passed = all(r["passed"] for r in reports)
-    if len(reports) == 1:
+    if len(reports) == 1 and "sequences" not in reports[0]:
         print(json.dumps(reports[0], indent=2) if (args.format or "text") == "json" else kaudit_text(reports[0]))
     elif (args.format or "text") == "json":
         print(json.dumps({"designs": reports, "passed": passed}, indent=2))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,12 @@ def _sequences(table: pd.DataFrame, by: str | None) -> list[tuple[Any, np.ndarra
     if by is None:
         return [(None, np.arange(n))]
     codes, uniques = pd.factorize(_complete_column(table, by), sort=False)
+    seen: dict[str, object] = {}
+    for u in uniques:  # the draws of a sequence are keyed by its id's text (the same from CSV and Parquet)
+        if str(u) in seen:
+            raise ValueError(f"column {by!r}: ids {seen[str(u)]!r} and {u!r} have the same text {str(u)!r}; "
+                             "sequences are keyed by the text of their id, so give ids one type")
+        seen[str(u)] = u
     order = np.argsort(codes, kind="stable")
     bounds = np.cumsum(np.bincount(codes, minlength=len(uniques)))[:-1]
     return [(uniques[i], rows) for i, rows in enumerate(np.split(order, bounds))]
@@ -236,7 +243,7 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
         "chain": {"labels": labels_txt, "transition": chain.transition.tolist(),
                   "source": "fitted" if fit is not None else "given",
                   "fit": fit.to_dict() if fit is not None else None},
-        "eps": eps, "method": mechs[0]["how"]["method"],
+        "eps": eps, "method": "; ".join(dict.fromkeys(d["how"]["method"] for d in mechs)),
         "private": [int(i) + 1 for i in np.flatnonzero(flags)],
         "leakage": {"max": w.leakage, "witness_private": w.p + 1, "pair": [str(s) for s in w.pair_labels]},
         "utility": {"expected": expected / n, "realised": 1.0 - float(mask.sum()) / n, "redacted": int(mask.sum())},
@@ -258,14 +265,47 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
     return out, rep
 
 
-def _read(path: Path) -> tuple[pd.DataFrame, str, bool]:
+@dataclass
+class _Layout:
+    """What a file's own layout needs to be written back as it was (beyond its columns' values)."""
+
+    kind: str  # "csv" or "parquet"
+    keep_index: bool = False  # CSV: a row-id column without a name, read as the index
+    header: list[str] | None = None  # CSV: the header as written (pandas renames blank and repeated names)
+    index: list | None = None  # Parquet: a stored (non-range) index, moved into columns so --by can name it
+
+
+def _read(path: Path) -> tuple[pd.DataFrame, _Layout]:
     name = path.name.lower()
     if name.endswith(".parquet"):
-        return pd.read_parquet(path), "parquet", False
+        df = pd.read_parquet(path)
+        if isinstance(df.index, pd.RangeIndex):  # kept as it is (metadata only), written back by pandas
+            return df, _Layout("parquet")
+        names = list(df.index.names)
+        df = df.reset_index()
+        return df, _Layout("parquet", index=[(c, n) for c, n in zip(df.columns[: len(names)], names)])
     sep = "\t" if name.endswith(".tsv") else ","
     df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
+    header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
     # a header one field shorter than the rows (a row-id column without a name) becomes the index
-    return df, "csv", not isinstance(df.index, pd.RangeIndex)
+    keep_index = not isinstance(df.index, pd.RangeIndex)
+    return df, _Layout("csv", keep_index, header if len(header) == len(df.columns) else None)
+
+
+def _write(released: pd.DataFrame, layout: _Layout, tmp: str, out_name: str) -> None:
+    """Write the release in the input's layout: its header, its index, its row-id column."""
+    if layout.index:
+        released = released.set_index([c for c, _ in layout.index])
+        released.index.names = [n for _, n in layout.index]
+    if out_name.lower().endswith(".parquet"):
+        released.to_parquet(tmp, index=layout.keep_index if layout.kind == "csv" else None)
+        return
+    sep = "\t" if out_name.lower().endswith(".tsv") else ","
+    if layout.kind == "csv":
+        released.to_csv(tmp, sep=sep, index=layout.keep_index, header=layout.header or True,
+                        index_label=False if layout.keep_index else None)
+    else:
+        released.to_csv(tmp, sep=sep, index=bool(layout.index))
 
 
 def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], *, column: str, eps: float,
@@ -285,7 +325,7 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
         check_output_path(report, force=force)
     if out_path.resolve() == src.resolve():
         raise ValueError(f"{out_path}: is the input; the input is never modified")
-    df, kind, keep_index = _read(src)
+    df, layout = _read(src)
     released, rep = kapply_frame(df, column=column, eps=eps, private=private, private_column=private_column, by=by,
                                  chain=chain, method=method,
                                  seed=seed, time_limit=time_limit, confidence=confidence, smoothing=smoothing,
@@ -294,17 +334,13 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
     os.close(fd)
     try:
         os.chmod(tmp, new_file_mode())
-        if out_path.name.lower().endswith(".parquet"):
-            released.to_parquet(tmp, index=keep_index)
-        else:
-            sep = "\t" if out_path.name.lower().endswith(".tsv") else ","
-            released.to_csv(tmp, sep=sep, index=keep_index)
+        _write(released, layout, tmp, out_path.name)
         os.replace(tmp, out_path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    rep = {"input": str(input), "output": str(output), "input_format": kind, **rep}
+    rep = {"input": str(input), "output": str(output), "input_format": layout.kind, **rep}
     if report is not None:
         write_json_atomic(report, rep, force=force)
     return rep
