@@ -255,3 +255,11 @@ def test_single_design_by_report_audit_prints_overall(run, tmp_path, capsys):
     assert run(["audit", str(tmp_path / "r.json")]) == 0
     out = capsys.readouterr().out
     assert "design 1 of 1 (sequences: a, b)" in out and "overall   : PASS (1 of 1 designs pass)" in out
+
+
+def test_workers_change_nothing_but_the_time(rng):
+    df = _table(rng, LENGTHS, PRIVATE)
+    kw = dict(column="place", eps=1.0, private_column="hide", by="person", chain=CHAIN, method="auto", seed=9)
+    out1, rep1 = kapply_frame(df, workers=1, **kw)
+    out2, rep2 = kapply_frame(df, workers=2, **kw)  # the three distinct designs shared out to a second process
+    assert out1.equals(out2) and rep1 == rep2

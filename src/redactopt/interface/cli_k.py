@@ -225,8 +225,9 @@ def cmd_kapply(args: argparse.Namespace) -> int:
     from redactopt.release.apply import check_release_options
 
     refuse_given(args, ["alpha", "beta"], "applies to binary columns; a categorical column takes --transition")
-    refuse_given(args, ["chunk_rows", "workers"],
-                 "is not available for categorical columns (the column is read at once)")
+    refuse_given(args, ["chunk_rows"], "is not available for categorical columns (the column is read at once)")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
     if getattr(args, "report_sequences", "auto") != "auto":
         raise UsageError("--report-sequences is not available for categorical columns (the report lists every "
                          "sequence and one mechanism per distinct design)")
@@ -246,7 +247,7 @@ def cmd_kapply(args: argparse.Namespace) -> int:
     try:
         with stdin_as_file(args.input) as path:
             rep = kapply_table(path, args.out, column=args.column, eps=args.eps, private=private,
-                               private_column=args.private_column, by=args.by, chain=chain,
+                               private_column=args.private_column, by=args.by, chain=chain, workers=args.workers,
                                method=args.method, seed=args.seed, report=args.report, force=args.force,
                                time_limit=args.time_limit, smoothing=getattr(args, "smoothing", None) or "kt")
     except PrivacyCheckError as exc:

@@ -44,6 +44,7 @@ from redactopt.model.kchain import KChain
 from redactopt.release.bits import bernoulli_exact, bit_source
 from redactopt.release.data import sequence_key
 from redactopt.release.kfit import encode_labels, kfit_sequences
+from redactopt.release.plan import pool_map
 
 __all__ = ["kapply_frame", "kapply_table", "kdesign_release", "AUTO_OPTIMAL_MAX", "KAPPLY_METHODS"]
 
@@ -72,6 +73,12 @@ def kdesign_release(chain: KChain, n: int, *, eps: float, private: tuple[int, ..
     what = ("the exact data-independent window per cluster of private records" if per == "dim"
             else "optimal per private record, elementwise maximum")
     return q, {"method": f"{method}: {what}" if method == "auto" else what, "leakage": res.leakage}
+
+
+def _design_job(chain: KChain, n: int, eps: float, private: tuple[int, ...], method: str,
+                time_limit: float) -> tuple[np.ndarray, dict[str, Any]]:
+    """:func:`kdesign_release` for one (length, private positions): verified where it runs."""
+    return kdesign_release(chain, n, eps=eps, private=private, method=method, time_limit=time_limit)
 
 
 def _released_column(col: pd.Series, mask: np.ndarray) -> pd.Series:
@@ -145,7 +152,7 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
                  private_column: str | None = None, by: str | None = None,
                  chain: KChain | None = None, method: str = "auto", seed: int | None = None,
                  time_limit: float = 60.0, confidence: float = 0.95, smoothing: str = "kt",
-                 simultaneous: bool = False) -> tuple[pd.DataFrame, dict[str, Any]]:
+                 simultaneous: bool = False, workers: int | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Release a categorical column of a DataFrame; returns the released table and the report.
 
     Parameters
@@ -172,6 +179,10 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
     seed : int, optional
         Reproducible draws (not for real releases); default the secure source.  The draws of a
         sequence are keyed by its id (:func:`redactopt.release.data.sequence_key`).
+    workers : int, optional
+        Processes computing the distinct designs at once, this one included (default: every core;
+        1: all here).  Designs are deterministic and each is verified exactly where it is made,
+        so the release is the same for every value.
     """
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
@@ -199,14 +210,23 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
                              f"states {labels}")
     source = bit_source(seed)
     mask = np.zeros(n, dtype=bool)
-    designs: dict[tuple[int, tuple[int, ...]], int] = {}
+    privs = [tuple(int(i) for i in np.flatnonzero(flags[rows])) for _, rows in seqs]
+    keys = list(dict.fromkeys((int(rows.size), priv) for (_, rows), priv in zip(seqs, privs) if priv))
+    designs = {key: j for j, key in enumerate(keys)}  # one design per (length, private positions)
+    with pool_map(workers) as run:  # deterministic: where each design runs changes only the time
+        made = run(_design_job, [(chain, m, eps, priv, method, time_limit) for m, priv in keys])
     mechs: list[dict[str, Any]] = []
+    for (m, priv), (q, how) in zip(keys, made):
+        per_private = [kleakage_segment(chain, q, p) for p in priv]
+        w = max(per_private, key=lambda r: r.leakage)
+        u = kutility(chain, q)
+        mech = kmechanism_to_dict(chain, q, private=priv, eps=eps, method=how["method"], utility=u, leakage=w.leakage)
+        mechs.append({"q": q, "how": how, "per_private": per_private, "worst": w, "utility": u, "mech": mech})
     rows_of: list[dict[str, Any]] = []
     worst: tuple[Any, Any] | None = None  # (segment result, sequence id)
     expected = 0.0
-    for seq_id, rows in seqs:
+    for (seq_id, rows), priv in zip(seqs, privs):
         m = int(rows.size)
-        priv = tuple(int(i) for i in np.flatnonzero(flags[rows]))
         entry: dict[str, Any] = {"id": None if seq_id is None else str(seq_id), "rows": m,
                                  "private": [p + 1 for p in priv]}
         if not priv:  # nothing to protect: released unchanged
@@ -214,22 +234,13 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
             entry.update(design=None, leakage=0.0, redacted=0)
             rows_of.append(entry)
             continue
-        key = (m, priv)
-        if key not in designs:
-            q, how = kdesign_release(chain, m, eps=eps, private=priv, method=method, time_limit=time_limit)
-            per_private = [kleakage_segment(chain, q, p) for p in priv]
-            w = max(per_private, key=lambda r: r.leakage)
-            u = kutility(chain, q)
-            mech = kmechanism_to_dict(chain, q, private=priv, eps=eps, method=how["method"], utility=u,
-                                      leakage=w.leakage)
-            designs[key] = len(mechs)
-            mechs.append({"q": q, "how": how, "per_private": per_private, "worst": w, "utility": u, "mech": mech})
-        d = mechs[designs[key]]
+        j = designs[(m, priv)]
+        d = mechs[j]
         q = d["q"]
         sub = bernoulli_exact(q[np.arange(m), codes[rows]], source, key=sequence_key(seq_id), positions=np.arange(m))
         mask[rows] = sub
         expected += d["utility"] * m
-        entry.update(design=designs[key], leakage=d["worst"].leakage, redacted=int(sub.sum()))
+        entry.update(design=j, leakage=d["worst"].leakage, redacted=int(sub.sum()))
         rows_of.append(entry)
         if worst is None or d["worst"].leakage > worst[0].leakage:
             worst = (d["worst"], seq_id)
@@ -312,7 +323,8 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
                  private: object = None, private_column: str | None = None, by: str | None = None,
                  chain: KChain | None = None, method: str = "auto", seed: int | None = None,
                  report: str | os.PathLike[str] | None = None, force: bool = False, time_limit: float = 60.0,
-                 confidence: float = 0.95, smoothing: str = "kt", simultaneous: bool = False) -> dict[str, Any]:
+                 confidence: float = 0.95, smoothing: str = "kt", simultaneous: bool = False,
+                 workers: int | None = None) -> dict[str, Any]:
     """:func:`kapply_frame` on a CSV (.csv/.txt/.tsv, values read as text) or Parquet file; writes the release.
 
     The output is written to a temporary file and renamed when complete, never overwritten without
@@ -329,7 +341,7 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
     released, rep = kapply_frame(df, column=column, eps=eps, private=private, private_column=private_column, by=by,
                                  chain=chain, method=method,
                                  seed=seed, time_limit=time_limit, confidence=confidence, smoothing=smoothing,
-                                 simultaneous=simultaneous)
+                                 simultaneous=simultaneous, workers=workers)
     fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
     os.close(fd)
     try:

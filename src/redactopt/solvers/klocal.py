@@ -213,26 +213,25 @@ def _step_lp(chain: KChain, q: np.ndarray, sides: list[_Side], eps: float, radiu
     nvar = nq + npair * len(sides)
     A_rows, b = [], []
     for si, (s, rows, vals, grads, keep) in enumerate(blocks):
-        for i in keep:
+        if not keep:
+            continue
+        # the LP variable of each (record, value) of this side, -1 where fixed
+        cols = np.array([[var_of.get((int(r), yy), -1) for yy in range(k)] for r in s.records], dtype=np.int64)
+        free = cols >= 0
+        a = np.zeros((len(keep), nvar))
+        a[:, cols[free]] = grads[keep][:, free]  # the linearised log-ratio of every kept pattern
+        for row, i in zip(a, keep):
             j, v, x, y = rows[i]
-            a = np.zeros(nvar)
-            g = grads[i]
-            for t in range(g.shape[0]):
-                r = int(s.records[t])
-                for yy in range(k):
-                    col = var_of.get((r, yy))
-                    if col is not None and g[t, yy] != 0.0:
-                        a[col] = g[t, yy]
-            a[nq + si * npair + pidx[(x, y)]] = -1.0
-            col = var_of.get((int(s.records[j]), v)) if 0 <= v and j < len(s.records) else None
-            if col is not None and q[int(s.records[j]), v] >= 1.0:
+            row[nq + si * npair + pidx[(x, y)]] = -1.0
+            col = int(cols[j, v]) if 0 <= v and j < len(s.records) else -1
+            if col >= 0 and q[int(s.records[j]), v] >= 1.0:
                 # a closed value: enforced only once it opens past 1 - _OPEN (big-M, linear in q)
                 big = max(0.0, vals[i]) + float(np.abs(grads[i]).sum()) * radius + 1.0
-                a[col] -= big / _OPEN
-                A_rows.append(a)
+                row[col] -= big / _OPEN
+                A_rows.append(row)
                 b.append(big - vals[i])
                 continue
-            A_rows.append(a)
+            A_rows.append(row)
             b.append(-vals[i])
     if len(sides) == 2:
         for i in range(npair):
