@@ -108,28 +108,32 @@ def side_constraints(P: np.ndarray, Q: np.ndarray) -> tuple[list, np.ndarray, np
         h[t] = v / top if top > 0.0 else v
     rows, values, grads = [], [], []
     off = [(x, y) for x in range(k) for y in range(k) if x != y]
+    # every (v, x, y) of a pattern in the order of the rows: v, then the ordered pairs
+    vv = np.repeat(np.arange(k), len(off))
+    xx = np.tile(np.array([x for x, _ in off]), k)
+    yy = np.tile(np.array([y for _, y in off]), k)
     with np.errstate(divide="ignore", invalid="ignore"):
         for j in range(m):
             g = F[j]  # [x, v]
-            if j:
+            gx, gy = g[xx, vv], g[yy, vv]
+            both = (gx > 0.0) & (gy > 0.0)
+            keep = both | (gx > 0.0)  # both positive, or x ruled out (the pattern must stay closed)
+            if not keep.any():
+                continue
+            block = np.zeros((int(keep.sum()), m, k))
+            if j and both.any():
                 t = np.arange(j)
                 num = F[t][:, :, :, None] * S[t, j][:, None, :, :]  # [t, x, y, v]
                 den = np.einsum("txy,ty,tyv->txv", F[t], Q[t], S[t, j])
                 dl = num / den[:, :, None, :]  # [t, x, y, v]
-            for v in range(k):
-                for x, y in off:
-                    if not (g[x, v] > 0.0 and g[y, v] > 0.0):
-                        if g[x, v] > 0.0:  # ruled out: this pattern must stay closed
-                            rows.append((j, v, x, y))
-                            values.append(math.inf)
-                            grads.append(np.zeros((m, k)))
-                        continue
-                    grad = np.zeros((m, k))
-                    if j:
-                        grad[:j] = dl[:, x, :, v] - dl[:, y, :, v]
-                    rows.append((j, v, x, y))
-                    values.append(math.log(g[x, v]) - math.log(g[y, v]))
-                    grads.append(grad)
+                sel = both[keep]
+                # (advanced indices apart: the pattern axis comes first) -> [pattern, t, y]
+                block[sel, :j] = dl[:, xx[both], :, vv[both]] - dl[:, yy[both], :, vv[both]]
+            for i in np.flatnonzero(keep):
+                v, x, y = int(vv[i]), int(xx[i]), int(yy[i])
+                rows.append((j, v, x, y))
+                values.append(math.log(g[x, v]) - math.log(g[y, v]) if both[i] else math.inf)
+            grads.extend(block)
         gb = (F[m - 1] * Q[m - 1][None, :]).sum(axis=1)
         num = F[:, :, :] * h[:, None, :]  # [t, x, y]
         den = np.einsum("txy,ty,ty->tx", F, Q, h)
