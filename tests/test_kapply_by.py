@@ -263,3 +263,86 @@ def test_workers_change_nothing_but_the_time(rng):
     out1, rep1 = kapply_frame(df, workers=1, **kw)
     out2, rep2 = kapply_frame(df, workers=2, **kw)  # the three distinct designs shared out to a second process
     assert out1.equals(out2) and rep1 == rep2
+
+
+# --------------------------------------------------------------------------
+# second review: exact chains, caller-defined classes, Parquet indexes, ids, dtypes, large eps
+# --------------------------------------------------------------------------
+def test_exact_fraction_chain_applies_and_audits(run, tmp_path, capsys):
+    chain_file = tmp_path / "chain.json"
+    chain_file.write_text(json.dumps({"labels": ["x", "y", "z"],
+                                      "transition": [["3/10", "3/10", "2/5"], ["1/3", "1/3", "1/3"],
+                                                     ["1/7", "2/7", "4/7"]]}))
+    src = tmp_path / "t.csv"
+    pd.DataFrame({"id": ["a"] * 5 + ["b"] * 4, "val": list("xyzxyzxyz"),
+                  "flag": [0, 0, 1, 0, 0, 0, 1, 0, 0]}).to_csv(src, index=False)
+    for extra in (["--by", "id", "--private-column", "flag"], ["--private", "3"]):
+        rep = tmp_path / f"r{len(extra)}.json"
+        assert run(["apply", str(src), "--column", "val", "--transition", str(chain_file), *extra, "--eps", "1",
+                    "--method", "dim", "--seed", "3", "--out", str(tmp_path / f"o{len(extra)}.csv"),
+                    "--report", str(rep)]) == 0
+        assert run(["audit", str(rep)]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+
+
+def test_caller_defined_chain_class_and_labels_reach_the_workers(rng):
+    import enum
+
+    class Place(enum.Enum):  # local classes cannot be pickled: only plain data may go to a worker
+        HOME = "home"
+        WORK = "work"
+        SHOP = "shop"
+
+    class MyChain(KChain):
+        pass
+
+    chain = MyChain(CHAIN.transition.tolist(), labels=tuple(Place))
+    df = _table(rng, LENGTHS, PRIVATE)
+    df["place"] = df["place"].map({"home": Place.HOME, "work": Place.WORK, "shop": Place.SHOP}).map(str)
+    kw = dict(column="place", eps=1.0, private_column="hide", by="person", chain=chain, method="dim", seed=2)
+    out1, rep1 = kapply_frame(df, workers=1, **kw)
+    out2, rep2 = kapply_frame(df, workers=2, **kw)
+    assert out1.equals(out2) and rep1 == rep2 and rep1["states"] == [str(p) for p in Place]
+
+
+def test_parquet_index_named_like_a_column_and_stored_integer_index(tmp_path):
+    import pyarrow.parquet as pq
+
+    from redactopt.release.kapply import kapply_table
+
+    chain = KChain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]], labels=("A", "B", "C"))
+    base = pd.DataFrame({"person": [1, 2, 1, 2, 1, 2], "val": list("ABCABC"), "flag": [1, 0, 0, 0, 0, 1]})
+    kw = dict(column="val", eps=1.0, private_column="flag", chain=chain, method="dim", seed=1, workers=1)
+    d = base.copy()
+    d.index = pd.Index(list("xyzxyz"), name="val")  # named like a column: stays the index
+    d.to_parquet(tmp_path / "a.parquet")
+    kapply_table(tmp_path / "a.parquet", tmp_path / "ao.parquet", by="person", **kw)
+    back = pd.read_parquet(tmp_path / "ao.parquet")
+    assert back.index.name == "val" and list(back.index) == list("xyzxyz")
+    d = base.copy()
+    d.index = pd.Index([0, 2, 4, 6, 8, 10], name="rowid")  # a stored column, not range metadata
+    d.to_parquet(tmp_path / "b.parquet")
+    kapply_table(tmp_path / "b.parquet", tmp_path / "bo.parquet", by="person", **kw)
+    assert "rowid" in pq.read_schema(tmp_path / "bo.parquet").names  # other readers still see it
+    assert list(pd.read_parquet(tmp_path / "bo.parquet").index) == [0, 2, 4, 6, 8, 10]
+
+
+def test_ids_equal_but_written_differently_and_categorical_dtype():
+    chain = KChain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]], labels=("A", "B", "C"))
+    df = pd.DataFrame({"p": pd.Series([1, 1.0, 1, 1.0], dtype=object), "v": list("ABCA"), "f": [1, 0, 0, 1]})
+    with pytest.raises(ValueError, match="equal but written differently"):
+        kapply_frame(df, column="v", eps=1.0, private_column="f", by="p", chain=chain, method="dim", workers=1)
+    df = pd.DataFrame({"p": [1, 2, 1, 2], "v": pd.Categorical(list("ABCA")), "f": [1, 0, 0, 1]})
+    out, _ = kapply_frame(df, column="v", eps=1.0, private_column="f", by="p", chain=chain, method="dim", seed=1,
+                          workers=1)
+    assert isinstance(out["v"].dtype, pd.CategoricalDtype) and out["v"].isna().tolist()[0]
+
+
+def test_large_eps_skips_the_global_model():
+    from redactopt.engine.kdesign import kdesign
+
+    chain = KChain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]])
+    res = kdesign(chain, 3, eps=50.0, p=1, method="optimal")  # e^50 exceeds SCIP's infinity
+    assert res.leakage <= 50.0 and res.certificate.upper_bound >= res.utility
+    with pytest.raises(ValueError, match="beyond the global model's range"):
+        kdesign(chain, 3, eps=50.0, p=1, method="global")

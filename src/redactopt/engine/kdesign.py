@@ -35,6 +35,7 @@ from redactopt.judge.tolerances import UTILITY_ATOL
 from redactopt.model.kchain import KChain
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.kdim import check_kproblem
+from redactopt.solvers.kscip import KGLOBAL_MAX_EPS
 
 __all__ = ["KMETHODS", "kdesign", "kjudge_candidate", "kglobal_applies", "binary_equivalent"]
 
@@ -180,7 +181,8 @@ def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = 
     if method == "optimal" and binary_equivalent(chain) is not None:
         runs.append("binary")  # k = 2: the binary path's optimum and certificate (same exact chain)
     global_time = time_limit if method == "global" else 0.0
-    if method == "optimal" and "binary" not in runs and (kglobal_applies(n, p) or certify_time > 0.0):
+    if method == "optimal" and "binary" not in runs and eps <= KGLOBAL_MAX_EPS and \
+            (kglobal_applies(n, p) or certify_time > 0.0):
         if kglobal_applies(n, p):
             runs[runs.index("local")] = "multistart"  # small: the local search from several structures
         runs.append("global")

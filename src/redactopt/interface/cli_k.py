@@ -14,6 +14,7 @@ import io
 import json
 import os
 import sys
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -302,7 +303,8 @@ def kaudit_text(rep: dict[str, Any]) -> str:
     a, b = rep["pair"]
     lines = [f"mechanism : {rep['method']}  n={rep['n']}  private={positions_text(rep['private'])}  "
              f"k={rep['k']}  states={','.join(rep['states'])}",
-             "chain     : P = " + "; ".join(",".join(f"{v:.6g}" for v in row) for row in rep["chain"]["transition"]),
+             "chain     : P = " + "; ".join(",".join(f"{float(Fraction(v)) if isinstance(v, str) else v:.6g}"
+                                                for v in row) for row in rep["chain"]["transition"]),
              f"eps       : {rep['eps']:.6g}",
              f"leakage   : {rep['leakage']:.10g}  (exact, nats; worst private record {rep['witness_private']})",
              f"witness   : {witness_text(rep['witness'])}",

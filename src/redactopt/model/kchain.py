@@ -74,7 +74,7 @@ def _as_matrix(matrix: object, name: str) -> tuple[np.ndarray, list[list[Fractio
                 any(isinstance(v, Fraction) for v in flat):
             exact = [[Fraction(v) for v in r] for r in rows]
     try:
-        arr = np.array([[float(v) for v in r] for r in rows], dtype=float) if exact is not None \
+        arr = np.array([[float(v) for v in r] for r in exact], dtype=float) if exact is not None \
             else np.array(rows, dtype=float)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a (k, k) matrix of probabilities: {exc}") from None

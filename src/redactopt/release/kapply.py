@@ -75,14 +75,25 @@ def kdesign_release(chain: KChain, n: int, *, eps: float, private: tuple[int, ..
     return q, {"method": f"{method}: {what}" if method == "auto" else what, "leakage": res.leakage}
 
 
-def _design_job(chain: KChain, n: int, eps: float, private: tuple[int, ...], method: str,
+def _design_job(chain: dict[str, Any], n: int, eps: float, private: tuple[int, ...], method: str,
                 time_limit: float) -> tuple[np.ndarray, dict[str, Any]]:
-    """:func:`kdesign_release` for one (length, private positions): verified where it runs."""
-    return kdesign_release(chain, n, eps=eps, private=private, method=method, time_limit=time_limit)
+    """:func:`kdesign_release` for one (length, private positions), wherever it runs.
+
+    The chain travels as :meth:`KChain.to_dict` (plain lists and text, the exact chain): a worker
+    process can rebuild it whatever class or label objects the caller used, and this process
+    rebuilds it the same way, so a design does not depend on where it was made.
+    """
+    return kdesign_release(KChain(chain["transition"], labels=tuple(chain["labels"])), n, eps=eps, private=private,
+                           method=method, time_limit=time_limit)
 
 
 def _released_column(col: pd.Series, mask: np.ndarray) -> pd.Series:
-    """The column with redacted entries missing (integers and booleans become nullable, text stays text)."""
+    """The column with redacted entries missing (integers and booleans become nullable, text stays text,
+    a categorical column keeps its categories)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        out = col.copy()
+        out[mask] = np.nan
+        return out
     if pd.api.types.is_bool_dtype(col.dtype):
         out = col.astype("boolean")
     elif pd.api.types.is_integer_dtype(col.dtype):
@@ -116,13 +127,20 @@ def _sequences(table: pd.DataFrame, by: str | None) -> list[tuple[Any, np.ndarra
     n = len(table)
     if by is None:
         return [(None, np.arange(n))]
-    codes, uniques = pd.factorize(_complete_column(table, by), sort=False)
-    seen: dict[str, object] = {}
-    for u in uniques:  # the draws of a sequence are keyed by its id's text (the same from CSV and Parquet)
-        if str(u) in seen:
-            raise ValueError(f"column {by!r}: ids {seen[str(u)]!r} and {u!r} have the same text {str(u)!r}; "
-                             "sequences are keyed by the text of their id, so give ids one type")
-        seen[str(u)] = u
+    ids = _complete_column(table, by)
+    codes, uniques = pd.factorize(ids, sort=False)
+    # the draws of a sequence are keyed by its id's text (the same from CSV and Parquet), so ids and
+    # their texts must group the rows alike: not 1 and "1" apart, not 1 and 1.0 together
+    text_codes, _ = pd.factorize(np.array([str(v) for v in ids.to_numpy()], dtype=object), sort=False)
+    if not np.array_equal(codes, text_codes):
+        i = int(np.flatnonzero(codes != text_codes)[0])
+        same_id = np.flatnonzero(codes == codes[i])
+        same_text = np.flatnonzero(text_codes == text_codes[i])
+        j = int(next(iter(set(same_id) ^ set(same_text))))
+        a, b = ids.iloc[min(i, j)], ids.iloc[max(i, j)]
+        raise ValueError(f"column {by!r}: ids {a!r} (row {min(i, j) + 1}) and {b!r} (row {max(i, j) + 1}) "
+                         f"{'are equal but written differently' if a == b else 'have the same text ' + repr(str(a))}"
+                         "; sequences are keyed by the text of their id, so give ids one type")
     order = np.argsort(codes, kind="stable")
     bounds = np.cumsum(np.bincount(codes, minlength=len(uniques)))[:-1]
     return [(uniques[i], rows) for i, rows in enumerate(np.split(order, bounds))]
@@ -181,8 +199,9 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
         sequence are keyed by its id (:func:`redactopt.release.data.sequence_key`).
     workers : int, optional
         Processes computing the distinct designs at once, this one included (default: every core;
-        1: all here).  Designs are deterministic and each is verified exactly where it is made,
-        so the release is the same for every value.
+        1: all here).  Each design is verified exactly where it is made and again here.  Designs
+        are deterministic, so the release is the same for every value — unless an optimiser stops
+        at ``time_limit``: what it found by then depends on the machine's speed and load.
     """
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
@@ -213,10 +232,15 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
     privs = [tuple(int(i) for i in np.flatnonzero(flags[rows])) for _, rows in seqs]
     keys = list(dict.fromkeys((int(rows.size), priv) for (_, rows), priv in zip(seqs, privs) if priv))
     designs = {key: j for j, key in enumerate(keys)}  # one design per (length, private positions)
+    plain = chain.to_dict()
     with pool_map(workers) as run:  # deterministic: where each design runs changes only the time
-        made = run(_design_job, [(chain, m, eps, priv, method, time_limit) for m, priv in keys])
+        made = run(_design_job, [(plain, m, eps, priv, method, time_limit) for m, priv in keys])
     mechs: list[dict[str, Any]] = []
     for (m, priv), (q, how) in zip(keys, made):
+        res, ok = kverify(chain, q, priv, eps)  # judged here too, on this process's chain
+        if not ok:
+            raise PrivacyCheckError(f"the design for {m} records, private {[p + 1 for p in priv]}, leaks "
+                                    f"{res.leakage:.12g} > eps={eps:.12g}")
         per_private = [kleakage_segment(chain, q, p) for p in priv]
         w = max(per_private, key=lambda r: r.leakage)
         u = kutility(chain, q)
@@ -283,18 +307,26 @@ class _Layout:
     kind: str  # "csv" or "parquet"
     keep_index: bool = False  # CSV: a row-id column without a name, read as the index
     header: list[str] | None = None  # CSV: the header as written (pandas renames blank and repeated names)
-    index: list | None = None  # Parquet: a stored (non-range) index, moved into columns so --by can name it
+    index: list | None = None  # Parquet: a stored index, moved into columns so --by can name it
+    stored_index: bool = False  # Parquet: the index is stored as columns (else as range metadata, or none)
 
 
 def _read(path: Path) -> tuple[pd.DataFrame, _Layout]:
     name = path.name.lower()
     if name.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        meta = pq.read_schema(path).pandas_metadata or {}
+        stored = any(isinstance(c, str) for c in meta.get("index_columns", []))
         df = pd.read_parquet(path)
-        if isinstance(df.index, pd.RangeIndex):  # kept as it is (metadata only), written back by pandas
+        if not stored:  # a range index (metadata only) or none: pandas keeps it and writes it back
             return df, _Layout("parquet")
         names = list(df.index.names)
-        df = df.reset_index()
-        return df, _Layout("parquet", index=[(c, n) for c, n in zip(df.columns[: len(names)], names)])
+        flat = df.reset_index(allow_duplicates=True)
+        moved = list(flat.columns[: len(names)])
+        if len(set(map(str, flat.columns))) < flat.shape[1]:  # an index named like a column: left as the index
+            return df, _Layout("parquet", stored_index=True)
+        return flat, _Layout("parquet", index=list(zip(moved, names)), stored_index=True)
     sep = "\t" if name.endswith(".tsv") else ","
     df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
     header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
@@ -309,14 +341,14 @@ def _write(released: pd.DataFrame, layout: _Layout, tmp: str, out_name: str) -> 
         released = released.set_index([c for c, _ in layout.index])
         released.index.names = [n for _, n in layout.index]
     if out_name.lower().endswith(".parquet"):
-        released.to_parquet(tmp, index=layout.keep_index if layout.kind == "csv" else None)
+        released.to_parquet(tmp, index=layout.keep_index if layout.kind == "csv" else (layout.stored_index or None))
         return
     sep = "\t" if out_name.lower().endswith(".tsv") else ","
     if layout.kind == "csv":
         released.to_csv(tmp, sep=sep, index=layout.keep_index, header=layout.header or True,
                         index_label=False if layout.keep_index else None)
     else:
-        released.to_csv(tmp, sep=sep, index=bool(layout.index))
+        released.to_csv(tmp, sep=sep, index=layout.stored_index)
 
 
 def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], *, column: str, eps: float,

@@ -128,6 +128,10 @@ class Choice:
 # --------------------------------------------------------------------------
 # parallel designs
 # --------------------------------------------------------------------------
+#: Serialises :func:`_without_main` across threads.
+_MAIN_LOCK = threading.RLock()
+
+
 @contextmanager
 def _without_main() -> Iterator[None]:
     """Start worker processes without running the caller's ``__main__`` again in them.
@@ -138,13 +142,14 @@ def _without_main() -> Iterator[None]:
     only run :func:`redactopt.engine.cache.design_shape` on keys (redactopt's own classes),
     so the main module is hidden while they start.
     """
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        if main is not None:
-            sys.modules["__main__"] = main
+    with _MAIN_LOCK:  # one swap at a time: releases started from several threads restore it in order
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            if main is not None:
+                sys.modules["__main__"] = main
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:

@@ -58,7 +58,12 @@ from redactopt.solvers.base import Candidate
 from redactopt.solvers.kdim import check_kproblem, kdim_enumerate
 from redactopt.solvers.scip_global import _quiet_stderr, claimed_bound
 
-__all__ = ["propose_kglobal"]
+__all__ = ["propose_kglobal", "KGLOBAL_MAX_EPS"]
+
+#: Largest eps the model takes: e^eps enters as a coefficient, and SCIP refuses coefficients near
+#: its infinity (1e20); e^30 ~ 1e13 keeps seven orders of magnitude clear.  Beyond it every ratio
+#: a chain's finite likelihoods can reach is allowed anyway unless an output rules a value out.
+KGLOBAL_MAX_EPS = 30.0
 
 #: Outward relative margin on e^eps and on the bounds P^t (rounding of the float chain).
 _OUT = 1e-9
@@ -267,6 +272,9 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
     time_limit = check_real(time_limit, "time_limit")
     if time_limit <= 0.0:
         raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
+    if eps > KGLOBAL_MAX_EPS:
+        raise ValueError(f"eps={eps:g} is beyond the global model's range (eps <= {KGLOBAL_MAX_EPS:g}: e^eps is a "
+                         "coefficient of the SCIP model); use method 'optimal', 'local' or 'dim'")
     started = time.perf_counter()
     k = chain.k
     if n == 1:
