@@ -438,7 +438,7 @@ def test_cli_apply_refuses_bad_values(dataset, tmp_path, run, capsys, extra, mes
     assert not (tmp_path / "o.csv").exists()
 
 
-@pytest.mark.parametrize("extra, message", [(["--workers", "2"], "--workers"),
+@pytest.mark.parametrize("extra, message", [(["--chunk-rows", "1000"], "--chunk-rows"),
                                             (["--report-sequences", "jsonl"], "--report-sequences")])
 def test_cli_categorical_apply_refuses_the_many_sequence_options(dataset, tmp_path, run, capsys, extra, message):
     args = ["apply", str(dataset / "many.csv"), "--column", "x", "--categorical", "--private", "3", "--eps", "1",
