@@ -137,3 +137,15 @@ def test_many_days_by_hand(co2):
     blank = released["CO2level"] == ""
     assert blank.sum() == 2427 and not blank[d["day"].isin(["2015-02-04", "2015-02-07", "2015-02-08",
                                                           "2015-02-10"])].any()
+
+
+def test_from_python_blocks_run(capsys):
+    """The page's last two Python blocks (a design, then a many-sequence release) run as written."""
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+    scope: dict = {}
+    exec(blocks[-2] + "\n" + blocks[-1], scope)
+    report = scope["report"]
+    assert report["leakage"]["max"] <= 1.0 and [s["id"] for s in report["sequences"]] == ["ann", "bob"]
+    released = scope["released"]["level"].tolist()
+    assert released[1] is None and released[6] is None  # the opted-out rows are always redacted
+    assert "('low', 'high')" in capsys.readouterr().out
