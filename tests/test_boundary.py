@@ -132,3 +132,15 @@ def test_boundary_points_every_solver(point):
         assert opt.utility >= res.utility - 1e-15
         q = np.asarray(res.redact_prob)
         assert certify_exact(chain.alpha, chain.beta, q.tolist(), [p], eps).status == "certified"
+
+
+@pytest.mark.parametrize("method", ["sgp", "global", "dim-milp", "optimal"])
+def test_smallest_subnormal_eps_on_an_iid_chain(method):
+    """alpha = beta = 1/2: the records are independent, so every neighbour can be published
+    (utility (n - 1)/n by hand) at any eps > 0 — even 5e-324, whose half underflows to 0 (found by
+    the slow hypothesis test above: the two-sided SGP window halved the budget)."""
+    chain = MarkovChain(0.5, 0.5)
+    res = design(chain, 3, eps=5e-324, p=1, method=method)
+    assert res.utility == pytest.approx(2 / 3, abs=1e-12)
+    q = np.asarray(res.redact_prob)
+    assert certify_exact(chain.alpha, chain.beta, q.tolist(), [1], 5e-324).status == "certified"
