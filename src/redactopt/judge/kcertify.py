@@ -18,7 +18,6 @@ import numpy as np
 from redactopt._validate import check_eps
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import VerifiedDesign, make_certificate, snap, zone_verdict
-from redactopt.judge.exact import MAX_EXACT_N
 from redactopt.judge.kexact import certify_kexact
 from redactopt.judge.kleakage import KLeakageResult, check_kmechanism, kmax_leakage, kutility
 from redactopt.judge.tolerances import BOUNDARY_RTOL, SNAP_TOL
@@ -69,19 +68,6 @@ def kverify(chain: KChain, redact_prob: np.ndarray, private: tuple[int, ...], ep
     zone = kboundary_zone(eps, q.shape[0], chain.k)
     return res, zone_verdict(res.leakage, eps, zone, q, private,
                              lambda seg, p: certify_kexact(chain, seg.tolist(), [p], eps).status == "certified")
-    if res.leakage > eps + zone:
-        return res, False
-    published = np.flatnonzero(~q.any(axis=1))
-    for p in private:
-        i = int(np.searchsorted(published, p))
-        lo = int(published[i - 1]) if i > 0 else 0
-        hi = int(published[i]) if i < published.size else q.shape[0] - 1
-        if hi - lo + 1 > MAX_EXACT_N:
-            return res, False
-        cert = certify_kexact(chain, q[lo : hi + 1].tolist(), [p - lo], eps)
-        if cert.status != "certified":
-            return res, False
-    return res, True
 
 
 def kfinalize(chain: KChain, redact_prob: object, *, private: object, eps: float, method: str,
