@@ -223,7 +223,6 @@ def cmd_kfit(args: argparse.Namespace) -> int:
 def cmd_kapply(args: argparse.Namespace) -> int:
     """``redactopt apply INPUT --column NAME --categorical|--transition T (--private LIST | --private-column C [--by B]) --eps E --out OUT``."""
     from redactopt.release.kapply import KAPPLY_METHODS, kapply_table
-    from redactopt.release.apply import check_release_options
 
     refuse_given(args, ["alpha", "beta"], "applies to binary columns; a categorical column takes --transition")
     refuse_given(args, ["chunk_rows"], "is not available for categorical columns (the column is read at once)")
@@ -241,10 +240,6 @@ def cmd_kapply(args: argparse.Namespace) -> int:
         raise UsageError("--out -: categorical releases are written to a file (.csv, .tsv or .parquet)")
     chain = read_transition(args.transition) if args.transition else None
     private = parse_positions(args.private) if args.private is not None else None
-    try:
-        check_release_options(private=private, private_column=args.private_column, by=args.by)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
     try:
         with stdin_as_file(args.input) as path:
             rep = kapply_table(path, args.out, column=args.column, eps=args.eps, private=private,
