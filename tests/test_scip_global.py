@@ -340,3 +340,16 @@ def test_two_sided_windows(alpha, beta, eps, n, p):
     _check_result(res, alpha, beta, n, p, eps)
     assert res.certificate.gap <= 1e-5
     assert res.utility >= _best_window(alpha, beta, n, p, eps) - 1e-9
+
+
+def test_verbose_shows_scip_log_and_changes_nothing(capfd):
+    """``verbose=True`` un-hides SCIP's log (PySCIPOpt has no ``showOutput``: this used to raise)."""
+    from redactopt.solvers.scip_global import propose_global
+
+    chain = MarkovChain(0.3, 0.4)
+    quiet = propose_global(chain, 4, eps=1.0, p=1, time_limit=20)
+    capfd.readouterr()
+    loud = propose_global(chain, 4, eps=1.0, p=1, time_limit=20, verbose=True)
+    assert "SCIP Status" in capfd.readouterr().out
+    assert loud.upper_bound == quiet.upper_bound
+    assert np.array_equal(loud.redact_prob, quiet.redact_prob)

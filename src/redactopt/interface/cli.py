@@ -328,9 +328,11 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                     help=f"seconds per optimiser (default {DEFAULT_TIME_LIMIT:g})")
     ap.add_argument("--certify-time", type=float, default=None, metavar="SECONDS",
-                    help="--method optimal on problems beyond the global solver's default sizes (one-sided "
-                         "n > 12, two-sided n > 8): also run it for this many seconds, for a tighter certified "
-                         "upper bound than Lemma 2's (default: off)")
+                    help="--method optimal on problems beyond the global solver's default sizes (binary: "
+                         "one-sided n > 12, two-sided n > 8; --transition: one-sided n > 8, two-sided n > 5): "
+                         "also run it for this many seconds, for a tighter "
+                         "certified upper bound than Lemma 2's (default: off); with --transition it also "
+                         "replaces SCIP's default 10 s on the default sizes")
     ap.add_argument("--no-compare", action="store_true", help="text format: skip the comparison lines")
     add_quiet(ap)
     ap.set_defaults(func=_cmd_design)

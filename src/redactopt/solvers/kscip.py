@@ -289,7 +289,7 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
     m.setParam("limits/gap", float(gap_limit))
     m.setParam("numerics/feastol", _FEASTOL)
     if verbose:
-        m.showOutput()
+        m.hideOutput(False)  # PySCIPOpt has no showOutput: un-hide the log
     accepted = [mod.add_start(s) for s in verified]
     with _quiet_stderr(verbose):
         m.optimize()

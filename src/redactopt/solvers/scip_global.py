@@ -573,7 +573,7 @@ def propose_global(
     # bound tightening by LP at every node pays for itself on these small models
     m.setParam("propagating/obbt/freq", 1)
     if verbose:
-        m.showOutput()
+        m.hideOutput(False)  # PySCIPOpt has no showOutput: un-hide the log
     info["start_accepted"] = mod.add_start(start_q)
     with _quiet_stderr(verbose):
         m.optimize()
