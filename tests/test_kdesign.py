@@ -316,13 +316,3 @@ def test_kdesign_bad_input():
     with pytest.raises(ValueError, match="eps"):
         kdesign(c, 5, eps=-1.0)
 
-
-def test_kglobal_verbose_shows_scip_log_and_changes_nothing(capfd):
-    """``verbose=True`` un-hides SCIP's log (PySCIPOpt has no ``showOutput``: this used to raise)."""
-    c = KChain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]])
-    quiet = propose_kglobal(c, 3, eps=1.0, p=1, time_limit=20)
-    capfd.readouterr()
-    loud = propose_kglobal(c, 3, eps=1.0, p=1, time_limit=20, verbose=True)
-    assert "SCIP Status" in capfd.readouterr().out
-    assert loud.upper_bound == quiet.upper_bound
-    assert np.array_equal(loud.redact_prob, quiet.redact_prob)

@@ -342,14 +342,22 @@ def test_two_sided_windows(alpha, beta, eps, n, p):
     assert res.utility >= _best_window(alpha, beta, n, p, eps) - 1e-9
 
 
-def test_verbose_shows_scip_log_and_changes_nothing(capfd):
-    """``verbose=True`` un-hides SCIP's log (PySCIPOpt has no ``showOutput``: this used to raise)."""
-    from redactopt.solvers.scip_global import propose_global
 
-    chain = MarkovChain(0.3, 0.4)
-    quiet = propose_global(chain, 4, eps=1.0, p=1, time_limit=20)
+@pytest.mark.parametrize("path", ["binary", "k-state"])
+def test_verbose_shows_scip_log_and_changes_nothing(capfd, path):
+    """``verbose=True`` un-hides SCIP's log (PySCIPOpt has no ``showOutput``: this used to raise)."""
+    if path == "binary":
+        from redactopt.solvers.scip_global import propose_global as solve
+
+        chain = MarkovChain(0.3, 0.4)
+    else:
+        from redactopt.model.kchain import KChain
+        from redactopt.solvers.kscip import propose_kglobal as solve
+
+        chain = KChain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]])
+    quiet = solve(chain, 4, eps=1.0, p=1, time_limit=20)
     capfd.readouterr()
-    loud = propose_global(chain, 4, eps=1.0, p=1, time_limit=20, verbose=True)
+    loud = solve(chain, 4, eps=1.0, p=1, time_limit=20, verbose=True)
     assert "SCIP Status" in capfd.readouterr().out
     assert loud.upper_bound == quiet.upper_bound
     assert np.array_equal(loud.redact_prob, quiet.redact_prob)
