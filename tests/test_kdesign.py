@@ -294,6 +294,52 @@ def test_finalize_refuses_above_eps(rng):
         kfinalize(c, q, private=2, eps=1e-3, method="t", upper_bound=1.0, solver="t")
 
 
+def _bottom_ratio(a: float, c: float, tiny: float) -> float:
+    """By hand: chain with rows (1 - c, c) and (1 - tiny, tiny), private record 1 of 2, record 0
+    redacting state 0 with probability ``a`` and state 1 always: the output "⊥" has probability
+    (1 - c) a + c given X_1 = 0 and (1 - tiny) a + tiny given X_1 = 1 (a two-state chain is
+    reversible, so the left side runs on P itself); published 0 has ratio (1 - c)/(1 - tiny)."""
+    return ((1 - c) * a + c) / ((1 - tiny) * a + tiny)
+
+
+@pytest.mark.parametrize("path", ["k-state", "binary"])
+def test_finalize_keeps_a_tiny_redaction_the_privacy_needs(path):
+    """A redaction probability below the snapping tolerance that keeps "⊥" possible under every
+    private value must survive finalisation (snapping it to 0 used to raise PrivacyCheckError)."""
+    from redactopt.judge.certify import finalize
+
+    a, c, eps = 5e-10, 0.4, 21.0
+    q = np.array([[a, 1.0], [1.0, 1.0]])
+    if path == "k-state":
+        chain, tiny = KChain([[1 - c, c], [1.0, 0.0]]), 0.0
+        d = kfinalize(chain, q, private=1, eps=eps, method="t", upper_bound=1.0, solver="t")
+        assert kleakage(chain, np.array([[0.0, 1.0], [1.0, 1.0]]), 1).leakage == math.inf
+    else:
+        tiny = 2.0 ** -40  # P[1, 1], exactly 1 - beta in floats
+        chain = MarkovChain(c, 1 - tiny)
+        d = finalize(chain, q, private=1, eps=eps, method="t", upper_bound=1.0, solver="t")
+    expect = math.log(_bottom_ratio(a, c, tiny))
+    assert 20.4 < expect < eps
+    assert d.redact_prob[0, 0] == a
+    assert d.leakage == pytest.approx(expect, rel=1e-12)
+
+
+def test_global_bound_holds_where_the_optimum_redacts_below_scip_tolerance():
+    """Chain rows (1 - c, c), (1, 0) with c = 1e-6, private record 1 of 2: state 1 must always be
+    redacted at record 0, and "⊥" needs (1 - c) a + c <= e^eps a, i.e. a >= c / (e^eps - 1 + c)
+    (5e-11 at eps = 10): below SCIP's zero tolerance, so SCIP used to "prove" the bound 0.
+    The optimum is pi_0 (1 - a*) / 2 (records 0 and 1, the private one never published)."""
+    c = 1e-6
+    chain = KChain([[1 - c, c], [1.0, 0.0]])
+    for eps in (8.0, 10.0):
+        a_star = c / (math.exp(eps) - 1 + c)
+        assert math.log(_bottom_ratio(a_star, c, 0.0)) == pytest.approx(eps, rel=1e-12)
+        opt = chain.stationary[0] * (1 - a_star) / 2
+        d = kdesign(chain, 2, eps=eps, p=1, method="global", time_limit=20)
+        assert d.certificate.upper_bound >= opt
+        assert opt - 1e-7 <= d.utility <= opt and d.leakage <= eps
+
+
 def test_lemma2_bound_dominates_designs_and_grid(rng):
     for _ in range(3):
         c = random_chain(rng, 3, zero_frac=0.0)

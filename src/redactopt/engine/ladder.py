@@ -18,27 +18,13 @@ from typing import Any
 import numpy as np
 
 from redactopt._search import bisect_boundary
-from redactopt.judge.certify import snap, verify
+from redactopt.judge.certify import snap_variants, verify
 from redactopt.judge.leakage import check_mechanism, utility
 from redactopt.judge.lemma2 import publishable
-from redactopt.judge.tolerances import SNAP_TOL
 from redactopt.model.chain import MarkovChain
 from redactopt.solvers.base import Candidate
 
 __all__ = ["Rules", "judge_candidate", "run_ladder"]
-
-
-def _variants(q: np.ndarray) -> list[np.ndarray]:
-    """The snapped proposal, then the proposal snapped toward privacy only.
-
-    Snapping near-0 entries to 0 can create nothing but can remove redaction; snapping
-    near-1 entries to 1 only redacts more, which never raises the leakage (post-processing:
-    Definition 1's leakage is non-increasing in every entry of ``q``).  So the second
-    variant passes whenever the raw proposal would.
-    """
-    up = np.array(q, dtype=float)
-    up[up > 1.0 - SNAP_TOL] = 1.0
-    return [snap(q), np.clip(up, 0.0, 1.0)]
 
 
 @dataclass(frozen=True)
@@ -160,7 +146,7 @@ def run_ladder(rules: Rules, cand: Candidate, *, eps: float,
     """The single repair and fallback ladder: the best exactly verified proposal of a candidate.
 
     Every proposal (the candidate's, then its fallbacks) is tried snapped, then snapped
-    toward privacy only (:func:`_variants`); one that fails both is repaired by closing
+    toward privacy only (:func:`~redactopt.judge.certify.snap_variants`); one that fails both is repaired by closing
     the values Lemma 2 forbids, then by pushing its partly published values toward
     redaction (:func:`_pushed`) and by closing the values its witness shows
     (:func:`_closed`); the verified proposal of largest utility wins.  Returns it (``None``
@@ -171,7 +157,7 @@ def run_ladder(rules: Rules, cand: Candidate, *, eps: float,
     best: tuple[np.ndarray | None, float, dict] = (None, -1.0, {})
     refused: list[str] = []
     for k, raw in enumerate((cand.redact_prob, *cand.fallbacks)):
-        variants = [rules.check(v) for v in _variants(np.asarray(raw, dtype=float))]
+        variants = [rules.check(v) for v in snap_variants(np.asarray(raw, dtype=float))]
         accepted, how = None, {}
         for label, q in zip(("snapped", "snapped toward redaction"), variants):
             res, ok = rules.verify(q)

@@ -127,6 +127,21 @@ def snap(redact_prob: np.ndarray, tol: float = SNAP_TOL) -> np.ndarray:
     return np.clip(q, 0.0, 1.0)
 
 
+def snap_variants(redact_prob: np.ndarray, tol: float = SNAP_TOL) -> list[np.ndarray]:
+    """The snapped array (:func:`snap`), then the array snapped toward privacy only.
+
+    Snapping near-0 entries to 0 can create nothing but can remove redaction — and a value
+    redacted with a tiny probability can be what keeps an output possible under every private
+    value (at a large ``eps`` the optimum may need ``q`` near ``e^-eps``); snapping near-1
+    entries to 1 only redacts more, which never raises the leakage (post-processing:
+    Definition 1's leakage is non-increasing in every entry of ``q``).  So the second variant
+    passes whenever the raw array would.
+    """
+    up = np.array(redact_prob, dtype=float)
+    up[up > 1.0 - tol] = 1.0
+    return [snap(redact_prob, tol), np.clip(up, 0.0, 1.0)]
+
+
 def make_certificate(upper_bound: float, utility_: float, *, solver: str, scope: str = "all",
                      stopped: bool = False) -> Certificate:
     """A :class:`Certificate` for a verified utility; a bound below it is an error, never clamped.
@@ -170,20 +185,22 @@ def finalize(
     ------
     PrivacyCheckError
         If the exact leakage of the snapped array exceeds ``eps`` (decided in rational
-        arithmetic near the boundary, :func:`verify`).  Nothing above the budget is ever
-        returned.
+        arithmetic near the boundary, :func:`verify`), and that of the array snapped toward
+        privacy only too (:func:`snap_variants`).  Nothing above the budget is ever returned.
     BoundError
         If a bound lies below the verified utility.
     """
     eps = check_eps(eps)
-    q = snap(np.asarray(redact_prob, dtype=float), tol)
-    q, priv = check_mechanism(q, private)
-    res, ok = verify(chain, q, priv, eps)
-    for other in (chain_class.deciding() if chain_class is not None else ()):
-        r, good = verify(other, q, priv, eps)
-        ok &= good
-        if r.leakage > res.leakage:
-            res = r
+    for q in snap_variants(np.asarray(redact_prob, dtype=float), tol):
+        q, priv = check_mechanism(q, private)
+        res, ok = verify(chain, q, priv, eps)
+        for other in (chain_class.deciding() if chain_class is not None else ()):
+            r, good = verify(other, q, priv, eps)
+            ok &= good
+            if r.leakage > res.leakage:
+                res = r
+        if ok:
+            break
     if not ok:
         raise PrivacyCheckError(
             f"{method}: exact leakage {res.leakage:.12g} exceeds eps={eps:.12g} after snapping"

@@ -4,7 +4,7 @@ The k-state counterpart of :mod:`redactopt.judge.certify`: :func:`kverify` decid
 :math:`\\mathcal L\\le\\epsilon` with the float evaluator outside a band around ``eps`` that covers
 its rounding and in rational arithmetic inside it (:func:`redactopt.judge.kexact.certify_kexact`, on
 the private record's segment between always-published records, which is exact for the whole
-sequence); :func:`kfinalize` snaps a proposal, verifies it and packages it with a
+sequence); :func:`kfinalize` snaps a proposal (toward privacy only when a full snap fails), verifies it and packages it with a
 :class:`~redactopt.judge.certify.Certificate` (a bound below the verified utility is a
 :class:`~redactopt.errors.BoundError`).  Nothing above ``eps`` is ever returned.
 """
@@ -17,7 +17,7 @@ import numpy as np
 
 from redactopt._validate import check_eps
 from redactopt.errors import PrivacyCheckError
-from redactopt.judge.certify import VerifiedDesign, make_certificate, snap, zone_verdict
+from redactopt.judge.certify import VerifiedDesign, make_certificate, snap_variants, zone_verdict
 from redactopt.judge.kexact import certify_kexact
 from redactopt.judge.kleakage import KLeakageResult, check_kmechanism, kmax_leakage, kutility
 from redactopt.judge.tolerances import BOUNDARY_RTOL, SNAP_TOL
@@ -80,14 +80,17 @@ def kfinalize(chain: KChain, redact_prob: object, *, private: object, eps: float
     ------
     PrivacyCheckError
         If the exact leakage of the snapped array exceeds ``eps`` (decided in rationals near
-        the boundary).
+        the boundary), and that of the array snapped toward privacy only too
+        (:func:`~redactopt.judge.certify.snap_variants`).
     BoundError
         If a bound lies below the verified utility.
     """
     eps = check_eps(eps)
-    q = snap(np.asarray(redact_prob, dtype=float), tol)
-    q, priv = check_kmechanism(chain, q, private)
-    res, ok = kverify(chain, q, priv, eps)
+    for q in snap_variants(np.asarray(redact_prob, dtype=float), tol):
+        q, priv = check_kmechanism(chain, q, private)
+        res, ok = kverify(chain, q, priv, eps)
+        if ok:
+            break
     if not ok:
         raise PrivacyCheckError(f"{method}: exact leakage {res.leakage:.12g} exceeds eps={eps:.12g} after snapping")
     u = kutility(chain, q)

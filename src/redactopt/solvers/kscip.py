@@ -31,6 +31,16 @@ may be published, setting ``q = 0`` there and beyond keeps every earlier pattern
 the later ones (they have probability 0) and cannot lower the utility.  A cut indicator ``u[t]``
 (monotone) forces ``q[t] = 0`` from that record on.  The optimal value is unchanged.
 
+**Floor.** Before the cut every ``q[t, y] >= Q_FLOOR`` (``1e-7``).  At a large ``eps`` the optimum
+may redact a value with a probability near :math:`e^{-\epsilon}` — just enough to keep an output
+possible under every private value — and SCIP reads numbers below its zero tolerance (1e-9) as
+0, which made it "prove" such designs impossible (a bound of 0 at ``eps = 20`` where 0.357 is
+reachable).  The floor costs at most ``Q_FLOOR`` of utility: for a private ``q`` with its cut at
+``t*``, publishing everything from ``t*`` on (the dominance below) and raising every earlier
+entry to at least ``Q_FLOOR`` (post-processing: redacting more never raises the leakage) gives
+a private mechanism of the model whose utility is lower by at most ``Q_FLOOR``.  So the
+claimed bound adds ``Q_FLOOR``.
+
 **Soundness of the bound (outward).**  Lemma 2 fixes ``z = 0`` only where
 :func:`redactopt.judge.klemma2.kpublishable` proves the value unpublishable; the budget
 :math:`e^\epsilon` and the bounds :math:`P^t` are enlarged by a relative 1e-9 (plus 1e-12) for the
@@ -68,6 +78,10 @@ KGLOBAL_MAX_EPS = 30.0
 #: Outward relative margin on e^eps and on the bounds P^t (rounding of the float chain).
 _OUT = 1e-9
 _FEASTOL = 1e-9
+
+#: Floor on the redaction probabilities of the records before the cut (module docstring,
+#: "Floor"): far above SCIP's zero tolerance (1e-9), and added to the claimed bound.
+Q_FLOOR = 1e-7
 
 
 class _KModel:
@@ -127,6 +141,7 @@ class _KModel:
                 for y in range(k):
                     m.addCons(ut <= zt[y], name=f"cutz_{tag}_{y}")
                     m.addCons(qt[y] + ut <= 1.0, name=f"cutq_{tag}_{y}")
+                    m.addCons(qt[y] + Q_FLOOR * ut >= Q_FLOOR, name=f"floor_{tag}_{y}")
                 if u_prev is not None:
                     m.addCons(ut >= u_prev, name=f"cutmono_{tag}")
                 Wt = [[m.addVar(f"W_{tag}_{x}_{y}", lb=0.0, ub=float(ub[x, y])) for y in range(k)] for x in range(k)]
@@ -183,20 +198,27 @@ class _KModel:
         m.setObjective(obj * (1.0 / n), sense="maximize")
 
     def add_start(self, q_full: np.ndarray) -> bool:
-        """Offer a mechanism (exactly verified by the caller) as a starting solution."""
+        """Offer a mechanism (exactly verified by the caller) as a starting solution.
+
+        Offered in the model's form, which is private too and loses at most ``Q_FLOOR`` of
+        utility (module docstring): everything published from the cut on, every earlier entry
+        raised to at least ``Q_FLOOR``.
+        """
         m = self.model
         sol = m.createSol()
         k = self.k
         ratios = []
         for sv in self.vars:
-            qs = np.array([q_full[t] for t in sv["recs"]])
+            qs = np.array([q_full[t] for t in sv["recs"]], dtype=float)
+            first = next((t for t in range(qs.shape[0]) if np.all(qs[t] == 0.0)), qs.shape[0])
+            qs[:first] = np.maximum(qs[:first], Q_FLOOR)
+            qs[first:] = 0.0
             P = sv["P"]
             A = np.eye(k)
-            cut = False
             for t in range(qs.shape[0]):
                 W = A @ P
                 A = W * qs[t][None, :]
-                cut = cut or bool(np.all(qs[t] == 0.0))
+                cut = t >= first
                 for y in range(k):
                     m.setSolVal(sol, sv["q"][t][y], float(qs[t, y]))
                     m.setSolVal(sol, sv["z"][t][y], 1.0 if qs[t, y] < 1.0 else 0.0)
@@ -264,6 +286,7 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
     -------
     Candidate
         ``solver="global"``; ``upper_bound`` SCIP's dual bound plus :data:`~redactopt.solvers.scip_global.DUAL_MARGIN`
+        and :data:`Q_FLOOR`
         (``bound_solver="scip"``, scope ``"all"``), ``None`` when it is below the utility of a
         verified start (numerical trouble) or ``eps <`` :data:`~redactopt.solvers.scip_global.MIN_BOUND_EPS`; ``status``
         ``"optimal"`` when SCIP closed the gap, else ``"time_limit"``.  Fallbacks: the starts.
@@ -298,10 +321,19 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
     info = {"status": status, "dual_bound": dual, "nodes": int(m.getNNodes()),
             "solve_seconds": float(m.getSolvingTime()), "starts_accepted": accepted,
             "primal_bound": float(m.getPrimalbound()) if m.getNSols() else math.nan}
-    upper = claimed_bound(dual, start_u, eps, info)
-    q = mod.read_q() if m.getNSols() else offered[0]
+    upper = claimed_bound(dual, start_u - Q_FLOOR, eps, info)
+    if upper is not None:
+        upper += Q_FLOOR  # the floor's price (module docstring)
+    fallbacks = tuple(verified) or (offered[0],)
+    if m.getNSols():
+        floored = mod.read_q()
+        # the floor was only the model's: propose the entries it held up as published, with the
+        # floored design as the fallback (the judge keeps whichever verifies with more utility)
+        q = np.where(floored <= 2.0 * Q_FLOOR, 0.0, floored)
+        fallbacks = (floored, *fallbacks)
+    else:
+        q = offered[0]
     info["seconds"] = time.perf_counter() - started
     return Candidate(redact_prob=q, solver="global",
                      status="optimal" if status in ("optimal", "gaplimit") else "time_limit",
-                     upper_bound=upper, bound_solver="scip", fallbacks=tuple(verified) or (offered[0],),
-                     info=info)
+                     upper_bound=upper, bound_solver="scip", fallbacks=fallbacks, info=info)
