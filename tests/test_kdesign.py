@@ -340,6 +340,23 @@ def test_global_bound_holds_where_the_optimum_redacts_below_scip_tolerance():
         assert opt - 1e-7 <= d.utility <= opt and d.leakage <= eps
 
 
+@pytest.mark.parametrize("P, eps", [
+    ([[1 - 2e-12, 1e-12, 1e-12], [1e-12, 1 - 2e-12, 1e-12], [1e-12, 1e-12, 1 - 2e-12]], 1.0),
+    ([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.4, 0.5]], 1e-16),
+])
+@pytest.mark.parametrize("method", ["optimal", "dim"])
+def test_chain_mixing_too_slowly_for_eps_gives_full_redaction(P, eps, method):
+    """No distance within reach brings the max-influence under eps (Delta* beyond 10^7): Lemma 2
+    closes every value of both neighbours (used to raise "stays above eps beyond 10000000")."""
+    c = KChain(P)
+    for d in (1, 2):
+        assert kmax_influence(c, d, "left") > eps and kmax_influence(c, d, "right") > eps
+    assert not kpublishable(c, 2, eps=eps, side="right").any()
+    res = kdesign(c, 3, eps=eps, p=1, method=method)
+    assert res.utility == 0.0 and res.certificate.upper_bound == 0.0
+    assert np.array_equal(res.redact_prob, np.ones((3, 3)))
+
+
 def test_lemma2_bound_dominates_designs_and_grid(rng):
     for _ in range(3):
         c = random_chain(rng, 3, zero_frac=0.0)

@@ -24,7 +24,7 @@ from redactopt._validate import check_eps, check_n, check_private
 from redactopt.judge.exact import MAX_EXACT_N, ratio_at_most_exp
 from redactopt.judge.kexact import exact_kn_step
 from redactopt.model.kchain import KChain
-from redactopt.model.kinfluence import kdelta_star, kprovably_above, pair_log_ratios, side_matrix
+from redactopt.model.kinfluence import kdelta_star, kmax_influence, kprovably_above, pair_log_ratios, side_matrix
 
 __all__ = ["kpublishable", "klemma2_upper_bound", "reach_pattern"]
 
@@ -52,12 +52,15 @@ def kpublishable(chain: KChain, m: int, *, eps: float, side: str = "right") -> n
     k = chain.k
     if m <= 0:
         return np.zeros((0, k), dtype=bool)
-    # beyond Delta* the computed max-influence is <= eps: nothing there is provably above
-    reach_d = kdelta_star(chain, eps, side)
-    if m > reach_d:
-        out = np.ones((m, k), dtype=bool)
-        out[:reach_d] = kpublishable(chain, reach_d, eps=eps, side=side)
-        return out
+    # beyond Delta* the computed max-influence is <= eps: nothing there is provably above.
+    # Delta* is searched only when it is at most m (a chain that mixes too slowly for eps may
+    # have none within reach, and then every distance 1..m is examined below)
+    if kmax_influence(chain, m, side) <= eps:
+        reach_d = kdelta_star(chain, eps, side)
+        if m > reach_d:
+            out = np.ones((m, k), dtype=bool)
+            out[:reach_d] = kpublishable(chain, reach_d, eps=eps, side=side)
+            return out
     rho = pair_log_ratios(chain, m, side)  # [d-1, v, x, x']
     off = ~np.eye(k, dtype=bool)
     reach = reach_pattern(chain, m, side)  # [d-1, x, v]
