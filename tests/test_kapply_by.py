@@ -342,7 +342,7 @@ def test_large_eps_skips_the_global_model():
     from redactopt.engine.kdesign import kdesign
 
     chain = KChain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]])
-    res = kdesign(chain, 3, eps=50.0, p=1, method="optimal")  # e^50 exceeds SCIP's infinity
+    res = kdesign(chain, 3, eps=50.0, p=1, method="optimal")  # far beyond KGLOBAL_MAX_EPS
     assert res.leakage <= 50.0 and res.certificate.upper_bound >= res.utility
     with pytest.raises(ValueError, match="beyond the global model's range"):
         kdesign(chain, 3, eps=50.0, p=1, method="global")

@@ -357,6 +357,24 @@ def test_chain_mixing_too_slowly_for_eps_gives_full_redaction(P, eps, method):
     assert np.array_equal(res.redact_prob, np.ones((3, 3)))
 
 
+def test_no_scip_bound_beyond_its_numerical_range():
+    """A 4-state chain with entries near 1e-5 at eps = 12: SCIP's dual bound there was 0 while the
+    local design below (checked here by enumerating all 5^3 outputs) publishes 36.8%.  Beyond
+    KGLOBAL_MAX_EPS (10) ``optimal`` no longer runs SCIP and ``global`` refuses."""
+    from redactopt.judge.kleakage import kleakage_bruteforce
+    from redactopt.solvers.kscip import KGLOBAL_MAX_EPS
+
+    a, b, c, d = 1.0606490838614705e-05, 7.8083571305918336e-05, 1.3140567988423218e-05, 0.0024385631604424965
+    chain = KChain([[0.0, 1.0, 0.0, 0.0], [a, 1 - 3 * a, a, a], [1 - 2 * b, b, b, 0.0], [0.0, c, 0.0, 1 - c]])
+    q = np.array([[d, d, 1.0, 1.0], [1.0, d, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]])
+    assert kleakage_bruteforce(chain, q, 2).leakage < 12.0 and KGLOBAL_MAX_EPS < 12.0
+    res = kdesign(chain, 3, eps=12.0, p=2, method="optimal")
+    assert res.certificate.upper_bound >= max(res.utility, kutility(chain, q))
+    assert res.certificate.solver == "lemma2"
+    with pytest.raises(ValueError, match="beyond the global model's range"):
+        kdesign(chain, 3, eps=12.0, p=2, method="global")
+
+
 def test_lemma2_bound_dominates_designs_and_grid(rng):
     for _ in range(3):
         c = random_chain(rng, 3, zero_frac=0.0)
