@@ -396,4 +396,9 @@ def test_kdesign_bad_input():
         kdesign(MarkovChain(0.4, 0.3), 5, eps=1.0)
     with pytest.raises(ValueError, match="eps"):
         kdesign(c, 5, eps=-1.0)
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="certify_time"):
+            kdesign(c, 5, eps=1.0, certify_time=bad)
+    with pytest.raises(TypeError, match="certify_time"):
+        kdesign(c, 5, eps=1.0, certify_time="x")
 

@@ -141,6 +141,40 @@ def test_bad_labels():
         KChain([[0.5, 0.5], [0.5, 0.5]], labels=("a", "a"))
 
 
+def test_labels_from_numpy_and_mixed_types():
+    M = [[0.5, 0.5], [0.3, 0.7]]
+    c = KChain(M, labels=np.array(["x", "y"]))  # used to fail inside numpy
+    assert c.labels == ("x", "y") and type(c.labels[0]) is str and c.state_index("y") == 1
+    assert KChain(M, labels=np.array([3, 5])).labels == (3, 5)
+    # distinct as text, so two states: the lookup prefers the label of the same type
+    assert KChain(M, labels=(1.0, 1)).state_index(1) == 1
+    assert KChain(M, labels=(1.0, 1)).state_index(1.0) == 0
+    assert KChain(M, labels=(True, 1)).state_index(1) == 1
+    assert KChain(M, labels=(True, 1)).state_index("True") == 0
+
+
+def test_exact_evaluators_take_numpy_indices_and_refuse_flat_rows():
+    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.4, 0.5]])
+    q = [[0.5, 0, 0], [1, 1, 1]]
+    assert exact_kleakage(c, q, np.int64(1)) == exact_kleakage(c, q, 1)
+    assert certify_kexact(c, q, np.int64(1), 3.0).status == certify_kexact(c, q, [1], 3.0).status == "certified"
+    with pytest.raises(ValueError, match="0-based index in 0..1, got 2"):
+        exact_kleakage(c, q, 2)
+    with pytest.raises(ValueError, match="n rows of 3 numbers"):
+        exact_kleakage(c, [1, 1, 1], 0)
+
+
+def test_log_likelihood_ratio_validates_pair_and_output():
+    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.4, 0.5]])
+    q = np.array([[0.5, 0.5, 0.5], [1, 1, 1], [0, 0.2, 1]])
+    for pair in ((0, -1), (0, 5), (0,), (True, 1)):
+        with pytest.raises(ValueError, match="pair must be two state indices"):
+            klog_likelihood_ratio(c, q, 1, [0, -1, 0], pair)
+    with pytest.raises(ValueError, match="output must hold 3 state indices"):
+        klog_likelihood_ratio(c, q, 1, [0.7, -1, 0], (0, 1))
+    assert klog_likelihood_ratio(c, q, 1, [0.0, -1, 0], (0, 1)) == klog_likelihood_ratio(c, q, 1, [0, -1, 0], (0, 1))
+
+
 def test_rows_within_tolerance_are_normalised():
     c = KChain([[0.1, 0.2, 0.7], [0.3, 0.3, 0.4], [0.25, 0.25, 0.5]])
     assert np.allclose(c.transition.sum(axis=1), 1.0, rtol=0, atol=1e-15)

@@ -80,6 +80,23 @@ def test_fit_smoothing_none_keeps_zeros_and_errors():
         kfit_sequences([["a", None, "b"]])
 
 
+@pytest.mark.parametrize("missing", [np.float32("nan"), pd.NA, None, float("nan"), pd.NaT])
+def test_fit_refuses_every_kind_of_missing_value(missing):
+    """float32 NaN and pd.NA used to become states named 'nan' and '<NA>'."""
+    with pytest.raises(ValueError, match="missing value at position 3"):
+        kfit_sequences([["a", "b", missing, "a", "b"]])
+
+
+@pytest.mark.parametrize("bad", [[[-1, 2], [1, 1]], [[1.5, 2], [1, 1]], [[np.nan, 2], [1, 1]], [["1", "2"], ["1", "1"]]])
+def test_fit_counts_must_be_whole_and_non_negative(bad):
+    from redactopt.release.kfit import kfit_counts
+
+    with pytest.raises(ValueError, match="non-negative whole numbers"):
+        kfit_counts(bad, ["a", "b"], records=6, sequences=1)
+    fit = kfit_counts([[1.0, 3.0], [2.0, 2.0]], ["a", "b"], records=9, sequences=1, smoothing="none")
+    assert fit.transition.tolist() == [[0.25, 0.75], [0.5, 0.5]]
+
+
 def test_fit_recovers_a_chain(rng):
     c = KChain(P3, labels=("lo", "mid", "hi"))
     x = [0]

@@ -172,6 +172,9 @@ def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = 
     """
     n, eps, p = check_kproblem(chain, n, eps, p)
     time_limit = check_real(time_limit, "time_limit")
+    certify_time = check_real(certify_time, "certify_time")
+    if not certify_time >= 0.0:
+        raise ValueError(f"certify_time must be >= 0, got {certify_time!r}")
     if method not in KMETHODS:
         raise ValueError(f"method must be one of {', '.join(KMETHODS)}, got {method!r}")
     if time_limit <= 0.0:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+from redactopt._validate import check_index, check_private
 from redactopt.judge.exact import MAX_EXACT_N, ratio_at_most_exp, to_fraction
 from redactopt.model.kchain import KChain
 
@@ -65,6 +66,8 @@ class KExactCertificate:
 def _rows(chain: KChain, redact_prob: object) -> list[list[Fraction]]:
     rows = []
     for t, row in enumerate(redact_prob):  # type: ignore[attr-defined]
+        if isinstance(row, (str, bytes)) or not hasattr(row, "__iter__"):
+            raise ValueError(f"redact_prob must be n rows of {chain.k} numbers; row {t} is {row!r}")
         row = list(row)
         if len(row) != chain.k:
             raise ValueError(f"redact_prob row {t} must have {chain.k} entries, got {len(row)}")
@@ -138,8 +141,7 @@ def exact_kleakage(chain: KChain, redact_prob: object, p: int) -> KExactResult:
     n = len(rows)
     if n > MAX_EXACT_N:
         raise ValueError(f"exact rational audits are limited to n <= {MAX_EXACT_N} records, got {n}")
-    if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < n:
-        raise ValueError(f"p must be a 0-based index in 0..{n - 1}, got {p!r}")
+    p = check_index(p, n, "p")
     if any(v != 1 for v in rows[p]):
         raise ValueError(f"redact_prob row {p} (0-based) is the private record and must be all ones")
     P = chain.exact_transition()
@@ -166,9 +168,7 @@ def certify_kexact(chain: KChain, redact_prob: object, private: object, eps: obj
     e = to_fraction(eps, "eps")
     if e <= 0:
         raise ValueError(f"eps must be > 0, got {eps}")
-    priv = [private] if isinstance(private, int) else list(private)  # type: ignore[arg-type]
-    if not priv:
-        raise ValueError("private must name at least one record")
+    priv = check_private(private, len(_rows(chain, redact_prob)))
     results = [exact_kleakage(chain, redact_prob, p) for p in priv]
     worst = max(results, key=lambda r: math.inf if r.ratio is None else r.ratio)
     if worst.ratio is None:

@@ -559,9 +559,15 @@ def klog_likelihood_ratio(chain: KChain, redact_prob: object, p: int, output: ob
     ``ValueError`` when both are.
     """
     q, (p,) = check_kmechanism(chain, redact_prob, p, "p")
-    y = np.asarray(output, dtype=np.int64)
+    raw = np.asarray(output)
+    if raw.dtype == object or not np.issubdtype(raw.dtype, np.number) or not np.all(raw == np.round(raw)):
+        raise ValueError(f"output must hold {q.shape[0]} state indices or -1 (⊥), got {output!r}")
+    y = raw.astype(np.int64)
     if y.shape != (q.shape[0],) or np.any(y < -1) or np.any(y >= chain.k):
         raise ValueError(f"output must hold {q.shape[0]} state indices or -1 (⊥)")
+    if len(pair) != 2 or not all(isinstance(h, (int, np.integer)) and not isinstance(h, bool)
+                                 and 0 <= h < chain.k for h in pair):
+        raise ValueError(f"pair must be two state indices in 0..{chain.k - 1}, got {pair!r}")
     P, pi = chain.transition, chain.stationary
     logs = []
     for h in pair:

@@ -209,6 +209,8 @@ def stationary_gth(P: np.ndarray) -> np.ndarray:
 def _label_tuple(labels: object, k: int) -> tuple[Hashable, ...]:
     if labels is None:
         return tuple(str(i) for i in range(k))
+    if isinstance(labels, np.ndarray) and labels.ndim == 1:
+        labels = labels.tolist()  # numpy scalars become Python values
     if isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence):
         raise TypeError(f"labels must be a sequence of {k} state labels, got {labels!r}")
     out = tuple(labels)
@@ -247,7 +249,7 @@ class KChain:
     exact: tuple[tuple[Fraction, ...], ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
-        raw_labels = self.labels if self.labels != () else None
+        raw_labels = None if isinstance(self.labels, tuple) and self.labels == () else self.labels
         given = self.transition
         try:
             raw = np.asarray(given, dtype=float).tolist() if not _exact_entries(given) else None
@@ -339,10 +341,15 @@ class KChain:
         return all(pi[x] * ex[x][y] == pi[y] * ex[y][x] for x in range(self.k) for y in range(x + 1, self.k))
 
     def state_index(self, label: object) -> int:
-        """The index of a state given its label (or the label's text)."""
-        for i, v in enumerate(self.labels):
-            if v == label or str(v) == str(label):
-                return i
+        """The index of a state given its label (or the label's text).
+
+        A label equal in value *and* type wins over one only equal in value or text (labels are
+        distinct as text, so ``(1.0, 1)`` or ``(True, 1)`` are two states)."""
+        for match in (lambda v: type(v) is type(label) and v == label,
+                      lambda v: v == label or str(v) == str(label)):
+            for i, v in enumerate(self.labels):
+                if match(v):
+                    return i
         raise ValueError(f"unknown state {label!r}; the states are {[str(v) for v in self.labels]}")
 
     # --- n-step transitions -------------------------------------------------

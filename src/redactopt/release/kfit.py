@@ -22,12 +22,12 @@ States are labelled by their values as text, in order of first appearance.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 
 from redactopt.model.kchain import KChain
 from redactopt.release.fit import normal_quantile, wilson_bounds
@@ -120,16 +120,26 @@ class KChainFit:
         return "\n".join(lines)
 
 
+def _missing(v: object) -> bool:
+    """Whether a single value is missing in pandas' sense (None, NaN of any float type, NA, NaT)."""
+    try:
+        m = pd.isna(v)
+    except (TypeError, ValueError):
+        return False
+    return isinstance(m, (bool, np.bool_)) and bool(m)
+
+
 def encode_labels(values: Iterable[object], labels: list[str] | None = None) -> tuple[np.ndarray, list[str]]:
     """State indices of a sequence of values (as text), extending ``labels`` in order of first appearance.
 
-    ``None`` and NaN are missing values: a ``ValueError`` naming the (1-based) position.
+    ``None``, NaN (of any float type), ``pd.NA`` and ``NaT`` are missing values: a ``ValueError``
+    naming the (1-based) position.
     """
     labels = [] if labels is None else labels
     index = {s: i for i, s in enumerate(labels)}
     out = []
     for pos, v in enumerate(values, start=1):
-        if v is None or (isinstance(v, float) and math.isnan(v)):
+        if _missing(v):
             raise ValueError(f"missing value at position {pos}")
         s = str(v)
         if s not in index:
@@ -143,7 +153,11 @@ def kfit_counts(counts: np.ndarray, labels: Sequence[str], *, records: int, sequ
                 confidence: float = 0.95, simultaneous: bool = False,
                 smoothing: Literal["kt", "none"] = "kt") -> KChainFit:
     """Fit from pooled transition counts (module docstring)."""
-    C = np.asarray(counts, dtype=np.int64)
+    raw = np.asarray(counts)
+    if raw.dtype == object or not np.issubdtype(raw.dtype, np.number) or not np.all(np.isfinite(raw)) \
+            or np.any(raw < 0) or np.any(raw != np.floor(raw)):
+        raise ValueError("counts must be non-negative whole numbers (transitions seen)")
+    C = raw.astype(np.int64)
     k = len(labels)
     if C.shape != (k, k):
         raise ValueError(f"counts must be a ({k}, {k}) matrix, got shape {C.shape}")
