@@ -361,3 +361,45 @@ def test_verbose_shows_scip_log_and_changes_nothing(capfd, path):
     assert "SCIP Status" in capfd.readouterr().out
     assert loud.upper_bound == quiet.upper_bound
     assert np.array_equal(loud.redact_prob, quiet.redact_prob)
+
+
+def test_no_scip_bound_on_a_chain_beyond_its_resolution():
+    """beta = 1.5e-7: SCIP "proved" the bound 0 here (red-team scan) while the mechanism below
+    publishes half the records (checked by enumerating every output).  Below MIN_CLAIM_ENTRY the
+    dual bound is not claimed, so ``global`` certifies with Lemma 2 and ``optimal`` stays valid."""
+    from redactopt.solvers.scip_global import MIN_CLAIM_ENTRY, propose_global
+
+    chain = MarkovChain(0.00041053369719848816, 1.5309766289945638e-07)
+    assert chain.beta < MIN_CLAIM_ENTRY
+    q = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 0.0068], [1.0, 0.0068]])
+    assert leakage_bruteforce(chain, q, 1).leakage <= 10.0
+    u = float(np.mean((1.0 - q) @ chain.stationary))
+    assert u > 0.49
+    cand = propose_global(chain, 4, eps=10.0, p=1, time_limit=20)
+    assert cand.upper_bound is None and "numerical resolution" in cand.info["dual_bound_not_claimed"]
+    for method in ("global", "optimal"):
+        d = design(chain, 4, eps=10.0, p=1, method=method, time_limit=20)
+        assert d.certificate.upper_bound >= u and d.certificate.solver != "scip"
+
+
+def test_a_refuted_scip_bound_is_discarded_not_used(monkeypatch):
+    """A SCIP bound below a verified design's utility is numerical failure: it is listed in
+    ``info["refuted_bounds"]`` and the next valid bound certifies (both paths)."""
+    import redactopt.solvers.kscip as kscip
+    import redactopt.solvers.scip_global as sg
+    from redactopt.engine.kdesign import kdesign
+    from redactopt.model.kchain import KChain
+    from redactopt.solvers.base import Candidate
+
+    def wrong(chain, n, **kw):
+        k = 2 if isinstance(chain, MarkovChain) else chain.k
+        return Candidate(np.ones((n, k)), "global", "optimal", upper_bound=1e-3, bound_solver="scip")
+
+    monkeypatch.setattr(sg, "propose_global", wrong)
+    d = design(MarkovChain(0.3, 0.4), 4, eps=1.0, p=1, method="optimal", time_limit=20)
+    assert d.utility > 0.3 and d.certificate.upper_bound >= d.utility and d.certificate.solver != "scip"
+    assert "1e-3" in d.info["refuted_bounds"][0] or "0.001" in d.info["refuted_bounds"][0]
+    monkeypatch.setattr(kscip, "propose_kglobal", wrong)
+    kd = kdesign(KChain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]]), 4, eps=1.0, p=1, method="optimal")
+    assert kd.utility > 0.2 and kd.certificate.upper_bound >= kd.utility and kd.certificate.solver != "scip"
+    assert "0.001" in kd.info["refuted_bounds"][0]

@@ -6,7 +6,9 @@ back (the one ladder, :func:`redactopt.engine.ladder.judge_candidate`), picks th
 verified design and certifies it
 with the smallest valid upper bound it has: Lemma 2's closed form and every bound a solver
 derived over all mechanisms.  A bound below a verified utility is an error
-(:class:`redactopt.errors.BoundError`), never clamped.
+(:class:`redactopt.errors.BoundError`), never clamped — except SCIP's dual bound, whose
+floating-point numerics can fail on extreme chains: a verified design that refutes it discards
+it (``info["refuted_bounds"]``) and the next valid bound certifies.
 """
 
 from __future__ import annotations
@@ -175,7 +177,8 @@ def design(
     PrivacyCheckError
         ``method="3r"``/``"mq"`` where the paper's mechanism leaks more than ``eps``.
     BoundError
-        If a solver's bound lies below a verified utility (a bug, never clamped).
+        If a solver's bound other than SCIP's lies below a verified utility (a bug, never
+        clamped; a refuted SCIP bound is discarded and listed in ``info["refuted_bounds"]``).
     """
     if isinstance(chain, ChainClass):
         return _design_class(chain, n, eps=eps, p=p, method=method, split=split, time_limit=time_limit, rng=rng,
@@ -238,11 +241,17 @@ def _judge_runs(chain: MarkovChain, n: int, eps: float, p: int, method: str, run
                         info={"fallback": "all records redacted", "refused": refused})
     cand, q, top, how = max(judged, key=lambda j: j[2])
     bound, solver, stopped = lemma2, "lemma2", False
+    refuted: list[str] = []
     for c, *_ in judged:
         if c.upper_bound is None or c.bound_scope != "all":
             continue
         if c.upper_bound < top - UTILITY_ATOL:
-            raise BoundError(f"{c.solver} upper bound {c.upper_bound!r} is below the verified utility {top!r}")
+            if (c.bound_solver or c.solver) != "scip":
+                raise BoundError(f"{c.solver} upper bound {c.upper_bound!r} is below the verified utility {top!r}")
+            # a verified design refutes SCIP's dual bound (its floating-point numerics failed):
+            # never used, reported in info
+            refuted.append(f"{c.solver} upper bound {c.upper_bound!r} is below the verified utility {top!r}")
+            continue
         if c.upper_bound < bound:
             bound, solver, stopped = c.upper_bound, c.bound_solver or c.solver, c.status == "time_limit"
     class_bound = None
@@ -253,6 +262,8 @@ def _judge_runs(chain: MarkovChain, n: int, eps: float, p: int, method: str, run
     info["candidates"] = {c.solver: u for c, _, u, _ in judged}
     if refused:
         info["refused"] = refused
+    if refuted:
+        info["refuted_bounds"] = refuted
     return finalize(chain, q, private=[p], eps=eps, method=method, upper_bound=bound,
                     solver=solver, info=info, tol=0.0, stopped=stopped, class_bound=class_bound)
 

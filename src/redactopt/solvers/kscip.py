@@ -323,7 +323,8 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
     info = {"status": status, "dual_bound": dual, "nodes": int(m.getNNodes()),
             "solve_seconds": float(m.getSolvingTime()), "starts_accepted": accepted,
             "primal_bound": float(m.getPrimalbound()) if m.getNSols() else math.nan}
-    upper = claimed_bound(dual, start_u - Q_FLOOR, eps, info)
+    T = chain.transition
+    upper = claimed_bound(dual, start_u - Q_FLOOR, eps, info, smallest_entry=float(T[T > 0.0].min()))
     if upper is not None:
         upper += Q_FLOOR  # the floor's price (module docstring)
     fallbacks = tuple(verified) or (offered[0],)

@@ -89,7 +89,7 @@ from redactopt.judge.lemma2 import publishable
 from redactopt.model.influence import INFLUENCE_RTOL
 from redactopt.solvers.base import Candidate
 
-__all__ = ["propose_global", "claimed_bound", "DUAL_MARGIN"]
+__all__ = ["propose_global", "claimed_bound", "DUAL_MARGIN", "MIN_CLAIM_ENTRY"]
 
 #: Safety margin (utility units) added to SCIP's dual bound for its feasibility tolerance.
 DUAL_MARGIN = 1e-7
@@ -97,23 +97,33 @@ DUAL_MARGIN = 1e-7
 #: SCIP feasibility tolerance (all model quantities are O(1)).
 _FEASTOL = 1e-9
 
+#: SCIP's dual bound is not claimed on a chain with a positive transition probability below this:
+#: a red-team scan found a binary chain with beta = 1.5e-7 (alpha = 4.1e-4, n = 4, eps = 10) where
+#: SCIP "proved" 0 while a verified design publishes 49.6%; beta = 5e-7 and above were sound.
+MIN_CLAIM_ENTRY = 1e-6
+
 #: Below this budget the ratios the model compares differ from 1 by less than a few thousand
 #: feasibility tolerances; SCIP's answer is still proposed, but its dual bound is not claimed.
 MIN_BOUND_EPS = 1e-4
 
 
-def claimed_bound(dual: float, start_u: float, eps: float, info: dict) -> float | None:
+def claimed_bound(dual: float, start_u: float, eps: float, info: dict, smallest_entry: float = 1.0) -> float | None:
     """The upper bound a SCIP run claims: its dual bound plus :data:`DUAL_MARGIN`, or ``None``.
 
     Not claimed when the dual bound is missing or below the verified start's utility
-    ``start_u`` (a wrong bound is never clamped) or when ``eps`` < :data:`MIN_BOUND_EPS`;
-    ``info`` records which.  Shared by the binary and the k-state models.
+    ``start_u`` (a wrong bound is never clamped), when ``eps`` < :data:`MIN_BOUND_EPS`, or when
+    the chain's ``smallest_entry`` (smallest positive transition probability) is below
+    :data:`MIN_CLAIM_ENTRY`; ``info`` records which.  Shared by the binary and the k-state models.
     """
     if math.isnan(dual) or dual < start_u - 1e-6:
         info["dual_bound_rejected"] = dual
         return None
     if eps < MIN_BOUND_EPS:
         info["dual_bound_not_claimed"] = f"eps < {MIN_BOUND_EPS:g}: below the model's numerical resolution"
+        return None
+    if smallest_entry < MIN_CLAIM_ENTRY:
+        info["dual_bound_not_claimed"] = (f"a transition probability of {smallest_entry:.3g} < {MIN_CLAIM_ENTRY:g}: "
+                                          "beyond the model's numerical resolution")
         return None
     return dual + DUAL_MARGIN
 
@@ -581,7 +591,8 @@ def propose_global(
     dual = float(m.getDualbound())
     info.update(status=status, dual_bound=dual, nodes=int(m.getNNodes()), solve_seconds=float(m.getSolvingTime()),
                 primal_bound=float(m.getPrimalbound()) if m.getNSols() else math.nan)
-    upper = claimed_bound(dual, start_u, eps, info)
+    a, b = chain.alpha, chain.beta
+    upper = claimed_bound(dual, start_u, eps, info, smallest_entry=min(a, b, 1.0 - a, 1.0 - b))
     q = mod.read_q() if m.getNSols() else start_q
     info["seconds"] = time.perf_counter() - started
     return Candidate(
