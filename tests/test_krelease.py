@@ -286,3 +286,71 @@ def test_cli_fit_and_apply(run, tmp_path, capsys, rng):
     assert run(["apply", str(src), "--column", "level", "--categorical", "--private", "5", "--eps", "1",
                 "--by", "level", "--out", str(tmp_path / "o2.csv")]) == 2
     assert "--by" in capsys.readouterr().err
+
+
+def _seq_csv(path, rng, n=200, sep=","):
+    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]], labels=("low", "mid", "high"))
+    pd.DataFrame({"t": range(n), "level": _sample(c, n, rng), "other": [f"o{i}" for i in range(n)]}).to_csv(
+        path, index=False, sep=sep)
+
+
+def test_cli_kapply_paths_formats_and_refusals(run, tmp_path, capsys, rng):
+    """Red-team findings on the categorical release: the report can never overwrite the input or
+    the output; compressed and tab-separated names are honoured both ways; --robust is refused;
+    an out-of-range --private is named as the user typed it."""
+    import gzip
+
+    src = tmp_path / "seq.csv"
+    _seq_csv(src, rng)
+    before = src.read_bytes()
+    base = ["--column", "level", "--categorical", "--private", "100", "--eps", "1", "--seed", "1", "--quiet"]
+    for report in (src, tmp_path / "same.csv"):
+        assert run(["apply", str(src), *base, "--out", str(tmp_path / "same.csv"), "--report", str(report),
+                    "--force"]) == 2
+        assert "the report must be a different file" in capsys.readouterr().err
+    assert src.read_bytes() == before and not (tmp_path / "same.csv").exists()
+    # compressed, tab-separated output: really gzip, really tabs; read back as input too
+    out = tmp_path / "o.tsv.gz"
+    assert run(["apply", str(src), *base, "--out", str(out)]) == 0
+    capsys.readouterr()
+    back = pd.read_csv(gzip.open(out, "rt"), sep="\t", dtype=str, keep_default_na=False)
+    orig = pd.read_csv(src, dtype=str, keep_default_na=False)
+    assert list(back.columns) == ["t", "level", "other"] and back["other"].equals(orig["other"])
+    changed = back["level"] != orig["level"]
+    assert (back["level"][changed] == "").all() and changed.sum() >= 1  # the private row at least
+    assert run(["fit", str(out), "--column", "other", "--categorical", "--format", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["labels"]) == 200
+    assert run(["apply", str(src), *base, "--out", str(tmp_path / "o.json")]) == 2
+    assert "unknown table format" in capsys.readouterr().err
+    assert run(["apply", str(src), *base, "--out", str(tmp_path / "r.csv"), "--robust", "0.95"]) == 2
+    assert "--robust is not available for categorical columns" in capsys.readouterr().err
+    assert run(["apply", str(src), "--column", "level", "--categorical", "--private", "201", "--eps", "1",
+                "--out", str(tmp_path / "x.csv")]) == 2
+    assert "position 201 is outside the sequence (positions 1..200)" in capsys.readouterr().err
+
+
+def test_cli_kdesign_csv_quotes_labels(run, tmp_path, capsys):
+    import csv
+    import io
+
+    f = tmp_path / "ch.json"
+    f.write_text(json.dumps({"transition": [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]],
+                             "labels": ["a,b", 'c"d', "e"]}))
+    assert run(["design", "--transition", str(f), "--n", "4", "--eps", "1", "--private", "2", "--format", "csv",
+                "--quiet"]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert rows[0] == ["pos", "dist", "redact_prob_a,b", 'redact_prob_c"d', "redact_prob_e"]
+    assert all(len(r) == 5 for r in rows) and len(rows) == 5
+
+
+def test_tiny_eps_falls_back_to_full_redaction(run, tmp_path, capsys, rng):
+    """eps = 1e-13 is inside the float evaluator's rounding band for long windows; full redaction
+    (leakage exactly 0: the one output is all ⊥) used to be refused as "exceeds eps"."""
+    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
+    d = kdesign(c, 100, eps=1e-13, p=49, method="dim")
+    assert d.utility == 0.0 and np.all(d.redact_prob == 1.0) and d.leakage <= 1e-13
+    src = tmp_path / "seq.csv"
+    _seq_csv(src, rng, n=100)
+    assert run(["apply", str(src), "--column", "level", "--categorical", "--private", "50", "--eps", "1e-13",
+                "--method", "dim", "--seed", "1", "--quiet", "--out", str(tmp_path / "o.csv")]) == 0
+    assert (pd.read_csv(tmp_path / "o.csv", dtype=str, keep_default_na=False)["level"] == "").all()

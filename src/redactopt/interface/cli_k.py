@@ -114,12 +114,17 @@ def kdesign_text(res: Any, dim: Any | None) -> str:
 
 
 def kdesign_csv(res: Any) -> str:
-    labels = [str(s) for s in res.chain.labels]
-    rows = ["pos,dist," + ",".join(f"redact_prob_{s}" for s in labels)]
+    """The design as CSV (labels quoted where they hold commas, quotes or line breaks)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["pos", "dist"] + [f"redact_prob_{s}" for s in res.chain.labels])
     p = res.private[0]
     for t, r in enumerate(np.asarray(res.redact_prob)):
-        rows.append(f"{t + 1},{abs(t - p)}," + ",".join(repr(float(v)) for v in r))
-    return "\n".join(rows)
+        w.writerow([t + 1, abs(t - p)] + [repr(float(v)) for v in r])
+    return buf.getvalue().rstrip("\n")
 
 
 def cmd_kdesign(args: argparse.Namespace) -> int:
@@ -226,6 +231,8 @@ def cmd_kapply(args: argparse.Namespace) -> int:
 
     refuse_given(args, ["alpha", "beta"], "applies to binary columns; a categorical column takes --transition")
     refuse_given(args, ["chunk_rows"], "is not available for categorical columns (the column is read at once)")
+    refuse_given(args, ["robust"], "is not available for categorical columns (the guarantee covers the fitted or "
+                 "given chain only)")
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
     if getattr(args, "report_sequences", "auto") != "auto":

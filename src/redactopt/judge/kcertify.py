@@ -65,6 +65,8 @@ def kverify(chain: KChain, redact_prob: np.ndarray, private: tuple[int, ...], ep
     """
     q = np.asarray(redact_prob, dtype=float)
     res = worst if worst is not None else kmax_leakage(chain, q, private)
+    if np.all(q == 1.0):  # every record redacted: the one output is all-⊥ under every value, leakage exactly 0
+        return res, True
     zone = kboundary_zone(eps, q.shape[0], chain.k)
     return res, zone_verdict(res.leakage, eps, zone, q, private,
                              lambda seg, p: certify_kexact(chain, seg.tolist(), [p], eps).status == "certified")
@@ -92,7 +94,8 @@ def kfinalize(chain: KChain, redact_prob: object, *, private: object, eps: float
         if ok:
             break
     if not ok:
-        raise PrivacyCheckError(f"{method}: exact leakage {res.leakage:.12g} exceeds eps={eps:.12g} after snapping")
+        verdict = "exceeds" if res.leakage > eps else "could not be proven at most"
+        raise PrivacyCheckError(f"{method}: exact leakage {res.leakage:.12g} {verdict} eps={eps:.12g} after snapping")
     u = kutility(chain, q)
     cert = make_certificate(upper_bound, u, solver=solver, scope=scope, stopped=stopped)
     cls = None if class_bound is None else make_certificate(class_bound[0], u, solver=class_bound[1],

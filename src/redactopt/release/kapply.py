@@ -23,6 +23,7 @@ the operating system's secure source by default, or PCG64 with ``seed`` (reprodu
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from redactopt._validate import check_eps, check_private
 from redactopt.engine.kdesign import kdesign
 from redactopt.solvers.kdim import kdim_windows
 from redactopt.errors import PrivacyCheckError
-from redactopt.io import check_input_path, check_output_path, new_file_mode, write_json_atomic
+from redactopt.io import new_file_mode, write_json_atomic
 from redactopt.judge.kcertify import kverify
 from redactopt.judge.kleakage import kleakage_segment, kutility
 from redactopt.kio import KREPORT_FORMAT, kmechanism_to_dict
@@ -44,7 +45,9 @@ from redactopt.model.kchain import KChain
 from redactopt.release.bits import bernoulli_exact, bit_source
 from redactopt.release.data import sequence_key
 from redactopt.release.kfit import encode_labels, kfit_sequences
+from redactopt.release.apply import check_release_paths
 from redactopt.release.plan import pool_map
+from redactopt.release.tables import _compression, open_binary, table_format
 
 __all__ = ["kapply_frame", "kapply_table", "kdesign_release", "AUTO_OPTIMAL_MAX", "KAPPLY_METHODS"]
 
@@ -155,6 +158,10 @@ def _private_flags(table: pd.DataFrame, private: object, private_column: str | N
     n = len(table)
     flags = np.zeros(n, dtype=bool)
     if private_column is None:
+        bad = [int(q) + 1 for q in (private if isinstance(private, (list, tuple, np.ndarray)) else [private])
+               if isinstance(q, (int, np.integer)) and not isinstance(q, bool) and q >= n]
+        if bad:  # as the binary path says it: 1-based, as --private takes them
+            raise ValueError(f"--private: position {bad[0]} is outside the sequence (positions 1..{n})")
         flags[list(check_private(private, n, "private"))] = True
         return flags
     vals = _complete_column(table, private_column).to_numpy()
@@ -311,9 +318,14 @@ class _Layout:
     stored_index: bool = False  # Parquet: the index is stored as columns (else as range metadata, or none)
 
 
+def _is_tsv(path: str | os.PathLike[str]) -> bool:
+    name = Path(path).name.lower()
+    comp = _compression(name)
+    return (name[: -len(comp)] if comp else name).endswith(".tsv")
+
+
 def _read(path: Path) -> tuple[pd.DataFrame, _Layout]:
-    name = path.name.lower()
-    if name.endswith(".parquet"):
+    if table_format(path) == "parquet":
         import pyarrow.parquet as pq
 
         meta = pq.read_schema(path).pandas_metadata or {}
@@ -327,9 +339,11 @@ def _read(path: Path) -> tuple[pd.DataFrame, _Layout]:
         if len(set(map(str, flat.columns))) < flat.shape[1]:  # an index named like a column: left as the index
             return df, _Layout("parquet", stored_index=True)
         return flat, _Layout("parquet", index=list(zip(moved, names)), stored_index=True)
-    sep = "\t" if name.endswith(".tsv") else ","
-    df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
-    header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
+    sep = "\t" if _is_tsv(path) else ","
+    with open_binary(path) as fh:
+        df = pd.read_csv(fh, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
+    with open_binary(path) as fh:
+        header = pd.read_csv(fh, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
     # a header one field shorter than the rows (a row-id column without a name) becomes the index
     keep_index = not isinstance(df.index, pd.RangeIndex)
     return df, _Layout("csv", keep_index, header if len(header) == len(df.columns) else None)
@@ -340,15 +354,18 @@ def _write(released: pd.DataFrame, layout: _Layout, tmp: str, out_name: str) -> 
     if layout.index:
         released = released.set_index([c for c, _ in layout.index])
         released.index.names = [n for _, n in layout.index]
-    if out_name.lower().endswith(".parquet"):
+    if table_format(out_name) == "parquet":
         released.to_parquet(tmp, index=layout.keep_index if layout.kind == "csv" else (layout.stored_index or None))
         return
-    sep = "\t" if out_name.lower().endswith(".tsv") else ","
-    if layout.kind == "csv":
-        released.to_csv(tmp, sep=sep, index=layout.keep_index, header=layout.header or True,
-                        index_label=False if layout.keep_index else None)
-    else:
-        released.to_csv(tmp, sep=sep, index=layout.stored_index)
+    sep = "\t" if _is_tsv(out_name) else ","
+    # compressed as the output's name says (the temporary file's name says nothing)
+    with open_binary(tmp, "wb", compression=_compression(out_name)) as raw, \
+            io.TextIOWrapper(raw, encoding="utf-8", newline="") as fh:
+        if layout.kind == "csv":
+            released.to_csv(fh, sep=sep, index=layout.keep_index, header=layout.header or True,
+                            index_label=False if layout.keep_index else None)
+        else:
+            released.to_csv(fh, sep=sep, index=layout.stored_index)
 
 
 def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], *, column: str, eps: float,
@@ -363,12 +380,13 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
     ``force`` and never created in a missing directory; the input is never modified.  ``report``
     (optional) receives the JSON report, which ``redactopt audit`` reads.
     """
-    src = check_input_path(input)
-    out_path = check_output_path(output, force=force)
-    if report is not None and str(report) != "-":
-        check_output_path(report, force=force)
-    if out_path.resolve() == src.resolve():
-        raise ValueError(f"{out_path}: is the input; the input is never modified")
+    if "-" in (str(input), str(output)):
+        raise ValueError("categorical releases read and write files, not standard input or output")
+    # the binary path's checks: the input is never the output or the report, the report is not
+    # the output, existing files need force — all before anything is read or written
+    src, out_path, _ = check_release_paths(input, output, report, private=private, private_column=private_column,
+                                           by=by, force=force)
+    table_format(src), table_format(out_path)  # a name whose format is unknown is refused now
     df, layout = _read(src)
     released, rep = kapply_frame(df, column=column, eps=eps, private=private, private_column=private_column, by=by,
                                  chain=chain, method=method,
