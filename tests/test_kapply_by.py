@@ -193,6 +193,11 @@ def _dee(d: dict) -> dict:
     (lambda d: d.update(eps=2.0), "eps"),
     (lambda d: d["designs"][0]["chain"].update(transition=[[1 / 3] * 3] * 3), "chain"),
     (lambda d: d["designs"][0].update(n=d["designs"][0]["n"] + 1), "rows"),
+    # red-team: a sequence dropped, emptied of its private records, or listed twice
+    (lambda d: d["sequences"].remove(_dee(d)), "the sequences hold 23 rows and 3 private records, the report "
+                                               "says 30 rows and 5 private records"),
+    (lambda d: _dee(d).update(private=[], design=None), "hold 30 rows and 3 private records"),
+    (lambda d: d["sequences"].append(dict(_dee(d))), "'dee' appears more than once"),
 ])
 def test_audit_refuses_reports_that_contradict_their_mechanisms(tmp_path, rng, tamper, msg):
     d, _ = _honest_report(tmp_path, rng)

@@ -181,12 +181,30 @@ def _consistent(report: dict, mf: KMechanismFile, where: str, *, rows: object, p
             raise ValueError(f"{where}: the report's chain is not its mechanism's chain")
 
 
+def _sequences_add_up(d: dict, seqs: list, where: str) -> None:
+    """A report of several sequences: its ``rows`` and ``private`` are its sequences' together, and
+    every sequence appears once (a sequence dropped, emptied or repeated is refused)."""
+    ok = all(isinstance(s, dict) and isinstance(s.get("rows"), int) and isinstance(s.get("private"), list)
+             for s in seqs)
+    if not ok:
+        raise ValueError(f"{where}: every sequence needs integer 'rows' and a list 'private'")
+    ids = [str(s.get("id")) for s in seqs]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{where}: sequence {next(i for i in ids if ids.count(i) > 1)!r} appears more than once")
+    rows, private = sum(s["rows"] for s in seqs), sum(len(s["private"]) for s in seqs)
+    top = d.get("private")
+    if d.get("rows") != rows or not isinstance(top, list) or len(top) != private:
+        raise ValueError(f"{where}: the sequences hold {rows} rows and {private} private records, the report says "
+                         f"{d.get('rows')!r} rows and {len(top) if isinstance(top, list) else top!r} private records")
+
+
 def kmechanisms_of(d: object, where: str) -> list[tuple[Any, KMechanismFile]]:
     """:func:`read_kmechanisms` on an already parsed object.
 
     A report is checked for consistency: every sequence's rows and private records are those of
-    the mechanism it names, every sequence with a private record names one, and the report's
-    ``eps`` and chain are the mechanisms' own.
+    the mechanism it names, every sequence with a private record names one, the sequences appear
+    once each and add up to the report's rows and private records, and the report's ``eps`` and
+    chain are the mechanisms' own.
     """
     if isinstance(d, dict) and d.get("format") == KREPORT_FORMAT:
         if "designs" in d:  # a release of several sequences (--by): one mechanism per distinct design
@@ -194,6 +212,7 @@ def kmechanisms_of(d: object, where: str) -> list[tuple[Any, KMechanismFile]]:
             if not isinstance(designs, list) or not designs or not isinstance(seqs, list):
                 raise ValueError(f"{where}: fields 'designs' and 'sequences' must be lists (designs not empty)")
             mechs = [kmechanism_from_dict(m, where=f"{where}: designs[{j}]") for j, m in enumerate(designs)]
+            _sequences_add_up(d, seqs, where)
             users: dict[int, list[str]] = {}
             for i, seq in enumerate(seqs):
                 at = f"{where}: sequences[{i}]"
