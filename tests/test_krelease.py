@@ -354,3 +354,12 @@ def test_tiny_eps_falls_back_to_full_redaction(run, tmp_path, capsys, rng):
     assert run(["apply", str(src), "--column", "level", "--categorical", "--private", "50", "--eps", "1e-13",
                 "--method", "dim", "--seed", "1", "--quiet", "--out", str(tmp_path / "o.csv")]) == 0
     assert (pd.read_csv(tmp_path / "o.csv", dtype=str, keep_default_na=False)["level"] == "").all()
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_private_past_the_end_is_one_message_on_both_paths(run, tmp_path, capsys, categorical):
+    src = tmp_path / "b.csv"
+    src.write_text("occ\n0\n1\n1\n0\n1\n")
+    argv = ["apply", str(src), "--column", "occ", "--private", "2,9", "--eps", "1", "--out", str(tmp_path / "o.csv")]
+    assert run(argv + (["--categorical"] if categorical else [])) == 2
+    assert "--private: position 9 is outside the sequence (positions 1..5)" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -102,6 +103,16 @@ def check_private(value: object, n: int, name: str = "private") -> tuple[int, ..
     if not items:
         raise ValueError(f"{name} must name at least one record")
     return tuple(sorted(set(items)))
+
+
+def check_positions(private: object, n: int) -> tuple[int, ...]:
+    """0-based private positions (:func:`check_private`) of an ``n``-record sequence; one beyond
+    its end is named as ``--private`` takes it, 1-based."""
+    items = check_private(private, sys.maxsize, "private")
+    if items and items[-1] >= n:
+        raise ValueError(f"--private: position {next(p for p in items if p >= n) + 1} is outside the sequence "
+                         f"(positions 1..{n})")
+    return items
 
 
 def check_redact_prob(value: object, name: str = "redact_prob", *, n: int | None = None, k: int = 2) -> np.ndarray:

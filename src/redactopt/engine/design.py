@@ -22,12 +22,11 @@ import numpy as np
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_real
 from redactopt.engine.tuning import tuned_three_region
-from redactopt.errors import BoundError
 from redactopt.engine.ladder import judge_candidate
-from redactopt.judge.certify import DesignResult, finalize
+from redactopt.judge.certify import DesignResult, choose_bound, finalize
 from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.leakage import leakage, utility
-from redactopt.judge.tolerances import UTILITY_ATOL, safe_budget
+from redactopt.judge.tolerances import safe_budget
 from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.classes import ChainClass
 from redactopt.paper.mechanisms import markov_quilt, three_region
@@ -240,20 +239,10 @@ def _judge_runs(chain: MarkovChain, n: int, eps: float, p: int, method: str, run
         return finalize(chain, q, private=[p], eps=eps, method=method, upper_bound=lemma2, solver="lemma2",
                         info={"fallback": "all records redacted", "refused": refused})
     cand, q, top, how = max(judged, key=lambda j: j[2])
-    bound, solver, stopped = lemma2, "lemma2", False
-    refuted: list[str] = []
-    for c, *_ in judged:
-        if c.upper_bound is None or c.bound_scope != "all":
-            continue
-        if c.upper_bound < top - UTILITY_ATOL:
-            if (c.bound_solver or c.solver) != "scip":
-                raise BoundError(f"{c.solver} upper bound {c.upper_bound!r} is below the verified utility {top!r}")
-            # a verified design refutes SCIP's dual bound (its floating-point numerics failed):
-            # never used, reported in info
-            refuted.append(f"{c.solver} upper bound {c.upper_bound!r} is below the verified utility {top!r}")
-            continue
-        if c.upper_bound < bound:
-            bound, solver, stopped = c.upper_bound, c.bound_solver or c.solver, c.status == "time_limit"
+    (bound, solver, stopped), refuted = choose_bound(
+        [(lemma2, "lemma2", False)] + [(c.upper_bound, c.bound_solver or c.solver, c.status == "time_limit")
+                                       for c, *_ in judged if c.upper_bound is not None and c.bound_scope == "all"],
+        top)
     class_bound = None
     if cand.upper_bound is not None and cand.bound_scope != "all":
         class_bound = (cand.upper_bound, cand.bound_solver or cand.solver, cand.bound_scope)

@@ -26,12 +26,11 @@ from typing import Literal
 import numpy as np
 
 from redactopt._validate import check_real
-from redactopt.errors import BoundError
 from redactopt.engine.ladder import Rules, run_ladder
+from redactopt.judge.certify import choose_bound
 from redactopt.judge.kcertify import KDesignResult, kfinalize, ksafe_budget, kverify
 from redactopt.judge.kleakage import check_kmechanism, kutility
 from redactopt.judge.klemma2 import klemma2_upper_bound, kpublishable
-from redactopt.judge.tolerances import UTILITY_ATOL
 from redactopt.model.kchain import KChain
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.kdim import check_kproblem
@@ -219,14 +218,7 @@ def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = 
     if q is None:  # full redaction of the window is always private
         q = np.ones((n, chain.k))
         best = (q, kutility(chain, q), {"solver": "full-redaction"})
-    # a SCIP dual bound a verified design refutes (its floating-point numerics failed) is never
-    # used and is reported; any other refuted bound is a bug
-    refuted = [f"{s} upper bound {b!r} is below the verified utility {best[1]!r}"
-               for b, s, _ in bounds if b < best[1] - UTILITY_ATOL]
-    for b, s, _ in bounds:
-        if b < best[1] - UTILITY_ATOL and s != "scip":
-            raise BoundError(f"{s} upper bound {b!r} is below the verified utility {best[1]!r}: the bound is wrong")
-    ub, solver, stopped = min((b for b in bounds if b[0] >= best[1] - UTILITY_ATOL), key=lambda b: b[0])
+    (ub, solver, stopped), refuted = choose_bound(bounds, best[1])
     info = dict(best[2], candidates=summary)
     if refuted:
         info["refuted_bounds"] = refuted

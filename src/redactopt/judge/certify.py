@@ -142,6 +142,28 @@ def snap_variants(redact_prob: np.ndarray, tol: float = SNAP_TOL) -> list[np.nda
     return [snap(redact_prob, tol), np.clip(up, 0.0, 1.0)]
 
 
+def choose_bound(bounds: Sequence[tuple[float, str, bool]],
+                 utility_: float) -> tuple[tuple[float, str, bool], list[str]]:
+    """The smallest of ``bounds`` (``(upper_bound, solver, stopped)``, all mechanisms) a verified
+    utility does not refute, and the refuted ones described.
+
+    SCIP's dual bound comes from floating point with tolerances near 1e-9, which can fail on
+    extreme chains: a verified design above it refutes it, and it is discarded (reported).  Any
+    other bound below a verified utility is a bug: :class:`~redactopt.errors.BoundError`.  Ties go
+    to the earlier bound.
+    """
+    valid, refuted = [], []
+    for b in bounds:
+        if b[0] >= utility_ - UTILITY_ATOL:
+            valid.append(b)
+        elif b[1] == "scip":
+            refuted.append(f"scip upper bound {b[0]!r} is below the verified utility {utility_!r}")
+        else:
+            raise BoundError(f"{b[1]} upper bound {b[0]!r} is below the verified utility {utility_!r}: "
+                             "the bound is wrong")
+    return min(valid, key=lambda b: b[0]), refuted
+
+
 def make_certificate(upper_bound: float, utility_: float, *, solver: str, scope: str = "all",
                      stopped: bool = False) -> Certificate:
     """A :class:`Certificate` for a verified utility; a bound below it is an error, never clamped.
@@ -259,6 +281,8 @@ def zone_verdict(leak: float, eps: float, zone: float, q: np.ndarray, private: S
     :data:`~redactopt.judge.exact.MAX_EXACT_N` is refused, so a pass is always a proof.
     """
     if leak <= eps - zone:
+        return True
+    if np.all(q == 1.0):  # every record redacted: the one output is all-⊥ under every value (leakage 0)
         return True
     if leak > eps + zone:
         return False

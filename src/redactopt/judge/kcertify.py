@@ -65,8 +65,6 @@ def kverify(chain: KChain, redact_prob: np.ndarray, private: tuple[int, ...], ep
     """
     q = np.asarray(redact_prob, dtype=float)
     res = worst if worst is not None else kmax_leakage(chain, q, private)
-    if np.all(q == 1.0):  # every record redacted: the one output is all-⊥ under every value, leakage exactly 0
-        return res, True
     zone = kboundary_zone(eps, q.shape[0], chain.k)
     return res, zone_verdict(res.leakage, eps, zone, q, private,
                              lambda seg, p: certify_kexact(chain, seg.tolist(), [p], eps).status == "certified")

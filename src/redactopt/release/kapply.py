@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from redactopt._validate import check_eps, check_private
+from redactopt._validate import check_eps, check_positions
 from redactopt.engine.kdesign import kdesign
 from redactopt.solvers.kdim import kdim_windows
 from redactopt.errors import PrivacyCheckError
@@ -47,7 +47,7 @@ from redactopt.release.data import sequence_key
 from redactopt.release.kfit import encode_labels, kfit_sequences
 from redactopt.release.apply import check_release_paths
 from redactopt.release.plan import pool_map
-from redactopt.release.tables import _compression, open_binary, table_format
+from redactopt.release.tables import compression_suffix, csv_delimiter, open_binary, table_format
 
 __all__ = ["kapply_frame", "kapply_table", "kdesign_release", "AUTO_OPTIMAL_MAX", "KAPPLY_METHODS"]
 
@@ -158,11 +158,7 @@ def _private_flags(table: pd.DataFrame, private: object, private_column: str | N
     n = len(table)
     flags = np.zeros(n, dtype=bool)
     if private_column is None:
-        bad = [int(q) + 1 for q in (private if isinstance(private, (list, tuple, np.ndarray)) else [private])
-               if isinstance(q, (int, np.integer)) and not isinstance(q, bool) and q >= n]
-        if bad:  # as the binary path says it: 1-based, as --private takes them
-            raise ValueError(f"--private: position {bad[0]} is outside the sequence (positions 1..{n})")
-        flags[list(check_private(private, n, "private"))] = True
+        flags[list(check_positions(private, n))] = True
         return flags
     vals = _complete_column(table, private_column).to_numpy()
     if vals.dtype == object:
@@ -318,12 +314,6 @@ class _Layout:
     stored_index: bool = False  # Parquet: the index is stored as columns (else as range metadata, or none)
 
 
-def _is_tsv(path: str | os.PathLike[str]) -> bool:
-    name = Path(path).name.lower()
-    comp = _compression(name)
-    return (name[: -len(comp)] if comp else name).endswith(".tsv")
-
-
 def _read(path: Path) -> tuple[pd.DataFrame, _Layout]:
     if table_format(path) == "parquet":
         import pyarrow.parquet as pq
@@ -339,7 +329,7 @@ def _read(path: Path) -> tuple[pd.DataFrame, _Layout]:
         if len(set(map(str, flat.columns))) < flat.shape[1]:  # an index named like a column: left as the index
             return df, _Layout("parquet", stored_index=True)
         return flat, _Layout("parquet", index=list(zip(moved, names)), stored_index=True)
-    sep = "\t" if _is_tsv(path) else ","
+    sep = csv_delimiter(path)
     with open_binary(path) as fh:
         df = pd.read_csv(fh, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
     with open_binary(path) as fh:
@@ -357,9 +347,9 @@ def _write(released: pd.DataFrame, layout: _Layout, tmp: str, out_name: str) -> 
     if table_format(out_name) == "parquet":
         released.to_parquet(tmp, index=layout.keep_index if layout.kind == "csv" else (layout.stored_index or None))
         return
-    sep = "\t" if _is_tsv(out_name) else ","
+    sep = csv_delimiter(out_name)
     # compressed as the output's name says (the temporary file's name says nothing)
-    with open_binary(tmp, "wb", compression=_compression(out_name)) as raw, \
+    with open_binary(tmp, "wb", compression=compression_suffix(out_name)) as raw, \
             io.TextIOWrapper(raw, encoding="utf-8", newline="") as fh:
         if layout.kind == "csv":
             released.to_csv(fh, sep=sep, index=layout.keep_index, header=layout.header or True,
@@ -386,7 +376,8 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
     # the output, existing files need force — all before anything is read or written
     src, out_path, _ = check_release_paths(input, output, report, private=private, private_column=private_column,
                                            by=by, force=force)
-    table_format(src), table_format(out_path)  # a name whose format is unknown is refused now
+    for path in (src, out_path):
+        table_format(path)  # a name whose format is unknown is refused before anything is read
     df, layout = _read(src)
     released, rep = kapply_frame(df, column=column, eps=eps, private=private, private_column=private_column, by=by,
                                  chain=chain, method=method,

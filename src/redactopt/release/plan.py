@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from redactopt._validate import check_eps, check_probability_open
+from redactopt._validate import check_eps, check_positions, check_probability_open
 from redactopt.engine.cache import DesignCache, DesignKey, Shape, design_in_worker, design_shape, far_start
 from redactopt.engine.joint import JOINT_METHODS, bound_tables, region_bound, seed_bound_tables
 from redactopt.judge.audit import as_sparse
@@ -670,10 +670,7 @@ def plan_release(
     if private is not None:
         if len(state.ids) != 1:
             raise ValueError("--private positions need a single sequence; with --by use --private-column")
-        n0 = int(state.n[0])
-        bad = [p + 1 for p in private if p >= n0]
-        if bad:
-            raise ValueError(f"--private: position {bad[0]} is outside the sequence (positions 1..{n0})")
+        check_positions(private, int(state.n[0]))
     start = far_start(design_chain, eps)
     if private is not None:
         groups = {0: _initial_groups(sorted(set(private)), start)} if private else {}

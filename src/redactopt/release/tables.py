@@ -86,14 +86,20 @@ def table_format(path: str | os.PathLike[str]) -> TableFormat:
     )
 
 
-def _compression(path: str | os.PathLike[str]) -> str | None:
+def csv_delimiter(path: str | os.PathLike[str]) -> str:
+    """Tab for a ``.tsv`` name (compressed or not), else comma."""
+    return "\t" if ".tsv" in Path(path).name.lower() else ","
+
+
+def compression_suffix(path: str | os.PathLike[str]) -> str | None:
+    """The compression suffix of a file name (``".gz"``, ``".bz2"``, ``".xz"``, ``".zst"``), or ``None``."""
     name = str(path).lower()
     return next((c for c in _COMPRESSED if name.endswith(c)), None)
 
 
 def open_binary(path: str | os.PathLike[str], mode: str = "rb", *, compression: str | None = None) -> BinaryIO:
     """A binary file, (de)compressed by ``compression`` (a suffix such as ``".gz"``) or by the name's suffix."""
-    comp = _compression(path) if compression is None else compression
+    comp = compression_suffix(path) if compression is None else compression
     if comp == ".gz":
         return gzip.open(path, mode)  # type: ignore[return-value]
     if comp == ".bz2":
@@ -207,7 +213,7 @@ def _csv_layout(path: Path, label: str) -> CsvLayout:
         if exc.start < len(head) - 4:  # not just a character cut at the end of the 64 KB
             raise ValueError(f"{label}: not a UTF-8 text file") from None
         text = head[: exc.start].decode("utf-8-sig")
-    delim = "\t" if ".tsv" in path.name.lower() else ","
+    delim = csv_delimiter(path)
     rows = list(csv.reader(io.StringIO(text), delimiter=delim))
     if not rows or not rows[0]:
         raise ValueError(f"{label}: empty file, expected a header line")
@@ -315,7 +321,7 @@ class TableReader:
         try:
             with contextlib.ExitStack() as stack:
                 # an uncompressed file is opened by Arrow itself (no Python file object in between)
-                src = str(self.path) if _compression(self.path) is None else stack.enter_context(open_binary(self.path))
+                src = str(self.path) if compression_suffix(self.path) is None else stack.enter_context(open_binary(self.path))
                 reader = pacsv.open_csv(
                     src,
                     read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=_CSV_BLOCK),
@@ -444,8 +450,8 @@ class TableWriter:
             os.fchmod(fd, new_file_mode())
         os.close(fd)
         self.tmp = Path(tmp)
-        self.compression = None if self.stdout else _compression(self.path)
-        self.delimiter = "\t" if ".tsv" in self.path.name.lower() else ","
+        self.compression = None if self.stdout else compression_suffix(self.path)
+        self.delimiter = csv_delimiter(self.path)
 
     def __enter__(self) -> "TableWriter":
         return self
