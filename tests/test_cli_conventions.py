@@ -116,8 +116,9 @@ def test_audit_file_refuses_problem_options(run, capsys, mech_file, extra, optio
     (["design", "--n", "5", "--eps", "1", "--private", "1,3"], "design", "one private record, got 2 positions"),
     (["design", "--n", "5", "--eps", "1", "--p", "2", "--private", "3"], "design",
      "give --private or its old spelling --p, not both"),
-    (["design", "--n", "5", "--eps", "1", "--bogus"], "design", "unrecognized arguments: --bogus"),
-    (["audit", "--method", "mq", "--n", "5", "--eps", "1", "--what", "x"], "audit", "unrecognized arguments: --what"),
+    (["design", "--n", "5", "--eps", "1", "--bogus"], "design", "unknown option --bogus"),
+    (["audit", "--method", "mq", "--n", "5", "--eps", "1", "--what", "x"], "audit", "unknown option --what"),
+    (["design", "--n", "5", "--eps", "1", "stray"], "design", "unrecognized arguments: stray"),
 ])
 def test_options_a_mode_cannot_honour_are_errors(run, capsys, tmp_path, monkeypatch, argv, command, needle):
     monkeypatch.chdir(tmp_path)

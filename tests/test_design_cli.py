@@ -91,7 +91,8 @@ def test_compare_markdown_and_csv(capsys, tmp_path):
         assert row["optimal"] >= row["dim_optimal"] - 1e-12
         assert row["optimal"] >= row["calibrated_3r"] - 1e-12
     assert main(["compare", "--n", "5", "--eps", "1"]) == 0
-    assert capsys.readouterr().out.startswith("| n |")
+    head, table = capsys.readouterr().out.split("\n", 1)
+    assert head.startswith("compare: alpha=0.01  beta=0.8 ") and table.startswith("| n | p | eps | optimal |")
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,8 @@ from redactopt.judge.audit import audit
 from redactopt.engine import design as _design_module
 from redactopt.engine.design import design
 from redactopt.engine.joint import design_joint, design_joint_sparse
+from redactopt.engine.tuning import frontier_split, tuned_three_region
+from redactopt.release.fit import fit_chain
 from redactopt import _legacy, datasets
 
 _legacy.install({"design": _design_module, "audit": _audit_module})
@@ -75,12 +77,23 @@ __all__ = [
     "design",
     "design_joint",
     "design_joint_sparse",
+    "frontier_split",
+    "tuned_three_region",
+    "fit_chain",
     "audit",
     "apply_table",
     "apply_frame",
     "datasets",
     "__version__",
 ]
+
+
+#: Names imported on first use (:func:`__getattr__`), listed by :func:`__dir__` all the same.
+_LAZY = ("apply_table", "apply_frame")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def __getattr__(name: str):

@@ -43,6 +43,7 @@ from redactopt.interface.options import (
     parse_positions,
     refuse_given,
     rename_value,
+    show_required,
 )
 from redactopt.interface.progress import Bars, iterate, progress_enabled
 from redactopt.io import STDIO, check_output_path, design_to_dict, read_mechanisms, write_output
@@ -130,7 +131,10 @@ def _check_out(args: argparse.Namespace) -> None:
 
 
 def _write_output(text: str, out: str | None, force: bool) -> None:
+    """Write to ``--out`` (standard output without it or for ``-``); a file written is named in one line."""
     write_output(text, out, force=force)
+    if out is not None and out != STDIO:
+        print(f"wrote {out}")
 
 
 # ---------------------------------------------------------------------------
@@ -147,9 +151,11 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
             "'redactopt apply' (every designed sequence is audited), '-' for standard input, or build one of "
             "the paper's mechanisms with --method. Each private record is judged on its block of rows that can "
             "be redacted and the always-published row on each side, which is exact for the whole sequence. "
-            "A file carries its own n, eps, chain and private records: --n, --eps, --alpha, --beta, "
-            "--private, --reading and --split apply to --method only. Exit status 0 if the leakage is <= eps, "
-            "1 if it is above, 2 on bad input."
+            "A file carries its own n, eps, chain and private records and is judged by them; with a file, --eps E "
+            "re-judges it against another budget, and --alpha with --beta (both, numbers or LO:HI ranges; one "
+            "alone is an error) under another chain or class of chains, while --n, --private, --reading and "
+            "--split apply to --method only. Exit status 0 if the leakage is <= eps, 1 if it is above, 2 on bad "
+            "input."
         ),
     )
     ap.add_argument("mechanism", nargs="?", metavar="FILE",
@@ -257,11 +263,16 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             raise UsageError("give either a mechanism file or --method, not both")
         refuse_given(args, ["n", "private", "reading", "split"],
                      "applies to --method only: a mechanism file carries its own n and private records")
+        if (args.alpha is None) != (args.beta is None):
+            given, missing = ("--alpha", "--beta") if args.alpha is not None else ("--beta", "--alpha")
+            raise UsageError(f"{given} re-judges the file under another chain only together with {missing}: "
+                             "give both (numbers or LO:HI ranges) or neither (the file's own chain)")
+        restated = _chain(args) if args.alpha is not None else None
         reports = []
         for seq_id, mf in read_mechanisms(args.mechanism):
-            # --alpha/--beta (numbers or LO:HI ranges) judge the file's mechanism for another chain or a
-            # class of chains; --eps against another budget; by default the file's own chain (or class)
-            judge = _chain(args, default=mf.chain) if (args.alpha or args.beta) else (mf.chain_class or mf.chain)
+            # --alpha with --beta (numbers or LO:HI ranges) judge the file's mechanism for another chain or
+            # a class of chains; --eps against another budget; by default the file's own chain (or class)
+            judge = restated if restated is not None else (mf.chain_class or mf.chain)
             eps = mf.eps if args.eps is None else args.eps
             rep = _audit_one(judge, mf.redact_prob, mf.private, eps, mf.method, None, args, rng)
             if seq_id is not None:
@@ -433,7 +444,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     elif fmt == "csv":
         text = report.rows_csv(rows)
     else:
-        text = report.rows_markdown(rows)
+        text = report.compare_text(rows)
         text += "".join(f"\nrow {i} (n={r['n']}, p={r['p']}, eps={r['eps']:g}): {report.stopped_text(r['optimal_gap'])}"
                         for i, r in enumerate(rows, 1) if r["optimal_stopped"])
     _write_output(text, args.out, args.force)
@@ -454,7 +465,7 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
             "random audit is seeded. --quick shrinks the grids (a few minutes on two cores)."
         ),
     )
-    add_renamed(ap, "--out-dir", "--out", metavar="DIR", help="directory to write into (required)")
+    show_required(add_renamed(ap, "--out-dir", "--out", metavar="DIR", help="directory to write into (required)"))
     ap.add_argument("--force", action="store_true", help="overwrite the files of an earlier run in --out-dir")
     ap.add_argument("--quick", action="store_true", help="smaller grids")
     ap.add_argument("--audit-points", type=int, default=None, help="random points of the audit (default 5000)")

@@ -14,15 +14,17 @@ a command cannot honour in the mode it runs in is an error naming the option
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from redactopt.errors import UsageError
 
 __all__ = [
     "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_INTERNAL",
-    "Parser", "add_renamed", "merge_renamed", "rename_value", "refuse_given", "flag",
+    "Parser", "add_renamed", "merge_renamed", "rename_value", "refuse_given", "flag", "show_required",
     "parse_positions", "list_of", "add_quiet", "add_format",
 ]
 
@@ -32,12 +34,88 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 _DEPRECATED = "; old spelling {old} accepted until the next release (deprecated)"
 
 
+#: A token that is a negative number (a value, not an option), as argparse reads one.
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+(e[-+]?\d+)?$", re.IGNORECASE)
+
+
 class Parser(argparse.ArgumentParser):
-    """ArgumentParser whose errors are one line on stderr, naming the command, exit status 2."""
+    """ArgumentParser whose errors are one line on stderr, naming the command, exit status 2.
+
+    Every parser of the command line is one (the sub-commands too: ``add_subparsers`` is given
+    ``parser_class=Parser``), so the rules below hold for every command:
+
+    * abbreviations are refused (``allow_abbrev=False``): ``--ep 1`` is not ``--eps 1``;
+    * an unknown option is named first, with the nearest known one
+      (``unknown option --esp; did you mean --eps?``), before any complaint about missing ones;
+    * options marked with :func:`show_required` appear as required in ``--help``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message.splitlines()[0] if message else 'bad usage'}\n")
         raise SystemExit(EXIT_USAGE)
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        argv = sys.argv[1:] if args is None else list(args)
+        self._refuse_unknown_options(argv)
+        return super().parse_known_args(argv, namespace)
+
+    def _refuse_unknown_options(self, argv: list[str]) -> None:
+        """Name the first option this parser does not know (its sub-command's tokens are the sub-parser's)."""
+        commands = set()
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                commands |= set(action.choices)
+        for token in argv:
+            if token == "--" or token in commands:
+                return
+            if not token.startswith("-") or token == "-" or _NEGATIVE_NUMBER.match(token):
+                continue
+            name = token.split("=", 1)[0]
+            if name in self._option_string_actions:
+                continue
+            known = [o for a in self._actions if a.help != argparse.SUPPRESS for o in a.option_strings
+                     if o.startswith("--")]
+            close = difflib.get_close_matches(name if name.startswith("--") else "-" + name, known, n=1, cutoff=0.7)
+            self.error(f"unknown option {name}; did you mean {close[0]}?" if close
+                       else f"unknown option {name} (see {self.prog} --help)")
+
+    def format_usage(self) -> str:
+        with _shown_required(self):
+            return super().format_usage()
+
+    def format_help(self) -> str:
+        with _shown_required(self):
+            return super().format_help()
+
+
+class _shown_required:
+    """While formatting help, mark the actions of :func:`show_required` as required."""
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self.actions = [a for a in parser._actions if getattr(a, "shown_required", False)]
+
+    def __enter__(self) -> None:
+        for a in self.actions:
+            a.required = True
+
+    def __exit__(self, *exc: object) -> None:
+        for a in self.actions:
+            a.required = False
+
+
+def show_required(action: argparse.Action) -> argparse.Action:
+    """Show an option as required in ``--help`` while parsing leaves it optional.
+
+    For an option whose old spelling (:func:`add_renamed`) may stand in for it: argparse would
+    refuse the old spelling of a required option, so the command checks it itself.
+    """
+    action.shown_required = True  # type: ignore[attr-defined]
+    return action
 
 
 def flag(dest: str) -> str:
@@ -45,8 +123,8 @@ def flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
-def add_renamed(ap: argparse.ArgumentParser, new: str, old: str, **kwargs: Any) -> None:
-    """Add option ``new`` and its hidden old spelling ``old`` (same type and action).
+def add_renamed(ap: argparse.ArgumentParser, new: str, old: str, **kwargs: Any) -> argparse.Action:
+    """Add option ``new`` and its hidden old spelling ``old`` (same type and action); returns ``new``'s action.
 
     The old spelling stores into ``old__<dest>``; :func:`merge_renamed` moves it over.
     """
@@ -57,6 +135,7 @@ def add_renamed(ap: argparse.ArgumentParser, new: str, old: str, **kwargs: Any) 
     ap.add_argument(old, dest=f"old__{action.dest}", help=argparse.SUPPRESS,
                     default=False if kwargs.get("action") == "store_true" else None, **old_kwargs)
     ap.set_defaults(_renamed=renamed + [(action.dest, old, new)])
+    return action
 
 
 def merge_renamed(args: argparse.Namespace) -> None:
@@ -142,6 +221,8 @@ def list_of(kind: Callable[[str], Any], name: str) -> Callable[[str], list[Any]]
             raise argparse.ArgumentTypeError(f"{name}: empty item in {text!r}")
         try:
             return [kind(t) for t in items]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a comma-separated list, got {text!r}") from None
+        except ValueError as exc:
+            # a parser of our own says what is wrong with the item; int() and float() do not
+            why = str(exc) if kind not in (int, float) and str(exc) else f"{name} must be a comma-separated list, got {text!r}"
+            raise argparse.ArgumentTypeError(why) from None
     return parse

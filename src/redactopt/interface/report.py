@@ -16,7 +16,7 @@ from redactopt.model.influence import regions
 from redactopt.paper.mechanisms import default_split
 
 __all__ = ["record_rows", "design_table", "design_csv", "alternatives_for", "rows_csv", "rows_markdown",
-           "positions_text", "witness_text", "audit_text", "stopped_text"]
+           "compare_text", "positions_text", "witness_text", "audit_text", "stopped_text"]
 
 #: Longest witness shown record by record; longer ones are shown as runs.
 WITNESS_RECORDS_SHOWN = 60
@@ -130,6 +130,36 @@ def rows_markdown(rows: list[dict[str, Any]], keys: list[str] | None = None) -> 
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     lines += ["| " + " | ".join(_cell(r[k]) for k in keys) + " |" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+#: ``compare --format text``: (column of :data:`~redactopt.engine.compare.COMPARE_COLUMNS`, heading).
+COMPARE_TEXT_COLUMNS = [
+    ("n", "n"), ("p", "p"), ("alpha", "alpha"), ("beta", "beta"), ("eps", "eps"), ("optimal", "optimal"),
+    ("optimal_upper_bound", "bound"), ("optimal_gap", "gap"), ("calibrated_3r", "cal. 3R"), ("three_region", "3R"),
+    ("three_region_leakage", "3R leak"), ("mq", "MQ"), ("dim_optimal", "DIM"), ("thm2_bound", "Thm 2"),
+]
+
+
+def compare_text(rows: list[dict[str, Any]]) -> str:
+    """``redactopt compare --format text``: a Markdown table that fits a terminal (about 90 columns).
+
+    The main columns only (every column: ``--format csv`` or ``json``); ``alpha`` and ``beta``
+    move to a heading line when every row has the same chain; ``*`` marks 3R's exact leakage
+    above eps and a Theorem-2 bound the exact DIM optimum beats.
+    """
+    same = [k for k in ("alpha", "beta") if len({str(r[k]) for r in rows}) == 1]
+    keys = [(k, h) for k, h in COMPARE_TEXT_COLUMNS if k not in same]
+    head = ["compare: " + "".join(f"{k}={_cell(rows[0][k])}  " for k in same) +
+            "(utilities; * = leaks more than eps, or a bound the DIM optimum beats)"]
+
+    def cell(r: dict[str, Any], k: str) -> str:
+        text = f"{r[k]:.2g}" if k == "optimal_gap" else _cell(r[k])
+        flagged = (k == "three_region_leakage" and r["three_region_violates"]) or (k == "thm2_bound" and r["thm2_violated"])
+        return text + " *" if flagged else text
+
+    lines = ["| " + " | ".join(h for _, h in keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(cell(r, k) for k, _ in keys) + " |" for r in rows]
+    return "\n".join(head + lines) + "\n"
 
 
 # ---------------------------------------------------------------------------

@@ -45,17 +45,21 @@ def implied_by(chain: MarkovChain, other: MarkovChain) -> bool:
     return False
 
 
-def _interval(value: object, name: str) -> tuple[float, float]:
+def _interval(value: object, name: str, shown: str | None = None) -> tuple[float, float]:
+    """``(lo, hi)`` of a number or a pair; errors quote ``shown`` (what was typed) when given."""
     if isinstance(value, (tuple, list)):
         if len(value) != 2:
             raise ValueError(f"{name} must be a number or a (lo, hi) pair, got {value!r}")
         lo, hi = check_real(value[0], f"{name} lo"), check_real(value[1], f"{name} hi")
+        given = f"{lo!r}:{hi!r}"
     else:
         lo = hi = check_real(value, name)
+        given = repr(lo)
+    given = given if shown is None else shown
     if not 0.0 < lo < 1.0 or not 0.0 < hi < 1.0:
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {lo!r}:{hi!r}")
+        raise ValueError(f"{name} must lie strictly between 0 and 1, got {given}")
     if lo > hi:
-        raise ValueError(f"{name} range must have lo <= hi, got {lo!r}:{hi!r}")
+        raise ValueError(f"{name} range must have lo <= hi, got {given}")
     return lo, hi
 
 
@@ -70,7 +74,7 @@ def parse_range(text: str, name: str) -> tuple[float, float]:
         raise ValueError(f"{name} must be a number or LO:HI, got {text!r}") from None
     if any(math.isnan(v) for v in vals):
         raise ValueError(f"{name} must not be NaN, got {text!r}")
-    return _interval(tuple(vals) if len(vals) == 2 else vals[0], name)
+    return _interval(tuple(vals) if len(vals) == 2 else vals[0], name, shown=str(text).strip())
 
 
 @dataclass(frozen=True)
