@@ -50,11 +50,16 @@ from redactopt.release.bits import (
     bit_source,
     exact_thresholds,
 )
+from redactopt.release.columns import output_columns
+from redactopt.release.disclosure import Disclosure, plain_summary
+from redactopt.release.fitplan import plan_fitted
+from redactopt.release.order import Ordered, sequence_order
 from redactopt.release.data import ScanState, SequenceIndex, group_ranks, parse_binary
 from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release, warm_pool
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import NOT_FOR_RELEASE, SEQUENCE_FORMATS, build_report, sequences_path, write_report
 from redactopt.release.splice import Irregular, Targets, count_rows, splice_csv
+from redactopt.release.zones import PrivateIndex, ZoneTally
 from redactopt.release.tables import (DEFAULT_CHUNK_ROWS, Chunk, TableReader, TableWriter, TextValues, open_binary,
                                       prefetched)
 
@@ -200,22 +205,55 @@ def positions(codes: np.ndarray | None, counter: np.ndarray, m: int) -> np.ndarr
     return pos
 
 
+def ranked(rank: np.ndarray, chunk: Chunk, codes: np.ndarray | None, counter: np.ndarray) -> np.ndarray:
+    """Positions of a chunk's rows from ``rank`` (``--order-by``: row ``r`` of the input is record ``rank[r]``
+    of its sequence); ``counter`` is advanced as by :func:`positions`."""
+    m = len(chunk)
+    if codes is None:
+        counter[0] += m
+    else:
+        counter += np.bincount(codes, minlength=counter.shape[0])
+    return rank[chunk.first_row - 1 : chunk.first_row - 1 + m]
+
+
 def redacted_rows(reader: Any, redactor: Redactor, index: SequenceIndex, *, column: str, by: str | None,
                   counter: np.ndarray, binary: tuple[str, ...] = (), columns: list[str] | None = None,
-                  read_ahead: int = 0) -> Iterator[tuple[Chunk, np.ndarray, np.ndarray | None, np.ndarray]]:
+                  read_ahead: int = 0, rank: np.ndarray | None = None,
+                  ) -> Iterator[tuple[Chunk, np.ndarray, np.ndarray | None, np.ndarray]]:
     """Second pass: ``(chunk, values, codes, redacted)`` for every chunk of ``columns`` (all when ``None``).
 
     ``counter`` holds the rows of each sequence before the data (zeros for a whole table)
     and is advanced as the chunks go; ``codes`` is ``None`` without ``by``.  With
     ``read_ahead`` the chunks are read that many ahead in a thread (:func:`prefetched`).
+    ``rank``: the rows' positions in their sequences (``--order-by``) instead of file order.
     """
     where = reader.label
     chunks = reader.chunks(columns, binary=binary)
     for chunk in (prefetched(chunks, read_ahead) if read_ahead else chunks):
         values = binary_values(chunk, column, where, read_as_int=column in binary)
         codes = None if by is None else index.codes(ids_of(chunk, by, where), where)
-        mask = redactor.redact(codes, positions(codes, counter, len(chunk)), values)
+        pos = positions(codes, counter, len(chunk)) if rank is None else ranked(rank, chunk, codes, counter)
+        mask = redactor.redact(codes, pos, values)
         yield chunk, values, codes, mask
+
+
+def tally_zones(reader: Any, index: SequenceIndex, private: PrivateIndex, span: Span, *, column: str,
+                by: str | None, binary: tuple[str, ...] = ()) -> ZoneTally:
+    """The transitions of the rows of ``reader`` (in sequence order) by their distance to the private
+    records (:class:`~redactopt.release.zones.ZoneTally`; reads ``column`` and ``by`` only)."""
+    k = span.start.shape[0]
+    counter = span.start.copy()
+    tally = ZoneTally(2, k)
+    where = reader.label
+    row = 0
+    for chunk in reader.chunks(_columns_needed(column, by, None), binary=binary):
+        values = binary_values(chunk, column, where, read_as_int=column in binary)
+        codes = np.zeros(len(chunk), dtype=np.int64) if by is None else index.codes(ids_of(chunk, by, where), where)
+        pos = positions(None if by is None else codes, counter, len(chunk))
+        tally = tally.merge(ZoneTally.of_chunk(values, codes, private.distances(codes, pos), k=2, sequences=k,
+                                               first_row=row))
+        row += len(chunk)
+    return tally
 
 
 def released_batch(chunk: Chunk, values: np.ndarray, mask: np.ndarray, column: str, *, as_int8: bool) -> Any:
@@ -239,26 +277,60 @@ def released_batch(chunk: Chunk, values: np.ndarray, mask: np.ndarray, column: s
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+@dataclass
+class Output:
+    """What a release writes: ``columns`` (``None``: every column, the input's layout exactly) and the
+    :class:`~redactopt.release.disclosure.Disclosure` of the written columns the guarantee does not cover."""
+
+    columns: list[str] | None
+    disclosure: Disclosure | None = None
+    rank: np.ndarray | None = None
+    #: the input's number of the first row written (a partition of a dataset starts later)
+    first_row: int = 0
+
+    def read(self, reader: Any) -> list[str] | None:
+        """The columns to read for writing (the written ones)."""
+        return self.columns
+
+    def header(self, reader: Any) -> list[str]:
+        if self.columns is None:
+            return list(reader.layout.header) if reader.format == "csv" else list(reader.columns)
+        # a kept row id without a name (the UCI layout) keeps its header one field shorter than its rows
+        index = reader.layout.index_name if reader.format == "csv" and reader.implicit_index else None
+        return [c for c in self.columns if c != index]
+
+    def observe(self, chunk: Chunk, values: np.ndarray, mask: np.ndarray) -> None:
+        """Measure a written chunk (its rows follow the ones observed before)."""
+        if self.disclosure is not None and self.disclosure.columns:
+            rows = self.first_row + np.arange(len(chunk), dtype=np.int64)
+            self.disclosure.add({c: chunk.column(c) for c in self.disclosure.columns}, values, ~mask, rows)
+        self.first_row += len(chunk)
+
+
 def write_redacted(reader: Any, writer: TableWriter, redactor: Redactor, index: SequenceIndex, span: Span, *,
                    column: str, by: str | None, binary: tuple[str, ...] = (),
-                   progress: Progress | None = None) -> np.ndarray:
+                   progress: Progress | None = None, output: Output | None = None) -> np.ndarray:
     """Second pass through Arrow batches: redact and write every chunk; returns the redacted count per sequence.
 
-    ``span``: where the rows lie in their sequences.  ``progress("release", rows written,
-    all rows)`` is called after every chunk.
+    ``span``: where the rows lie in their sequences.  ``output``: the columns written (default:
+    all) and the figures of the uncovered ones.  ``progress("release", rows written, all rows)``
+    is called after every chunk.
     """
+    output = Output(None) if output is None else output
     k = span.start.shape[0]
     counter = span.start.copy()
     redacted = np.zeros(k, dtype=np.int64)
     csv_out = writer.format == "csv"
     from_csv = reader.format == "csv"
     if csv_out:
-        writer.write_header(list(reader.layout.header) if from_csv else list(reader.columns), writer.delimiter)
+        writer.write_header(output.header(reader), writer.delimiter)
     # CSV to CSV keeps the text as written; CSV to Parquet writes the 0/1 column as int8
     read_binary = () if (from_csv and csv_out) else binary
     for chunk, values, codes, mask in redacted_rows(reader, redactor, index, column=column, by=by,
-                                                    counter=counter, binary=read_binary, read_ahead=READ_AHEAD):
+                                                    counter=counter, binary=read_binary, read_ahead=READ_AHEAD,
+                                                    columns=output.read(reader), rank=output.rank):
         redacted += np.bincount(codes[mask], minlength=k) if codes is not None else [int(mask.sum())]
+        output.observe(chunk, values, mask)
         writer.write_batch(released_batch(chunk, values, mask, column, as_int8=from_csv and not csv_out),
                            delimiter=writer.delimiter)
         if progress is not None:
@@ -269,22 +341,23 @@ def write_redacted(reader: Any, writer: TableWriter, redactor: Redactor, index: 
 
 
 def splice_targets(reader: TableReader, redactor: Redactor, index: SequenceIndex, span: Span, *,
-                   by: str | None) -> Targets:
+                   by: str | None, rank: np.ndarray | None = None) -> Targets:
     """The rows of the file that lie in a design's block (the only ones a release can redact).
 
-    Without ``by`` they are the blocks' rows; with it, one pass over the ``by`` column finds
-    the rows of each sequence's blocks.
+    Without ``by`` (and without ``rank``) they are the blocks' rows; otherwise one pass over
+    the ``by`` column finds the rows of each sequence's blocks.
     """
-    if by is None:
+    if by is None and rank is None:
         pos = redactor.positions_in_blocks(0, int(span.start[0]), int(span.end[0])) if span.start.size else \
             np.zeros(0, dtype=np.int64)
         return Targets(pos - span.start[0] if span.start.size else pos, np.zeros(pos.shape[0], dtype=np.int64), pos)
     where = reader.label
     counter = span.start.copy()
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for chunk in reader.chunks([by]):
-        codes = index.codes(ids_of(chunk, by, where), where)
-        pos = positions(codes, counter, len(chunk))
+    for chunk in reader.chunks([by] if by else [reader.columns[0]]):
+        codes = index.codes(ids_of(chunk, by, where), where) if by else np.zeros(len(chunk), dtype=np.int64)
+        c = codes if by else None
+        pos = positions(c, counter, len(chunk)) if rank is None else ranked(rank, chunk, c, counter)
         hit = np.flatnonzero(redactor.inside(codes, pos))
         if hit.size:
             found.append((chunk.first_row - 1 + hit, codes[hit], pos[hit]))
@@ -296,11 +369,13 @@ def splice_targets(reader: TableReader, redactor: Redactor, index: SequenceIndex
 
 def write_csv(reader: TableReader, writer: TableWriter, redactor: Redactor, index: SequenceIndex, span: Span, *,
               column: str, by: str | None, binary: tuple[str, ...] = (),
-              progress: Progress | None = None) -> np.ndarray:
-    """A CSV release of a CSV file: its bytes with the redacted fields emptied (:mod:`redactopt.release.splice`),
-    or, for a file whose rows cannot be found from its bytes, :func:`write_redacted`."""
+              progress: Progress | None = None, output: Output | None = None) -> np.ndarray:
+    """A CSV release of a CSV file that writes every column: its bytes with the redacted fields emptied
+    (:mod:`redactopt.release.splice`), or, for a file whose rows cannot be found from its bytes,
+    :func:`write_redacted`."""
     assert reader.layout is not None
-    targets = splice_targets(reader, redactor, index, span, by=by)
+    output = Output(None) if output is None else output
+    targets = splice_targets(reader, redactor, index, span, by=by, rank=output.rank)
     total = span.rows
 
     def tick(rows: int) -> None:
@@ -314,8 +389,22 @@ def write_csv(reader: TableReader, writer: TableWriter, redactor: Redactor, inde
     except Irregular:
         writer.reset()
         return write_redacted(reader, writer, redactor, index, span, column=column, by=by, binary=binary,
-                              progress=progress)
+                              progress=progress, output=output)
+    if output.disclosure is not None and output.disclosure.columns:
+        _observe_spliced(reader, output, column, binary, targets.rows[mask])
     return np.bincount(targets.codes[mask], minlength=span.start.shape[0]).astype(np.int64)
+
+
+def _observe_spliced(reader: TableReader, output: Output, column: str, binary: tuple[str, ...],
+                     redacted_rows_: np.ndarray) -> None:
+    """The figures of a spliced release: one more pass over the protected and the uncovered columns."""
+    assert output.disclosure is not None
+    cols = list(dict.fromkeys([column] + output.disclosure.columns))
+    row = 0
+    for chunk in reader.chunks(cols, binary=tuple(c for c in binary if c == column)):
+        values = binary_values(chunk, column, reader.label, read_as_int=column in binary)
+        output.observe(chunk, values, np.isin(row + np.arange(len(chunk)), redacted_rows_))
+        row += len(chunk)
 
 
 def _csv_rows(reader: Any) -> int | None:
@@ -398,6 +487,108 @@ def _to_file(report: object) -> bool:
     return report is not None and str(report) != STDIO
 
 
+def _reader_columns(reader: Any) -> list[str]:
+    """Every column of a table, a CSV row id without a name included (under its reader's name for it)."""
+    return list(reader.layout.names) if getattr(reader, "layout", None) is not None else list(reader.columns)
+
+
+def plan_output(reader: Any, *, column: str, by: str | None, order_by: str | None, private_column: str | None,
+                keep: Any, rows: int, rank: np.ndarray | None = None) -> tuple[Output, list[str]]:
+    """The :class:`Output` of a binary release and the columns it leaves out.
+
+    Every column written besides ``column`` is measured (:class:`~redactopt.release.disclosure.Disclosure`):
+    kept columns, ``by`` and ``order_by``.
+    """
+    every = _reader_columns(reader)
+    written, kept = output_columns(every, protected=[column], by=by, order_by=order_by,
+                                   private_column=private_column, keep=keep)
+    roles = {c: ("by" if c == by else "order-by" if c == order_by else "kept") for c in written if c != column}
+    disclosure = Disclosure(roles, ["0", "1"], rows)
+    return Output(None if written == every else written, disclosure, rank), [c for c in every if c not in written]
+
+
+def _read_columns(reader: Any, columns: list[str], binary: tuple[str, ...]) -> tuple[pa.Table, tuple[str, ...]]:
+    """Whole columns of a table in memory (``--order-by``), the binary ones as ``int8`` where they can be."""
+    try:
+        batches = [c.frame for c in reader.chunks(columns, binary=binary)]
+    except TextValues:
+        return _read_columns(reader, columns, ())
+    frames = [b if isinstance(b, pa.RecordBatch) else pa.RecordBatch.from_pandas(b, preserve_index=False)
+              for b in batches]
+    table = pa.Table.from_batches(frames) if frames else pa.table({c: pa.array([], pa.string()) for c in columns})
+    return table, binary
+
+
+def ordered_scan(reader: Any, *, column: str, by: str | None, private_column: str | None, order_by: str,
+                 ) -> tuple[ScanState, Ordered]:
+    """The scan of a table whose sequences are ordered by ``order_by`` (:mod:`redactopt.release.order`).
+
+    Every value is checked first in file order (messages name the file's rows), then the rows
+    are sorted and scanned in sequence order.
+    """
+    cols = list(dict.fromkeys(c for c in (column, by, private_column, order_by) if c))
+    binary = tuple(c for c in (column, private_column) if c) if reader.format == "csv" else ()
+    table, binary = _read_columns(reader, cols, binary)
+    whole = Chunk(1, table.combine_chunks().to_batches()[0] if table.num_rows else table)
+    binary_values(whole, column, reader.label, read_as_int=column in binary)
+    if private_column:
+        binary_values(whole, private_column, reader.label, read_as_int=private_column in binary)
+    if by:
+        ids_of(whole, by, reader.label)
+    ordered = sequence_order(table, by=by, order_by=order_by, where=reader.label, chunk_rows=reader.chunk_rows)
+    state, _ = scan(ordered.reader, column=column, by=by, private_column=private_column)
+    return state, ordered
+
+
+def fit_on_counts(path: str | os.PathLike[str], *, column: str, by: str | None, order_by: str | None,
+                  chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Any:
+    """The transition counts of a public table (``--fit-on``): the same column; ``by`` and ``order_by``
+    where the table has them."""
+    reader = TableReader(path, chunk_rows=chunk_rows)
+    reader.require(column)
+    by = by if by in reader.columns else None
+    if order_by is not None and order_by in reader.columns:
+        state, _ = ordered_scan(reader, column=column, by=by, private_column=None, order_by=order_by)
+    else:
+        state, _ = scan(reader, column=column, by=by)
+    if state.rows == 0:
+        raise ValueError(f"{path}: --fit-on table has no data rows")
+    return state.counts()
+
+
+def _plan(reader: Any, *, column: str, by: str | None, private_column: str | None, order_by: str | None,
+          private: list[int] | None, fit_on: Any, progress: Progress | None, design: dict[str, Any],
+          ) -> tuple[ScanState, tuple[str, ...], ReleasePlan, dict[str, Any], Ordered | None]:
+    """Scan (in sequence order), fit where the release allows (:func:`~redactopt.release.fitplan.plan_fitted`)
+    and plan; returns the scan, the CSV columns read as integers, the plan, the fit's source, the order."""
+    ordered: Ordered | None = None
+    binary: tuple[str, ...] = ()
+    known = design["alpha"] is not None and private is not None  # the design needs only the number of rows
+    if order_by is not None:
+        state, ordered = ordered_scan(reader, column=column, by=by, private_column=private_column, order_by=order_by)
+        binary = tuple(c for c in (column, private_column) if c) if reader.format == "csv" else ()
+    elif known and reader.num_rows is not None:
+        state = ScanState.of_length(reader.num_rows)  # nothing to learn first: values are checked as written
+        return state, binary, plan_release(state, private=private, **design), {"source": "given"}, None
+    elif known and (n := _csv_rows(reader)) is not None:
+        # design (Python) while pyarrow checks the values (its own threads)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            planned = pool.submit(plan_release, ScanState.of_length(n), private=private, **design)
+            state, binary = scan(reader, column=column, by=by, private_column=private_column, progress=progress)
+        # the bytes and the parser may disagree (an irregular file): then design for what the parser read
+        plan = planned.result() if state.rows == n else plan_release(state, private=private, **design)
+        return state, binary, plan, {"source": "given"}, None
+    else:
+        state, binary = scan(reader, column=column, by=by, private_column=private_column, progress=progress)
+    source = reader if ordered is None else ordered.reader
+    tally_binary = binary if ordered is None else ()
+    index = SequenceIndex(state.ids)
+    plan, fit_source = plan_fitted(
+        state, private=private, fit_on=fit_on, fit_on_label=None, **design,
+        tally=lambda pi: tally_zones(source, index, pi, Span.whole(state), column=column, by=by, binary=tally_binary))
+    return state, binary, plan, fit_source, ordered
+
+
 def apply_table(
     source: str | os.PathLike[str],
     dest: str | os.PathLike[str],
@@ -420,6 +611,9 @@ def apply_table(
     cache: DesignCache | None = None,
     report_sequences: str = "auto",
     robust: float | None = None,
+    keep: list[str] | str | None = None,
+    order_by: str | None = None,
+    fit_on: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Design, draw and write a redacted copy of a table; returns the report (see
     :func:`redactopt.release.report.build_report`).
@@ -439,12 +633,15 @@ def apply_table(
     private : list of int, optional
         0-based positions of the private records (single sequence).
     private_column : str, optional
-        A 0/1 column flagging private rows (any number of sequences).
+        A 0/1 column flagging private rows (any number of sequences).  It is not written
+        unless named in ``keep``.
     by : str, optional
         Column naming the sequence of each row; each sequence is a chain of its own.
     alpha, beta : float or (float, float), optional
-        The chain; fitted from the data when omitted.  Ranges ``(lo, hi)`` make the release
-        private for every chain of the box (issue 14, :class:`~redactopt.model.classes.ChainClass`).
+        The chain; fitted from the data when omitted — on the rows the release publishes
+        with certainty only (:mod:`redactopt.release.zones`), or on ``fit_on``.  Ranges
+        ``(lo, hi)`` make the release private for every chain of the box (issue 14,
+        :class:`~redactopt.model.classes.ChainClass`).
     method : str
         ``"auto"`` or a :func:`redactopt.engine.design.design` method, see
         :func:`redactopt.engine.joint.design_joint`.
@@ -475,44 +672,93 @@ def apply_table(
         the box covers the true chain with probability at least ``robust``); the report
         records the box, the worst-case leakage and what robustness costs
         (:func:`redactopt.release.plan.plan_release`).
+    keep : list of str or "all", optional
+        Columns written besides ``column``, ``by`` and ``order_by`` (default: none; ``"all"``:
+        every column but ``private_column``).  The report lists each as not covered by the
+        guarantee, with what it reveals (:mod:`redactopt.release.disclosure`).
+    order_by : str, optional
+        A column ordering the rows of each sequence (numbers, datetimes or text); the output
+        keeps the input's row order (:mod:`redactopt.release.order`).
+    fit_on : path, optional
+        A separate, public table to fit the chain on (the same ``column``).
     """
     src, dst, rep_path = check_release_paths(source, dest, report, private=private,
                                              private_column=private_column, by=by, force=force,
                                              report_sequences=report_sequences)
     with stdin_as_file(source) as path:
         reader = TableReader(path, chunk_rows=chunk_rows, label="<stdin>" if str(source) == STDIO else None)
-        reader.require(column, by, private_column)
+        reader.require(column, by, private_column, order_by)
+        plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column, keep=keep,
+                    rows=0)  # bad --keep before anything is read
+        counts = None if fit_on is None else fit_on_counts(fit_on, column=column, by=by, order_by=order_by,
+                                                           chunk_rows=chunk_rows)
         if by is not None:  # many sequences: designs in worker processes, whose start overlaps the scan
             warm_pool(workers)
-        design = dict(eps=eps, private=private, alpha=alpha, beta=beta, method=method, time_limit=time_limit,
+        design = dict(eps=eps, alpha=alpha, beta=beta, method=method, time_limit=time_limit,
                       cache=cache, workers=workers, robust=robust)
-        binary: tuple[str, ...] = ()
-        known = alpha is not None and private is not None  # the design needs only the number of rows
-        if known and reader.num_rows is not None:
-            state = ScanState.of_length(reader.num_rows)  # nothing to learn first: values are checked as written
-            plan = plan_release(state, **design)
-        elif known and (n := _csv_rows(reader)) is not None:
-            # design (Python) while pyarrow checks the values (its own threads)
-            with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                planned = pool.submit(plan_release, ScanState.of_length(n), **design)
-                state, binary = scan(reader, column=column, by=by, private_column=private_column, progress=progress)
-            # the bytes and the parser may disagree (an irregular file): then design for what the parser read
-            plan = planned.result() if state.rows == n else plan_release(state, **design)
-        else:
-            state, binary = scan(reader, column=column, by=by, private_column=private_column, progress=progress)
-            plan = plan_release(state, **design)
+        state, binary, plan, fit_source, ordered = _plan(
+            reader, column=column, by=by, private_column=private_column, order_by=order_by, private=private,
+            fit_on=counts, progress=progress, design=design)
+        if fit_on is not None:
+            fit_source["table"] = str(fit_on)
+        output, dropped = plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column,
+                                      keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank)
         bits = bit_source(seed)
         redactor = Redactor(plan, bits)
         t0 = time.perf_counter()
         with TableWriter(dest, force=force) as writer:
-            write = write_csv if reader.format == "csv" and writer.format == "csv" else write_redacted
+            whole = reader.format == "csv" and writer.format == "csv" and output.columns is None
+            write = write_csv if whole else write_redacted
             redacted = write(reader, writer, redactor, state.index(), Span.whole(state), column=column, by=by,
-                             binary=binary, progress=progress)
+                             binary=binary, progress=progress, output=output)
             rep, rows = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
                 "input": str(src), "output": str(dst), "column": column, "by": by,
                 "private_column": private_column}, sequences=report_sequences, to_file=_to_file(report))
+            describe_release(rep, plan, protected=[column], output=output, dropped=dropped, fit_source=fit_source,
+                             order_by=order_by, ordered=ordered)
             rep["apply_seconds"] = time.perf_counter() - t0
             if rep_path is not None:  # before the output appears: a report that cannot be written leaves nothing
                 rep = write_report(report, rep, rows=rows, force=force)  # type: ignore[arg-type]
             writer.commit()
     return rep
+
+
+def describe_release(rep: dict[str, Any], plan: ReleasePlan, *, protected: list[str], output: Output,
+                     dropped: list[str], fit_source: dict[str, Any], order_by: str | None,
+                     ordered: Ordered | None) -> None:
+    """Add to a binary release's report what it writes and covers, where the chain came from, and the
+    plain-language summary (:func:`redactopt.release.disclosure.plain_summary`)."""
+    figures = output.disclosure.figures() if output.disclosure is not None else []
+    written = output.columns if output.columns is not None else None
+    rep["columns"] = {"protected": protected, "written": written if written is not None else "all",
+                      "not_covered": figures, "dropped": dropped}
+    rep["chain"]["fit_rows"] = fit_source
+    if order_by is not None:
+        rep["order"] = {"by": order_by, "kind": ordered.kind if ordered else None,
+                        "rows_moved": ordered.moved if ordered else 0}
+    fit = plan.fit
+    test = None
+    if fit is not None and fit.lr_test.p_value is not None:
+        t = fit.lr_test
+        test = (f"order test: a second-order chain fits better, p = {t.p_value:.3g}" if t.p_value < 0.01 else
+                f"order test: first order not rejected, p = {t.p_value:.3g}")
+    model = (f"two-state Markov chain alpha = {plan.chain.alpha:.6g}, beta = {plan.chain.beta:.6g}"
+             if plan.chain_class is None else "class of two-state Markov chains of the report's box")
+    rep["summary"] = plain_summary(
+        eps=plan.eps, protected=protected, private_records=rep["leakage"]["private_records"],
+        sequences=int(plan.designed().size), model=model + (" (given)" if fit is None and "table" not in fit_source
+                                                              else ""),
+        fit_rows=fit_rows_text(fit_source), order_test=test, figures=figures, rows=rep["rows"],
+        redacted=rep["utility"]["redacted"], expected_utility=rep["utility"]["expected"])
+
+
+def fit_rows_text(source: dict[str, Any]) -> str | None:
+    """Which rows a chain was fitted on, in words (``None`` for a given chain)."""
+    kind = source.get("source")
+    if kind == "fit-on":
+        return f"the separate table {source.get('table')} ({source['rows']} rows)"
+    if kind != "published rows":
+        return None
+    where = ("the sequences without private records" if source["radius"] is None else
+             f"the rows more than {source['radius']} records from every private record")
+    return f"{source['rows']} of {source['of_rows']} rows, {where} (all published with certainty)"

@@ -39,6 +39,7 @@ import re
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +49,13 @@ import pyarrow.parquet as pq
 from redactopt._optional import require
 from redactopt.engine.cache import DesignCache
 from redactopt.io import STDIO, new_file_mode
-from redactopt.release.apply import Span, check_release_paths, scan, write_csv, write_redacted
+from redactopt.release.apply import (Output, Span, check_release_paths, describe_release, fit_on_counts, plan_output,
+                                     scan, tally_zones, write_csv, write_redacted)
 from redactopt.release.bits import bit_source
 from redactopt.release.data import ScanState, SequenceIndex
-from redactopt.release.plan import plan_release
+from redactopt.release.disclosure import Disclosure
+from redactopt.release.fitplan import plan_fitted
+from redactopt.release.zones import PrivateIndex, ZoneTally
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import build_report, write_report
 from redactopt.release.tables import TableReader, TableWriter, table_format
@@ -132,15 +136,21 @@ def _scan_partition(part: Partition, column: str, by: str | None,
     return scan(_reader(part), column=column, by=by, private_column=private_column)
 
 
+def _tally_partition(part: Partition, column: str, by: str | None, index: SequenceIndex, private: PrivateIndex,
+                     span: Span, binary: tuple[str, ...]) -> ZoneTally:
+    return tally_zones(_reader(part), index, private, span, column=column, by=by, binary=binary)
+
+
 def _write_partition(part: Partition, i: int, folder: str, column: str, by: str | None, redactor: Redactor,
-                     index: SequenceIndex, span: Span, binary: tuple[str, ...]) -> np.ndarray:
+                     index: SequenceIndex, span: Span, binary: tuple[str, ...],
+                     output: Output) -> tuple[np.ndarray, Disclosure | None]:
     reader = _reader(part)
     suffix = "csv" if reader.format == "csv" else "parquet"
     with TableWriter(os.path.join(folder, f"part.{i:05d}.{suffix}")) as writer:
-        write = write_csv if reader.format == "csv" else write_redacted
-        redacted = write(reader, writer, redactor, index, span, column=column, by=by, binary=binary)
+        write = write_csv if reader.format == "csv" and output.columns is None else write_redacted
+        redacted = write(reader, writer, redactor, index, span, column=column, by=by, binary=binary, output=output)
         writer.commit()
-    return redacted
+    return redacted, output.disclosure
 
 
 def apply_dask(
@@ -162,6 +172,9 @@ def apply_dask(
     cache: DesignCache | None = None,
     report_sequences: str = "auto",
     robust: float | None = None,
+    keep: list[str] | str | None = None,
+    fit_on: str | os.PathLike[str] | None = None,
+    order_by: str | None = None,
 ) -> dict[str, Any]:
     """:func:`redactopt.release.apply.apply_table` for a CSV or Parquet dataset, computed with Dask.
 
@@ -173,6 +186,9 @@ def apply_dask(
     not apply: the cluster decides).
     """
     dask = require("dask", purpose="the Dask back-end")
+    if order_by is not None:
+        raise ValueError("--order-by sorts each sequence in memory: use --backend memory (or write the dataset "
+                         "in order)")
     if STDIO in (str(source), str(dest)):
         raise ValueError("the Dask back-end reads and writes datasets, not standard input or output")
     fmt, parts = dataset_partitions(source)
@@ -193,9 +209,29 @@ def apply_dask(
     k = len(state.ids)
     ends = [np.pad(e, (0, k - e.shape[0])) for e in ends]
     spans = [Span(ends[i - 1] if i else np.zeros(k, dtype=np.int64), ends[i]) for i in range(len(parts))]
-    plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method, robust=robust,
-                        time_limit=time_limit, cache=cache,
-                        map_designs=lambda fn, args: list(dask.compute(*[dask.delayed(fn)(*a) for a in args])))
+    first = _reader(parts[0])
+    first.require(column, by, private_column)
+    plan_output(first, column=column, by=by, order_by=None, private_column=private_column, keep=keep, rows=0)
+    seq_index = SequenceIndex(state.ids)
+
+    def tally(private_index: PrivateIndex) -> ZoneTally:  # one task per partition, merged in order
+        pieces = dask.compute(*[dask.delayed(_tally_partition)(p, column, by, seq_index, private_index, spans[i],
+                                                               scans[i][1]) for i, p in enumerate(parts)])
+        total = ZoneTally(2, k)
+        for piece in pieces:
+            total = total.merge(piece)
+        return total
+
+    counts = None if fit_on is None else fit_on_counts(fit_on, column=column, by=by, order_by=None)
+    plan, fit_source = plan_fitted(
+        state, tally=tally, private=private, fit_on=counts, eps=eps, alpha=alpha, beta=beta, method=method,
+        robust=robust, time_limit=time_limit, cache=cache,
+        map_designs=lambda fn, args: list(dask.compute(*[dask.delayed(fn)(*a) for a in args])))
+    if fit_on is not None:
+        fit_source["table"] = str(fit_on)
+    output, dropped = plan_output(first, column=column, by=by, order_by=None, private_column=private_column,
+                                  keep=keep, rows=state.rows)
+    starts = np.cumsum([0] + [s.rows for s, _ in scans])
     bits = bit_source(seed)
     redactor = dask.delayed(Redactor(plan, bits))  # sent to the workers once
     index = dask.delayed(state.index())
@@ -203,14 +239,20 @@ def apply_dask(
     os.chmod(tmp, new_file_mode(directory=True))  # mkdtemp's 0700 would outlive the rename
     t0 = time.perf_counter()
     try:
-        counts = dask.compute(*[dask.delayed(_write_partition)(p, i, str(tmp), column, by, redactor, index,
-                                                               spans[i], scans[i][1])
-                                for i, p in enumerate(parts)])
-        redacted = np.sum(np.vstack(counts), axis=0) if counts else np.zeros(k, dtype=np.int64)
+        written = dask.compute(*[dask.delayed(_write_partition)(
+            p, i, str(tmp), column, by, redactor, index, spans[i], scans[i][1],
+            replace(output, first_row=int(starts[i]), disclosure=output.disclosure.fresh() if output.disclosure else None))
+            for i, p in enumerate(parts)])
+        redacted = np.sum(np.vstack([w[0] for w in written]), axis=0) if written else np.zeros(k, dtype=np.int64)
+        for _, seen in written:  # every partition's measured rows, in order
+            if seen is not None and output.disclosure is not None:
+                output.disclosure.merge(seen)
         rep, rows = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
             "input": str(source), "output": str(dst), "column": column, "by": by,
             "private_column": private_column, "backend": "dask", "dataset_format": fmt,
             "partitions": len(parts)}, sequences=report_sequences, to_file=report is not None and str(report) != STDIO)
+        describe_release(rep, plan, protected=[column], output=output, dropped=dropped, fit_source=fit_source,
+                         order_by=None, ordered=None)
         rep["apply_seconds"] = time.perf_counter() - t0
         if rep_path is not None:
             rep = write_report(report, rep, rows=rows, force=force)  # type: ignore[arg-type]

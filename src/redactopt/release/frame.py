@@ -4,13 +4,15 @@
 and returns the released table (of the same kind as the input) and the report, without
 files.  The draws are those of the file path for the same seed: record ``t`` of sequence
 ``s`` uses word ``t`` of the stream of ``s`` (:mod:`redactopt.release.bits`), whatever
-holds the rows.  Every column but the protected one is passed through untouched (the
-same buffers, no copy); the protected one gets missing values for ⊥ (pandas: a nullable
-dtype — ``Int64``, ``boolean`` — for integer and boolean columns; Arrow and polars: nulls).
+holds the rows.  The released table holds the protected column, ``by`` and ``order_by``, and
+the columns named in ``keep`` (the same buffers, no copy); the protected one gets missing
+values for ⊥ (pandas: a nullable dtype — ``Int64``, ``boolean`` — for integer and boolean
+columns; Arrow and polars: nulls).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -20,9 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from redactopt.engine.cache import DesignCache
-from redactopt.release.apply import check_release_options, redacted_rows, scan
+from redactopt.release.apply import (_plan, check_release_options, describe_release, fit_on_counts, ordered_scan,
+                                     plan_output, redacted_rows, scan)
 from redactopt.release.bits import bit_source
-from redactopt.release.plan import plan_release
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import build_report
 from redactopt.release.tables import DEFAULT_CHUNK_ROWS, MemoryReader
@@ -58,15 +60,23 @@ def apply_frame(
     cache: DesignCache | None = None,
     report_sequences: str = "auto",
     robust: float | None = None,
+    keep: list[str] | str | None = None,
+    order_by: str | None = None,
+    fit_on: Any = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Design, draw and redact a table in memory; returns ``(released, report)``.
 
     Parameters
     ----------
     data : pandas.DataFrame, pyarrow.Table or polars.DataFrame
-        The rows, in sequence order (per ``by`` value); never modified.
-    column, eps, private, private_column, by, alpha, beta, method, seed, time_limit, workers, cache
-        As for :func:`redactopt.release.apply.apply_table` (``private`` 0-based).
+        The rows (per ``by`` value, in sequence order unless ``order_by``); never modified.
+    column, eps, private, private_column, by, alpha, beta, method, seed, time_limit, workers, cache, keep, order_by
+        As for :func:`redactopt.release.apply.apply_table` (``private`` 0-based).  By default
+        the released table holds ``column``, ``by`` and ``order_by`` only; ``keep`` names more
+        (``"all"``: every column but ``private_column``), each listed in the report as not
+        covered by the guarantee, with what it reveals.
+    fit_on : table or path, optional
+        A separate, public table (in memory, or a file) to fit the chain on.
     report_sequences : str
         ``"auto"``/``"inline"``: the per-sequence rows in the report (each with its mechanism
         up to 20 designed sequences); ``"none"``: the summary alone.
@@ -76,10 +86,11 @@ def apply_frame(
     Returns
     -------
     released
-        A table of the same kind as ``data``, the same rows and columns, with ``column``
-        missing (null / ``<NA>``) where a record is redacted.
+        A table of the same kind as ``data``, the same rows (in the same order), the written
+        columns, with ``column`` missing (null / ``<NA>``) where a record is redacted.
     report : dict
-        :func:`redactopt.release.report.build_report` (``input`` and ``output`` are ``None``).
+        :func:`redactopt.release.report.build_report` (``input`` and ``output`` are ``None``),
+        with ``columns``, the chain's ``fit_rows`` and the plain-language ``summary``.
     """
     check_release_options(private=private, private_column=private_column, by=by)
     if report_sequences not in ("auto", "inline", "none"):
@@ -88,9 +99,16 @@ def apply_frame(
     polars = type(data).__module__.split(".")[0] == "polars"
     table = data.to_arrow() if polars else data
     reader = MemoryReader(table, chunk_rows=chunk_rows)
-    state, _ = scan(reader, column=column, by=by, private_column=private_column)
-    plan = plan_release(state, eps=eps, private=private, alpha=alpha, beta=beta, method=method, robust=robust,
-                        time_limit=time_limit, workers=workers, cache=cache)
+    reader.require(column, by, private_column, order_by)
+    plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column, keep=keep, rows=0)
+    counts = None if fit_on is None else _fit_on(fit_on, column=column, by=by, order_by=order_by)
+    design = dict(eps=eps, alpha=alpha, beta=beta, method=method, time_limit=time_limit, cache=cache,
+                  workers=workers, robust=robust)
+    state, _, plan, fit_source, ordered = _plan(reader, column=column, by=by, private_column=private_column,
+                                                order_by=order_by, private=private, fit_on=counts, progress=None,
+                                                design=design)
+    output, dropped = plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column,
+                                  keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank)
     bits = bit_source(seed)
     redactor = Redactor(plan, bits)
     t0 = time.perf_counter()
@@ -98,24 +116,52 @@ def apply_frame(
     counter = np.zeros(k, dtype=np.int64)
     redacted = np.zeros(k, dtype=np.int64)
     mask = np.zeros(reader.num_rows, dtype=bool)
-    for chunk, _, codes, m in redacted_rows(reader, redactor, plan.state.index(), column=column, by=by,
-                                            counter=counter, columns=[c for c in (column, by) if c]):
+    read = list(dict.fromkeys([column] + (output.columns or reader.columns)))
+    for chunk, values, codes, m in redacted_rows(reader, redactor, plan.state.index(), column=column, by=by,
+                                                 counter=counter, columns=read, rank=output.rank):
         mask[chunk.first_row - 1 : chunk.first_row - 1 + len(chunk)] = m
         redacted += np.bincount(codes[m], minlength=k) if codes is not None else [int(m.sum())]
-    if isinstance(table, pd.DataFrame):
-        released: Any = table.copy(deep=False)  # the other columns are shared, not copied
-        released[column] = _nullable(table[column]).mask(mask)
-    else:
-        i = table.schema.get_field_index(column)
-        col = table.column(i)
-        new = pc.if_else(pa.array(mask), pa.scalar(None, type=col.type), col) if mask.any() else col
-        released = table.set_column(i, pa.field(column, col.type, nullable=True), new)
-        if polars:
-            import polars as pl
+        output.observe(chunk, values, m)
+    released = _released(table, column, mask, output.columns)
+    if polars:
+        import polars as pl
 
-            released = pl.from_arrow(released)
+        released = pl.from_arrow(released)
     rep, _ = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
         "input": None, "output": None, "column": column, "by": by, "private_column": private_column},
         sequences=report_sequences)
+    if fit_on is not None:
+        fit_source["table"] = fit_on if isinstance(fit_on, str) else "<table>"
+    describe_release(rep, plan, protected=[column], output=output, dropped=dropped, fit_source=fit_source,
+                     order_by=order_by, ordered=ordered)
     rep["apply_seconds"] = time.perf_counter() - t0
     return released, rep
+
+
+def _fit_on(table: Any, *, column: str, by: str | None, order_by: str | None) -> Any:
+    """The transition counts of a public table given in memory or as a file (``fit_on``)."""
+    if isinstance(table, (str, os.PathLike)):
+        return fit_on_counts(table, column=column, by=by, order_by=order_by)
+    if type(table).__module__.split(".")[0] == "polars":
+        table = table.to_arrow()
+    reader = MemoryReader(table)
+    reader.require(column)
+    by = by if by in reader.columns else None
+    if order_by is not None and order_by in reader.columns:
+        state, _ = ordered_scan(reader, column=column, by=by, private_column=None, order_by=order_by)
+    else:
+        state, _ = scan(reader, column=column, by=by)
+    return state.counts()
+
+
+def _released(table: Any, column: str, mask: np.ndarray, columns: list[str] | None) -> Any:
+    """The written columns of ``table`` with ``column`` missing where ``mask``."""
+    if isinstance(table, pd.DataFrame):
+        released: Any = table.copy(deep=False) if columns is None else table[columns].copy(deep=False)
+        released[column] = _nullable(table[column]).mask(mask)
+        return released
+    sub = table if columns is None else table.select(columns)
+    i = sub.schema.get_field_index(column)
+    col = sub.column(i)
+    new = pc.if_else(pa.array(mask), pa.scalar(None, type=col.type), col) if mask.any() else col
+    return sub.set_column(i, pa.field(column, col.type, nullable=True), new)

@@ -629,8 +629,13 @@ def plan_release(
     cache: DesignCache | None = None,
     workers: int | None = None,
     robust: float | None = None,
+    counts: Any = None,
 ) -> ReleasePlan:
     """Fit (unless alpha and beta are given) and place a verified design around every group of private records.
+
+    ``counts`` (a :class:`~redactopt.release.fit.TransitionCounts`): fit the chain on these instead
+    of the scan's own counts — the rows the release publishes with certainty, or a public table
+    (:mod:`redactopt.release.fitplan`).
 
     ``private`` (0-based) applies to a single-sequence scan; otherwise the scan's private
     flags are used.  Designs are shared through ``cache`` (a fresh
@@ -655,7 +660,7 @@ def plan_release(
     box: ChainClass | None = None
     if alpha is None:
         level = confidence if robust is None else 1.0 - (1.0 - float(robust)) / 2.0
-        fit = fit_counts(state.counts(), confidence=level)
+        fit = fit_counts(state.counts() if counts is None else counts, confidence=level)
         chain = fit.chain
         if robust is not None:
             box = robust_box(fit, float(robust))

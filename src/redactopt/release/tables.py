@@ -29,6 +29,7 @@ import io
 import lzma
 import os
 import queue
+import re
 import shutil
 import sys
 import tempfile
@@ -65,6 +66,9 @@ TableFormat = Literal["csv", "parquet"]
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 _CSV_SUFFIXES = (".csv", ".txt", ".tsv") + tuple(s + c for s in (".csv", ".txt", ".tsv") for c in _COMPRESSED)
 _PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+#: An empty line (and its line end) of a CSV output.
+_EMPTY_LINE = re.compile(rb"(?m)^(\r?\n)")
+
 #: Bytes pyarrow's CSV reader parses at a time (its batches are re-cut into chunks of rows).
 _CSV_BLOCK = 1 << 20
 
@@ -438,7 +442,6 @@ class TableWriter:
         self.path = Path(path)
         self._fh: Any = None
         self._pq: Any = None
-        self._csv: Any = None
         self.rows = 0
         if self.stdout:
             self.format: TableFormat = "csv"
@@ -481,17 +484,27 @@ class TableWriter:
                 self._pq = pq.ParquetWriter(self.tmp, schema or batch.schema)
             self._pq.write_batch(batch)
         else:
-            if self._csv is None:
-                self._csv = pacsv.CSVWriter(self.binary(), batch.schema, write_options=pacsv.WriteOptions(
-                    include_header=False, delimiter=delimiter))
-            self._csv.write_batch(batch)
+            # quote nothing, as most CSV files are written; a batch with a value that needs quotes
+            # (a delimiter, a quote, a line end) is written with the quotes it needs
+            sink = pa.BufferOutputStream()
+            try:
+                pacsv.write_csv(batch, sink, pacsv.WriteOptions(include_header=False, delimiter=delimiter,
+                                                                quoting_style="none"))
+            except pa.ArrowInvalid:
+                sink = pa.BufferOutputStream()
+                pacsv.write_csv(batch, sink, pacsv.WriteOptions(include_header=False, delimiter=delimiter))
+            data = sink.getvalue().to_pybytes()
+            if batch.num_columns == 1 and batch.column(0).null_count:
+                # one column: an empty field is an empty line, which CSV readers skip; write it as ""
+                data = _EMPTY_LINE.sub(b'""\\1', data)
+            self.binary().write(data)
         self.rows += batch.num_rows
 
     def _close(self) -> None:
-        for w in (self._csv, self._pq, self._fh):
+        for w in (self._pq, self._fh):
             if w is not None:
                 w.close()
-        self._csv = self._pq = self._fh = None
+        self._pq = self._fh = None
 
     def reset(self) -> None:
         """Start the output again from nothing (the temporary file is emptied)."""

@@ -1,0 +1,92 @@
+"""Fit the chain of a binary release where the release allows it, then plan the release.
+
+The chain comes from exactly one of these sources (``docs/mathematics.md`` §10b):
+
+* given (``alpha``/``beta``, a point or a box): nothing is fitted;
+* ``fit_on``: the transition counts of a separate, public table;
+* by default, the rows the release publishes with certainty: the rows outside the zone
+  around the private records chosen by :func:`redactopt.release.zones.choose_zone`, whose
+  counts come from one extra pass over the data (:class:`~redactopt.release.zones.ZoneTally`).
+
+:func:`plan_fitted` returns the plan and a ``fit_source`` dict for the report: which rows the
+fit read and how many.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from redactopt.release.data import ScanState
+from redactopt.release.fit import TransitionCounts
+from redactopt.release.plan import ReleasePlan, plan_release
+from redactopt.release.zones import Outside, PrivateIndex, ZoneTally, choose_zone
+
+__all__ = ["plan_fitted", "plan_reach", "private_index", "free_sequences"]
+
+#: ``tally(private_index) -> ZoneTally``: one pass over the data counting transitions by distance class.
+Tally = Callable[[PrivateIndex], ZoneTally]
+
+
+def private_index(state: ScanState, private: list[int] | None) -> PrivateIndex:
+    """The private positions of a scan (``private``: 0-based positions of a single sequence, if given)."""
+    if private is not None:
+        pos = np.asarray(sorted(set(private)), dtype=np.int64)
+        return PrivateIndex.of(np.zeros(pos.size, dtype=np.int64), pos, state.n)
+    return PrivateIndex.of(state.private_codes, state.private_pos, state.n)
+
+
+def free_sequences(state: ScanState, private: list[int] | None) -> int:
+    """Sequences with no private record (released unchanged)."""
+    if private is not None:
+        return 0 if private else len(state.ids)
+    return int(len(state.ids) - np.unique(state.private_codes).size)
+
+
+def plan_reach(plan: ReleasePlan) -> int:
+    """The farthest redactable row of a plan from the nearest private record of its own group (an upper bound
+    on the distance to the nearest private record of its sequence)."""
+    far = 0
+    seen: dict[tuple[int, tuple[int, ...]], int] = {}
+    for g, ch in enumerate(plan.choices):
+        priv = plan.g_private[g]
+        key = (id(ch), tuple(p - priv[0] for p in priv))
+        if key not in seen:
+            lo, hi = ch.footprint(priv[0])
+            gaps = [(b - a) // 2 for a, b in zip(priv[:-1], priv[1:])]
+            seen[key] = max([priv[0] - lo, hi - priv[-1], 0] + gaps)
+        far = max(far, seen[key])
+    return far
+
+
+def plan_fitted(state: ScanState, *, tally: Tally, private: list[int] | None,
+                fit_on: TransitionCounts | None = None, fit_on_label: str | None = None,
+                **design: Any) -> tuple[ReleasePlan, dict[str, Any]]:
+    """The plan of a release and where its chain came from (module docstring).
+
+    ``design`` are :func:`~redactopt.release.plan.plan_release`'s keyword arguments (``alpha``,
+    ``beta``, ``robust``, ``eps``, ...); ``tally`` is called only when the chain is fitted from the
+    release's own rows.
+    """
+    if design.get("alpha") is not None:
+        return plan_release(state, private=private, **design), {"source": "given"}
+    if fit_on is not None:
+        plan = plan_release(state, private=private, counts=fit_on, **design)
+        return plan, {"source": "fit-on", "table": fit_on_label, "rows": int(fit_on.records),
+                      "transitions": int(fit_on.pairs.sum()), "sequences": int(fit_on.sequences)}
+    if state.rows == 0:
+        raise ValueError("the input has no data rows")
+    index = private_index(state, private)
+    if not index.keys.size:
+        raise ValueError("no record is marked private: nothing to protect (check --private-column)")
+    counted = tally(index)
+
+    def counts(out: Outside) -> TransitionCounts:
+        return TransitionCounts(out.pairs, out.triples, out.rows, len(state.ids))
+
+    fitted, plan, zone = choose_zone(counted, fit=counts, plan=lambda c: plan_release(
+        state, private=private, counts=c, **design), reach_of=plan_reach, total_rows=state.rows,
+        free_sequences=free_sequences(state, private))
+    return plan, zone.to_dict()
