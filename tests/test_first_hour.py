@@ -177,3 +177,23 @@ def test_top_level_names():
     # the re-export fits: 0 0 1 1 0 has one transition of each kind, so alpha = beta = 1/2 by hand
     fit = redactopt.fit_chain([0, 0, 1, 1, 0])
     assert np.asarray(fit.counts).tolist() == [[1, 1], [1, 1]] and (fit.alpha, fit.beta) == (0.5, 0.5)
+
+
+# --------------------------------------------------------------------------
+# no numpy warning reaches a user
+# --------------------------------------------------------------------------
+def test_audit_of_subnormal_entries_warns_nothing(run, capsys, tmp_path):
+    import warnings
+
+    # row 3 redacts X=1 with probability 5e-324: a block's row scaled by it makes a quotient overflow
+    q = np.array([[5e-324, 0.3], [1.0, 1.0], [0.2, 5e-324], [0.0, 0.0]])
+    f = tmp_path / "tiny.json"
+    f.write_text(json.dumps(mechanism_to_dict(FIG3, q, private=[1], eps=1.0, method="hand", utility=0.0,
+                                              leakage=0.0)))
+    brute = leakage_bruteforce(FIG3, q, 1).leakage
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        status = run(["audit", str(f), "--quiet", "--format", "json"])
+    cap = capsys.readouterr()
+    assert cap.err == "" and status == (0 if brute <= 1.0 else 1)
+    assert json.loads(cap.out)["leakage"] == pytest.approx(brute, rel=1e-9)

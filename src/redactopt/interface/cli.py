@@ -14,6 +14,7 @@ import itertools
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -586,7 +587,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args._notes = []
     try:
         merge_renamed(args)
-        status = int(args.func(args))
+        with warnings.catch_warnings():
+            # last guard only (the sources are fixed; every verdict is re-checked exactly anyway):
+            # a numpy RuntimeWarning is not for a user to see, except with REDACTOPT_DEBUG
+            if not os.environ.get("REDACTOPT_DEBUG"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+            status = int(args.func(args))
         sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at exit
     except (UsageError, ValueError, TypeError, FileExistsError, FileNotFoundError, IsADirectoryError,
             PermissionError, MissingExtraError) as exc:

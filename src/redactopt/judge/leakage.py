@@ -289,8 +289,10 @@ def side_extremes(chain: MarkovChain, q_side: np.ndarray) -> SideExtremes:
             tuple(float(local[e, j_last, b_last]) for e in range(4)),  # type: ignore[arg-type]
         )
         for v in (0, 1):
-            # rho = row 0 over row 1 of column v, written over local[v] (no longer needed)
-            with np.errstate(divide="ignore", invalid="ignore"):
+            # rho = row 0 over row 1 of column v, written over local[v] (no longer needed).  A row
+            # scaled by a subnormal q (5e-324) can make the quotient overflow to inf: that is the
+            # limit _mobius maps to F00/F10, off by a relative 1e-308 at most, so not a warning.
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 rho = np.divide(local[v], local[2 + v], out=local[v])
             np.copyto(rho, np.nan, where=closed[v])
             hi = np.fmax.reduce(rho, axis=0)
