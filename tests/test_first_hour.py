@@ -197,3 +197,39 @@ def test_audit_of_subnormal_entries_warns_nothing(run, capsys, tmp_path):
     cap = capsys.readouterr()
     assert cap.err == "" and status == (0 if brute <= 1.0 else 1)
     assert json.loads(cap.out)["leakage"] == pytest.approx(brute, rel=1e-9)
+
+
+# --------------------------------------------------------------------------
+# bounds rounded outward, never below a verified utility
+# --------------------------------------------------------------------------
+def test_a_bound_of_exactly_zero_is_zero_not_below(run, capsys):
+    from conftest import matrix_power_P
+
+    # alpha = 0.003, beta = 0.012, eps = 0.2: every value at every distance 1..60 from record 60 has
+    # pointwise influence above 0.2 (matrix powers), so nothing can be published: the bound is exactly 0
+    a, b = 0.003, 0.012
+    for d in range(1, 61):
+        Pd = matrix_power_P(a, b, d)
+        assert min(abs(np.log(Pd[0, v] / Pd[1, v])) for v in (0, 1)) > 0.2
+    assert run(["design", "--n", "120", "--eps", "0.2", "--alpha", "0.003", "--beta", "0.012", "--private", "60",
+                "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    c = d["certificate"]
+    assert d["utility"] == 0.0 and c["upper_bound"] == 0.0 and c["gap"] == 0.0
+
+
+def test_certificates_round_outward_and_refuse_a_bound_below_the_utility():
+    from redactopt.errors import BoundError
+    from redactopt.judge.certify import make_certificate
+    from redactopt.judge.tolerances import round_up
+
+    with pytest.raises(BoundError, match="below the verified utility"):
+        make_certificate(0.5, 0.6, solver="test")
+    u = 0.7
+    c = make_certificate(u - 1e-14, u, solver="test")  # within the utility's rounding: raised to it
+    assert c.upper_bound == u and c.gap == 0.0
+    c = make_certificate(0.75, u, solver="test")
+    assert c.gap == 0.75 - u  # the difference itself, nothing clamped
+    # a float sum of 1/10 ten times is below 1 by an ulp; rounded outward it is above
+    s = sum([0.1] * 10)
+    assert s < 1.0 and round_up(s, 10) > 1.0 and round_up(0.0, 10) == 0.0

@@ -76,7 +76,7 @@ from redactopt.judge.certify import (
 )
 from redactopt.judge.leakage import leakage, side_extremes, side_pattern_products
 from redactopt.judge.lemma2 import lemma2_upper_bound
-from redactopt.judge.tolerances import safe_budget
+from redactopt.judge.tolerances import round_up, safe_budget
 from redactopt.model.chain import MarkovChain
 from redactopt.model.classes import ChainClass
 from redactopt.model.influence import delta_star, side_log_ratio_envelope
@@ -430,7 +430,7 @@ def _block_regions(chain: MarkovChain, n: int, eps: float, priv: Sequence[int],
         if any(lo <= p <= hi for p in priv):
             regions.append((lo, hi) + region_bound(chain, eps, lo, hi, priv, tables))
     inside = sum(hi - lo + 1 for lo, hi, _, _ in regions)
-    return regions, (sum(b for _, _, b, _ in regions) + n - inside) / n
+    return regions, round_up((math.fsum(b for _, _, b, _ in regions) + n - inside) / n, 2 * len(regions) + 2)
 
 
 def _regions(chain: MarkovChain, n: int, eps: float, priv: Sequence[int],
@@ -460,8 +460,8 @@ def _regions(chain: MarkovChain, n: int, eps: float, priv: Sequence[int],
             if c.scope == "all" and c.upper_bound * m < bound:
                 bound, name = c.upper_bound * m, c.solver
         out.append((lo, hi, bound, name))
-    total = sum(b for _, _, b, _ in out) + n - sum(hi - lo + 1 for lo, hi, _, _ in out)
-    return out, total / n, "regions"
+    total = math.fsum(b for _, _, b, _ in out) + n - sum(hi - lo + 1 for lo, hi, _, _ in out)
+    return out, round_up(total / n, 2 * len(out) + 2), "regions"
 
 
 class _Blocks:

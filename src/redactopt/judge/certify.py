@@ -168,16 +168,19 @@ def make_certificate(upper_bound: float, utility_: float, *, solver: str, scope:
                      stopped: bool = False) -> Certificate:
     """A :class:`Certificate` for a verified utility; a bound below it is an error, never clamped.
 
-    The gap is ``upper_bound - utility``; the float utility carries a rounding error below
-    :data:`~redactopt.judge.tolerances.UTILITY_ATOL`, so a bound within that of the utility
-    is consistent (gap 0), and one further below raises :class:`~redactopt.errors.BoundError`
-    naming both numbers.
+    Bounds arrive rounded outward (:func:`~redactopt.judge.tolerances.round_up`).  The float
+    utility carries a rounding error below :data:`~redactopt.judge.tolerances.UTILITY_ATOL`, so a
+    bound within that below it is consistent and is rounded outward once more, up to the utility
+    (an upper bound raised is still one); a bound further below raises
+    :class:`~redactopt.errors.BoundError` naming both numbers.  The gap is then exactly
+    ``upper_bound - utility`` (>= 0), never a clamped difference.
     """
     ub, u = float(upper_bound), float(utility_)
     if not ub >= u - UTILITY_ATOL:
         raise BoundError(f"{solver} upper bound {ub!r} is below the verified utility {u!r} "
                          f"({scope} mechanisms): the bound is wrong")
-    return Certificate(upper_bound=ub, gap=max(0.0, ub - u), solver=solver, scope=scope, stopped=stopped)
+    ub = max(ub, u)
+    return Certificate(upper_bound=ub, gap=ub - u, solver=solver, scope=scope, stopped=stopped)
 
 
 def finalize(

@@ -19,10 +19,13 @@ distance is larger.  So an exclusion is always a proof, and every bound built on
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from redactopt._validate import check_eps, check_n, check_private
 from redactopt.judge.exact import MAX_EXACT_N, n_step_ratio, ratio_at_most_exp
+from redactopt.judge.tolerances import round_up
 from redactopt.model.chain import MarkovChain
 from redactopt.model.influence import INFLUENCE_RTOL, delta_star, provably_above, side_log_ratios
 
@@ -93,7 +96,9 @@ def lemma2_upper_bound(chain: MarkovChain, n: int, *, eps: float, private: objec
         else:
             groups.append([p])
     pi = chain.stationary
-    total = float(n)  # every record counts 1 (both values) unless excluded below
+    outside = n  # records outside every stretch count 1 each (both values publishable), exactly
+    inside = []  # what each stretch may publish: sums of non-negative terms, so never below 0
+    terms = 0
     for g in groups:
         lo, hi = max(0, g[0] - reach), min(n - 1, g[-1] + reach)
         t = np.arange(lo, hi + 1)
@@ -104,7 +109,11 @@ def lemma2_upper_bound(chain: MarkovChain, n: int, *, eps: float, private: objec
             far = d > 0
             table = publishable(chain, int(d.max()), upper=eps, lower=eps)
             allowed[far] &= table[d[far] - 1]
-        total -= float(((~allowed) * pi[None, :]).sum())
-    return total / n
+        outside -= t.size
+        inside.append(float((allowed * pi[None, :]).sum()))
+        terms = max(terms, 2 * t.size)
+    # rounded outward: the float sums may fall below the exact bound by a few ulps (an excluded
+    # stretch once gave -1.2e-16 for a bound of exactly 0)
+    return round_up((outside + math.fsum(inside)) / n, terms + len(inside) + 1)
 
 

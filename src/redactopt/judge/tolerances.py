@@ -7,7 +7,10 @@ arithmetic (:func:`redactopt.judge.certify.verify`), and bounds are rounded outw
 
 from __future__ import annotations
 
-__all__ = ["SNAP_TOL", "LEAKAGE_RTOL", "BOUNDARY_RTOL", "LEAKAGE_ATOL_PER_RECORD", "boundary_zone", "safe_budget", "UTILITY_ATOL"]
+import math
+
+__all__ = ["SNAP_TOL", "LEAKAGE_RTOL", "BOUNDARY_RTOL", "LEAKAGE_ATOL_PER_RECORD", "boundary_zone", "safe_budget",
+           "UTILITY_ATOL", "round_up"]
 
 #: Probabilities within this distance of 0 or 1 are snapped to 0 or 1 before the exact check
 #: ("support matters": a 1e-9 that was meant as 0 creates outputs that leak).
@@ -46,3 +49,16 @@ def safe_budget(eps: float, n: int) -> float:
 #: with an upper bound: a bound within this of a verified utility is consistent; further below,
 #: it is wrong (:class:`redactopt.errors.BoundError`), never clamped.
 UTILITY_ATOL = 1e-12
+
+
+def round_up(value: float, terms: int = 1) -> float:
+    """An upper bound computed in floats, rounded outward: above its exact value.
+
+    ``value`` is a float sum of ``terms`` non-negative numbers, divided once (a bound on a
+    utility); its relative rounding error is below ``(terms + 1) * 2**-53``, so the result is
+    raised by twice that and one more ulp.  A sum that is exactly 0 (every term 0) is exact and
+    stays 0.  Never below ``value``; never clamped to anything.
+    """
+    if value == 0.0 or not math.isfinite(value):
+        return value
+    return math.nextafter(value + abs(value) * (terms + 2) * 2.0 ** -52, math.inf)
