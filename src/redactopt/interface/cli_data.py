@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from typing import Any
 
 from redactopt.engine.joint import JOINT_METHODS
@@ -112,19 +113,43 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
         "apply",
         help="design a mechanism for the private records of a table, draw the redactions, write the release",
         description=(
-            "Protect the private records of a 0/1 column: fit the chain (unless --alpha and --beta are given), "
-            "design a mechanism whose exact leakage about every private record is <= eps (verified on the "
-            "whole sequence), draw the redactions exactly with the operating system's secure source (or "
-            "--seed, not for real releases) and write every row and every other column unchanged, redacted "
-            "entries empty (CSV) or null (Parquet). The output is written to a temporary file and renamed; it "
-            "is never overwritten without --force, never created in a missing directory, and the input is "
-            "never modified. '-' reads CSV from standard input (--out - writes CSV to standard output, "
-            "--report - the report). Exit 0 on success, 1 if no design passes the privacy check, 2 on bad "
-            "input (one line naming the row or column, no output written)."
+            "Protect the private records of a 0/1 column (--column), or of several categorical columns together "
+            "(--protect; numeric ones binned with --bin): fit the chain on the rows the release publishes with "
+            "certainty (unless it is given: --alpha/--beta, --transition, or --fit-on a public table), design a "
+            "mechanism whose exact leakage about every private record is <= eps (verified on the whole sequence), "
+            "draw the redactions exactly with the operating system's secure source (or --seed, not for real "
+            "releases) and write the release, redacted entries empty (CSV) or null (Parquet). The release holds "
+            "the protected column(s), --by and --order-by and nothing else unless named (--keep, --keep-all); "
+            "every other column written is listed in the summary and the report as not covered by the guarantee, "
+            "with the accuracy of the best single-threshold (numbers, dates) or per-category (text) rule that "
+            "predicts the protected value from it on the published rows, next to the majority-class rate. The "
+            "--private-column is never written unless named in --keep. The output is written to a temporary "
+            "file and renamed; it is never overwritten without --force, never created in a missing directory, "
+            "and the input is never modified. '-' reads CSV from standard input (--out - writes CSV to standard "
+            "output, --report - the report). Exit 0 on success, 1 if no design passes the privacy check, 2 on "
+            "bad input (one line naming the row or column, no output written)."
         ),
     )
     _add_input(ap)
-    ap.add_argument("--column", required=True, help="the binary (0/1) column to protect")
+    ap.add_argument("--column", default=None, help="the binary (0/1) column to protect (or --protect)")
+    ap.add_argument("--protect", default=None, metavar="COL[,COL...]",
+                    help="protect several categorical or binary columns together: a row's record is the tuple of "
+                         "their values (a k-state chain of tuples), and a redaction empties all of them")
+    ap.add_argument("--bin", action="append", default=None, metavar="COL:EDGE[,EDGE...]",
+                    help="turn a numeric protected column into categories first (e.g. Light:100,400: <100, "
+                         "100-400, >=400); written as its category. Repeat for several columns")
+    ap.add_argument("--keep", default=None, metavar="COL[,COL...]",
+                    help="also write these columns (not covered by the guarantee: the summary measures each)")
+    ap.add_argument("--keep-all", action="store_true",
+                    help="write every column (the --private-column only if also named in --keep); a CSV release "
+                         "of a CSV file then keeps the input's bytes, redacted fields emptied")
+    ap.add_argument("--order-by", default=None, metavar="COL",
+                    help="order the rows of each sequence by this column (numbers, datetimes or text, as its values "
+                         "read) before fitting and releasing; the output keeps the input's row order. Holds the "
+                         "needed columns in memory")
+    ap.add_argument("--fit-on", default=None, metavar="FILE",
+                    help="fit the chain on this separate, public table (the same column(s); --by and --order-by "
+                         "where it has them) instead of the release's own published rows")
     grp = ap.add_mutually_exclusive_group(required=True)
     grp.add_argument("--private", metavar="POSITIONS",
                      help="1-based positions and ranges in the sequence, e.g. 5000,5010-5020")
@@ -185,6 +210,7 @@ def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:
     """What ``apply`` prints: the report without the per-record tables."""
     fit = rep["chain"].get("fit") or {}
     return {
+        "columns": rep["columns"], "fit_rows": rep["chain"].get("fit_rows"), "summary": rep["summary"],
         "output": rep["output"], "rows": rep["rows"], "redacted": rep["utility"]["redacted"],
         "chain": {k: rep["chain"][k] for k in ("alpha", "beta", "source", "class", "robustness") if k in rep["chain"]},
         "eps": rep["eps"], "method": rep["method"],
@@ -227,9 +253,31 @@ def _summary_text(s: dict[str, Any]) -> str:
     if s["label"]:
         lines.append(f"label     : {s['label']}")
     lines += [f"warning   : {w}" for w in s["warnings"]]
+    lines += release_lines(s["columns"], s["fit_rows"], s["summary"])
     if s["report"]:
         lines.append(f"report    : {s['report']}" + (f"  (sequences: {s['sequences_file']})" if s["sequences_file"] else ""))
     return "\n".join(lines)
+
+
+def release_lines(columns: dict[str, Any], fit_rows: dict[str, Any] | None, summary: str) -> list[str]:
+    """The summary lines every release prints: what is covered, what is written but not covered (with its
+    figure), what is left out, which rows the chain was fitted on, and the plain-language paragraph."""
+    from redactopt.release.apply import fit_rows_text
+
+    lines = [f"covered   : {', '.join(columns['protected'])} (the private rows' values: the guarantee)"]
+    for f in columns["not_covered"]:
+        what = ("no published rows to measure" if f.get("accuracy") is None else
+                f"accuracy {100 * f['accuracy']:.1f}% (majority rate {100 * f['majority']:.1f}%) of the rule "
+                f"'{f['rule']}'" + (f", {f['categories']} categories" if f.get("kind") == "categories" else ""))
+        lines.append(f"NOT covered: {f['column']} ({f['role']}): {what}")
+    if columns.get("dropped"):
+        shown = ", ".join(columns["dropped"][:6]) + (" ..." if len(columns["dropped"]) > 6 else "")
+        lines.append(f"not written: {shown}  (--keep COL or --keep-all writes them, not covered)")
+    where = fit_rows_text(fit_rows or {})
+    if where:
+        lines.append(f"fit rows  : {where}")
+    lines += textwrap.wrap(summary, width=100, initial_indent="in short  : ", subsequent_indent="            ")
+    return lines
 
 
 def _point_or_range(text: str | None, name: str) -> float | tuple[float, float] | None:
@@ -240,9 +288,17 @@ def _point_or_range(text: str | None, name: str) -> float | tuple[float, float] 
     return lo if lo == hi else (lo, hi)
 
 
+def keep_option(args: argparse.Namespace) -> list[str] | None:
+    """``--keep`` and ``--keep-all`` as the library's ``keep`` (``"all"`` among the names: every column)."""
+    names = [] if args.keep is None else [c.strip() for c in args.keep.split(",")]
+    return (["all"] + names) if args.keep_all else (names or None)
+
+
 def _cmd_apply(args: argparse.Namespace) -> int:
-    if args.categorical or args.transition is not None:  # a k-state chain (issue 17)
-        from redactopt.interface.cli_k import cmd_kapply
+    if (args.column is None) == (args.protect is None):
+        raise UsageError("give exactly one of --column (one column) and --protect COL[,COL...] (several together)")
+    if args.categorical or args.transition is not None or args.protect is not None or args.bin:
+        from redactopt.interface.cli_k import cmd_kapply  # a k-state chain (issue 17): categories, tuples, bins
 
         return cmd_kapply(args)
     # pandas and pyarrow load with the data commands only: design and audit start faster
@@ -261,7 +317,8 @@ def _cmd_apply(args: argparse.Namespace) -> int:
                   by=args.by, alpha=_point_or_range(args.alpha, "--alpha"),
                   beta=_point_or_range(args.beta, "--beta"), method=args.method, seed=args.seed,
                   report=args.report, force=args.force, time_limit=args.time_limit,
-                  report_sequences=args.report_sequences, robust=args.robust)
+                  report_sequences=args.report_sequences, robust=args.robust, keep=keep_option(args),
+                  fit_on=args.fit_on, order_by=args.order_by)
     try:
         if args.backend == "dask":
             from redactopt.release.dask_backend import apply_dask

@@ -247,12 +247,16 @@ def cmd_kapply(args: argparse.Namespace) -> int:
         raise UsageError("--out -: categorical releases are written to a file (.csv, .tsv or .parquet)")
     chain = read_transition(args.transition) if args.transition else None
     private = parse_positions(args.private) if args.private is not None else None
+    from redactopt.interface.cli_data import keep_option, release_lines
+
     try:
         with stdin_as_file(args.input) as path:
             rep = kapply_table(path, args.out, column=args.column, eps=args.eps, private=private,
                                private_column=args.private_column, by=args.by, chain=chain, workers=args.workers,
                                method=args.method, seed=args.seed, report=args.report, force=args.force,
-                               time_limit=args.time_limit, smoothing=getattr(args, "smoothing", None) or "kt")
+                               time_limit=args.time_limit, smoothing=getattr(args, "smoothing", None) or "kt",
+                               protect=args.protect, bins=args.bin, keep=keep_option(args), order_by=args.order_by,
+                               fit_on=args.fit_on)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL
@@ -267,13 +271,15 @@ def cmd_kapply(args: argparse.Namespace) -> int:
         "sequences": len(rep["sequences"]) if "sequences" in rep else 1,
         "designs": len(rep["designs"]) if "designs" in rep else 1,
         "randomness": rep["randomness"]["source"], "label": rep["label"], "warnings": rep["warnings"],
-        "report": args.report,
+        "report": args.report, "columns": rep["columns"], "fit_rows": rep["chain"].get("fit_rows"),
+        "summary": rep["summary"],
     }
     if (args.format or "text") == "json":
         text = json.dumps(summary, indent=2)
     else:
         lines = [f"wrote     : {args.out}  ({rep['rows']} rows, {rep['utility']['redacted']} redacted)",
-                 f"states    : {', '.join(rep['states'])}  (column '{args.column}')",
+                 f"states    : {', '.join(rep['states'])}  (column{'s' if args.protect else ''} "
+                 f"'{args.protect or args.column}')",
                  f"chain     : {rep['chain']['source']}; P = " + "; ".join(
                      ",".join(f"{v:.4g}" for v in row) for row in rep["chain"]["transition"]),
                  f"eps       : {rep['eps']:g}   method: {rep['method']}",
@@ -289,6 +295,7 @@ def cmd_kapply(args: argparse.Namespace) -> int:
         if rep["label"]:
             lines.append(f"label     : {rep['label']}")
         lines += [f"warning   : {w}" for w in rep["warnings"]]
+        lines += release_lines(rep["columns"], rep["chain"].get("fit_rows"), rep["summary"])
         if args.report:
             lines.append(f"report    : {args.report}")
         text = "\n".join(lines)

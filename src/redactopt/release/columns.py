@@ -120,15 +120,15 @@ def parse_bins(specs: Sequence[str] | str | None) -> dict[str, Bins]:
 def output_columns(columns: Sequence[str], *, protected: Sequence[str], by: str | None, order_by: str | None,
                    private_column: str | None, keep: Sequence[str] | str | None) -> tuple[list[str], list[str]]:
     """The columns a release writes (in the input's order) and the *kept* ones among them (neither
-    protected, nor ``by``, nor ``order_by``).  A name in ``keep`` that is not a column is an error."""
+    protected, nor ``by``, nor ``order_by``).  A name in ``keep`` that is not a column is an error;
+    ``"all"`` (alone, or in the list: ``["all", "optout"]``) stands for every column but ``private_column``."""
     cols = [str(c) for c in columns]
-    if keep == KEEP_ALL:
-        named: list[str] = [c for c in cols if c != private_column]
-    else:
-        named = parse_columns(keep, "--keep")
-        missing = [c for c in named if c not in cols]
-        if missing:
-            raise ValueError(f"--keep: no column {missing[0]!r} (columns: {', '.join(cols)})")
+    named = parse_columns([KEEP_ALL] if keep == KEEP_ALL else keep, "--keep")
+    missing = [c for c in named if c not in cols and c != KEEP_ALL]
+    if missing:
+        raise ValueError(f"--keep: no column {missing[0]!r} (columns: {', '.join(cols)})")
+    if KEEP_ALL in named and KEEP_ALL not in cols:
+        named = [c for c in cols if c != private_column] + named
     structural = set(protected) | {c for c in (by, order_by) if c is not None}
     wanted = structural | set(named)
     written = [c for c in cols if c in wanted]

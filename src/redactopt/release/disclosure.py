@@ -135,7 +135,7 @@ def rule_figure(x: pd.Series, y: np.ndarray, labels: Sequence[str], *, name: str
         codes, uniq = pd.factorize(x.astype(object).where(x.notna(), "<missing>").astype(str), sort=False)
         table = np.bincount(codes * k + y, minlength=len(uniq) * k).reshape(len(uniq), k)
         return {**base, "kind": "categories", "categories": len(uniq), "accuracy": float(table.max(axis=1).sum()) / n,
-                "rule": f"each value of {name} predicts its most common {'/'.join(labels)}"}
+                "rule": f"each value of {name} predicts its most common protected value"}
     missing = np.isnan(num) if kind == "number" else num == np.iinfo(np.int64).min
     xs, ys = num[~missing], y[~missing]
     miss_hit = _majority(y[missing], k)[1] if missing.any() else 0

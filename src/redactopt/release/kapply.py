@@ -24,6 +24,7 @@ the operating system's secure source by default, or PCG64 with ``seed`` (reprodu
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import tempfile
 from dataclasses import dataclass
@@ -37,14 +38,18 @@ from redactopt._validate import check_eps, check_positions
 from redactopt.engine.kdesign import kdesign
 from redactopt.solvers.kdim import kdim_windows
 from redactopt.errors import PrivacyCheckError
-from redactopt.io import new_file_mode, write_json_atomic
+from redactopt.io import check_input_path, new_file_mode, write_json_atomic
 from redactopt.judge.kcertify import kverify
 from redactopt.judge.kleakage import kleakage_segment, kutility
 from redactopt.kio import KREPORT_FORMAT, kmechanism_to_dict
 from redactopt.model.kchain import KChain
 from redactopt.release.bits import bernoulli_exact, bit_source
 from redactopt.release.data import sequence_key
-from redactopt.release.kfit import encode_labels, kfit_sequences
+from redactopt.release.columns import KEEP_ALL, Bins, output_columns, parse_bins, parse_columns, read_kind
+from redactopt.release.disclosure import Disclosure, plain_summary
+from redactopt.release.kfit import KChainFit, kfit_counts, kfit_sequences
+from redactopt.release.order import order_frame, order_keys
+from redactopt.release.zones import Outside, PrivateIndex, ZoneTally, choose_zone, reach
 from redactopt.release.apply import check_release_paths
 from redactopt.release.plan import pool_map
 from redactopt.release.tables import compression_suffix, csv_delimiter, open_binary, table_format
@@ -169,72 +174,112 @@ def _private_flags(table: pd.DataFrame, private: object, private_column: str | N
     return flags
 
 
-def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: object = None,
-                 private_column: str | None = None, by: str | None = None,
-                 chain: KChain | None = None, method: str = "auto", seed: int | None = None,
-                 time_limit: float = 60.0, confidence: float = 0.95, smoothing: str = "kt",
-                 simultaneous: bool = False, workers: int | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Release a categorical column of a DataFrame; returns the released table and the report.
+#: A tuple of protected values is one state; its text joins the values' texts with this.
+TUPLE_SEP = "|"
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Rows in order: one sequence, or several named by ``by``.
-    column : str
-        The categorical column (any values; their text forms are the states).
-    eps : float
-        Budget per private record (nats).
-    private : int or list of int, optional
-        0-based private rows (one sequence only: no ``by``).
-    private_column : str, optional
-        A 0/1 column (1, true: private) instead of ``private``; give exactly one of the two.
-    by : str, optional
-        A column naming each row's sequence: each sequence (its rows in table order) is a chain of its
-        own, all of one fitted (or given) chain.  Sequences with no private row are released
-        unchanged; sequences with the same length and private positions share one design (verified
-        exactly once, drawn independently).
-    chain : KChain, optional
-        The chain; fitted from the column (:func:`redactopt.release.kfit.kfit_sequences`, every
-        sequence) if omitted.
-    method : {"auto", "dim", "optimal"}
-    seed : int, optional
-        Reproducible draws (not for real releases); default the secure source.  The draws of a
-        sequence are keyed by its id (:func:`redactopt.release.data.sequence_key`).
-    workers : int, optional
-        Processes computing the distinct designs at once, this one included (default: every core;
-        1: all here).  Each design is verified exactly where it is made and again here.  Designs
-        are deterministic, so the release is the same for every value — unless an optimiser stops
-        at ``time_limit``: what it found by then depends on the machine's speed and load.
+#: More states than this (distinct values or tuples of the protected columns) are refused.
+MAX_STATES = 64
+
+
+@dataclass(frozen=True)
+class StateSpace:
+    """The protected values of every row and where the states of their chain come from.
+
+    ``texts[c]``: the text of column ``c`` on every row (its bin for a binned column);
+    ``fixed[c]``: the column's values known without reading the data — a binned column's bins, a
+    0/1 column's two values, a pandas categorical's categories — or ``None``: its values are the
+    ones the fitted rows show (in order of first appearance there).  A state is the tuple of the
+    protected columns' values (text joined by :data:`TUPLE_SEP`); the states of a fitted chain are
+    every tuple of the columns' values (:meth:`labels`).
     """
-    if not isinstance(table, pd.DataFrame):
-        raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
-    values = _complete_column(table, column).tolist()
-    eps = check_eps(eps)
-    n = len(values)
-    if n == 0:
-        raise ValueError("no data rows")
-    flags = _private_flags(table, private, private_column, by)
+
+    columns: list[str]
+    texts: dict[str, np.ndarray]
+    fixed: dict[str, list[str] | None]
+
+    def row_states(self) -> np.ndarray:
+        parts = [self.texts[c] for c in self.columns]
+        return parts[0] if len(parts) == 1 else np.array([TUPLE_SEP.join(t) for t in zip(*parts)], dtype=object)
+
+    def labels(self, seen: dict[str, list[str]]) -> list[str]:
+        """Every state: the tuples of each column's fixed values, or of the values in ``seen``."""
+        alphabets = [self.fixed[c] if self.fixed[c] is not None else seen[c] for c in self.columns]
+        size = int(np.prod([len(a) for a in alphabets]))
+        if size > MAX_STATES:
+            raise ValueError(f"the protected column(s) {', '.join(self.columns)} make {size} states (more than "
+                             f"{MAX_STATES}): bin numeric columns coarser (--bin) or protect fewer columns")
+        return [TUPLE_SEP.join(t) for t in itertools.product(*alphabets)]
+
+
+def protected_states(table: pd.DataFrame, protect: list[str], bins: dict[str, Bins],
+                     ) -> tuple[StateSpace, dict[str, pd.Series]]:
+    """The :class:`StateSpace` of the protected columns and the values written for each (a binned one:
+    its bins).  A continuous column (numbers with a fractional part) must be binned (``--bin``)."""
+    texts, fixed, written = {}, {}, {}
+    for c in protect:
+        col = _complete_column(table, c)
+        if c in bins:
+            lab = pd.Series(bins[c].apply(col, where="table"), index=col.index)
+            texts[c], fixed[c], written[c] = lab.astype(str).to_numpy(dtype=object), bins[c].labels, lab
+            continue
+        kind, num = read_kind(col)
+        if kind == "number" and num is not None and not np.all(np.floor(num) == num):
+            i = int(np.flatnonzero(np.floor(num) != num)[0])
+            raise ValueError(f"column {c!r} is continuous (row {i + 1}: {col.iloc[i]!r}); protect it in categories: "
+                             f"--bin {c}:EDGE[,EDGE...]")
+        text = np.array([str(v) for v in col.tolist()], dtype=object)
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            fixed[c] = [str(v) for v in col.cat.categories]
+        elif pd.api.types.is_bool_dtype(col.dtype):
+            fixed[c] = ["False", "True"]
+        else:
+            fixed[c] = ["0", "1"] if set(np.unique(text).tolist()) <= {"0", "1"} else None
+        texts[c], written[c] = text, col
+    return StateSpace(list(protect), texts, fixed), written
+
+
+def _ordered_sequences(table: pd.DataFrame, by: str | None, order_by: str | None) -> list[tuple[Any, np.ndarray]]:
+    """:func:`_sequences`, each sequence's rows sorted by ``order_by`` (:mod:`redactopt.release.order`)."""
     seqs = _sequences(table, by)
-    fit = None
-    if chain is None:
-        fit = kfit_sequences([[values[i] for i in rows] for _, rows in seqs], confidence=confidence,
-                             smoothing=smoothing, simultaneous=simultaneous)  # type: ignore[arg-type]
-        chain = fit.chain()
-        codes, _ = encode_labels(values, list(fit.labels))
-    else:
-        if not isinstance(chain, KChain):
-            raise TypeError(f"chain must be a KChain, got {type(chain).__name__}")
-        labels = [str(s) for s in chain.labels]
-        codes, seen = encode_labels(values, list(labels))
-        if len(seen) > len(labels):
-            bad = int(np.flatnonzero(codes >= len(labels))[0])
-            raise ValueError(f"row {bad + 1}: column {column!r} has value {values[bad]!r}, not one of the chain's "
-                             f"states {labels}")
-    source = bit_source(seed)
-    mask = np.zeros(n, dtype=bool)
-    privs = [tuple(int(i) for i in np.flatnonzero(flags[rows])) for _, rows in seqs]
+    if order_by is None:
+        return seqs
+    codes = np.empty(len(table), dtype=np.int64)
+    for i, (_, rows) in enumerate(seqs):
+        codes[rows] = i
+    keys, _ = order_keys(table[order_by], order_by, "table")
+    perm = order_frame(codes, keys, ids=[sid for sid, _ in seqs], name=order_by, where="table")
+    bounds = np.cumsum([rows.size for _, rows in seqs])[:-1]
+    return [(sid, rows) for (sid, _), rows in zip(seqs, np.split(perm, bounds))]
+
+
+@dataclass
+class _KPlan:
+    """A k-state release's chain and its distinct designs (one per sequence length and private positions)."""
+
+    chain: KChain
+    fit: KChainFit | None
+    state_of: np.ndarray  # the chain's index of each distinct row state (-1: not a state of the chain)
+    keys: list[tuple[int, tuple[int, ...]]]
+    mechs: list[dict[str, Any]]
+
+    def design_of(self, m: int, priv: tuple[int, ...]) -> dict[str, Any]:
+        return self.mechs[self.keys.index((m, priv))]
+
+
+def _kplan(chain: KChain, fit: KChainFit | None, labels_all: list[str], codes: np.ndarray,
+           seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]], *, eps: float, method: str,
+           time_limit: float, workers: int | None) -> _KPlan:
+    """Verified designs for every distinct (length, private positions) under ``chain``."""
+    index = {str(s): i for i, s in enumerate(chain.labels)}
+    state_of = np.array([index.get(s, -1) for s in labels_all], dtype=np.int64)
+    for (_, rows), priv in zip(seqs, privs):
+        bad = np.flatnonzero(state_of[codes[rows]] < 0) if priv else np.zeros(0, dtype=np.int64)
+        if bad.size:
+            r = int(rows[bad[0]])
+            raise ValueError(f"row {r + 1}: value {labels_all[codes[r]]!r} is not a state of the chain "
+                             f"({', '.join(map(str, chain.labels))}); give the chain (--transition) or fit it on a "
+                             "public table that holds it (--fit-on)")
     keys = list(dict.fromkeys((int(rows.size), priv) for (_, rows), priv in zip(seqs, privs) if priv))
-    designs = {key: j for j, key in enumerate(keys)}  # one design per (length, private positions)
     plain = chain.to_dict()
     with pool_map(workers) as run:  # deterministic: where each design runs changes only the time
         made = run(_design_job, [(plain, m, eps, priv, method, time_limit) for m, priv in keys])
@@ -249,6 +294,191 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
         u = kutility(chain, q)
         mech = kmechanism_to_dict(chain, q, private=priv, eps=eps, method=how["method"], utility=u, leakage=w.leakage)
         mechs.append({"q": q, "how": how, "per_private": per_private, "worst": w, "utility": u, "mech": mech})
+    return _KPlan(chain, fit, state_of, keys, mechs)
+
+
+def _kreach(plan: _KPlan) -> int:
+    """How far from its nearest private record a design of the plan may redact (:func:`~redactopt.release.zones.reach`)."""
+    blocks = []
+    for (m, priv), d in zip(plan.keys, plan.mechs):
+        rows = np.flatnonzero(d["q"].max(axis=1) > 0.0)
+        runs = np.split(rows, np.flatnonzero(np.diff(rows) > 1) + 1) if rows.size else []
+        blocks.append(([(int(r[0]), int(r[-1])) for r in runs], list(priv)))
+    return reach(blocks)
+
+
+def _seen_values(space: StateSpace, rows: np.ndarray) -> dict[str, list[str]]:
+    """Each column's values on the given rows, in order of first appearance."""
+    return {c: list(dict.fromkeys(space.texts[c][rows].tolist())) for c in space.columns}
+
+
+def _kfit_outside(out: Outside, space: StateSpace, first_row: np.ndarray, labels_all: list[str], sequences: int,
+                  **fit_kw: Any) -> KChainFit:
+    """The k-state fit of the rows outside a zone: the states of :meth:`StateSpace.labels` (the values the
+    rows show, where a column's are not fixed) and their transition counts."""
+    seen = out.states  # row states present outside, in order of first appearance there
+    labels = space.labels(_seen_values(space, first_row[seen]))
+    at = {s: i for i, s in enumerate(labels)}
+    idx = np.array([at[labels_all[i]] for i in seen], dtype=np.int64)
+    C = np.zeros((len(labels), len(labels)), dtype=np.int64)
+    np.add.at(C, (idx[:, None], idx[None, :]), out.pairs[np.ix_(seen, seen)])
+    return kfit_counts(C, labels, records=out.rows, sequences=sequences, **fit_kw)
+
+
+def _kfit_on(table: pd.DataFrame, protect: list[str], bins: dict[str, Bins], by: str | None,
+             order_by: str | None, **fit_kw: Any) -> KChainFit:
+    """The k-state fit of a separate, public table (``fit_on``): its sequences, ``by``/``order_by`` where it has them."""
+    space, _ = protected_states(table, protect, bins)
+    states = space.row_states()
+    seqs = _ordered_sequences(table, by if by in table.columns else None,
+                              order_by if order_by in table.columns else None)
+    labels = space.labels(_seen_values(space, np.arange(len(table))))
+    return kfit_sequences([states[rows].tolist() for _, rows in seqs], labels=labels, **fit_kw)
+
+
+def kapply_frame(table: pd.DataFrame, *, column: str | None = None, eps: float, private: object = None,
+                 private_column: str | None = None, by: str | None = None,
+                 chain: KChain | None = None, method: str = "auto", seed: int | None = None,
+                 time_limit: float = 60.0, confidence: float = 0.95, smoothing: str = "kt",
+                 simultaneous: bool = False, workers: int | None = None, protect: list[str] | str | None = None,
+                 bins: dict[str, Bins] | list[str] | str | None = None, keep: list[str] | str | None = None,
+                 order_by: str | None = None, fit_on: pd.DataFrame | None = None,
+                 ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Release a categorical column, or several columns protected together, of a DataFrame; returns the
+    released table and the report.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One sequence, or several named by ``by``, rows in order (or ordered by ``order_by``).
+    column : str, optional
+        The categorical column (any values; their text forms are the states).
+    protect : list of str, optional
+        Several columns protected together instead of ``column``: a row's state is the tuple of
+        their values (text joined by ``"|"``), and a redaction empties all of them at once.
+    bins : dict or list of "COLUMN:EDGE,..." , optional
+        Numeric columns turned into categories first (:class:`~redactopt.release.columns.Bins`);
+        a binned protected column is written as its category.
+    eps : float
+        Budget per private record (nats).
+    private : int or list of int, optional
+        0-based private positions (one sequence only: no ``by``).
+    private_column : str, optional
+        A 0/1 column (1, true: private) instead of ``private``; give exactly one of the two.  Not
+        written unless named in ``keep``.
+    by : str, optional
+        A column naming each row's sequence: each sequence is a chain of its own, all of one fitted
+        (or given) chain.  Sequences with no private row are released unchanged; sequences with the
+        same length and private positions share one design (verified exactly once, drawn independently).
+    order_by : str, optional
+        A column ordering the rows of each sequence (:mod:`redactopt.release.order`).
+    keep : list of str or "all", optional
+        Columns written besides the protected ones, ``by`` and ``order_by``; each is measured as not
+        covered (:mod:`redactopt.release.disclosure`).
+    chain : KChain, optional
+        The chain.  By default it is fitted on the rows the release publishes with certainty
+        (:mod:`redactopt.release.zones`), or on ``fit_on``, a separate public table.
+    method : {"auto", "dim", "optimal"}
+    seed : int, optional
+        Reproducible draws (not for real releases); default the secure source.  The draws of a
+        sequence are keyed by its id (:func:`redactopt.release.data.sequence_key`).
+    workers : int, optional
+        Processes computing the distinct designs at once, this one included (default: every core;
+        1: all here).  Each design is verified exactly where it is made and again here.  Designs
+        are deterministic, so the release is the same for every value — unless an optimiser stops
+        at ``time_limit``: what it found by then depends on the machine's speed and load.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
+    cols, bins_ = _protected_columns(table, column, protect, bins)
+    eps = check_eps(eps)
+    if len(table) == 0:
+        raise ValueError("no data rows")
+    for c in (by, order_by):
+        if c is not None and c not in table.columns:
+            raise ValueError(f"column {c!r} not found; the columns are {list(map(str, table.columns))}")
+    written_cols, kept = output_columns(list(map(str, table.columns)), protected=cols, by=by, order_by=order_by,
+                                        private_column=private_column, keep=keep)
+    flags = _private_flags(table, private, private_column, by)
+    space, values_out = protected_states(table, cols, bins_)
+    seqs = _ordered_sequences(table, by, order_by)
+    codes, uniq = pd.factorize(pd.Series(space.row_states()), sort=False)
+    labels_all = [str(u) for u in uniq]
+    first_row = np.unique(codes, return_index=True)[1]  # a row holding each state
+    privs = [tuple(int(i) for i in np.flatnonzero(flags[rows])) for _, rows in seqs]
+    fit_kw = dict(confidence=confidence, simultaneous=simultaneous, smoothing=smoothing)
+    design = dict(eps=eps, method=method, time_limit=time_limit, workers=workers)
+
+    def plan_for(fit: KChainFit | KChain) -> _KPlan:
+        ch = fit if isinstance(fit, KChain) else fit.chain()
+        return _kplan(ch, None if isinstance(fit, KChain) else fit, labels_all, codes, seqs, privs, **design)
+
+    if chain is not None:
+        if not isinstance(chain, KChain):
+            raise TypeError(f"chain must be a KChain, got {type(chain).__name__}")
+        kplan, fit_source = plan_for(chain), {"source": "given"}
+    elif fit_on is not None:
+        fitted = _kfit_on(fit_on, cols, bins_, by, order_by, **fit_kw)
+        kplan = plan_for(fitted)
+        fit_source = {"source": "fit-on", "table": "<table>", "rows": fitted.records,
+                      "transitions": int(fitted.counts.sum()), "sequences": fitted.sequences}
+    else:
+        kplan, fit_source = _kplan_zones(codes, labels_all, seqs, privs, plan_for,
+                                         lambda out: _kfit_outside(out, space, first_row, labels_all, len(seqs),
+                                                                   **fit_kw))
+    return _kreleased(table, kplan, seqs, privs, codes, flags, seed=seed, cols=cols, bins=bins_,
+                      values_out=values_out, written_cols=written_cols, kept=kept, by=by, order_by=order_by,
+                      fit_source=fit_source, private_column=private_column)
+
+
+def _protected_columns(table: pd.DataFrame, column: str | None, protect: Any, bins: Any,
+                       ) -> tuple[list[str], dict[str, Bins]]:
+    """The protected columns (``column`` or ``protect``, exactly one) and the bins, checked against the table."""
+    if (column is None) == (protect is None):
+        raise ValueError("give exactly one of --column and --protect")
+    cols = [column] if column is not None else parse_columns(protect, "--protect")
+    if not cols:
+        raise ValueError("--protect: no column named")
+    bins_ = bins if isinstance(bins, dict) else parse_bins(bins)
+    for c in list(cols) + list(bins_):
+        if c not in table.columns:
+            raise ValueError(f"column {c!r} not found; the columns are {list(map(str, table.columns))}")
+    for c in bins_:
+        if c not in cols:
+            raise ValueError(f"--bin {c}: the column is not protected (name it in --protect or --column)")
+    return cols, bins_
+
+
+def _kplan_zones(codes: np.ndarray, labels_all: list[str], seqs: list[tuple[Any, np.ndarray]],
+                 privs: list[tuple[int, ...]], plan_for: Any, fit_outside: Any) -> tuple[_KPlan, dict]:
+    """Fit on the rows the release publishes with certainty (:func:`~redactopt.release.zones.choose_zone`) and plan."""
+    order = np.concatenate([rows for _, rows in seqs])
+    seq_code = np.repeat(np.arange(len(seqs)), [rows.size for _, rows in seqs])
+    pos = np.concatenate([np.arange(rows.size) for _, rows in seqs])
+    pc_, pp_ = [], []
+    for i, priv in enumerate(privs):
+        pc_ += [i] * len(priv)
+        pp_ += list(priv)
+    index = PrivateIndex.of(np.asarray(pc_, dtype=np.int64), np.asarray(pp_, dtype=np.int64),
+                            np.asarray([rows.size for _, rows in seqs], dtype=np.int64))
+    tally = ZoneTally.of_chunk(codes[order], seq_code, index.distances(seq_code, pos), k=len(labels_all),
+                               sequences=len(seqs))
+    fit, kplan, zone = choose_zone(
+        tally, fit=fit_outside, plan=plan_for,
+        reach_of=_kreach, total_rows=int(order.size), free_sequences=sum(1 for p in privs if not p))
+    return kplan, zone.to_dict()
+
+
+def _kreleased(table: pd.DataFrame, plan: _KPlan, seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]],
+               codes: np.ndarray, flags: np.ndarray, *, seed: int | None, cols: list[str], bins: dict[str, Bins],
+               values_out: dict[str, pd.Series], written_cols: list[str], kept: list[str], by: str | None,
+               order_by: str | None, fit_source: dict[str, Any], private_column: str | None,
+               ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Draw the redactions of a planned k-state release; the released table and its report."""
+    chain, n = plan.chain, len(table)
+    source = bit_source(seed)
+    mask = np.zeros(n, dtype=bool)
+    state_idx = plan.state_of[codes]
     rows_of: list[dict[str, Any]] = []
     worst: tuple[Any, Any] | None = None  # (segment result, sequence id)
     expected = 0.0
@@ -261,10 +491,10 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
             entry.update(design=None, leakage=0.0, redacted=0)
             rows_of.append(entry)
             continue
-        j = designs[(m, priv)]
-        d = mechs[j]
-        q = d["q"]
-        sub = bernoulli_exact(q[np.arange(m), codes[rows]], source, key=sequence_key(seq_id), positions=np.arange(m))
+        j = plan.keys.index((m, priv))
+        d = plan.mechs[j]
+        sub = bernoulli_exact(d["q"][np.arange(m), state_idx[rows]], source, key=sequence_key(seq_id),
+                              positions=np.arange(m))
         mask[rows] = sub
         expected += d["utility"] * m
         entry.update(design=j, leakage=d["worst"].leakage, redacted=int(sub.sum()))
@@ -272,8 +502,30 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
         if worst is None or d["worst"].leakage > worst[0].leakage:
             worst = (d["worst"], seq_id)
     assert worst is not None  # _private_flags refuses a release without a private row
-    out = table.copy()
-    out[column] = _released_column(table[column], mask)
+    out = table[written_cols].copy()
+    for c in cols:
+        out[c] = _released_column(values_out[c].astype(object) if c in bins else table[c], mask)
+    roles = {c: ("by" if c == by else "order-by" if c == order_by else "kept") for c in written_cols if c not in cols}
+    disclosure = Disclosure(roles, [str(s) for s in chain.labels], n)
+    known = state_idx >= 0
+    disclosure.add({c: table[c].to_numpy() for c in roles}, np.where(known, state_idx, 0), known & ~mask,
+                   np.arange(n))
+    rep = _kreport(plan, seqs, rows_of, worst, flags, mask, expected, seed=seed, column=TUPLE_SEP.join(cols), by=by)
+    rep["columns"] = {"protected": cols, "written": written_cols, "not_covered": disclosure.figures(),
+                      "dropped": [str(c) for c in table.columns if c not in written_cols],
+                      "bins": [b.to_dict() for b in bins.values()]}
+    rep["chain"]["fit_rows"] = fit_source
+    if order_by is not None:
+        rep["order"] = {"by": order_by}
+    rep["summary"] = _ksummary(rep, plan, cols, fit_source)
+    return out, rep
+
+
+def _kreport(plan: _KPlan, seqs: list[tuple[Any, np.ndarray]], rows_of: list[dict[str, Any]], worst: Any,
+             flags: np.ndarray, mask: np.ndarray, expected: float, *, seed: int | None, column: str,
+             by: str | None) -> dict[str, Any]:
+    """The k-state report (``redactopt.kreport``): chain, designs, leakage, utility, randomness."""
+    chain, fit, n = plan.chain, plan.fit, mask.shape[0]
     w, w_id = worst
     labels_txt = [str(s) for s in chain.labels]
     rep: dict[str, Any] = {
@@ -281,7 +533,7 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
         "chain": {"labels": labels_txt, "transition": chain.transition.tolist(),
                   "source": "fitted" if fit is not None else "given",
                   "fit": fit.to_dict() if fit is not None else None},
-        "eps": eps, "method": "; ".join(dict.fromkeys(d["how"]["method"] for d in mechs)),
+        "eps": plan.mechs[0]["mech"]["eps"], "method": "; ".join(dict.fromkeys(d["how"]["method"] for d in plan.mechs)),
         "private": [int(i) + 1 for i in np.flatnonzero(flags)],
         "leakage": {"max": w.leakage, "witness_private": w.p + 1, "pair": [str(s) for s in w.pair_labels]},
         "utility": {"expected": expected / n, "realised": 1.0 - float(mask.sum()) / n, "redacted": int(mask.sum())},
@@ -291,7 +543,7 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
         "warnings": list(fit.warnings) if fit is not None else [],
     }
     if by is None:  # one sequence: its mechanism, blocks and per-private leakage (format unchanged)
-        d = mechs[0]
+        d = plan.mechs[0]
         rep["leakage"]["per_private"] = [{"private": r.p + 1, "leakage": r.leakage} for r in d["per_private"]]
         rep["blocks"] = [[b["start"], b["start"] + len(b["redact_prob"]) - 1] for b in d["mech"]["blocks"]]
         rep["mechanism"] = d["mech"]
@@ -299,8 +551,20 @@ def kapply_frame(table: pd.DataFrame, *, column: str, eps: float, private: objec
         rep["by"] = by
         rep["leakage"]["witness_sequence"] = None if w_id is None else str(w_id)
         rep["sequences"] = rows_of
-        rep["designs"] = [d["mech"] for d in mechs]
-    return out, rep
+        rep["designs"] = [d["mech"] for d in plan.mechs]
+    return rep
+
+
+def _ksummary(rep: dict[str, Any], plan: _KPlan, cols: list[str], fit_source: dict[str, Any]) -> str:
+    from redactopt.release.apply import fit_rows_text
+
+    k = plan.chain.k
+    model = f"{k}-state Markov chain of the report" + (" (given)" if fit_source.get("source") == "given" else "")
+    return plain_summary(eps=rep["eps"], protected=cols, private_records=len(rep["private"]),
+                         sequences=sum(1 for s in rep.get("sequences", [rep]) if s["private"]), model=model,
+                         fit_rows=fit_rows_text(fit_source), order_test=None,
+                         figures=rep["columns"]["not_covered"], rows=rep["rows"],
+                         redacted=rep["utility"]["redacted"], expected_utility=rep["utility"]["expected"])
 
 
 @dataclass
@@ -358,17 +622,30 @@ def _write(released: pd.DataFrame, layout: _Layout, tmp: str, out_name: str) -> 
             released.to_csv(fh, sep=sep, index=layout.stored_index)
 
 
-def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], *, column: str, eps: float,
-                 private: object = None, private_column: str | None = None, by: str | None = None,
+def _trimmed(layout: _Layout, written: list[str], keep_all: bool) -> _Layout:
+    """The layout of a release that writes only some columns: a row id without a name and the header as
+    written only when every column is written; a Parquet index only where its columns are written."""
+    if keep_all:
+        return layout
+    index = [(c, nm) for c, nm in (layout.index or []) if c in written] or None
+    return _Layout(layout.kind, False, None, index, layout.stored_index and index is not None)
+
+
+def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], *, column: str | None = None,
+                 eps: float, private: object = None, private_column: str | None = None, by: str | None = None,
                  chain: KChain | None = None, method: str = "auto", seed: int | None = None,
                  report: str | os.PathLike[str] | None = None, force: bool = False, time_limit: float = 60.0,
                  confidence: float = 0.95, smoothing: str = "kt", simultaneous: bool = False,
-                 workers: int | None = None) -> dict[str, Any]:
+                 workers: int | None = None, protect: list[str] | str | None = None,
+                 bins: dict[str, Bins] | list[str] | str | None = None, keep: list[str] | str | None = None,
+                 order_by: str | None = None, fit_on: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """:func:`kapply_frame` on a CSV (.csv/.txt/.tsv, values read as text) or Parquet file; writes the release.
 
     The output is written to a temporary file and renamed when complete, never overwritten without
     ``force`` and never created in a missing directory; the input is never modified.  ``report``
-    (optional) receives the JSON report, which ``redactopt audit`` reads.
+    (optional) receives the JSON report, which ``redactopt audit`` reads.  ``fit_on``: a separate,
+    public table (a file) to fit the chain on.  With ``keep="all"`` the input's layout (its header as
+    written, a row id without a name, a stored index) is kept; otherwise only the written columns are.
     """
     if "-" in (str(input), str(output)):
         raise ValueError("categorical releases read and write files, not standard input or output")
@@ -378,11 +655,20 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
                                            by=by, force=force)
     for path in (src, out_path):
         table_format(path)  # a name whose format is unknown is refused before anything is read
+    public = None
+    if fit_on is not None:
+        public, _ = _read(check_input_path(fit_on))
     df, layout = _read(src)
     released, rep = kapply_frame(df, column=column, eps=eps, private=private, private_column=private_column, by=by,
-                                 chain=chain, method=method,
+                                 chain=chain, method=method, protect=protect, bins=bins, keep=keep,
+                                 order_by=order_by, fit_on=public,
                                  seed=seed, time_limit=time_limit, confidence=confidence, smoothing=smoothing,
                                  simultaneous=simultaneous, workers=workers)
+    if fit_on is not None:
+        rep["chain"]["fit_rows"]["table"] = str(fit_on)
+    layout = _trimmed(layout, list(map(str, released.columns)), keep == KEEP_ALL)
+    if not layout.keep_index:
+        released = released.reset_index(drop=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
     os.close(fd)
     try:

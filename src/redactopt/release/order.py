@@ -26,7 +26,7 @@ from redactopt.release.columns import read_kind
 from redactopt.release.data import factorize
 from redactopt.release.tables import MemoryReader
 
-__all__ = ["Ordered", "sequence_order", "order_frame"]
+__all__ = ["Ordered", "sequence_order", "order_frame", "order_keys"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Ordered:
     moved: int
 
 
-def _keys(values: Any, name: str, where: str) -> tuple[np.ndarray, str]:
+def order_keys(values: Any, name: str, where: str) -> tuple[np.ndarray, str]:
     s = pd.Series(values.to_pandas() if hasattr(values, "to_pandas") else values)
     if s.isna().any() or (s.dtype == object and s.map(lambda v: str(v).strip() == "").any()):
         i = int(np.flatnonzero(s.isna().to_numpy() | (s.astype(str).str.strip() == "").to_numpy())[0])
@@ -77,7 +77,7 @@ def sequence_order(table: pa.Table, *, by: str | None, order_by: str, where: str
         codes, ids = np.zeros(n, dtype=np.int64), [None]
     else:
         codes, ids = factorize(table.column(by))
-    keys, kind = _keys(table.column(order_by), order_by, where)
+    keys, kind = order_keys(table.column(order_by), order_by, where)
     perm = order_frame(codes, keys, ids=ids, name=order_by, where=where)
     counts = np.bincount(codes, minlength=len(ids))
     starts = np.r_[0, np.cumsum(counts)[:-1]]
