@@ -7,6 +7,7 @@ numbers are checked against brute force over all outputs or hand-derived values.
 from __future__ import annotations
 
 import argparse
+import math
 import json
 from pathlib import Path
 
@@ -233,3 +234,56 @@ def test_certificates_round_outward_and_refuse_a_bound_below_the_utility():
     # a float sum of 1/10 ten times is below 1 by an ulp; rounded outward it is above
     s = sum([0.1] * 10)
     assert s < 1.0 and round_up(s, 10) > 1.0 and round_up(0.0, 10) == 0.0
+
+
+# --------------------------------------------------------------------------
+# every finite eps designs (e^eps overflows from 709.78 on)
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("eps", ["710", "1e4", "1e300"])
+@pytest.mark.parametrize("method", ["optimal", "frontier", "3r-calibrated", "dim", "mq", "3r", "global"])
+def test_huge_eps_designs(run, capsys, eps, method):
+    # every mechanism leaks at most what publishing all records but p does (about 6 nats here), so the
+    # optimum publishes every other record: utility 9/10, and Lemma 2 bounds every design by 9/10
+    assert run(["design", "--n", "10", "--eps", eps, "--private", "5", "--method", method, "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    q = np.zeros((10, 2))
+    for b in d["blocks"]:
+        q[b["start"] - 1: b["start"] - 1 + len(b["redact_prob"])] = b["redact_prob"]
+    assert d["certificate"]["upper_bound"] >= d["utility"]
+    if method not in ("mq",):  # MQ as printed redacts a window whatever the budget
+        assert d["utility"] == pytest.approx(0.9, abs=1e-12) and d["certificate"]["upper_bound"] == pytest.approx(0.9)
+
+
+def test_leakage_ceiling_bounds_full_publication():
+    from redactopt.judge.lemma2 import leakage_ceiling
+
+    for chain in (FIG3, MarkovChain(0.3, 0.4), MarkovChain(0.9, 0.95), MarkovChain(1e-6, 0.5)):
+        for n, p, sides in ((5, 2, 2), (5, 0, 1), (5, 4, 1), (1, 0, 0)):
+            q = np.zeros((n, 2))
+            q[p] = 1.0
+            full = leakage_bruteforce(chain, q, p).leakage  # every output of the least redacting mechanism
+            assert full <= leakage_ceiling(chain, sides) <= full * (1 + 1e-5) + 1e-11
+
+
+@pytest.mark.parametrize("alpha,eps", [(1e-300, 1000.0), (1e-100, 700.0), (1e-17, 1.0), (1e-50, 1.0)])
+def test_extreme_chains_design_at_any_eps(alpha, eps):
+    import warnings
+
+    chain = MarkovChain(alpha, 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = redactopt.design(chain, 6, eps=eps, p=2)
+    # float brute force underflows on such chains (probabilities below 1e-300): rational arithmetic
+    from redactopt.judge.exact import exact_leakage_ratio
+
+    R = exact_leakage_ratio(alpha, 0.5, np.asarray(d.redact_prob).tolist(), 2)
+    assert math.log(R.numerator) - math.log(R.denominator) <= eps * (1 + 1e-12)
+    assert d.certificate.upper_bound >= d.utility
+
+
+def test_huge_eps_joint_and_compare(run, capsys):
+    s = redactopt.design_joint_sparse(MarkovChain(0.9, 0.95), 1000, eps=1e300, private=[3, 500, 997])
+    assert s.utility == pytest.approx(997 / 1000) and s.certificate.upper_bound >= s.utility
+    assert run(["compare", "--n", "8", "--eps", "1e300", "--private", "1,4", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["optimal"] for r in rows] == pytest.approx([7 / 8, 7 / 8])

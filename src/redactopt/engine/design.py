@@ -13,6 +13,7 @@ it (``info["refuted_bounds"]``) and the next valid bound certifies.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable
 from typing import Any, Literal
@@ -24,7 +25,7 @@ from redactopt._validate import check_real
 from redactopt.engine.tuning import tuned_three_region
 from redactopt.engine.ladder import judge_candidate
 from redactopt.judge.certify import DesignResult, choose_bound, finalize
-from redactopt.judge.lemma2 import lemma2_upper_bound
+from redactopt.judge.lemma2 import leakage_ceiling, lemma2_upper_bound
 from redactopt.judge.leakage import leakage, utility
 from redactopt.judge.tolerances import safe_budget
 from redactopt.model.chain import MarkovChain, check_problem
@@ -32,7 +33,7 @@ from redactopt.model.classes import ChainClass
 from redactopt.paper.mechanisms import markov_quilt, three_region
 from redactopt.solvers.base import Candidate
 
-__all__ = ["METHODS", "SOLVERS", "design", "global_solver_applies", "resolve_split"]
+__all__ = ["METHODS", "SOLVERS", "design", "global_solver_applies", "resolve_split", "solver_budget"]
 
 Method = Literal["optimal", "frontier", "3r", "3r-calibrated", "mq", "dim", "dim-milp", "global", "sgp"]
 
@@ -63,6 +64,29 @@ OPTIMAL_RUNS = ("frontier", "dim", "3r-calibrated")
 GLOBAL_MAX_ONE_SIDED = 12
 GLOBAL_MAX_TWO_SIDED = 6
 GLOBAL_SECONDS = 5.0
+
+
+#: The optimisers compute with :math:`e^\epsilon`; a budget above this one is handed to them as this
+#: one (their designs stay private for the larger budget; their bounds then do not hold for it and are
+#: dropped).  Only chains with a transition probability below about 1e-65 get here (see
+#: :func:`solver_budget`).
+SOLVER_MAX_EPS = 300.0
+
+
+def solver_budget(chain: MarkovChain, n: int, p: int, eps: float) -> tuple[float, bool]:
+    r"""The budget the optimisers are given for ``eps``, and whether their bounds hold for ``eps``.
+
+    No mechanism leaks more than :math:`L_{max}`, the leakage of publishing every record but ``p``
+    (:func:`~redactopt.judge.lemma2.leakage_ceiling`).  For :math:`\epsilon\ge L_{max}` every
+    mechanism is private, so the problem at :math:`\min(\epsilon, L_{max})` (rounded outward) is
+    the same problem: same optimum, same bounds — and :math:`e^\epsilon` never overflows.  Only
+    where :math:`L_{max}` itself exceeds :data:`SOLVER_MAX_EPS` is the budget cut further, and
+    then the optimisers' bounds are not valid for ``eps`` (``False``).
+    """
+    cap = max(leakage_ceiling(chain, int(p > 0) + int(p < n - 1)), 1.0)
+    if eps <= cap and eps <= SOLVER_MAX_EPS:
+        return eps, True
+    return min(cap, SOLVER_MAX_EPS), cap <= SOLVER_MAX_EPS
 
 
 def global_solver_applies(n: int, p: int) -> bool:
@@ -205,6 +229,9 @@ def design(
                         solver="lemma2", info=dict(mech.info))
 
     runs: list[tuple[str, dict[str, Any]]] = []
+    eps_solve, bounds_hold = solver_budget(chain, n, p, eps)
+    if eps_left not in (None, "auto") and eps_solve < eps:
+        eps_left *= eps_solve / eps  # type: ignore[operator]  # the same split of the budget solved for
     calibrated_opts = {} if eps_left in (None, "auto") else {"eps_left": eps_left}
     if method != "optimal":
         runs.append((method, dict(calibrated_opts if method == "3r-calibrated" else {}, **(options or {}))))
@@ -212,13 +239,15 @@ def design(
         runs += [(name, calibrated_opts if name == "3r-calibrated" else {}) for name in OPTIMAL_RUNS]
         if ct > 0 or global_solver_applies(n, p):
             runs.append(("global", {"time_limit": max(ct, min(tl, GLOBAL_SECONDS))}))
-    return _judge_runs(chain, n, eps, p, method, runs, lemma2, tl, rng, progress, verbose)
+    return _judge_runs(chain, n, eps, p, method, runs, lemma2, tl, rng, progress, verbose,
+                       eps_solve=eps_solve, bounds_hold=bounds_hold)
 
 
 def _judge_runs(chain: MarkovChain, n: int, eps: float, p: int, method: str, runs: list[tuple[str, dict]],
                 lemma2: float, time_limit: float, rng: np.random.Generator | None, progress: Progress | None,
-                verbose: bool) -> DesignResult:
-    """Run the optimisers, judge every proposal, certify the best with the smallest valid bound."""
+                verbose: bool, *, eps_solve: float, bounds_hold: bool) -> DesignResult:
+    """Run the optimisers (at ``eps_solve``, :func:`solver_budget`), judge every proposal at ``eps``,
+    certify the best with the smallest valid bound (the optimisers' only where ``bounds_hold``)."""
     judged: list[tuple[Candidate, np.ndarray, float, dict]] = []
     refused: list[str] = []
     for i, (name, opts) in enumerate(runs):
@@ -226,7 +255,9 @@ def _judge_runs(chain: MarkovChain, n: int, eps: float, p: int, method: str, run
             progress("design", i, len(runs))
         kw = dict(time_limit=time_limit, verbose=verbose, rng=rng)
         kw.update(opts)
-        cand = _solver(name)(chain, n, eps=eps, p=p, **kw)
+        cand = _solver(name)(chain, n, eps=eps_solve, p=p, **kw)
+        if not bounds_hold:
+            cand = dataclasses.replace(cand, upper_bound=None)
         q, u, how, why = judge_candidate(chain, cand, eps=eps, p=p)
         refused += why
         if q is not None:

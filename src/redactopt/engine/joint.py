@@ -64,7 +64,7 @@ import numpy as np
 
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_eps, check_n, check_private
-from redactopt.engine.design import METHODS, design
+from redactopt.engine.design import METHODS, SOLVER_MAX_EPS, design
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import (
     DesignResult,
@@ -75,7 +75,7 @@ from redactopt.judge.certify import (
     merge_blocks,
 )
 from redactopt.judge.leakage import leakage, side_extremes, side_pattern_products
-from redactopt.judge.lemma2 import lemma2_upper_bound
+from redactopt.judge.lemma2 import leakage_ceiling, lemma2_upper_bound
 from redactopt.judge.tolerances import round_up, safe_budget
 from redactopt.model.chain import MarkovChain
 from redactopt.model.classes import ChainClass
@@ -401,6 +401,9 @@ def region_bound(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequenc
     mine = [p - lo for p in priv if lo <= p <= hi]
     bound, name = m * lemma2_upper_bound(chain, m, eps=eps, private=mine), "lemma2"
     if chain.lam == 0.0:  # independent records: nothing but the private ones can leak
+        return bound, name
+    if eps >= leakage_ceiling(chain, 1) or eps > SOLVER_MAX_EPS:
+        # a side may publish everything (Lemma 2's bound says as much), or e^eps is out of the tables' range
         return bound, name
     f, g = lo + mine[0], lo + mine[-1]
     left, right = f - lo, hi - g

@@ -27,9 +27,15 @@ from redactopt._validate import check_eps, check_n, check_private
 from redactopt.judge.exact import MAX_EXACT_N, n_step_ratio, ratio_at_most_exp
 from redactopt.judge.tolerances import round_up
 from redactopt.model.chain import MarkovChain
-from redactopt.model.influence import INFLUENCE_RTOL, delta_star, provably_above, side_log_ratios
+from redactopt.model.influence import (
+    INFLUENCE_RTOL,
+    delta_star,
+    provably_above,
+    side_log_ratio_maxima,
+    side_log_ratios,
+)
 
-__all__ = ["publishable", "lemma2_upper_bound"]
+__all__ = ["publishable", "lemma2_upper_bound", "leakage_ceiling"]
 
 
 def publishable(chain: MarkovChain, m: int, *, upper: float, lower: float) -> np.ndarray:
@@ -117,3 +123,17 @@ def lemma2_upper_bound(chain: MarkovChain, n: int, *, eps: float, private: objec
     return round_up((outside + math.fsum(inside)) / n, terms + len(inside) + 1)
 
 
+
+
+def leakage_ceiling(chain: MarkovChain, sides: int) -> float:
+    r"""A budget above the leakage of every mechanism about a record with ``sides`` (0, 1, 2) sides.
+
+    Redacting more is post-processing, so no mechanism leaks more than the one publishing every
+    record but the private one, and that one's leakage is that of the nearest records (distance
+    1): :math:`\max_x \text{sides}\cdot\ell_x(1)`; one side's log-ratios lie in
+    :math:`[-\ell_1(1), \ell_0(1)]`.  Rounded outward beyond the closed form's error
+    (:data:`~redactopt.model.influence.INFLUENCE_RTOL`).  For :math:`\epsilon` at or above it the
+    privacy constraint excludes nothing: designs and bounds at the ceiling are those at
+    :math:`\epsilon`.
+    """
+    return int(sides) * float(side_log_ratio_maxima(chain, 1)[0].max()) * (1.0 + 1e-6) + 1e-12

@@ -270,11 +270,12 @@ def _delta_star(chain: MarkovChain, eps: float) -> int:
         return 1
     c = max(chain.alpha / chain.beta, chain.beta / chain.alpha)
     log_abs_lam = chain.log_abs_lam
-    em1 = math.expm1(eps)
-    thresholds = [em1 / (em1 + 1.0 + c)]
+    # 1/(e^eps - 1), also where e^eps overflows (eps >= 710)
+    r = 1.0 / math.expm1(eps) if eps <= 700.0 else math.exp(-eps) / -math.expm1(-eps)
+    logs = [-math.log1p((1.0 + c) * r)]  # log of (e^eps - 1) / (e^eps + c)
     if chain.lam < 0.0:
-        thresholds.append(em1 / (c * (em1 + 1.0) + 1.0))
-    guess = max(1, math.floor(min(math.log(t) / log_abs_lam for t in thresholds)))
+        logs.append(-math.log(c + (c + 1.0) * r))  # log of (e^eps - 1) / (c e^eps + 1)
+    guess = max(1, math.floor(min(lt / log_abs_lam for lt in logs)))
     # Walk from the analytic guess to the exact first distance (a few steps at most).
     d = guess
     while d > 1 and max_influence(chain, d - 1) <= eps:

@@ -115,10 +115,10 @@ class Geo:
         x = np.asarray(x, dtype=float)
         lk = self.lam_k(k)
         bk = self.beta_k(k)
-        e = np.expm1(x)
-        den = lk - bk * e
-        num = lk + (1.0 - bk) * e
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            e = np.expm1(x)  # inf beyond x = 709.78: past the pole, as the mask below says
+            den = lk - bk * e
+            num = lk + (1.0 - bk) * e
             out = np.log1p(e / den)
         sg = np.sign(lk)
         bad = ~(den * sg > 0) | ~(num * sg > 0)
@@ -134,8 +134,34 @@ class Geo:
         """log phi^k(e^y) = log1p(lam^k em / (1 + beta_k em)), em = expm1(y)."""
         lk = self.lam_k(k)
         bk = self.beta_k(k)
-        em = np.expm1(np.asarray(y, dtype=float))
-        return np.log1p(lk * em / (1.0 + bk * em))
+        y = np.asarray(y, dtype=float)
+        em = np.expm1(y)
+        arg = lk * em / (1.0 + bk * em)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.log1p(arg)
+        low = arg < -0.5
+        if np.any(low):
+            out = np.where(low, self._log_phi_k_far(k, y), out)
+        return out
+
+    def _log_phi_k_far(self, k, y):
+        r"""``log_phi_k`` where :math:`\phi^k` is far below 1, from its exact numerator and denominator.
+
+        :math:`\phi^k(e^y) = ((1-\lambda^k)\alpha/s + (\beta_k+\lambda^k)e^y) / ((\alpha+\beta\lambda^k)/s + \beta_k e^y)`:
+        with a transition probability near 1e-17 the form through ``expm1`` cancels to
+        ``log1p(-1)``; this one adds positive terms in log space (where all four are positive,
+        else the first form's value, clipped at -1, stands).
+        """
+        lk, bk, s = self.lam_k(k), self.beta_k(k), self._s
+        a, b = self.alpha, self.beta
+        terms = ((1.0 - lk) * a / s, bk + lk, (a + b * lk) / s, bk)
+        y = np.asarray(y, dtype=float)
+        ok = np.all([np.asarray(t) > 0 for t in terms], axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lt = [np.log(np.where(ok, t, 1.0)) for t in terms]
+            far = np.logaddexp(lt[0], lt[1] + y) - np.logaddexp(lt[2], lt[3] + y)
+            near = np.log1p(np.maximum(lk * np.expm1(y) / (1.0 + bk * np.expm1(y)), -1.0))
+        return np.where(ok, far, near)
 
     def h(self, mode: int, u):
         """|psi(-u)| (mode 0, free lower end) / |psi(u)| (mode 1); inf at u >= D."""
