@@ -36,6 +36,35 @@ def dense_redact_prob(mech: dict) -> np.ndarray:
     return q
 
 
+def counts_outside(values, private, radius, sequences=None, k=2):
+    """Transition counts of the rows farther than ``radius`` from every private record of their sequence,
+    by hand: ``values`` and ``private`` (0/1 flags) per row in sequence order, ``sequences`` the id of
+    each row (one sequence if ``None``); ``radius=None`` counts only sequences without a private record.
+    Returns ``(k x k counts, rows outside)``."""
+    import pandas as pd
+
+    values = np.asarray(values)
+    private = np.asarray(private, dtype=bool)
+    ids = np.zeros(values.size, dtype=np.int64) if sequences is None else pd.factorize(np.asarray(sequences))[0]
+    C = np.zeros((k, k), dtype=np.int64)
+    rows = 0
+    for sid in np.unique(ids):
+        idx = np.flatnonzero(ids == sid)
+        x, priv = values[idx], np.flatnonzero(private[idx])
+        t = np.arange(idx.size)
+        if priv.size == 0:
+            out = np.ones(idx.size, dtype=bool)
+        elif radius is None:
+            out = np.zeros(idx.size, dtype=bool)
+        else:
+            out = np.abs(t[:, None] - priv[None, :]).min(axis=1) > radius
+        rows += int(out.sum())
+        for a in range(idx.size - 1):
+            if out[a] and out[a + 1]:
+                C[int(x[a]), int(x[a + 1])] += 1
+    return C, rows
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261130)

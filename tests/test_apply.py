@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import chi2
 
-from conftest import dense_redact_prob
+from conftest import counts_outside, dense_redact_prob
 from redactopt.release.bits import SecureBits, SeededBits, bernoulli_exact, exact_thresholds
 from redactopt.interface.options import parse_positions
 from redactopt.release.report import NOT_FOR_RELEASE
@@ -181,8 +181,8 @@ def test_apply_csv_end_to_end(tmp_path, run, capsys):
     assert _sha(src) == before
     a = pd.read_csv(src, dtype=str, keep_default_na=False)
     b = pd.read_csv(out, dtype=str, keep_default_na=False)
-    assert a.shape == b.shape and list(a.columns) == list(b.columns)
-    assert a.drop(columns="occ").equals(b.drop(columns="occ"))
+    # by default only the protected column is written: one row per input row (⊥ written as "")
+    assert b.shape == (a.shape[0], 1) and list(b.columns) == ["occ"]
     red = (b["occ"] == "").to_numpy()
     assert np.array_equal(b["occ"][~red], a["occ"][~red])
     private0 = list(range(999, 1010)) + [1499]
@@ -208,6 +208,14 @@ def test_apply_csv_end_to_end(tmp_path, run, capsys):
         assert per[p + 1] == pytest.approx(leakage(mech.chain, q, p).leakage, abs=1e-12)
         assert per[p + 1] <= 1.0
     assert r["mechanism"]["leakage"] <= 1.0
+    assert r["columns"]["written"] == ["occ"] and r["columns"]["dropped"] == ["time", "temp", "note"]
+    # --keep-all: every other column passes through, with the same draws
+    out2 = tmp_path / "all.csv"
+    assert run(["apply", str(src), "--column", "occ", "--private", "1000-1010,1500", "--eps", "1",
+                "--seed", "3", "--out", str(out2), "--keep-all"]) == 0, capsys.readouterr().err
+    c = pd.read_csv(out2, dtype=str, keep_default_na=False)
+    assert list(c.columns) == list(a.columns) and a.drop(columns="occ").equals(c.drop(columns="occ"))
+    assert np.array_equal((c["occ"] == "").to_numpy(), red)
 
 
 def test_apply_refuses_overwrite_and_force(tmp_path, run, capsys):
@@ -294,7 +302,7 @@ def test_apply_secure_source_by_default(tmp_path, run, capsys):
     r = json.loads(rep.read_text())
     assert r["seed"] is None and "label" not in r
     assert r["randomness"]["secure"] is True and "urandom" in r["randomness"]["source"]
-    assert r["chain"] == {"alpha": 0.1, "beta": 0.3, "source": "given"}
+    assert r["chain"] == {"alpha": 0.1, "beta": 0.3, "source": "given", "fit_rows": {"source": "given"}}
 
 
 def test_apply_parquet_with_sequences(tmp_path, run, capsys):
@@ -319,14 +327,26 @@ def test_apply_parquet_with_sequences(tmp_path, run, capsys):
     import pyarrow.parquet as pq
 
     assert pq.read_schema(out).field("x").type == pa.int64()  # the type is kept; ⊥ is null
-    assert b.drop(columns="x").equals(df.drop(columns="x"))
+    assert list(b.columns) == ["sid", "x"]  # the private flag and 'val' are not written
+    assert b["sid"].equals(df["sid"])
     red = b["x"].isna().to_numpy()
     assert np.array_equal(b["x"][~red].astype(np.int64).to_numpy(), df["x"][~red].to_numpy())
     assert red[df["priv"].to_numpy() == 1].all()
     assert not red[(df["sid"] == "s1").to_numpy()].any()  # no private record: released as is
     r = json.loads(rep.read_text())
     assert r["chain"]["fit"]["sequences"] == 4
-    assert r["chain"]["fit"]["transitions"] == 4 * 499
+    # the chain is fitted on the rows farther than the reported radius from every private record
+    # (sequence s1 has none: all of it), counted here by hand
+    where = r["chain"]["fit_rows"]
+    order = np.argsort(df["sid"].to_numpy(), kind="stable")
+    C, rows = counts_outside(df["x"].to_numpy()[order], df["priv"].to_numpy()[order], where["radius"],
+                             df["sid"].to_numpy()[order])
+    assert r["chain"]["fit"]["counts"] == {"00": C[0, 0], "01": C[0, 1], "10": C[1, 0], "11": C[1, 1]}
+    assert where["rows"] == rows and rows >= 500 and where["transitions"] == C.sum()
+    # every row the fit read is published with certainty
+    for s in r["sequences"]:
+        for a, z in s["blocks"]:
+            assert all(min(abs(t - p) for p in s["private"]) <= where["radius"] for t in range(a, z + 1))
     seqs = {s["id"]: s for s in r["sequences"]}
     assert seqs["s1"]["mechanism"] is None
     for sid in ("s0", "s2", "s3"):

@@ -50,7 +50,7 @@ PRIVATE = {"ann": [2], "bob": [2], "cy": [], "dee": [1, 5], "eve": [4]}
 def test_each_sequence_private_by_brute_force(rng, method):
     df = _table(rng, LENGTHS, PRIVATE)
     out, rep = kapply_frame(df, column="place", eps=1.0, private_column="hide", by="person", chain=CHAIN,
-                            method=method, seed=11)
+                            method=method, seed=11, keep=["all", "hide"])
     seqs = {s["id"]: s for s in rep["sequences"]}
     assert set(seqs) == set(LENGTHS) and rep["by"] == "person"
     # ann and bob: same length, same private position -> one shared design; the others their own
@@ -97,10 +97,10 @@ def test_each_sequence_private_by_brute_force(rng, method):
 def test_draws_are_keyed_by_sequence_not_by_row_order(rng):
     df = _table(rng, LENGTHS, PRIVATE)
     out, _ = kapply_frame(df, column="place", eps=1.0, private_column="hide", by="person", chain=CHAIN,
-                          method="dim", seed=5)
+                          method="dim", seed=5, keep=["t"])
     shuffled = df.sample(frac=1.0, random_state=3).sort_values(["person", "t"], kind="stable")
     out2, _ = kapply_frame(shuffled, column="place", eps=1.0, private_column="hide", by="person", chain=CHAIN,
-                           method="dim", seed=5)
+                           method="dim", seed=5, keep=["t"])
     a = out.set_index(["person", "t"])["place"].sort_index()
     b = out2.set_index(["person", "t"])["place"].sort_index()
     assert a.isna().equals(b.isna())  # each sequence draws the same bits wherever its rows sit
@@ -113,7 +113,8 @@ def test_fit_counts_transitions_within_sequences_only():
     # interleaved rows: in file order the column reads a b b a a b, but per person it is a-a-b / b-b-a
     df = pd.DataFrame({"who": ["x", "y", "y", "x", "x", "y"], "v": ["a", "b", "b", "a", "b", "a"],
                        "hide": [0, 0, 1, 0, 0, 0]})
-    _, rep = kapply_frame(df, column="v", eps=3.0, private_column="hide", by="who", method="dim", seed=1)
+    # fitted on the table itself given as a public one (six rows are too few to fit on published rows only)
+    _, rep = kapply_frame(df, column="v", eps=3.0, private_column="hide", by="who", method="dim", seed=1, fit_on=df)
     counts = rep["chain"]["fit"]["counts"]
     # x: a->a, a->b ; y: b->b, b->a  (labels in order of first appearance: a, b)
     assert rep["states"] == ["a", "b"] and counts == [[1, 1], [1, 1]]
@@ -225,7 +226,7 @@ def test_parquet_index_and_csv_header_are_kept(tmp_path):
     chain = KChain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]], labels=("A", "B", "C"))
     df.set_index("rid").to_parquet(tmp_path / "idx.parquet")
     kapply_table(tmp_path / "idx.parquet", tmp_path / "o.parquet", column="v", eps=1.0, private_column="flag",
-                 by="person", chain=chain, method="dim", seed=1)
+                 by="person", chain=chain, method="dim", seed=1, keep=["all", "flag"])
     back = pd.read_parquet(tmp_path / "o.parquet")
     assert back.index.name == "rid" and list(back.index) == list(df["rid"]) and list(back.columns) == ["person", "v",
                                                                                                        "flag"]
@@ -236,7 +237,7 @@ def test_parquet_index_and_csv_header_are_kept(tmp_path):
     src = tmp_path / "blank.csv"
     src.write_text(",person,v,v2,flag\n10,1,A,x,1\n11,2,B,y,0\n12,1,C,z,0\n13,1,A,w,0\n".replace("v2", "v"))
     kapply_table(src, tmp_path / "o.csv", column="v", eps=1.0, private_column="flag", by="person", chain=chain,
-                 method="dim", seed=1)
+                 method="dim", seed=1, keep=["all", "flag"])
     lines = (tmp_path / "o.csv").read_text().splitlines()
     assert lines[0] == ",person,v,v,flag" and lines[1].startswith("10,1,") and lines[1].endswith(",x,1")
 
@@ -317,7 +318,8 @@ def test_parquet_index_named_like_a_column_and_stored_integer_index(tmp_path):
 
     chain = KChain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]], labels=("A", "B", "C"))
     base = pd.DataFrame({"person": [1, 2, 1, 2, 1, 2], "val": list("ABCABC"), "flag": [1, 0, 0, 0, 0, 1]})
-    kw = dict(column="val", eps=1.0, private_column="flag", chain=chain, method="dim", seed=1, workers=1)
+    kw = dict(column="val", eps=1.0, private_column="flag", chain=chain, method="dim", seed=1, workers=1,
+              keep=["all", "flag"])
     d = base.copy()
     d.index = pd.Index(list("xyzxyz"), name="val")  # named like a column: stays the index
     d.to_parquet(tmp_path / "a.parquet")

@@ -172,7 +172,7 @@ def test_kapply_frame(rng):
     vals = _sample(c, 300, rng)
     df = pd.DataFrame({"t": range(300), "level": vals})
     private = [100, 101, 250]
-    out, rep = kapply_frame(df, column="level", eps=1.0, private=private, chain=c, seed=7)
+    out, rep = kapply_frame(df, column="level", eps=1.0, private=private, chain=c, seed=7, keep=["t"])
     q = np.zeros((300, 3))
     for b in rep["mechanism"]["blocks"]:
         q[b["start"] - 1 : b["start"] - 1 + len(b["redact_prob"])] = b["redact_prob"]
@@ -189,8 +189,14 @@ def test_kapply_frame(rng):
     out, _ = kapply_frame(df, column="level", eps=1.0, private=private, chain=c, seed=7, method="dim")
     assert out2["level"].isna().equals(out["level"].isna())  # seeded draws are reproducible
     # fitted chain: labels in order of appearance, fit in the report
+    # (on the rows farther than the reported radius from the private row, all published with certainty)
     _, rep3 = kapply_frame(df, column="level", eps=1.0, private=[150], seed=1, method="dim")
-    assert rep3["chain"]["source"] == "fitted" and rep3["states"] == list(dict.fromkeys(vals))
+    radius = rep3["chain"]["fit_rows"]["radius"]
+    outside = [v for t, v in enumerate(vals) if abs(t - 150) > radius]
+    assert rep3["chain"]["source"] == "fitted" and rep3["states"] == list(dict.fromkeys(outside))
+    assert rep3["chain"]["fit"]["records"] == len(outside) == rep3["chain"]["fit_rows"]["rows"]
+    lo, hi = rep3["blocks"][0][0], rep3["blocks"][-1][1]
+    assert max(151 - lo, hi - 151) <= radius
 
 
 def test_kapply_errors():
@@ -210,7 +216,7 @@ def test_kapply_table_csv_and_parquet(tmp_path, rng):
     src = tmp_path / "in.csv"
     pd.DataFrame({"id": range(200), "s": vals}).to_csv(src, index=False)
     rep = kapply_table(src, tmp_path / "out.csv", column="s", eps=2.0, private=[50], chain=c, seed=3,
-                       report=tmp_path / "rep.json")
+                       report=tmp_path / "rep.json", keep=["id"])
     back = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
     assert list(back.columns) == ["id", "s"] and len(back) == 200
     assert (back["s"] == "").sum() == rep["utility"]["redacted"]
@@ -303,7 +309,8 @@ def test_cli_kapply_paths_formats_and_refusals(run, tmp_path, capsys, rng):
     src = tmp_path / "seq.csv"
     _seq_csv(src, rng)
     before = src.read_bytes()
-    base = ["--column", "level", "--categorical", "--private", "100", "--eps", "1", "--seed", "1", "--quiet"]
+    base = ["--column", "level", "--categorical", "--private", "100", "--eps", "1", "--seed", "1", "--quiet",
+            "--keep-all"]
     for report in (src, tmp_path / "same.csv"):
         assert run(["apply", str(src), *base, "--out", str(tmp_path / "same.csv"), "--report", str(report),
                     "--force"]) == 2
@@ -351,8 +358,10 @@ def test_tiny_eps_falls_back_to_full_redaction(run, tmp_path, capsys, rng):
     assert d.utility == 0.0 and np.all(d.redact_prob == 1.0) and d.leakage <= 1e-13
     src = tmp_path / "seq.csv"
     _seq_csv(src, rng, n=100)
+    # everything is redacted: no published row to fit on, so the chain is fitted on the table as a public one
     assert run(["apply", str(src), "--column", "level", "--categorical", "--private", "50", "--eps", "1e-13",
-                "--method", "dim", "--seed", "1", "--quiet", "--out", str(tmp_path / "o.csv")]) == 0
+                "--method", "dim", "--seed", "1", "--quiet", "--out", str(tmp_path / "o.csv"),
+                "--fit-on", str(src)]) == 0
     assert (pd.read_csv(tmp_path / "o.csv", dtype=str, keep_default_na=False)["level"] == "").all()
 
 

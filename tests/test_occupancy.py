@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import counts_outside
 from redactopt import datasets
 from redactopt.judge.audit import audit
 from redactopt.io import mechanism_from_dict
@@ -41,25 +42,27 @@ def test_fit_on_occupancy(run, capsys):
     assert d["records"] == 8143 and d["transitions"] == 8142
 
 
+def _best_threshold(x: np.ndarray, y: np.ndarray) -> float:
+    """Accuracy of the best rule 'one value below a threshold, one at or above', by trying every threshold."""
+    best = max(np.bincount(y).max(), 0)
+    for t in np.unique(x)[1:]:
+        lo, hi = y[x < t], y[x >= t]
+        best = max(best, np.bincount(lo, minlength=2).max() + np.bincount(hi, minlength=2).max())
+    return best / y.size
+
+
 def test_lunch_hour_release(tmp_path, run, capsys):
     out, rep = tmp_path / "released.csv", tmp_path / "report.json"
     code = run(["apply", str(DATA), "--column", "Occupancy", "--private", PRIVATE, "--eps", "1",
                 "--seed", "2015", "--out", str(out), "--report", str(rep)])
     assert code == 0, capsys.readouterr().err
-    # same rows, same row ids, every other column unchanged; the header keeps its layout
+    # by default the release holds the protected column only: one value (or "") per row
     a = pd.read_csv(DATA, index_col=0, dtype=str, keep_default_na=False)
-    b = pd.read_csv(out, index_col=0, dtype=str, keep_default_na=False)
-    assert a.index.equals(b.index) and list(a.columns) == list(b.columns)
-    assert a.drop(columns="Occupancy").equals(b.drop(columns="Occupancy"))
+    b = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert list(b.columns) == ["Occupancy"] and len(b) == len(a)
     red = (b["Occupancy"] == "").to_numpy()
-    # the input's bytes: the header (no name for the id column, quoted names) and every line but the redacted
-    lines_in, lines_out = DATA.read_text().splitlines(), out.read_text().splitlines()
-    assert lines_out[0] == lines_in[0] and len(lines_out) == len(lines_in)
-    kept = np.flatnonzero(~red) + 1
-    assert [lines_out[i] for i in kept] == [lines_in[i] for i in kept]
-    assert all(lines_out[i] == lines_in[i].rsplit(",", 1)[0] + "," for i in np.flatnonzero(red) + 1)
     assert red[1119:1179].all()
-    assert np.array_equal(a["Occupancy"][~red], b["Occupancy"][~red])
+    assert np.array_equal(a["Occupancy"].to_numpy()[~red], b["Occupancy"].to_numpy()[~red])
 
     r = json.loads(rep.read_text())
     mech = mechanism_from_dict(r["mechanism"])
@@ -74,12 +77,61 @@ def test_lunch_hour_release(tmp_path, run, capsys):
     assert cands["joint-dim"] > cands["max-dim"]
     assert r["utility"]["expected"] >= cands["joint-dim"]
     assert r["utility"]["realised"] == pytest.approx(1 - red.mean())
+    # the chain: fitted on the rows farther than the reported radius from every private minute, all
+    # of which the release publishes with certainty (counted here by hand)
+    x = _occupancy()
+    priv = np.zeros(x.size, dtype=bool)
+    priv[1119:1179] = True
+    where = r["chain"]["fit_rows"]
+    C, rows = counts_outside(x, priv, where["radius"])
+    assert r["chain"]["fit"]["counts"] == {"00": C[0, 0], "01": C[0, 1], "10": C[1, 0], "11": C[1, 1]}
+    assert r["chain"]["alpha"] == pytest.approx(C[0, 1] / C[0].sum(), rel=1e-12)
+    assert where["rows"] == rows and rows > 7000
+    (lo, hi), = r["blocks"]
+    assert max(1120 - lo, hi - 1179) <= where["radius"]
     # the audit command reads the report itself and agrees
     capsys.readouterr()
     assert run(["audit", str(rep)]) == 0
     text = capsys.readouterr().out
     assert "PASS" in text and "private=1120-1179 (60 positions)" in text
     assert f"({len(a)} records; --format json lists each)" in text
+
+    # --keep-all: the input's bytes — the header (no name for the id column, quoted names) and every
+    # line but the redacted ones — with the same draws
+    full = tmp_path / "full.csv"
+    assert run(["apply", str(DATA), "--column", "Occupancy", "--private", PRIVATE, "--eps", "1",
+                "--seed", "2015", "--out", str(full), "--keep-all"]) == 0
+    c = pd.read_csv(full, index_col=0, dtype=str, keep_default_na=False)
+    assert a.index.equals(c.index) and list(a.columns) == list(c.columns)
+    assert a.drop(columns="Occupancy").equals(c.drop(columns="Occupancy"))
+    assert np.array_equal((c["Occupancy"] == "").to_numpy(), red)
+    lines_in, lines_out = DATA.read_text().splitlines(), full.read_text().splitlines()
+    assert lines_out[0] == lines_in[0] and len(lines_out) == len(lines_in)
+    kept = np.flatnonzero(~red) + 1
+    assert [lines_out[i] for i in kept] == [lines_in[i] for i in kept]
+    assert all(lines_out[i] == lines_in[i].rsplit(",", 1)[0] + "," for i in np.flatnonzero(red) + 1)
+
+
+def test_kept_light_is_named_as_not_covered_with_its_figure(tmp_path, run, capsys):
+    out, rep = tmp_path / "released.csv", tmp_path / "report.json"
+    assert run(["apply", str(DATA), "--column", "Occupancy", "--private", PRIVATE, "--eps", "1", "--seed", "2015",
+                "--out", str(out), "--report", str(rep), "--keep", "Light"]) == 0
+    text = capsys.readouterr().out
+    b = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert list(b.columns) == ["Light", "Occupancy"]
+    r = json.loads(rep.read_text())
+    (fig,) = r["columns"]["not_covered"]
+    assert fig["column"] == "Light" and fig["role"] == "kept" and fig["covered"] is False
+    # the figure, recomputed: the best threshold on Light over the rows whose Occupancy is published
+    pub = b["Occupancy"] != ""
+    light = b["Light"][pub].astype(float).to_numpy()
+    occ = b["Occupancy"][pub].astype(int).to_numpy()
+    assert fig["rows"] == int(pub.sum())
+    assert fig["accuracy"] == pytest.approx(_best_threshold(light, occ), abs=1e-12)
+    assert fig["majority"] == pytest.approx(np.bincount(occ).max() / occ.size, abs=1e-12)
+    assert fig["accuracy"] > 0.95 > fig["majority"]
+    assert "NOT covered: Light (kept): accuracy" in text
+    assert "Light" in r["summary"] and "Not covered" in r["summary"]
 
 
 def test_malformed_row_is_named_with_the_row_id_layout(tmp_path, run, capsys):

@@ -86,6 +86,7 @@ def block(request, monkeypatch):
 def _release(src, out, **kw):
     kw.setdefault("seed", 7)
     kw.setdefault("method", "dim")  # the fastest design: these tests are about the writing
+    kw.setdefault("keep", "all")  # every column written: the input's layout is kept
     return apply_table(src, out, column="occ", eps=1.0, **kw)
 
 
@@ -157,7 +158,7 @@ def test_sequences_interleaved_with_an_id_column_first(tmp_path, block):
             priv[rows[[120, 121]]] = 1
     src = tmp_path / "in.csv"
     pd.DataFrame({"sid": labels, "occ": x, "priv": priv, "w": rng.random(900).round(5)}).to_csv(src, index=False)
-    rep = _release(src, tmp_path / "out.csv", private_column="priv", by="sid", chunk_rows=101)
+    rep = _release(src, tmp_path / "out.csv", private_column="priv", by="sid", chunk_rows=101, keep=["all", "priv"])
     mask = _check_csv_release(src, tmp_path / "out.csv", rep, column="occ", seed=7, by="sid")
     assert mask[priv == 1].all() and not mask[labels == "b"].any()
 
@@ -218,7 +219,7 @@ def test_apply_frame_draws_as_the_file_path(tmp_path):
     before = df.copy()
     src = tmp_path / "in.parquet"
     df.to_parquet(src, index=False)
-    kw = dict(column="occ", eps=1.0, private=[1000, 1001], seed=11, method="dim")
+    kw = dict(column="occ", eps=1.0, private=[1000, 1001], seed=11, method="dim", keep="all")
     rep_file = apply_table(src, tmp_path / "o.parquet", chunk_rows=300, **kw)
     from_file = pq.read_table(tmp_path / "o.parquet").column("occ").to_pandas().isna().to_numpy()
     released, rep = apply_frame(df, chunk_rows=256, **kw)

@@ -1,7 +1,7 @@
 """Releases private for a class of chains (issue 14): ``apply --robust LEVEL`` and ``--alpha/--beta LO:HI``.
 
 Independent checks: the box is the Wilson interval of the transition counts at level
-1 - (1 - LEVEL)/2 (recomputed here from the raw column); every private record's leakage is
+1 - (1 - LEVEL)/2 (recomputed here from the raw column, on the rows the report says the fit read); every private record's leakage is
 re-evaluated on the mechanism read back from the report at the box's corners and at random
 chains inside it (no use of the monotonicity theorem); the point release is shown to leak
 more than eps somewhere in the box (so the check can fail).
@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
+from conftest import counts_outside
 from redactopt.datasets import path as dataset_path
 from redactopt.io import read_mechanisms
 from redactopt.judge.leakage import leakage
@@ -46,17 +47,22 @@ def releases(tmp_path_factory):
     data = dataset_path()
     robust = apply_table(data, d / "robust.csv", column="Occupancy", eps=1.0, private=PRIVATE, seed=1,
                          report=d / "robust.json", robust=0.9)
+    nominal = robust["chain"]["class"]["nominal"]  # the point release of the robust one's estimate
     point = apply_table(data, d / "point.csv", column="Occupancy", eps=1.0, private=PRIVATE, seed=1,
-                        report=d / "point.json")
+                        report=d / "point.json", alpha=nominal["alpha"], beta=nominal["beta"])
     return d, robust, point, data
 
 
 def test_box_is_the_bonferroni_wilson_box_of_the_counts(releases):
     _, rep, _, data = releases
     x = pd.read_csv(data)["Occupancy"].to_numpy()
-    a, b = x[:-1], x[1:]
-    k01, m0 = int(((a == 0) & (b == 1)).sum()), int((a == 0).sum())
-    k10, m1 = int(((a == 1) & (b == 0)).sum()), int((a == 1).sum())
+    priv = np.zeros(x.size, dtype=bool)
+    priv[PRIVATE] = True
+    # the transitions of the rows farther than the reported radius from the private records
+    C, _ = counts_outside(x, priv, rep["chain"]["fit_rows"]["radius"])
+    assert rep["chain"]["fit_rows"]["transitions"] == C.sum() and C.sum() > 4000
+    k01, m0 = int(C[0, 1]), int(C[0].sum())
+    k10, m1 = int(C[1, 0]), int(C[1].sum())
     box = rep["chain"]["class"]
     assert box["alpha"] == pytest.approx(_wilson(k01, m0, 0.95), rel=1e-9)  # 1 - (1 - 0.9) / 2
     assert box["beta"] == pytest.approx(_wilson(k10, m1, 0.95), rel=1e-9)

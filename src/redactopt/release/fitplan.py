@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from redactopt._validate import check_positions
 from redactopt.release.data import ScanState
 from redactopt.release.fit import TransitionCounts
 from redactopt.release.plan import ReleasePlan, plan_release
@@ -78,6 +79,10 @@ def plan_fitted(state: ScanState, *, tally: Tally, private: list[int] | None,
                       "transitions": int(fit_on.pairs.sum()), "sequences": int(fit_on.sequences)}
     if state.rows == 0:
         raise ValueError("the input has no data rows")
+    if private is not None:  # positions are checked before any fit (they decide the zones)
+        if len(state.ids) != 1:
+            raise ValueError("--private positions need a single sequence; with --by use --private-column")
+        check_positions(private, int(state.n[0]))
     index = private_index(state, private)
     if not index.keys.size:
         raise ValueError("no record is marked private: nothing to protect (check --private-column)")

@@ -45,7 +45,7 @@ from redactopt.kio import KREPORT_FORMAT, kmechanism_to_dict
 from redactopt.model.kchain import KChain
 from redactopt.release.bits import bernoulli_exact, bit_source
 from redactopt.release.data import sequence_key
-from redactopt.release.columns import KEEP_ALL, Bins, output_columns, parse_bins, parse_columns, read_kind
+from redactopt.release.columns import Bins, output_columns, parse_bins, parse_columns, read_kind
 from redactopt.release.disclosure import Disclosure, plain_summary
 from redactopt.release.kfit import KChainFit, kfit_counts, kfit_sequences
 from redactopt.release.order import order_frame, order_keys
@@ -622,11 +622,9 @@ def _write(released: pd.DataFrame, layout: _Layout, tmp: str, out_name: str) -> 
             released.to_csv(fh, sep=sep, index=layout.stored_index)
 
 
-def _trimmed(layout: _Layout, written: list[str], keep_all: bool) -> _Layout:
-    """The layout of a release that writes only some columns: a row id without a name and the header as
-    written only when every column is written; a Parquet index only where its columns are written."""
-    if keep_all:
-        return layout
+def _trimmed(layout: _Layout, written: list[str]) -> _Layout:
+    """The layout of a release that writes only some columns: no row id without a name, no header as
+    written (those belong to every column); a Parquet index only where its columns are written."""
     index = [(c, nm) for c, nm in (layout.index or []) if c in written] or None
     return _Layout(layout.kind, False, None, index, layout.stored_index and index is not None)
 
@@ -666,8 +664,9 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
                                  simultaneous=simultaneous, workers=workers)
     if fit_on is not None:
         rep["chain"]["fit_rows"]["table"] = str(fit_on)
-    layout = _trimmed(layout, list(map(str, released.columns)), keep == KEEP_ALL)
-    if not layout.keep_index:
+    every = set(map(str, released.columns)) == set(map(str, df.columns))
+    if not every:  # an index that is not one of the written columns is a column not written
+        layout = _trimmed(layout, list(map(str, released.columns)))
         released = released.reset_index(drop=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
     os.close(fd)
