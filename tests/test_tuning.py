@@ -11,6 +11,7 @@ from redactopt.judge.leakage import leakage_bruteforce
 from redactopt.paper.mechanisms import Mechanism, default_split, three_region, three_region_utility
 from redactopt.engine.design import design
 from redactopt.engine.tuning import TunedSplit, tuned_three_region
+from redactopt.errors import PrivacyCheckError
 
 
 def calibrated_three_region(chain, n, *, eps, p=0, eps_left=None):
@@ -45,7 +46,7 @@ def grid_best_split(chain, n, p, eps, k=400):
 @pytest.mark.parametrize("a,b,n,p,eps", POINTS + [FIG3 + (e,) for e in FIG3_EPS])
 def test_tuned_split_beats_default_and_every_grid_split(a, b, n, p, eps):
     ch = MarkovChain(a, b)
-    ts = tuned_three_region(ch, n, eps=eps, p=p)
+    ts = tuned_three_region(ch, n, eps=eps, p=p, private=False)
     assert isinstance(ts, TunedSplit) and isinstance(ts.mechanism, Mechanism)
     assert ts.eps_left + ts.eps_right == pytest.approx(eps)
     assert 0.0 <= ts.eps_left <= eps
@@ -67,7 +68,7 @@ def test_tuned_split_at_random_points(rng):
         n = int(rng.integers(2, 40))
         p = int(rng.integers(0, n))
         eps = float(rng.choice([0.1, 0.5, 1.0, 3.0]))
-        ts = tuned_three_region(ch, n, eps=eps, p=p)
+        ts = tuned_three_region(ch, n, eps=eps, p=p, private=False)
         assert ts.utility >= grid_best_split(ch, n, p, eps, k=100) - 1e-12, (a, b, n, p, eps)
 
 
@@ -85,7 +86,7 @@ def test_tuned_split_closed_form_interior_optimum():
         pd = matrix_power_P(a, b, d)
         assert abs(np.log(pd[0, 0] / pd[1, 0])) == pytest.approx(i0, abs=1e-4)
         assert abs(np.log(pd[0, 1] / pd[1, 1])) == pytest.approx(i1, abs=1e-3)
-    ts = tuned_three_region(ch, 5, eps=1.0, p=2)
+    ts = tuned_three_region(ch, 5, eps=1.0, p=2, private=False)
     pi0 = b / (a + b)
     assert "".join(ts.mechanism.info["regions"]) == "MMPMM"
     assert ts.eps_left == pytest.approx(0.5, abs=1e-12)
@@ -240,3 +241,46 @@ def test_batched_side_logs_match_enumeration():
             for b in range(rows.shape[0]):
                 want = _side_logs_by_enumeration(chain, rows[b])
                 assert got[b] == pytest.approx(want, rel=1e-9, abs=1e-12), (alpha, beta, rows[b])
+
+
+@pytest.mark.parametrize("a,b,n,p,eps", POINTS + [FIG3 + (e,) for e in FIG3_EPS])
+def test_tuned_split_is_private_by_default(a, b, n, p, eps):
+    # issue 24: tuned_three_region(FIG3 chain, 10, eps=1, p=4) returned eps_left = 0.5 leaking 1.309
+    ch = MarkovChain(a, b)
+    grid = [float(e) for e in np.linspace(0.0, eps, 101)]
+    mechs = [three_region(ch, n, eps=eps, p=p, eps_left=e) for e in grid]
+    private = [m.utility() for m in mechs if m.leakage().leakage <= eps]
+    try:
+        ts = tuned_three_region(ch, n, eps=eps, p=p)
+    except PrivacyCheckError:
+        assert not private  # no split of the grid is private either
+        return
+    assert leakage_bruteforce(ch, ts.mechanism.redact_prob, p).leakage <= eps  # all 3^n outputs
+    assert ts.utility >= max(private, default=0.0) - 1e-12
+    assert ts.utility == pytest.approx(three_region_utility(ch, n, eps=eps, p=p, eps_left=ts.eps_left), abs=1e-15)
+
+
+def test_tuned_split_of_the_issue():
+    ch = MarkovChain(0.01, 0.8)
+    paper = tuned_three_region(ch, 10, eps=1.0, p=4, private=False)
+    assert paper.eps_left == 0.5 and paper.leakage > 1.3  # Theorem 1's best split leaks 1.309
+    ts = tuned_three_region(ch, 10, eps=1.0, p=4)
+    assert ts.leakage <= 1.0 and ts.utility < paper.utility
+
+
+def test_tuned_private_split_at_random_points(rng):
+    for _ in range(25):
+        a, b = (float(v) for v in rng.uniform(0.01, 0.99, size=2))
+        ch = MarkovChain(a, b)
+        if ch.kind == "independent":
+            continue
+        n, eps = int(rng.integers(2, 30)), float(rng.choice([0.1, 0.5, 1.0, 3.0]))
+        p = int(rng.integers(0, n))
+        mechs = [three_region(ch, n, eps=eps, p=p, eps_left=float(e)) for e in np.linspace(0.0, eps, 101)]
+        private = [m.utility() for m in mechs if m.leakage().leakage <= eps]
+        try:
+            ts = tuned_three_region(ch, n, eps=eps, p=p)
+        except PrivacyCheckError:
+            assert not private, (a, b, n, p, eps)
+            continue
+        assert ts.leakage <= eps and ts.utility >= max(private, default=0.0) - 1e-12, (a, b, n, p, eps)

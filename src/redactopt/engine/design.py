@@ -165,8 +165,10 @@ def design(
         printed — raises :class:`~redactopt.errors.PrivacyCheckError` where it leaks more
         than ``eps``.
     split : "auto", "half" or float
-        Budget split for the 3R-based methods: tuned (``"auto"``), ``eps/2`` per side
-        (``"half"``), or the left budget ``eps_left``.
+        Budget split for the 3R-based methods: tuned (``"auto"``; for ``"3r"`` the split
+        maximising Theorem 1's utility, as the paper would choose it, then judged; for
+        ``"3r-calibrated"`` searched over every split), ``eps/2`` per side (``"half"``), or
+        the left budget ``eps_left``.
     time_limit : float
         Seconds allowed to each optimiser.
     rng : numpy.random.Generator, optional
@@ -222,8 +224,8 @@ def design(
 
     if method in _PAPER:
         el = None if eps_left == "auto" else eps_left
-        if method == "3r" and eps_left == "auto":
-            el = tuned_three_region(chain, n, eps=eps, p=p).eps_left
+        if method == "3r" and eps_left == "auto":  # the paper's choice: Theorem 1's best split, judged below
+            el = tuned_three_region(chain, n, eps=eps, p=p, private=False).eps_left
         mech = _PAPER[method](chain, n, eps=eps, p=p, **({"eps_left": el} if method == "3r" else {}))
         return finalize(chain, mech.redact_prob, private=[p], eps=eps, method=method, upper_bound=lemma2,
                         solver="lemma2", info=dict(mech.info))
