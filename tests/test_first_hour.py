@@ -287,3 +287,19 @@ def test_huge_eps_joint_and_compare(run, capsys):
     assert run(["compare", "--n", "8", "--eps", "1e300", "--private", "1,4", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["optimal"] for r in rows] == pytest.approx([7 / 8, 7 / 8])
+
+
+# --------------------------------------------------------------------------
+# a method called optimal is never worse than the default
+# --------------------------------------------------------------------------
+def test_joint_optimal_is_never_worse_than_auto():
+    from redactopt.engine.joint import design_joint
+
+    chain, n, priv = MarkovChain(0.1, 0.3), 10, [2, 6]
+    auto = design_joint(chain, n, eps=1.0, private=priv, method="auto")
+    opt = design_joint(chain, n, eps=1.0, private=priv, method="optimal")
+    assert opt.utility >= auto.utility and set(opt.info["candidates"]) == {"max-optimal", "auto"}
+    assert opt.info["candidates"]["auto"] == pytest.approx(auto.utility, abs=1e-15)
+    for p in priv:  # every one of the 3^10 outputs, about each private record
+        assert leakage_bruteforce(chain, np.asarray(opt.redact_prob), p).leakage <= 1.0
+    assert auto.utility - 1e-12 <= opt.utility <= opt.certificate.upper_bound <= auto.certificate.upper_bound

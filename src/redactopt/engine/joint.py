@@ -824,11 +824,13 @@ def design_joint(
         ``"auto"`` (default): the best of the joint data-independent windows
         (:func:`joint_dim`), the footnote's maximum of per-record exact DIM windows
         and, for at most three private records, of per-record calibrated 3R designs;
-        then :func:`improve_locally`.  Any method of :func:`redactopt.engine.design.design`
-        (``"dim"``, ``"3r-calibrated"``, ``"optimal"``, ...): per-record designs on
-        windows combined by the footnote's maximum (:func:`combine_max`).
+        then :func:`improve_locally`.  ``"optimal"``: the per-record optima combined by the
+        footnote's maximum *and* every candidate of ``"auto"``, the more useful (so never
+        worse than the default), certified by the smaller of their bounds.  Any other method
+        of :func:`redactopt.engine.design.design` (``"dim"``, ``"3r-calibrated"``, ...):
+        per-record designs on windows combined by the footnote's maximum (:func:`combine_max`).
     improve : bool
-        Run the joint local improvement (``method="auto"`` only) on the best candidate it
+        Run the joint local improvement (``method="auto"`` and ``"optimal"``) on the best candidate it
         can start from (one whose leakage sits within rounding of ``eps`` cannot be; the next can).
     time_limit : float
         Seconds per optimiser call of :func:`redactopt.engine.design.design`.
@@ -897,6 +899,31 @@ def _design_joint_class(chain_class: ChainClass, n: int, *, eps: float, private:
     return sparse.to_result() if dense else sparse
 
 
+def _best_of_optimal_and_auto(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], improve: bool,
+                              time_limit: float) -> SparseDesign:
+    """``method="optimal"``: the per-record optima combined (footnote 1) *and* every candidate of
+    ``"auto"``, the more useful verified design (ties: the per-record optima), certified by the
+    smaller of their bounds — each bounds every mechanism private about all the private records —
+    so that ``optimal`` is never worse than the default."""
+    per_record = _combine_max_sparse(chain, n, eps, priv, "optimal", time_limit)
+    auto = _design_joint(chain, n, eps=eps, private=priv, method="auto", improve=improve, time_limit=time_limit,
+                         dense=False)
+    assert isinstance(auto, SparseDesign)
+    best = auto if auto.utility > per_record.utility else per_record
+    bounded = min((per_record, auto), key=lambda d: d.certificate.upper_bound)
+    top = bounded.certificate
+    # the region certificates that add up to the bound, where they hold every block of the design
+    rows = best.redact_prob
+    inside = all(any(r.start <= s and s + b.shape[0] - 1 <= r.stop for r in bounded.regions)
+                 for s, b in zip(rows.starts, rows.blocks))
+    regions = (bounded if inside else best).regions
+    info = dict(best.info, source=("auto: " + str(auto.info.get("source"))) if best is auto else per_record.method,
+                candidates={per_record.method: per_record.utility, "auto": auto.utility})
+    return finalize_sparse(chain, n, list(zip(rows.starts, rows.blocks)), private=priv, eps=eps, method="optimal",
+                           upper_bound=top.upper_bound, solver=top.solver, info=info,
+                           regions=[(r.start, r.stop, r.upper_bound, r.solver) for r in regions])
+
+
 def _design_joint(chain: MarkovChain | ChainClass, n: int, *, eps: float, private: object, method: str,
                   improve: bool, time_limit: float, dense: bool) -> SparseDesign | DesignResult:
     """Both entry points; with ``dense`` each accepted candidate is also re-verified on all
@@ -912,6 +939,9 @@ def _design_joint(chain: MarkovChain | ChainClass, n: int, *, eps: float, privat
     if method not in JOINT_METHODS:
         raise ValueError(f"method must be one of {', '.join(JOINT_METHODS)}, got {method!r}")
     t0 = time.perf_counter()
+    if method == "optimal":
+        sparse = _best_of_optimal_and_auto(chain, n, eps, priv, improve, time_limit)
+        return sparse.to_result() if dense else sparse
     if method != "auto":
         sparse = _combine_max_sparse(chain, n, eps, priv, method, time_limit)
         return sparse.to_result() if dense else sparse
