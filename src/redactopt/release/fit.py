@@ -370,7 +370,9 @@ def fit_counts(
     if test.p_value is not None and test.p_value < order_level:
         warnings.append(
             f"a second-order chain fits significantly better (G2={test.statistic:.4g}, df={test.df}, "
-            f"p={test.p_value:.3g}): the first-order model may understate the dependence"
+            f"p={test.p_value:.3g}): the first-order model may understate the dependence; likely causes: rows "
+            "out of time order within a sequence (order them with --order-by COLUMN) or dependence reaching "
+            "back more than one record (a second-order chain)"
         )
     return ChainFit(
         alpha=float(estimates[0]),

@@ -46,8 +46,11 @@ class Ordered:
 
 def order_keys(values: Any, name: str, where: str) -> tuple[np.ndarray, str]:
     s = pd.Series(values.to_pandas() if hasattr(values, "to_pandas") else values)
-    if s.isna().any() or (s.dtype == object and s.map(lambda v: str(v).strip() == "").any()):
-        i = int(np.flatnonzero(s.isna().to_numpy() | (s.astype(str).str.strip() == "").to_numpy())[0])
+    missing = s.isna().to_numpy(dtype=bool, copy=True)
+    if not (pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_datetime64_any_dtype(s.dtype)):
+        missing |= s.astype(object).map(lambda v: v is None or str(v).strip() == "").to_numpy(dtype=bool)
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
         raise ValueError(f"{where}: row {i + 1}, column '{name}' (--order-by): missing value")
     kind, num = read_kind(s)
     if kind == "text":
