@@ -139,9 +139,13 @@ def test_robust_design_is_private_everywhere_in_the_box(alpha, beta, rng):
 
 def test_robust_design_target_case():
     # issue 14: n = 10, p = 1 (CLI), alpha in [0.005, 0.02], beta in [0.6, 0.9], eps = 1: gap <= 1e-3
-    res = design(ChainClass.box((0.005, 0.02), (0.6, 0.9)), 10, eps=1.0, p=0)
+    box = ChainClass.box((0.005, 0.02), (0.6, 0.9))
+    res = design(box, 10, eps=1.0, p=0)
     assert res.certificate.gap <= 1e-3
-    assert res.chain == MarkovChain(0.005, 0.6)
+    # utility and bound are stated at the nominal chain (issue 24); the point optimum at the deciding corner
+    assert res.chain == box.nominal == MarkovChain(0.0125, 0.75)
+    (pt,) = res.info["point_optima"]
+    assert (pt["alpha"], pt["beta"]) == (0.005, 0.6) and pt["upper_bound"] - pt["utility"] <= 1e-3
 
 
 def test_sparse_design_over_the_occupancy_box():
@@ -153,7 +157,7 @@ def test_sparse_design_over_the_occupancy_box():
     assert max(leakage(worst, dense, p).leakage for p in (1500, 1501, 2990)) <= 1.0
     point = design_joint_sparse(box.nominal, 3000, eps=1.0, private=[1500, 1501, 2990])
     assert max(leakage(worst, np.asarray(point.redact_prob), p).leakage for p in (1500, 1501, 2990)) > 1.0
-    assert s.info["utility_at_nominal"] < point.utility  # robustness costs utility at the estimate
+    assert s.chain == box.nominal and s.utility < point.utility  # robustness costs utility at the estimate
 
 
 @pytest.mark.parametrize("text,err", [("0.3:0.1", "lo <= hi"), ("0:0.1", "strictly between"), ("nan", "NaN"),
@@ -179,7 +183,7 @@ def test_cli_design_and_audit_over_a_class(run, capsys, tmp_path):
     assert run(["design", "--n", "8", "--eps", "1", "--alpha", "0.005:0.02", "--beta", "0.6:0.9",
                 "--format", "json", "--out", str(f)]) == 0
     d = json.loads(f.read_text())
-    assert d["chain_class"]["alpha"] == [0.005, 0.02] and d["chain"] == {"alpha": 0.005, "beta": 0.6}
+    assert d["chain_class"]["alpha"] == [0.005, 0.02] and d["chain"] == {"alpha": 0.0125, "beta": 0.75}  # nominal
     capsys.readouterr()
     assert run(["audit", str(f), "--format", "json"]) == 0  # the file's own class
     rep = json.loads(capsys.readouterr().out)
@@ -203,3 +207,27 @@ def test_cli_compare_accepts_class_rows(run, capsys):
     # its optimum is at most the point row's
     assert box["optimal"] <= point["optimal"] + 1e-12
     assert box["three_region_leakage"] >= point["three_region_leakage"] - 1e-12  # worst case over the box
+
+
+@pytest.mark.parametrize("alpha,beta", [((0.05, 0.2), (0.3, 0.6)), ((0.3, 0.7), (0.3, 0.6))])
+def test_class_utility_and_bound_are_at_the_nominal_chain(alpha, beta):
+    # issue 24: utility and upper bound of a class design are stated at the nominal chain.  Checked by
+    # hand (the nominal stationary law on the design's table) and against every deterministic
+    # per-value mechanism on 7 records (4^6 of them) that is private for the class: the bound at the
+    # nominal chain lies above the nominal utility of each (the class decided at its deciding corners)
+    box = ChainClass.box(alpha, beta)
+    n, p = 7, 2
+    res = design(box, n, eps=1.0, p=p)
+    nom = box.nominal
+    assert res.chain == nom
+    q = np.asarray(res.redact_prob)
+    assert res.utility == pytest.approx(float(((1.0 - q) @ nom.stationary).sum()) / n, rel=1e-12)
+    assert res.certificate.upper_bound >= res.utility
+    best = 0.0
+    for code in range(4 ** (n - 1)):
+        digits = [(code // 4 ** k) % 4 for k in range(n - 1)]
+        rows = [[d & 1, d >> 1] for d in digits]
+        qd = np.array(rows[:p] + [[1, 1]] + rows[p:], dtype=float)
+        if all(leakage(c, qd, p).leakage <= 1.0 - 1e-9 for c in box.deciding()):
+            best = max(best, float(((1.0 - qd) @ nom.stationary).sum()) / n)
+    assert best <= res.certificate.upper_bound

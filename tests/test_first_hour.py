@@ -303,3 +303,11 @@ def test_joint_optimal_is_never_worse_than_auto():
     for p in priv:  # every one of the 3^10 outputs, about each private record
         assert leakage_bruteforce(chain, np.asarray(opt.redact_prob), p).leakage <= 1.0
     assert auto.utility - 1e-12 <= opt.utility <= opt.certificate.upper_bound <= auto.certificate.upper_bound
+
+
+def test_class_design_says_where_utility_and_bound_are_measured(run, capsys):
+    assert run(["design", "--n", "8", "--eps", "1", "--alpha", "0.005:0.02", "--beta", "0.6:0.9", "--no-compare"]) == 0
+    out = capsys.readouterr().out
+    assert "utility, bound and the table at the nominal chain alpha=0.0125 beta=0.75" in out
+    assert "deciding    : alpha=0.005 beta=0.6: point optimum" in out
+    assert "private for the class)" in out

@@ -25,8 +25,9 @@ from redactopt._validate import check_real
 from redactopt.engine.tuning import tuned_three_region
 from redactopt.engine.ladder import judge_candidate
 from redactopt.judge.certify import DesignResult, choose_bound, finalize
+from redactopt.judge.classes import nominal_bound
 from redactopt.judge.lemma2 import leakage_ceiling, lemma2_upper_bound
-from redactopt.judge.leakage import leakage, utility
+from redactopt.judge.leakage import leakage
 from redactopt.judge.tolerances import safe_budget
 from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.classes import ChainClass
@@ -295,29 +296,30 @@ def _design_class(chain_class: ChainClass, n: int, *, eps: float, p: int, **kw: 
 
     The class is decided by its deciding chains (the theorem of :mod:`redactopt.model.classes`).
     With one (every box on one side of :math:`\alpha+\beta=1`) the robust optimum *is* the
-    point optimum there: the point design, its certificate unchanged.  With several, the
-    elementwise maximum of their point designs is private for each (redacting more is
-    post-processing), and its entries are lowered one at a time while the exact leakage at
-    every deciding chain allows; a mechanism private for all chains is private for each, so
-    the smallest point certificate bounds the robust optimum, measured at its chain.
-    ``info`` adds the class, each deciding chain's point optimum and the utility at the
-    class's nominal chain.
+    point optimum there: the point design.  With several, the elementwise maximum of their
+    point designs is private for each (redacting more is post-processing), and its entries are
+    lowered one at a time while the exact leakage at every deciding chain allows.  Utility and
+    certificate are stated at the class's **nominal** chain (the estimate; ``chain`` of the
+    result): the bound is :func:`~redactopt.judge.classes.nominal_bound` (Lemma 2 over the class,
+    or a deciding chain's point certificate carried over).  ``info["point_optima"]`` keeps each
+    deciding chain's point optimum and bound, measured at that chain.
     """
     deciding = chain_class.deciding()
     points = [design(c, n, eps=eps, p=p, **kw) for c in deciding]
-    best = min(range(len(points)), key=lambda i: points[i].certificate.upper_bound)
-    chain, cert = deciding[best], points[best].certificate
     if len(points) == 1:
         q = np.asarray(points[0].redact_prob)
     else:
         q = _improve_for_chains(deciding, np.max([np.asarray(r.redact_prob) for r in points], axis=0), p, eps)
-    info = dict(points[best].info if len(points) == 1 else {"source": "max of point designs, improved"})
+    bound, solver = nominal_bound(chain_class, n, eps=eps, private=[p],
+                                  point_bounds=[(c, r.certificate.upper_bound, r.certificate.solver)
+                                                for c, r in zip(deciding, points)])
+    info = dict(points[0].info if len(points) == 1 else {"source": "max of point designs, improved"})
     info.update(chain_class=chain_class.to_dict(),
                 point_optima=[{"alpha": c.alpha, "beta": c.beta, "utility": r.utility,
-                               "upper_bound": r.certificate.upper_bound} for c, r in zip(deciding, points)],
-                utility_at_nominal=utility(chain_class.nominal, q))
-    return finalize(chain, q, private=[p], eps=eps, method=points[best].method, upper_bound=cert.upper_bound,
-                    solver=cert.solver, scope=cert.scope, info=info, tol=0.0, stopped=cert.stopped,
+                               "upper_bound": r.certificate.upper_bound, "solver": r.certificate.solver}
+                              for c, r in zip(deciding, points)])
+    return finalize(chain_class.nominal, q, private=[p], eps=eps, method=points[0].method, upper_bound=bound,
+                    solver=solver, info=info, tol=0.0, stopped=any(r.certificate.stopped for r in points),
                     chain_class=chain_class)
 
 

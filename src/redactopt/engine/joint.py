@@ -74,6 +74,7 @@ from redactopt.judge.certify import (
     finalize_sparse,
     merge_blocks,
 )
+from redactopt.judge.classes import nominal_bound
 from redactopt.judge.leakage import leakage, side_extremes, side_pattern_products
 from redactopt.judge.lemma2 import leakage_ceiling, lemma2_upper_bound
 from redactopt.judge.tolerances import round_up, safe_budget
@@ -878,24 +879,39 @@ def _design_joint_class(chain_class: ChainClass, n: int, *, eps: float, private:
     At each deciding chain of the class a sparse design; their blocks merged by elementwise
     maximum (private for each chain: redacting more is post-processing), verified exactly at
     every deciding chain; with one deciding chain (every box on one side of alpha + beta = 1)
-    that is the point design there.  The certificate is the smallest of the point designs'
-    (measured at its chain).
+    that is the point design there.  Utility and certificates are stated at the class's
+    **nominal** chain (:func:`~redactopt.judge.classes.nominal_bound`: Lemma 2 over the class, or
+    a deciding chain's bound carried over, for the whole sequence and region by region).
     """
     deciding = chain_class.deciding()
     designs = [_design_joint(c, n, eps=eps, private=private, method=method, improve=improve,
                              time_limit=time_limit, dense=False) for c in deciding]
-    best = min(range(len(designs)), key=lambda i: designs[i].certificate.upper_bound)
-    base = designs[best]
+    base = designs[0]
     parts = [(s, b) for d in designs for s, b in zip(d.redact_prob.starts, d.redact_prob.blocks)]
     info = dict(base.info, chain_class=chain_class.to_dict(),
                 point_optima=[{"alpha": c.alpha, "beta": c.beta, "utility": d.utility,
-                               "upper_bound": d.certificate.upper_bound} for c, d in zip(deciding, designs)])
-    regions = None if len(designs) > 1 else [(r.start, r.stop, r.upper_bound, r.solver) for r in base.regions]
-    sparse = finalize_sparse(deciding[best], n, parts, private=base.private, eps=eps, method=base.method,
-                             upper_bound=base.certificate.upper_bound, solver=base.certificate.solver, info=info,
-                             regions=regions, chain_class=chain_class)
-    pi = chain_class.nominal.stationary
-    sparse.info["utility_at_nominal"] = 1.0 - sum(float((b @ pi).sum()) for b in sparse.redact_prob.blocks) / n
+                               "upper_bound": d.certificate.upper_bound, "solver": d.certificate.solver}
+                              for c, d in zip(deciding, designs)])
+    priv = base.private
+    bound = nominal_bound(chain_class, n, eps=eps, private=priv,
+                          point_bounds=[(c, d.certificate.upper_bound, d.certificate.solver)
+                                        for c, d in zip(deciding, designs)])
+    regions = None
+    if len(designs) == 1:  # the point design's regions, each bound carried to the nominal chain
+        regions = []
+        for r in base.regions:
+            m = r.stop - r.start + 1
+            mine = [p - r.start for p in priv if r.start <= p <= r.stop]
+            b, name = nominal_bound(chain_class, m, eps=eps, private=mine,
+                                    point_bounds=[(deciding[0], r.upper_bound / m, r.solver)])
+            regions.append((r.start, r.stop, m * b, name))
+        inside = sum(r.stop - r.start + 1 for r in base.regions)
+        total = round_up((math.fsum(b for *_, b, _ in regions) + n - inside) / n, 2 * len(regions) + 2)
+        if total < bound[0]:
+            bound = (total, "regions")
+    sparse = finalize_sparse(chain_class.nominal, n, parts, private=priv, eps=eps, method=base.method,
+                             upper_bound=bound[0], solver=bound[1], info=info, regions=regions,
+                             chain_class=chain_class)
     return sparse.to_result() if dense else sparse
 
 

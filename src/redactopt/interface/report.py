@@ -56,7 +56,8 @@ def _summary(res: DesignResult) -> list[tuple[str, str]]:
                                  if src else "")),
         ("utility", f"{res.utility:.10g}"),
         ("leakage", f"{res.leakage:.15g} (exact, re-verified after rounding; eps = {res.eps:g})"),
-        ("upper bound", f"{c.upper_bound:.10g} ({c.solver}; valid for {c.scope} local redaction mechanisms)"),
+        ("upper bound", f"{c.upper_bound:.10g} ({c.solver}; valid for {c.scope} local redaction mechanisms"
+                        + (" private for the class)" if res.chain_class is not None else ")")),
         ("gap", f"{c.gap:.3g}"),
     ]
     if c.stopped:
@@ -64,11 +65,10 @@ def _summary(res: DesignResult) -> list[tuple[str, str]]:
     if res.chain_class is not None:
         ch = res.chain
         rows.insert(1, ("class", f"{res.chain_class.describe()}: private for every chain; utility, bound and the "
-                                 f"table at the deciding chain alpha={ch.alpha:g} beta={ch.beta:g}"))
-        if "utility_at_nominal" in res.info:
-            nom = res.chain_class.nominal
-            rows.insert(3, ("at nominal", f"{res.info['utility_at_nominal']:.10g} (utility at alpha={nom.alpha:g} "
-                                          f"beta={nom.beta:g})"))
+                                 f"table at the nominal chain alpha={ch.alpha:g} beta={ch.beta:g}"))
+        for pt in res.info.get("point_optima", []):
+            rows.append(("deciding", f"alpha={pt['alpha']:g} beta={pt['beta']:g}: point optimum {pt['utility']:.10g}, "
+                                     f"bound {pt['upper_bound']:.10g} (both at that chain)"))
     return rows
 
 

@@ -242,7 +242,8 @@ def finalize(
         eps=eps,
         method=method,
         utility=u,
-        leakage=res.leakage,
+        # every record redacted: the one output is all-⊥ under every value, leakage exactly 0
+        leakage=0.0 if np.all(q == 1.0) else res.leakage,
         witness=res,
         certificate=cert,
         info=dict(info or {}),
@@ -526,8 +527,9 @@ def finalize_sparse(
         ext, rel = check_mechanism(ext, [p - lo for p in mine])
         for judge_chain in chains:
             results = [leakage(judge_chain, ext, p) for p in rel]
+            everything = bool(np.all(ext == 1.0))  # the whole sequence redacted: leakage exactly 0
             for p, r in zip(mine, results):
-                per[p] = max(per.get(p, 0.0), r.leakage)
+                per[p] = max(per.get(p, 0.0), 0.0 if everything else r.leakage)
             block_worst = max(results, key=lambda r: r.leakage)
             _, ok = verify(judge_chain, ext, rel, eps, worst=block_worst)
             all_ok &= ok
@@ -568,7 +570,7 @@ def finalize_sparse(
         eps=eps,
         method=method,
         utility=u,
-        leakage=worst[0].leakage,
+        leakage=max(per.values()),
         per_private=tuple(per[p] for p in priv),
         witness=worst[0],
         witness_offset=worst[1],

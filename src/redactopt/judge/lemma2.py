@@ -19,7 +19,7 @@ distance is larger.  So an exclusion is always a proof, and every bound built on
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -35,7 +35,7 @@ from redactopt.model.influence import (
     side_log_ratios,
 )
 
-__all__ = ["publishable", "lemma2_upper_bound", "leakage_ceiling"]
+__all__ = ["publishable", "lemma2_upper_bound", "lemma2_counts", "leakage_ceiling"]
 
 
 def publishable(chain: MarkovChain, m: int, *, upper: float, lower: float) -> np.ndarray:
@@ -83,28 +83,40 @@ def lemma2_upper_bound(chain: MarkovChain, n: int, *, eps: float, private: objec
     ``t`` with positive probability only if :math:`i(X_p\rightsquigarrow X_t=x)\le\epsilon`
     for every private ``p``; the private records are never published.  Hence
 
-    .. math:: \nu \le \frac1n\sum_{t}\sum_x \pi_x\,\mathbb 1\big[\max_p i(X_p\rightsquigarrow X_t=x)\le\epsilon\big].
+    .. math:: \nu \le \frac1n\sum_{t}\sum_x \pi_x\,\mathbb 1\big[\max_p i(X_p\rightsquigarrow X_t=x)\le\epsilon\big]
+              = \sum_x \pi_x\,c_x/n
 
-    Values are judged by :func:`publishable` (exactly near the boundary, outward beyond 64
-    records), so rounding in the closed form never excludes a publishable value.  Records farther than :math:`\Delta^\star(\epsilon)`
+    with :math:`c_x` the records where ``x`` is publishable (:func:`lemma2_counts`), rounded
+    outward (a float sum of excluded masses once gave -1.2e-16 for a bound of exactly 0).
+    ``private`` holds 0-based indices.
+    """
+    counts = lemma2_counts((chain,), n, eps=eps, private=private)
+    pi = chain.stationary
+    return round_up((float(pi[0]) * counts[0] + float(pi[1]) * counts[1]) / check_n(n), 4)
+
+
+def lemma2_counts(judges: Sequence[MarkovChain], n: int, *, eps: float, private: object) -> tuple[int, int]:
+    r"""Per value ``x``: at how many records Lemma 2 lets a private mechanism publish ``x`` at all.
+
+    A value is excluded at a record where it is provably not publishable (:func:`publishable`:
+    exactly near the boundary, outward beyond 64 records) under *any* chain of ``judges`` —
+    each a chain the mechanisms are private for (a class of chains: its deciding chains).  The
+    private records are never published.  Records farther than :math:`\Delta^\star(\epsilon)`
     from every private record have both influences at most ``eps`` (the max-influence is
     non-increasing), so only stretches around groups of private records are evaluated: time
-    independent of ``n``.  ``private`` holds 0-based indices.
+    independent of ``n``.  Exact integers.
     """
     n = check_n(n)
     eps = check_eps(eps)
     priv = check_private(private, n)
-    reach = delta_star(chain, eps)
+    reach = max(delta_star(c, eps) for c in judges)
     groups: list[list[int]] = []
     for p in priv:
         if groups and p - groups[-1][-1] <= 2 * reach + 1:
             groups[-1].append(p)
         else:
             groups.append([p])
-    pi = chain.stationary
-    outside = n  # records outside every stretch count 1 each (both values publishable), exactly
-    inside = []  # what each stretch may publish: sums of non-negative terms, so never below 0
-    terms = 0
+    counts = np.full(2, n, dtype=np.int64)
     for g in groups:
         lo, hi = max(0, g[0] - reach), min(n - 1, g[-1] + reach)
         t = np.arange(lo, hi + 1)
@@ -113,16 +125,10 @@ def lemma2_upper_bound(chain: MarkovChain, n: int, *, eps: float, private: objec
         for p in g:
             d = np.abs(t - p)
             far = d > 0
-            table = publishable(chain, int(d.max()), upper=eps, lower=eps)
-            allowed[far] &= table[d[far] - 1]
-        outside -= t.size
-        inside.append(float((allowed * pi[None, :]).sum()))
-        terms = max(terms, 2 * t.size)
-    # rounded outward: the float sums may fall below the exact bound by a few ulps (an excluded
-    # stretch once gave -1.2e-16 for a bound of exactly 0)
-    return round_up((outside + math.fsum(inside)) / n, terms + len(inside) + 1)
-
-
+            for c in judges:
+                allowed[far] &= publishable(c, int(d.max()), upper=eps, lower=eps)[d[far] - 1]
+        counts -= (~allowed).sum(axis=0)
+    return int(counts[0]), int(counts[1])
 
 
 def leakage_ceiling(chain: MarkovChain, sides: int) -> float:

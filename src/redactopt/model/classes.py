@@ -120,6 +120,8 @@ class ChainClass:
         if not items or not all(isinstance(c, MarkovChain) for c in items):
             raise TypeError("chains must be a non-empty collection of MarkovChain")
         nominal = items[0] if nominal is None else nominal
+        if nominal not in items:
+            raise ValueError(f"nominal chain must be one of the chains, got {nominal!r}")
         return cls(None, None, items, nominal)
 
     @classmethod
