@@ -81,4 +81,6 @@ def test_readme_console_blocks_run_verbatim(tmp_path, needle):
                 "\n--- printed\n" + "\n".join(actual)
     assert sorted(p.name for p in tmp_path.iterdir()) in (
         [], ["released.csv", "report.json"], ["robust.csv", "robust.json"],
-        ["released.csv", "report.json", "robust.csv", "robust.json"], ["many.csv", "out.csv", "rep.json", "rep.sequences.parquet"])
+        ["released.csv", "report.json", "robust.csv", "robust.json"],
+        ["both.csv", "both.json", "light.csv", "released.csv", "report.json"],
+        ["both.csv", "both.json", "light.csv", "released.csv", "report.json", "robust.csv", "robust.json"], ["many.csv", "out.csv", "rep.json", "rep.sequences.parquet"])

@@ -287,7 +287,7 @@ def test_zone_tally_merged_in_chunks_equals_counting_by_hand(rng):
     for part in np.array_split(data, 9):
         d = index.distances(seq[part], pos[part])
         tally = tally.merge(ZoneTally.of_chunk(values[part], seq[part], d, k=3, sequences=n_seq))
-    for radius in (0, 1, 16, 96, int(LADDER[-1])):
+    for radius in (0, 1, 16, 91, int(LADDER[-1])):
         got = tally.outside(radius)
         want, rows_out = counts_outside(values, private, None if radius == LADDER[-1] else radius, seq, k=3)
         assert np.array_equal(got.pairs, want) and got.rows == rows_out, radius

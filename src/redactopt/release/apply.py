@@ -504,7 +504,9 @@ def plan_output(reader: Any, *, column: str, by: str | None, order_by: str | Non
                                    private_column=private_column, keep=keep)
     roles = {c: ("by" if c == by else "order-by" if c == order_by else "kept") for c in written if c != column}
     disclosure = Disclosure(roles, ["0", "1"], rows)
-    return Output(None if written == every else written, disclosure, rank), [c for c in every if c not in written]
+    index = reader.layout.index_name if getattr(reader, "implicit_index", False) else None
+    dropped = ["(row id)" if c == index else c for c in every if c not in written]
+    return Output(None if written == every else written, disclosure, rank), dropped
 
 
 def _read_columns(reader: Any, columns: list[str], binary: tuple[str, ...]) -> tuple[pa.Table, tuple[str, ...]]:

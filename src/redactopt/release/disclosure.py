@@ -9,9 +9,9 @@ accuracy of always guessing the most common value):
 
 * a number or a datetime column: the best single threshold — one value predicted below it,
   one at or above it (missing entries get their own majority value);
-* a text column: the best per-category rule — each category predicts its most common value
-  (a column with nearly as many categories as rows is an identifier: the rule then only
-  memorises, which its ``categories`` count shows).
+* a text column, and the ``--by`` column whatever its type: the best per-category rule — each
+  category predicts its most common value (a column with nearly as many categories as rows is an
+  identifier: the rule then only memorises, which its ``categories`` count shows).
 
 An accuracy well above the majority rate means the column gives the protected value away
 where it is redacted too.  Figures use at most :data:`SAMPLE_ROWS` rows (a fixed, seedless
@@ -110,7 +110,7 @@ class Disclosure:
         for c, role in self.roles.items():
             parts = self._x[c]
             x = pd.Series(np.concatenate(parts) if parts else np.zeros(0, dtype=object))
-            fig = rule_figure(x, y, self.labels, name=c)
+            fig = rule_figure(x, y, self.labels, name=c, categories=role == "by")
             out.append({"column": c, "role": role, "covered": False, "sampled": self.sampled, **fig})
         return out
 
@@ -120,16 +120,18 @@ def _majority(y: np.ndarray, k: int) -> tuple[int, int]:
     return int(counts.argmax()), int(counts.max()) if counts.size else 0
 
 
-def rule_figure(x: pd.Series, y: np.ndarray, labels: Sequence[str], *, name: str = "x") -> dict[str, Any]:
-    """Accuracy of the best single threshold (numbers, datetimes) or per-category rule (text) predicting the
-    state ``y`` (indices into ``labels``) from ``x``, and the majority rate (module docstring)."""
+def rule_figure(x: pd.Series, y: np.ndarray, labels: Sequence[str], *, name: str = "x",
+                categories: bool = False) -> dict[str, Any]:
+    """Accuracy of the best single threshold (numbers, datetimes) or per-category rule (text, or any column
+    with ``categories``: a sequence id) predicting the state ``y`` (indices into ``labels``) from ``x``, and
+    the majority rate (module docstring)."""
     k = len(labels)
     y = np.asarray(y, dtype=np.int64)
     n = int(y.size)
     if n == 0:
         return {"kind": "none", "rows": 0, "accuracy": None, "majority": None, "rule": "no published rows"}
     top, top_count = _majority(y, k)
-    kind, num = read_kind(x)
+    kind, num = ("text", None) if categories else read_kind(x)
     base = {"rows": n, "majority": top_count / n, "majority_value": labels[top]}
     if kind == "text":
         codes, uniq = pd.factorize(x.astype(object).where(x.notna(), "<missing>").astype(str), sort=False)

@@ -462,7 +462,7 @@ def _kplan_zones(codes: np.ndarray, labels_all: list[str], seqs: list[tuple[Any,
     index = PrivateIndex.of(np.asarray(pc_, dtype=np.int64), np.asarray(pp_, dtype=np.int64),
                             np.asarray([rows.size for _, rows in seqs], dtype=np.int64))
     tally = ZoneTally.of_chunk(codes[order], seq_code, index.distances(seq_code, pos), k=len(labels_all),
-                               sequences=len(seqs))
+                               sequences=len(seqs), with_triples=False)  # k states: no order test
     fit, kplan, zone = choose_zone(
         tally, fit=fit_outside, plan=plan_for,
         reach_of=_kreach, total_rows=int(order.size), free_sequences=sum(1 for p in privs if not p))

@@ -14,9 +14,10 @@ the release hides.  This module chooses the fitted rows so that it is not
 * the radii are tried from the largest down (:data:`LADDER`): the **pilot** is the first
   radius ``R0`` whose outside rows show enough changes of state (:func:`sufficient`); its
   design's *reach* ``r0`` (the farthest redactable row from its nearest private record) must
-  be at most ``R0``; the **final** radius ``R1`` is the smallest ladder radius
-  ``>= 2 r0 + 16`` and ``<= R0``; the chain is fitted again outside ``Z(R1)`` and its design
-  is used when its own reach is at most ``R1``, otherwise the pilot's design is.
+  be at most ``R0``; then, while a smaller radius is possible, the next is the smallest ladder
+  radius ``R' >= 1.25 r + 16`` (``r``: the last accepted design's reach); the chain is fitted
+  again outside ``Z(R')`` and its design accepted when its own reach is at most ``R'`` —
+  otherwise the last accepted design is kept and the refits stop.
 
 Every decision reads only rows outside the final zone (the radii only decrease, and each
 decision reads the rows outside the zone it tests), and every row outside the final zone is
@@ -43,9 +44,10 @@ __all__ = ["LADDER", "INF_RADIUS", "MIN_CHANGES", "MARGIN", "PrivateIndex", "Zon
 #: Stands for "every row of a sequence with a private record" (and beyond any real distance).
 INF_RADIUS = 1 << 62
 
-#: The radii tried, ascending: 0, 1, 2, 3, 4, 6, 8, 12, 16, ... (powers of 2 and 1.5 times them), then ∞.
-LADDER = np.array(sorted({0, 1} | {int(m * 2 ** e) for e in range(1, 60) for m in (1.0, 1.5)} | {INF_RADIUS}),
-                  dtype=np.int64)
+#: The radii tried, ascending: 0, 1, ..., 16, then steps of about 2^(1/4) (19, 23, 27, 32, 39, ...), then ∞.
+LADDER = np.array(sorted(set(range(17)) | {int(math.ceil(16 * 2 ** (i / 4))) for i in range(1, 229)}
+                         | {INF_RADIUS}), dtype=np.int64)
+assert LADDER[-2] < INF_RADIUS
 
 #: A row of a sequence without private records: farther than every radius.
 _NO_PRIVATE = INF_RADIUS + 1
@@ -56,7 +58,7 @@ MIN_CHANGES = 5
 
 #: Each refit's zone has a radius at least ``MARGIN_FACTOR * r + MARGIN`` (``r``: the last design's reach).
 MARGIN = 16
-MARGIN_FACTOR = 1.5
+MARGIN_FACTOR = 1.25
 
 
 class ZoneError(ValueError):
@@ -138,6 +140,8 @@ class ZoneTally:
 
     k: int
     sequences: int
+    #: count triples too (the order test of a two-state fit; ``k**3`` numbers per distance class)
+    with_triples: bool = True
     pairs: np.ndarray = field(init=False)
     triples: np.ndarray = field(init=False)
     rows: np.ndarray = field(init=False)
@@ -149,7 +153,7 @@ class ZoneTally:
     def __post_init__(self) -> None:
         B, k, K = LADDER.size + 1, self.k, self.sequences
         self.pairs = np.zeros((B, k, k), dtype=np.int64)
-        self.triples = np.zeros((B, k, k, k), dtype=np.int64)
+        self.triples = np.zeros((B, k, k, k) if self.with_triples else (B, 1, 1, 1), dtype=np.int64)
         self.rows = np.zeros((B, k), dtype=np.int64)
         self.first = np.full((B, k), np.iinfo(np.int64).max, dtype=np.int64)
         self.n = np.zeros(K, dtype=np.int64)
@@ -158,10 +162,10 @@ class ZoneTally:
 
     @staticmethod
     def of_chunk(values: np.ndarray, codes: np.ndarray, d: np.ndarray, *, k: int, sequences: int,
-                 first_row: int = 0) -> "ZoneTally":
+                 first_row: int = 0, with_triples: bool = True) -> "ZoneTally":
         """The tally of one piece of data: ``values`` (state codes), ``codes`` (sequence codes), ``d``
         (:meth:`PrivateIndex.distances`), rows in data order; ``first_row``: the global number of its first row."""
-        t = ZoneTally(k, sequences)
+        t = ZoneTally(k, sequences, with_triples)
         v = np.asarray(values, dtype=np.int64)
         m = v.shape[0]
         if m == 0:
@@ -176,7 +180,7 @@ class ZoneTally:
         if m > 1:
             b2 = _bucket(np.minimum(sd[1:], sd[:-1]))[same]
             np.add.at(t.pairs, (b2, sv[:-1][same], sv[1:][same]), 1)
-        if m > 2:
+        if m > 2 and t.with_triples:
             same3 = same[1:] & same[:-1]
             b3 = _bucket(np.minimum(np.minimum(sd[2:], sd[1:-1]), sd[:-2]))[same3]
             np.add.at(t.triples, (b3, sv[:-2][same3], sv[1:-1][same3], sv[2:][same3]), 1)
@@ -193,7 +197,7 @@ class ZoneTally:
 
     def merge(self, later: "ZoneTally") -> "ZoneTally":
         """This tally followed by ``later`` (the tally of the data that comes next; the same codes)."""
-        out = ZoneTally(self.k, self.sequences)
+        out = ZoneTally(self.k, self.sequences, self.with_triples)
         out.pairs = self.pairs + later.pairs
         out.triples = self.triples + later.triples
         out.rows = self.rows + later.rows
@@ -202,6 +206,8 @@ class ZoneTally:
         ok = (a1[:, 0] >= 0) & (b1[:, 0] >= 0)
         np.add.at(out.pairs, (_bucket(np.minimum(a1[ok, 1], b1[ok, 1])), a1[ok, 0], b1[ok, 0]), 1)
         for x, y, z, ok3 in ((a2, a1, b1, ok & (a2[:, 0] >= 0)), (a1, b1, b2, ok & (b2[:, 0] >= 0))):
+            if not self.with_triples:
+                break
             dd = np.minimum(np.minimum(x[ok3, 1], y[ok3, 1]), z[ok3, 1])
             np.add.at(out.triples, (_bucket(dd), x[ok3, 0], y[ok3, 0], z[ok3, 0]), 1)
         out.n = self.n + later.n
