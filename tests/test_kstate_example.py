@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import counts_outside
 from test_readme import _console_blocks, _matches, _run_block
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "kstate.md"
@@ -112,9 +113,6 @@ def test_many_days_by_hand(co2):
     per_day = d.groupby("day", sort=False)["lunch"].agg(lambda s: (s == "1").sum())
     assert per_day.to_dict() == {"2015-02-04": 0, "2015-02-05": 59, "2015-02-06": 59, "2015-02-07": 0,
                                  "2015-02-08": 0, "2015-02-09": 59, "2015-02-10": 0}
-    # transitions counted within days only: pandas, independently of the fit
-    nxt = d.groupby("day", sort=False)["CO2level"].shift(-1)
-    tab = pd.crosstab(d["CO2level"][nxt.notna()], nxt[nxt.notna()])
     from redactopt.release.kapply import kapply_table
 
     out = co2.parent / "days_by_hand.csv"
@@ -123,20 +121,26 @@ def test_many_days_by_hand(co2):
     rep = kapply_table(co2.parent / "co2days.csv", out, column="CO2level", eps=1.0, private_column="lunch",
                        by="day", seed=2015)
     labels = rep["states"]
-    counts = [[int(tab.loc[a].get(b, 0)) for b in labels] for a in labels]
-    assert rep["chain"]["fit"]["counts"] == counts and sum(map(sum, counts)) == len(d) - 7
-    # one design for the three weekdays: the exact window of one day, redacting rows 381-1189
+    # transitions counted within days only, on the rows farther than the reported radius from every
+    # lunch minute of their day (days without one: all of them): by hand, independently of the fit
+    code = {s: i for i, s in enumerate(labels)}
+    C, rows_out = counts_outside(d["CO2level"].map(code).to_numpy(), d["lunch"].astype(int).to_numpy(),
+                                 rep["chain"]["fit_rows"]["radius"], d["day"].to_numpy(), k=3)
+    assert rep["chain"]["fit"]["counts"] == C.tolist() and rep["chain"]["fit_rows"]["rows"] == rows_out
+    # one design for the three weekdays: the exact window of one day under the report's chain
     chain = KChain(rep["chain"]["transition"], labels=labels)
     private = tuple(range(751, 810))
     q = kdim_windows(chain, 1440, eps=1.0, private=private)
     rows = np.flatnonzero(q.any(axis=1))
-    assert (rows[0] + 1, rows[-1] + 1) == (381, 1189) and np.all(q[rows] == 1.0)
+    assert np.all(q[rows] == 1.0) and rows[-1] - rows[0] + 1 == rows.size
     assert max(kleakage(chain, q, p).leakage for p in (751, 809)) <= 1.0
-    assert rep["utility"]["redacted"] == 3 * 809 == 2427
+    assert max(751 - rows[0], rows[-1] - 809) <= rep["chain"]["fit_rows"]["radius"]  # inside the zone left out
+    assert rep["utility"]["redacted"] == 3 * rows.size
     released = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert list(released.columns) == ["CO2level", "day"]  # the protected column and --by, in the input's order
     blank = released["CO2level"] == ""
-    assert blank.sum() == 2427 and not blank[d["day"].isin(["2015-02-04", "2015-02-07", "2015-02-08",
-                                                          "2015-02-10"])].any()
+    assert blank.sum() == 3 * rows.size and not blank[d["day"].isin(["2015-02-04", "2015-02-07", "2015-02-08",
+                                                                   "2015-02-10"])].any()
 
 
 def test_from_python_blocks_run(capsys):
