@@ -31,7 +31,7 @@ from redactopt.judge.leakage import leakage
 from redactopt.judge.tolerances import safe_budget
 from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.classes import ChainClass
-from redactopt.paper.mechanisms import markov_quilt, three_region
+from redactopt.paper.mechanisms import default_split, markov_quilt, three_region
 from redactopt.solvers.base import Candidate
 
 __all__ = ["METHODS", "SOLVERS", "design", "global_solver_applies", "resolve_split", "solver_budget"]
@@ -235,7 +235,9 @@ def design(
     eps_solve, bounds_hold = solver_budget(chain, n, p, eps)
     if eps_left not in (None, "auto") and eps_solve < eps:
         eps_left *= eps_solve / eps  # type: ignore[operator]  # the same split of the budget solved for
-    calibrated_opts = {} if eps_left in (None, "auto") else {"eps_left": eps_left}
+    if eps_left is None:  # "half": the paper's default split
+        eps_left = default_split(n, p, eps_solve)[0]
+    calibrated_opts = {} if eps_left == "auto" else {"eps_left": eps_left}
     if method != "optimal":
         runs.append((method, dict(calibrated_opts if method == "3r-calibrated" else {}, **(options or {}))))
     else:

@@ -271,7 +271,7 @@ def _initial_radius(chain: MarkovChain, eps: float, n: int) -> int:
 
 
 def _local_window(chain: MarkovChain, n: int, eps: float, p: int, method: str, radius: int | None,
-                  time_limit: float, memo: dict | None = None) -> tuple[int, int, DesignResult]:
+                  time_limit: float, memo: dict | None = None, split: str = "auto") -> tuple[int, int, DesignResult]:
     """A design for ``p`` on a window whose outer records are published with certainty.
 
     Returns ``(lo, hi, result)``: ``result`` is :func:`redactopt.engine.design.design` on the
@@ -286,7 +286,8 @@ def _local_window(chain: MarkovChain, n: int, eps: float, p: int, method: str, r
         if memo is not None and key in memo:
             res = memo[key]
         else:
-            res = design(chain, hi - lo + 1, eps=eps, p=p - lo, method=method, time_limit=time_limit)  # type: ignore[arg-type]
+            res = design(chain, hi - lo + 1, eps=eps, p=p - lo, method=method, time_limit=time_limit,  # type: ignore[arg-type]
+                         **({"split": split} if method in ("3r", "3r-calibrated") else {}))
             if memo is not None:
                 memo[key] = res
         qw = np.asarray(res.redact_prob)
@@ -329,15 +330,15 @@ def design_local(
 
 
 def _local_parts(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], method: str,
-                 time_limit: float) -> list[tuple[int, int, np.ndarray]]:
-    return [(lo, hi, np.asarray(res.redact_prob)) for lo, hi, res in _local_results(chain, n, eps, priv, method,
-                                                                                  time_limit)]
+                 time_limit: float, split: str = "auto") -> list[tuple[int, int, np.ndarray]]:
+    return [(lo, hi, np.asarray(res.redact_prob))
+            for lo, hi, res in _local_results(chain, n, eps, priv, method, time_limit, split)]
 
 
 def _local_results(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], method: str,
-                   time_limit: float) -> list[tuple[int, int, DesignResult]]:
+                   time_limit: float, split: str = "auto") -> list[tuple[int, int, DesignResult]]:
     memo: dict = {}
-    return [_local_window(chain, n, eps, p, method, None, time_limit, memo) for p in priv]
+    return [_local_window(chain, n, eps, p, method, None, time_limit, memo, split) for p in priv]
 
 
 #: Grid of the one-sided frontier tables behind region bounds (coarse: a bound, not a design).
@@ -970,7 +971,7 @@ def _design_joint(chain: MarkovChain | ChainClass, n: int, *, eps: float, privat
     }
     if len(priv) <= AUTO_CALIBRATED_MAX:
         makers["max-3r-calibrated"] = lambda: _Blocks.of_max(
-            n, _local_parts(chain, n, eps, priv, "3r-calibrated", time_limit), priv)
+            n, _local_parts(chain, n, eps, priv, "3r-calibrated", time_limit, split="half"), priv)
     pi = chain.stationary
     errors: dict[str, str] = {}
     utilities: dict[str, float] = {}
@@ -991,21 +992,19 @@ def _design_joint(chain: MarkovChain | ChainClass, n: int, *, eps: float, privat
     bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)
     tries: list[tuple[str, list[tuple[int, np.ndarray]]]] = [(k, built[k].parts()) for k in order]
     if improve:
-        # the best candidate that improve_locally accepts as a start (one whose leakage sits
-        # within rounding of eps cannot be); the improved design goes before every candidate
-        # of lower utility
-        skipped = {}
+        # every candidate improve_locally accepts as a start (one whose leakage sits within rounding
+        # of eps cannot be; the improvement is local, so the best start need not end best): the
+        # improved designs join the candidates by utility, each before the ones it equals
+        skipped, ranked = {}, [(utilities[k], 1, k, built[k].parts()) for k in order]
         for name in order:
             blocks = _Blocks(n, [(s, b.copy()) for s, b in built[name].parts()])
             try:
-                info["improvement"] = blocks.improve(chain, eps, priv)
+                info.setdefault("improvement", {})[name] = blocks.improve(chain, eps, priv)
             except PrivacyCheckError as exc:
                 skipped[name] = str(exc)
                 continue
-            u = blocks.utility(pi)
-            tries.insert(next((i for i, k in enumerate(order) if utilities[k] <= u), len(order)),
-                         ("improved " + name, blocks.parts()))
-            break
+            ranked.append((blocks.utility(pi), 0, "improved " + name, blocks.parts()))
+        tries = [(name, parts) for _, _, name, parts in sorted(ranked, key=lambda r: (-r[0], r[1]))]
         if skipped:
             info.setdefault("improvement", {})["skipped"] = skipped
     failures = []

@@ -366,81 +366,235 @@ class _Sides:
         return np.maximum(0.0, np.max(a + b, axis=1))
 
 
-def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float) -> tuple[np.ndarray, dict]:
-    r"""Calibrate the common low-value redaction probability per side for one split.
+def _structure_of(chain: MarkovChain, n: int, p: int, labels: str):
+    """3R's fixed part for region labels (``"P"``, ``"S"``, ``"M"``, ``"L"`` per record): the base
+    array (``R_M``'s low value published), the ``R_M`` indices of each side and the low value."""
+    lab = np.array(list(labels))
+    q = np.zeros((n, 2))
+    q[(lab == "L") | (lab == "P")] = 1.0
+    lo = low_value(chain)
+    t = np.arange(n)
+    med = (np.flatnonzero((lab == "M") & (t < p)), np.flatnonzero((lab == "M") & (t > p)))
+    for idx in med:
+        q[idx, 1 - lo] = 1.0
+    return q, med, lo
 
-    Stage 1 gives each side its own budget: with the other side fully redacted (its
-    factor is then 1), the smallest :math:`p_s` with exact one-sided leakage
-    :math:`\le\epsilon_s`.  Since the two sides' log-ratios add (independence given
-    :math:`X_p`), the joint leakage is then :math:`\le\epsilon_\ell+\epsilon_r=\epsilon`.
-    :math:`p_s=1` (all of :math:`R_M` redacted) is always feasible for the side: what
-    is left is the window mechanism whose nearest published record is the nearest
-    :math:`R_S` record, and :math:`R_S` is defined by :math:`\hat i\le\epsilon_s`
-    (Lemma 1).  Should floating rounding make it fail, the nearest :math:`R_S` records
-    are moved to the redacted set one by one (``shrunk`` in the info).
-    Stage 2 spends the slack left by the split (the two sides may be tight in opposite
-    directions): holding one side fixed, lower the other's :math:`p_s` while the exact
-    joint leakage stays :math:`\le\epsilon`; two rounds of this coordinate descent.
+
+class _Structure:
+    """One 3R structure (the regions a split gives), its exact sides and its grid table.
+
+    ``grid`` holds each side's ``(log M, -log m)`` with its ``R_M`` low value redacted with
+    probability ``GRID_P[i]`` (:func:`_side_logs_many`, a proposal-grade evaluation), from which
+    :meth:`upper_bound` bounds — and :meth:`start` proposes — the most useful pair of probabilities.
+    Records published with certainty nearer than a side's ``R_M`` are the nearest ``R_S`` records.
     """
-    eps_right = eps - eps_left
-    base, med, lo, reg = _structure(chain, n, p, eps_left, eps_right)
-    side_masks = (np.arange(n) < p, np.arange(n) > p)
-    shrunk = [0, 0]
-    probs = [1.0, 1.0]
-    sides = _Sides(chain, p, base, med, lo)
-    for s, budget in ((0, eps_left), (1, eps_right)):
-        if med[s].size == 0 and not np.any(base[side_masks[s]] == 0.0):
-            continue
 
-        def one_sided(x: float, s: int = s) -> float:
-            return sides.joint(s, x, None)
+    def __init__(self, chain: MarkovChain, n: int, p: int, eps: float, labels: str) -> None:
+        self.chain, self.n, self.p, self.eps, self.labels = chain, n, p, eps, labels
+        self.base, self.med, self.lo = _structure_of(chain, n, p, labels)
+        self.shrunk = [0, 0]
+        self.target = safe_budget(eps, n)
+        self.sides = _Sides(chain, p, self.base, self.med, self.lo)
+        self.pi_low = float(chain.stationary[self.lo])
+        self.published = float(np.sum(~self.base.any(axis=1)))  # R_S records
+        self.m = (self.med[0].size, self.med[1].size)
 
-        while one_sided(1.0) > budget:
-            # Floating tie only: redact the nearest published record of this side.
-            published = np.flatnonzero(side_masks[s] & (base[:, 0] == 0.0) & (base[:, 1] == 0.0))
-            nearest = published[np.argmin(np.abs(published - p))]
-            base[nearest] = 1.0
-            shrunk[s] += 1
-            sides = _Sides(chain, p, base, med, lo)
-        if med[s].size:
-            # The safety margin keeps the sum of the two sides, evaluated jointly, out of
-            # the boundary zone where rounding could decide (tolerances.safe_budget).
-            target = safe_budget(budget, n)
-            probs[s] = _smallest_feasible(one_sided, 1.0, target if one_sided(1.0) <= target else budget,
-                                          lambda xs, s=s: sides.joint_many(s, xs, None))
+    def shrink(self) -> bool:
+        """Floating ties only: while everything in R_M redacted leaks more than eps (it cannot in exact
+        arithmetic, R_S being defined by the side budgets), redact the nearest R_S record of the side
+        that leaks more.  Whether anything changed."""
+        p = self.p
+        for _ in range(self.n):
+            if self.sides.joint(0, 1.0, 1.0) <= self.eps:
+                self.published = float(np.sum(~self.base.any(axis=1)))
+                return sum(self.shrunk) > 0
+            a, b = self.sides.side(0, 1.0), self.sides.side(1, 1.0)
+            s = 0 if max(a) >= max(b) else 1
+            mask = (np.arange(self.n) < p) if s == 0 else (np.arange(self.n) > p)
+            pub = np.flatnonzero(mask & ~self.base.any(axis=1))
+            if not pub.size:
+                s = 1 - s
+                mask = (np.arange(self.n) < p) if s == 0 else (np.arange(self.n) > p)
+                pub = np.flatnonzero(mask & ~self.base.any(axis=1))
+            self.base[pub[np.argmin(np.abs(pub - p))]] = 1.0
+            self.shrunk[s] += 1
+            self.sides = _Sides(self.chain, p, self.base, self.med, self.lo)
 
-    def joint(pr: list[float]) -> float:
-        return sides.joint(0, pr[0], pr[1])
+    def value(self, pl: np.ndarray | float, pr: np.ndarray | float) -> np.ndarray | float:
+        """Expected published records with per-side probabilities ``pl``, ``pr``."""
+        return self.published + self.pi_low * (self.m[0] * (1.0 - pl) + self.m[1] * (1.0 - pr))
 
-    stage1 = tuple(probs)
-    # Stage 2 only when the split left slack (joint leakage strictly below eps).
-    rounds = 2 if joint(probs) < safe_budget(eps, n) else 0
-    for _ in range(rounds):
-        for s in (0, 1):
-            if med[s].size == 0 or probs[s] == 0.0:
-                continue
+    def table(self, grids: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """Joint leakage on the grid: ``[i, j]`` with the left side at ``GRID_P[i]``, the right at ``GRID_P[j]``."""
+        L, R = grids
+        return np.maximum(0.0, np.maximum(L[:, None, 0] + R[None, :, 0], L[:, None, 1] + R[None, :, 1]))
 
-            def h(x: float, s: int = s) -> float:
-                pr = list(probs)
-                pr[s] = x
-                return joint(pr)
+    def upper_bound(self, grids: tuple[np.ndarray, np.ndarray]) -> float:
+        """Above the value of every pair whose exact leakage is <= the target (monotone: a feasible pair
+        rounded up to the grid is feasible, and the grid point below it is at least as useful)."""
+        ok = self.table(grids) <= self.target + 1e-9 * max(self.eps, 1.0)
+        below = GRID_P[np.maximum(np.arange(GRID_P.size) - 1, 0)]
+        vals = self.value(below[:, None], below[None, :])
+        return float(np.max(np.where(ok, vals, -np.inf)))
 
-            probs[s] = _smallest_feasible(h, probs[s], safe_budget(eps, n),
-                                          lambda xs, s=s: sides.joint_many(s, xs, probs[1 - s]))
-    q = _with_probs(base, med, lo, (probs[0], probs[1]))
-    info = {
-        "eps_left": float(eps_left),
-        "eps_right": float(eps_right),
-        "p_left": float(probs[0]),
-        "p_right": float(probs[1]),
-        "p_left_stage1": float(stage1[0]),
-        "p_right_stage1": float(stage1[1]),
-        "regions": "".join(reg.labels.tolist()),
-        "low_value": int(lo),
-        "shrunk_left": shrunk[0],
-        "shrunk_right": shrunk[1],
-    }
+    def start(self, grids: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
+        """The most useful grid pair the batched table finds within the target (else (1, 1))."""
+        ok = self.table(grids) <= self.target
+        vals = np.where(ok, self.value(GRID_P[:, None], GRID_P[None, :]), -np.inf)
+        i, j = np.unravel_index(int(np.argmax(vals)), vals.shape)
+        return (float(GRID_P[i]), float(GRID_P[j])) if np.isfinite(vals[i, j]) else (1.0, 1.0)
+
+
+#: Redaction probabilities of the grid on which each structure is bounded (:class:`_Structure`).
+GRID_P = np.linspace(0.0, 1.0, _GRID + 1)
+
+
+def _side_grids(structures: list[_Structure], s: int) -> list[np.ndarray]:
+    """Side ``s`` of every structure on the grid (:data:`GRID_P`), each distinct side once, batched.
+
+    A side is only needed up to its nearest record published with certainty (the cut): the rows
+    after it are dropped, and sides are padded with published rows, which end every pattern.
+    """
+    keys, rows_of = {}, []
+    for st in structures:
+        p, base = st.p, st.base
+        rows = base[:p][::-1] if s == 0 else base[p + 1:]
+        idx = (p - 1 - st.med[0]) if s == 0 else (st.med[1] - p - 1)
+        cut = np.flatnonzero(~rows.any(axis=1))
+        m = int(cut[0]) + 1 if cut.size else rows.shape[0]
+        key = (rows[:m].tobytes(), idx[idx < m].tobytes())
+        if key not in keys:
+            keys[key] = len(rows_of)
+            rows_of.append((rows[:m], idx[idx < m], st.lo))
+    width = max([r.shape[0] for r, _, _ in rows_of] + [0])
+    out = []
+    if width == 0:
+        return [np.zeros((GRID_P.size, 2)) for _ in structures]
+    per = max(1, (1 << 21) // (width * GRID_P.size))  # a few MB per batch
+    P = structures[0].chain.transition_matrix
+    for a in range(0, len(rows_of), per):
+        chunk = rows_of[a:a + per]
+        batch = np.zeros((len(chunk), GRID_P.size, width, 2))
+        for k, (rows, idx, lo) in enumerate(chunk):
+            batch[k, :, : rows.shape[0]] = rows  # an uncut side is the whole side: the longest
+            batch[k][:, idx, lo] = GRID_P[:, None]
+        logs = _side_logs_many(P, snap(batch.reshape(-1, width, 2)))
+        out += list(logs.reshape(len(chunk), GRID_P.size, 2))
+    order = []
+    for st in structures:
+        p, base = st.p, st.base
+        rows = base[:p][::-1] if s == 0 else base[p + 1:]
+        idx = (p - 1 - st.med[0]) if s == 0 else (st.med[1] - p - 1)
+        cut = np.flatnonzero(~rows.any(axis=1))
+        m = int(cut[0]) + 1 if cut.size else rows.shape[0]
+        order.append(out[keys[(rows[:m].tobytes(), idx[idx < m].tobytes())]])
+    return order
+
+
+#: Bisection steps of the calibration inside one grid cell (1/32 wide): about 3e-8 in probability.
+_REFINE = 20
+
+
+def _lowest(h, cur: float, budget: float) -> float:
+    """The smallest feasible value of one probability below ``cur`` (``h(cur) <= budget``): down the
+    grid :data:`GRID_P` while it passes, then bisection inside the cell; keeps a feasible end."""
+    k = int(np.searchsorted(GRID_P, cur, side="left"))  # GRID_P[k] >= cur
+    good = cur
+    while k > 0 and GRID_P[k - 1] < good and h(float(GRID_P[k - 1])) <= budget:
+        k -= 1
+        good = float(GRID_P[k])
+    if k == 0 or good == 0.0:
+        return good
+    return bisect_boundary(lambda x: h(x) <= budget, good, float(GRID_P[k - 1]), steps=_REFINE)
+
+
+def _calibrate_structure(st: _Structure, start: tuple[float, float]) -> tuple[np.ndarray, dict]:
+    r"""The calibrated probabilities of one structure: from the grid's start, each side lowered in
+    turn as far as the exact joint leakage allows, twice (:func:`_lowest`).  A function of the
+    structure only (never of the split that produced it), so a tuned split is at least as good
+    as every split.  The exact leakage need not be monotone in one coordinate; every step keeps
+    a feasible end whatever its shape.
+    """
+    sides, target = st.sides, st.target
+    probs = [1.0 if st.m[0] == 0 else start[0], 1.0 if st.m[1] == 0 else start[1]]
+    if sides.joint(0, probs[0], probs[1]) > target:
+        probs = [1.0, 1.0]
+    if sides.joint(0, 1.0, 1.0) <= target:
+        for _ in range(2):
+            for s in (0, 1):
+                if st.m[s] == 0 or probs[s] == 0.0:
+                    continue
+
+                def h(x: float, s: int = s) -> float:
+                    pr = list(probs)
+                    pr[s] = x
+                    return sides.joint(0, pr[0], pr[1])
+
+                probs[s] = _lowest(h, probs[s], target)
+    q = _with_probs(st.base, st.med, st.lo, (probs[0], probs[1]))
+    info = {"p_left": float(probs[0]), "p_right": float(probs[1]), "regions": st.labels, "low_value": int(st.lo),
+            "shrunk_left": st.shrunk[0], "shrunk_right": st.shrunk[1]}
     return q, info
+
+
+def _structures(chain: MarkovChain, n: int, p: int, eps: float, splits: np.ndarray) -> dict[str, float]:
+    """The distinct 3R structures (region labels) of the splits, each with the first split giving it.
+
+    The labels of :func:`~redactopt.model.influence.regions` for every split at once: the same
+    influences (computed per distance) and the same comparisons, ``eps - eps_left`` on the right.
+    """
+    splits = np.clip(np.asarray(splits, dtype=float), 0.0, eps)
+    code = np.full((splits.size, n), ord("P"), dtype=np.uint8)
+    for side, (dist, budget) in enumerate(((np.arange(p, 0, -1), splits), (np.arange(1, n - p), eps - splits))):
+        if not dist.size:
+            continue
+        i0, i1 = pointwise_influence(chain, dist, 0), pointwise_influence(chain, dist, 1)
+        lo, hi = np.minimum(i0, i1)[None, :], np.maximum(i0, i1)[None, :]
+        b = budget[:, None]
+        lab = np.where(hi <= b, ord("S"), np.where(lo <= b, ord("M"), ord("L"))).astype(np.uint8)
+        if side == 0:
+            code[:, :p] = lab
+        else:
+            code[:, p + 1:] = lab
+    _, first = np.unique(code, axis=0, return_index=True)
+    return {code[i].tobytes().decode("ascii"): float(splits[i]) for i in sorted(first)}
+
+
+def _calibrate(chain: MarkovChain, n: int, p: int, eps: float, eps_left: float | None) -> list[tuple[float, np.ndarray, dict]]:
+    """Calibrated 3R for one split, or (``None``) for every split: the most useful structure first.
+
+    Every structure a split in ``[0, eps]`` can give (the candidates of :func:`_split_candidates`
+    and the floats next to them) is bounded on the grid (:meth:`_Structure.upper_bound`); they
+    are calibrated by that bound, most promising first, until the bound of the next cannot beat
+    the best found: a skipped structure could not have won.
+    """
+    if eps_left is not None:
+        found = _structures(chain, n, p, eps, np.array([eps_left]))
+    else:
+        e, _, _ = _split_candidates(chain, n, eps, p)
+        e = np.unique(np.concatenate([e] + [np.nextafter(e, d) for d in (-np.inf, np.inf)]))
+        found = _structures(chain, n, p, eps, e[(e >= 0.0) & (e <= eps)])
+    sts = [_Structure(chain, n, p, eps, lab) for lab in found]
+    left, right = _side_grids(sts, 0), _side_grids(sts, 1)
+    for k, st in enumerate(sts):  # (1, 1) within rounding of eps: decided exactly, shrunk if it must be
+        if st.table((left[k][-1:], right[k][-1:]))[0, 0] > eps * (1.0 - 1e-7) and st.shrink():
+            left[k], right[k] = _side_grids([st], 0)[0], _side_grids([st], 1)[0]
+    bounds = [st.upper_bound((left[k], right[k])) for k, st in enumerate(sts)]
+    starts = [st.start((left[k], right[k])) for k, st in enumerate(sts)]
+    incumbent = max(range(len(sts)), key=lambda k: sts[k].value(*starts[k]))  # calibrated first
+    done = []
+    for k in [incumbent] + sorted((k for k in range(len(sts)) if k != incumbent), key=lambda k: -bounds[k]):
+        if done and bounds[k] * (1.0 + 1e-12) < max(u for u, _, _ in done) * n:
+            break
+        q, info = _calibrate_structure(sts[k], starts[k])
+        el = found[sts[k].labels]
+        info.update(eps_left=el, eps_right=eps - el, split="given" if eps_left is not None else "auto",
+                    structures=len(sts))
+        done.append((utility(chain, q), q, info))
+    for d in done:
+        d[2]["structures_calibrated"] = len(done)
+    done.sort(key=lambda d: -d[0])
+    return done
 
 
 def calibrated_three_region(
@@ -461,8 +615,7 @@ def calibrated_three_region(
     :math:`R_S` published.  Instead of :math:`p_t=e^{-\epsilon_s/|R_M^{(s)}|}`, whose
     privacy argument (Eq. 20) is incomplete, one common :math:`p_s` per side is chosen
     so that the exact leakage (Definition 1, :func:`redactopt.judge.leakage.leakage`) is at
-    most :math:`\epsilon` — first each side within its own budget, then the remaining
-    slack is spent jointly (see the notes).
+    most :math:`\epsilon`, as useful as the search finds (see the notes).
 
     Parameters
     ----------
@@ -474,49 +627,41 @@ def calibrated_three_region(
     p : int
         0-based index of the private record.
     eps_left : float, optional
-        Use this split.  By default both the default split
-        (:func:`~redactopt.paper.mechanisms.default_split`) and the tuned split
-        (:func:`tuned_three_region`) are calibrated and the better is proposed first.
+        Use this split.  By default (``--split auto``) every split is searched: each of the
+        finitely many structures the splits of ``[0, eps]`` give is bounded, and calibrated
+        while its bound can beat the best found, so the result is at least as useful as the
+        calibration of every split.
     time_limit, verbose, rng
-        The common solver signature (:mod:`redactopt.solvers.base`); calibration takes
-        a fraction of a second and draws nothing at random.
+        The common solver signature (:mod:`redactopt.solvers.base`); calibration draws
+        nothing at random.
 
     Returns
     -------
     Candidate
         ``solver="3r-calibrated"``, ``status="heuristic"``, no bound (the judge certifies
-        with Lemma 2's).  ``info`` holds the split, the per-side probabilities and the
-        regions of the first proposal.
+        with Lemma 2's).  ``info`` holds a split giving the structure (``eps_left``,
+        ``eps_right``), the per-side probabilities, the regions, and how many structures
+        were found and calibrated; the next most useful structure is a fallback.
 
     Notes
     -----
-    Per side, with the other side fully redacted, the smallest feasible probability is
-    found on a 33-point grid refined by bisection; the exact leakage is not assumed
-    monotone in :math:`p_s`.  :math:`p_s=1` is always feasible for a side because the
-    nearest published record is then the nearest :math:`R_S` record, whose
-    max-influence is at most :math:`\epsilon_s` by definition of :math:`R_S`; the sides'
-    log-ratios add, so the two per-side guarantees give :math:`\epsilon`.  A second
-    stage lowers each :math:`p_s` in turn while the joint exact leakage stays
-    :math:`\le\epsilon`.
+    A split enters only through the regions it gives (the structure): the probabilities are
+    a function of the structure alone (:func:`_calibrate_structure`), so two splits with the
+    same regions give the same mechanism, and the best structure beats every split.  For a
+    structure, the grid of :data:`GRID_P` probabilities per side (33 points, batched over all
+    structures) proposes the most useful pair within the budget and bounds every pair
+    (leakage is non-increasing in each probability: post-processing); then each side is
+    lowered in turn by a grid refined by bisection, with the exact leakage, not assumed
+    monotone in :math:`p_s`.  Redacting all of :math:`R_M` is always private: the nearest
+    published records are then the nearest :math:`R_S` records, whose max-influences are at
+    most the side budgets.
     """
     n, eps, p = check_problem(chain, n, eps, p)
-    if eps_left is None:
-        splits = {"default": default_split(n, p, eps)[0]}
-        tuned = tuned_three_region(chain, n, eps=eps, p=p, private=False).eps_left
-        if tuned != splits["default"]:
-            splits["tuned"] = tuned
-    else:
-        el = check_real(eps_left, "eps_left")
-        if not 0.0 <= el <= eps:
-            raise ValueError(f"eps_left must lie in [0, eps] = [0, {eps}], got {el!r}")
-        splits = {"given": el}
-    proposals = []
-    for name, el in splits.items():
-        q, info = _calibrate(chain, n, p, eps, el)
-        info["split"] = name
-        proposals.append((utility(chain, q), q, info))
-    # the more useful split first (stable: the default split wins ties)
-    proposals.sort(key=lambda u_q_i: -u_q_i[0])
+    if eps_left is not None:
+        eps_left = check_real(eps_left, "eps_left")
+        if not 0.0 <= eps_left <= eps:
+            raise ValueError(f"eps_left must lie in [0, eps] = [0, {eps}], got {eps_left!r}")
+    proposals = _calibrate(chain, n, p, eps, eps_left)[:2]
     return Candidate(redact_prob=proposals[0][1], solver="3r-calibrated", status="heuristic",
                      fallbacks=tuple(q for _, q, _ in proposals[1:]), info=proposals[0][2],
                      fallback_info=tuple(i for _, _, i in proposals[1:]))
