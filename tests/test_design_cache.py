@@ -411,8 +411,9 @@ def test_cli_apply_many_sequences(dataset, cached, tmp_path, run, capsys):
     summary = json.loads(rep.read_text())
     d = summary["designs"]
     assert (f"designs   : {d['shapes']} distinct for {d['groups']} group(s) of private records in "
-            f"{summary['designed_sequences']} sequence(s) ({d['computed']} computed, {d['reflected']} mirror image(s); "
-            f"{d['reused']} group(s) reuse one)") in text
+            f"{summary['designed_sequences']} sequence(s), {d['groups'] - d['shapes']} group(s) sharing one; "
+            f"{d['computed'] + d['reflected']} candidate design(s) verified ({d['computed']} computed, "
+            f"{d['reflected']} as mirror images)") in text
     assert d["reflected"] >= 1 and d["shapes"] < d["groups"]  # mirror images made, designs shared
     assert summary["sequences_file"] == "r.sequences.parquet" and "(sequences: r.sequences.parquet)" in text
     assert out.read_bytes() == (dataset / "cached.csv").read_bytes()  # the library's release, same seed

@@ -10,7 +10,7 @@ dependency is not installed; exit 2 with the install hint).
 
 from __future__ import annotations
 
-__all__ = ["PrivacyCheckError", "UsageError", "MissingExtraError", "BoundError", "TooLongError"]
+__all__ = ["PrivacyCheckError", "UsageError", "MissingExtraError", "BoundError", "TooLongError", "MissingInputError"]
 
 
 class PrivacyCheckError(ValueError):
@@ -23,6 +23,10 @@ class BoundError(RuntimeError):
 
 class UsageError(Exception):
     """Bad usage or input: reported on one line, exit status 2."""
+
+
+class MissingInputError(FileNotFoundError, ValueError):
+    """An input file does not exist: a ``FileNotFoundError`` (and, as before, a ``ValueError``)."""
 
 
 class MissingExtraError(ImportError):

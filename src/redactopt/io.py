@@ -442,10 +442,13 @@ def write_output(text: str, out: str | None, *, force: bool = False) -> None:
 
 
 def check_input_path(path: str | os.PathLike[str]) -> Path:
-    """``path`` as a :class:`~pathlib.Path`; a missing one is a ``ValueError`` in the one wording."""
+    """``path`` as a :class:`~pathlib.Path`; a missing one is a :class:`~redactopt.errors.MissingInputError`
+    (a ``FileNotFoundError`` and a ``ValueError``) in the one wording."""
+    from redactopt.errors import MissingInputError
+
     p = Path(path)
     if not p.exists():
-        raise ValueError(f"{p}: no such file or directory")
+        raise MissingInputError(f"{p}: no such file or directory")
     return p
 
 

@@ -246,9 +246,10 @@ def _summary_text(s: dict[str, Any]) -> str:
                      f"{rob['expected_redacted_point']:.6g} for the point design (both at the nominal chain)")
     if s["sequences_count"] > 1:  # many sequences: how many designs they share
         d = s["designs"]
+        tried = d["computed"] + d["reflected"]
         lines.append(f"designs   : {d['shapes']} distinct for {d['groups']} group(s) of private records in "
-                     f"{s['sequences']} sequence(s) ({d['computed']} computed, {d['reflected']} mirror image(s); "
-                     f"{d['reused']} group(s) reuse one)")
+                     f"{s['sequences']} sequence(s), {d['reused']} group(s) sharing one; {tried} candidate design(s) "
+                     f"verified ({d['computed']} computed, {d['reflected']} as mirror images)")
     lines.append(f"randomness: {s['randomness']}")
     if s["label"]:
         lines.append(f"label     : {s['label']}")

@@ -451,8 +451,10 @@ def _combine(chain: KChain, q: np.ndarray, p: int, left: SidePairs, right: SideP
     witness[:p] = side_output(left, int(left.arg_j[x, y]), int(left.arg_v[x, y]))[::-1]
     witness[p] = -1
     witness[p + 1 :] = side_output(right, int(right.arg_j[x, y]), int(right.arg_v[x, y]))
+    # everything redacted: the one output (all ⊥) has probability exactly 1 under every value
+    exact_zero = bool(np.all(q == 1.0))
     return KLeakageResult(
-        leakage=max(0.0, float(total[x, y])),
+        leakage=0.0 if exact_zero else max(0.0, float(total[x, y])),
         witness=witness,
         pair=(x, y),
         p=p,

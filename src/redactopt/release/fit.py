@@ -349,6 +349,10 @@ def fit_counts(
         m = int(pairs[i].sum())
         k = int(pairs[i, 1 - i])  # alpha counts 0 -> 1, beta counts 1 -> 0
         if m == 0:
+            if pairs[:, i].sum() == 0:  # state i never occurs in a transition: only the other value is seen
+                raise ValueError(
+                    f"cannot fit the chain: the column is constant (every value is {1 - i}, no {i} in a "
+                    "transition); give alpha and beta explicitly (--alpha, --beta)")
             raise ValueError(
                 f"cannot fit {name}: no transition out of state {i} was observed "
                 f"(every {i} is the last record of its sequence); give alpha and beta explicitly (--alpha, --beta)"

@@ -593,7 +593,7 @@ def _read(path: Path) -> tuple[pd.DataFrame, _Layout]:
         if len(set(map(str, flat.columns))) < flat.shape[1]:  # an index named like a column: left as the index
             return df, _Layout("parquet", stored_index=True)
         return flat, _Layout("parquet", index=list(zip(moved, names)), stored_index=True)
-    sep = csv_delimiter(path)
+    sep = csv_delimiter(path, sniff=True)
     with open_binary(path) as fh:
         df = pd.read_csv(fh, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
     with open_binary(path) as fh:

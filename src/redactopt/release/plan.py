@@ -41,6 +41,7 @@ import collections
 import concurrent.futures
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -236,7 +237,8 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
 
         with _without_main():
             if not pool:
-                pool.append(concurrent.futures.ProcessPoolExecutor(count - 1, mp_context=_pool_context()))
+                pool.append(concurrent.futures.ProcessPoolExecutor(count - 1, mp_context=_pool_context(),
+                                                                   initializer=_worker_ignores_interrupt))
             hand_out()  # the workers start here, main hidden
         feeder = threading.Thread(target=feed, name="redactopt-design-feeder", daemon=True)
         feeder.start()
@@ -259,9 +261,21 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
 
     try:
         yield run
+    except BaseException:
+        # an error or an interrupt here: stop the workers now rather than wait for their designs
+        for p in pool:
+            p.shutdown(wait=False, cancel_futures=True)
+        for child in multiprocessing.active_children():
+            child.terminate()
+        raise
     finally:
         for p in pool:
             p.shutdown(cancel_futures=True)
+
+
+def _worker_ignores_interrupt() -> None:
+    """A design worker leaves Ctrl-C to the process that started it (no traceback of its own)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 # --------------------------------------------------------------------------

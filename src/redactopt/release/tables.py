@@ -90,9 +90,27 @@ def table_format(path: str | os.PathLike[str]) -> TableFormat:
     )
 
 
-def csv_delimiter(path: str | os.PathLike[str]) -> str:
-    """Tab for a ``.tsv`` name (compressed or not), else comma."""
-    return "\t" if ".tsv" in Path(path).name.lower() else ","
+#: Delimiters a CSV input's header line is sniffed for, in order of preference on a tie.
+_DELIMITERS = (",", "\t", ";", "|")
+
+
+def csv_delimiter(path: str | os.PathLike[str], *, sniff: bool = False) -> str:
+    """Tab for a ``.tsv`` name (compressed or not), else comma; with ``sniff`` (an existing input), the
+    delimiter its header line uses most outside quotes, among comma, tab, semicolon and ``|`` (the name's
+    default when the header holds none of them: one column)."""
+    default = "\t" if ".tsv" in Path(path).name.lower() else ","
+    if not sniff:
+        return default
+    try:
+        with open_binary(path) as fh:
+            head = fh.read(1 << 16)
+    except (OSError, EOFError, lzma.LZMAError):
+        return default
+    line = head.decode("utf-8-sig", errors="replace").splitlines()[0] if head else ""
+    outside = re.sub(r'"[^"]*"', "", line)  # quoted names may hold any character
+    counts = {d: outside.count(d) for d in _DELIMITERS}
+    best = max(_DELIMITERS, key=lambda d: (counts[d], d == default))
+    return best if counts[best] else default
 
 
 def compression_suffix(path: str | os.PathLike[str]) -> str | None:
@@ -217,7 +235,7 @@ def _csv_layout(path: Path, label: str) -> CsvLayout:
         if exc.start < len(head) - 4:  # not just a character cut at the end of the 64 KB
             raise ValueError(f"{label}: not a UTF-8 text file") from None
         text = head[: exc.start].decode("utf-8-sig")
-    delim = csv_delimiter(path)
+    delim = csv_delimiter(path, sniff=True)
     rows = list(csv.reader(io.StringIO(text), delimiter=delim))
     if not rows or not rows[0]:
         raise ValueError(f"{label}: empty file, expected a header line")
@@ -304,7 +322,9 @@ class TableReader:
         """Raise naming the column when one of ``names`` is not in the table."""
         for name in names:
             if name is not None and name not in self.columns:
-                raise ValueError(f"{self.label}: no column '{name}' (columns: {', '.join(map(str, self.columns))})")
+                sep = "" if self.layout is None else f"; fields read as separated by {self.layout.delimiter!r}"
+                raise ValueError(f"{self.label}: no column '{name}' (columns: {', '.join(map(str, self.columns))}"
+                                 f"{sep})")
 
     def chunks(self, columns: list[str] | None = None, *, binary: tuple[str, ...] = ()) -> Iterator[Chunk]:
         """Chunks of ``columns`` (every column when ``None``) as Arrow record batches.
