@@ -311,3 +311,38 @@ def test_plain_language_summary_says_what_eps_means(tmp_path, run, capsys):
     assert "odds" in s and "e^eps = 2.72" in s and "Covered: the column(s) x" in s
     assert f"{rep['utility']['redacted']} of {len(df)} rows redacted" in s
     assert "in short  : What eps = 1 means" in text
+
+
+def test_order_by_on_the_k_state_path_fits_the_same_chain(tmp_path, run, capsys):
+    df = _people()
+    df.to_csv(tmp_path / "ordered.csv", index=False)
+    df.sample(frac=1.0, random_state=2).to_csv(tmp_path / "shuffled.csv", index=False)
+    extra = ["--protect", "x,light", "--bin", "light:250"]
+    rep, _ = _apply(run, capsys, tmp_path / "ordered.csv", tmp_path / "a.csv", *extra)
+    rep2, _ = _apply(run, capsys, tmp_path / "shuffled.csv", tmp_path / "b.csv", *extra, "--order-by", "t")
+    assert rep2["chain"]["transition"] == rep["chain"]["transition"] and rep2["states"] == rep["states"]
+    assert rep2["chain"]["fit"]["counts"] == rep["chain"]["fit"]["counts"]
+    b = pd.read_csv(tmp_path / "b.csv", dtype=str, keep_default_na=False)
+    assert list(b.columns) == ["person", "t", "x", "light"]
+
+
+def test_dask_writes_the_same_columns_and_figures_as_the_file_path(tmp_path):
+    pytest.importorskip("dask")
+    from redactopt.release.apply import apply_table
+    from redactopt.release.dask_backend import apply_dask
+
+    df = _people()
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, rows in enumerate(np.array_split(np.arange(len(df)), 3)):  # sequences run across the files
+        df.iloc[rows].to_csv(folder / f"part{i}.csv", index=False)
+    df.to_csv(tmp_path / "all.csv", index=False)
+    kw = dict(column="x", by="person", private_column="optout", eps=1.0, seed=4, keep=["light"])
+    rep = apply_table(tmp_path / "all.csv", tmp_path / "one.csv", **kw)
+    rep_d = apply_dask(folder, tmp_path / "out", **kw)
+    one = pd.read_csv(tmp_path / "one.csv", dtype=str, keep_default_na=False)
+    parts = pd.concat([pd.read_csv(f, dtype=str, keep_default_na=False) for f in sorted((tmp_path / "out").iterdir())],
+                      ignore_index=True)
+    assert list(parts.columns) == ["person", "x", "light"] and parts.equals(one)
+    assert rep_d["columns"]["not_covered"] == rep["columns"]["not_covered"]
+    assert rep_d["chain"]["fit_rows"] == rep["chain"]["fit_rows"] and rep_d["chain"]["alpha"] == rep["chain"]["alpha"]

@@ -503,9 +503,10 @@ def plan_output(reader: Any, *, column: str, by: str | None, order_by: str | Non
     written, kept = output_columns(every, protected=[column], by=by, order_by=order_by,
                                    private_column=private_column, keep=keep)
     roles = {c: ("by" if c == by else "order-by" if c == order_by else "kept") for c in written if c != column}
-    disclosure = Disclosure(roles, ["0", "1"], rows)
     index = reader.layout.index_name if getattr(reader, "implicit_index", False) else None
-    dropped = ["(row id)" if c == index else c for c in every if c not in written]
+    shown = {} if index is None else {index: "(row id)"}
+    disclosure = Disclosure(roles, ["0", "1"], rows, names=shown)
+    dropped = [shown.get(c, c) for c in every if c not in written]
     return Output(None if written == every else written, disclosure, rank), dropped
 
 

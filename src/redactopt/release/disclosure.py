@@ -57,8 +57,10 @@ class Disclosure:
     """
 
     def __init__(self, roles: dict[str, str], labels: Sequence[str], total_rows: int,
-                 sample_rows: int = SAMPLE_ROWS) -> None:
+                 sample_rows: int = SAMPLE_ROWS, names: dict[str, str] | None = None) -> None:
         self.roles = dict(roles)
+        #: how a column is named in the figures (a CSV row id without a name: "(row id)")
+        self.names = dict(names or {})
         self.labels = [str(s) for s in labels]
         self.threshold = _MASK64 if total_rows <= sample_rows else int(_MASK64 * (sample_rows / total_rows))
         self.sampled = total_rows > sample_rows
@@ -74,6 +76,7 @@ class Disclosure:
         out = Disclosure.__new__(Disclosure)
         out.roles, out.labels, out.threshold, out.sampled = dict(self.roles), list(self.labels), self.threshold, \
             self.sampled
+        out.names = dict(self.names)
         out._x, out._y = {c: [] for c in self.roles}, []
         return out
 
@@ -110,8 +113,9 @@ class Disclosure:
         for c, role in self.roles.items():
             parts = self._x[c]
             x = pd.Series(np.concatenate(parts) if parts else np.zeros(0, dtype=object))
-            fig = rule_figure(x, y, self.labels, name=c, categories=role == "by")
-            out.append({"column": c, "role": role, "covered": False, "sampled": self.sampled, **fig})
+            shown = self.names.get(c, c)
+            fig = rule_figure(x, y, self.labels, name=shown, categories=role == "by")
+            out.append({"column": shown, "role": role, "covered": False, "sampled": self.sampled, **fig})
         return out
 
 
