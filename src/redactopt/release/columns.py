@@ -159,7 +159,12 @@ def read_kind(values: Any) -> tuple[str, np.ndarray | None]:
         return "number", out
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pandas warns when it infers a format element by element
-        dt = pd.to_datetime(filled, errors="coerce", format="mixed")
+        if pd.to_datetime(filled.iloc[:100], errors="coerce", format="mixed").isna().any():
+            return "text", None  # not even its first values are dates
+        try:  # one format for the column (inferred from its first value): vectorised
+            dt = pd.to_datetime(filled, errors="raise")
+        except (ValueError, TypeError, OverflowError):
+            dt = pd.to_datetime(filled, errors="coerce", format="mixed")
     if dt.notna().all():
         out = np.full(len(s), np.iinfo(np.int64).min, dtype=np.int64)
         out[~blank] = _ns(dt)

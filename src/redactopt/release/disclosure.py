@@ -35,7 +35,7 @@ from redactopt.release.columns import read_kind
 __all__ = ["Disclosure", "rule_figure", "plain_summary", "SAMPLE_ROWS"]
 
 #: At most this many rows are used for the figures of a column.
-SAMPLE_ROWS = 200_000
+SAMPLE_ROWS = 50_000
 
 _MASK64 = (1 << 64) - 1
 

@@ -91,7 +91,16 @@ def plan_fitted(state: ScanState, *, tally: Tally, private: list[int] | None,
     def counts(out: Outside) -> TransitionCounts:
         return TransitionCounts(out.pairs, out.triples, out.rows, len(state.ids))
 
-    fitted, plan, zone = choose_zone(counted, fit=counts, plan=lambda c: plan_release(
-        state, private=private, counts=c, **design), reach_of=plan_reach, total_rows=state.rows,
-        free_sequences=free_sequences(state, private))
-    return plan, zone.to_dict()
+    plans: list[ReleasePlan] = []
+
+    def plan_for(c: TransitionCounts) -> ReleasePlan:
+        plans.append(plan_release(state, private=private, counts=c, **design))
+        return plans[-1]
+
+    fitted, plan, zone = choose_zone(counted, fit=counts, plan=plan_for, reach_of=plan_reach, total_rows=state.rows,
+                                     free_sequences=free_sequences(state, private))
+    # the design time of the release is that of every design the zone rule made
+    plan.design_seconds = sum(p.design_seconds for p in plans)
+    where = zone.to_dict()
+    where["designs"] = len(plans)
+    return plan, where

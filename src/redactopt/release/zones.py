@@ -17,7 +17,9 @@ the release hides.  This module chooses the fitted rows so that it is not
   be at most ``R0``; then, while a smaller radius is possible, the next is the smallest ladder
   radius ``R' >= 1.25 r + 16`` (``r``: the last accepted design's reach); the chain is fitted
   again outside ``Z(R')`` and its design accepted when its own reach is at most ``R'`` —
-  otherwise the last accepted design is kept and the refits stop.
+  otherwise the last accepted design is kept and the refits stop.  A refit that would add
+  fewer than 1 % of the rows to the fit is not made (the count of rows outside a zone depends
+  on the positions alone).
 
 Every decision reads only rows outside the final zone (the radii only decrease, and each
 decision reads the rows outside the zone it tests), and every row outside the final zone is
@@ -59,6 +61,9 @@ MIN_CHANGES = 5
 #: Each refit's zone has a radius at least ``MARGIN_FACTOR * r + MARGIN`` (``r``: the last design's reach).
 MARGIN = 16
 MARGIN_FACTOR = 1.25
+
+#: A refit must add at least this share of all rows to the fit.
+MIN_GAIN = 0.01
 
 
 class ZoneError(ValueError):
@@ -221,6 +226,10 @@ class ZoneTally:
         out.tail[one, 0] = self.tail[one, 1]
         return out
 
+    def rows_outside(self, radius: int) -> int:
+        """Rows outside ``Z(radius)``: a function of the positions alone (no value is read)."""
+        return int(self.rows[int(np.searchsorted(LADDER, radius)) + 1:].sum())
+
     def outside(self, radius: int) -> Outside:
         """The counts of the rows outside ``Z(radius)`` (``radius`` a :data:`LADDER` value)."""
         j = int(np.searchsorted(LADDER, radius))
@@ -334,7 +343,8 @@ def choose_zone(tally: ZoneTally, *, fit: Callable[[Outside], Any], plan: Callab
     for _ in range(len(LADDER)):
         _, _, out, r, _ = best
         R = _next_radius(r, out.radius)
-        if R >= out.radius:
+        # a refit costs a design: not worth it for a handful more rows (a decision on positions alone)
+        if R >= out.radius or tally.rows_outside(R) - out.rows < MIN_GAIN * total_rows:
             break
         nxt = tally.outside(R)
         fit1 = fit(nxt)
