@@ -113,7 +113,10 @@ def test_audit_file_refuses_problem_options(run, capsys, mech_file, extra, optio
     (["design", "--n", "5", "--eps", "1", "--method", "mq", "--format", "json", "--no-compare"], "design",
      "--no-compare applies to --format text only"),
     (["design", "--n", "5", "--eps", "1", "--method", "mq", "--force"], "design", "--force applies to --out FILE"),
-    (["design", "--n", "5", "--eps", "1", "--private", "1,3"], "design", "one private record, got 2 positions"),
+    (["design", "--n", "5", "--eps", "1", "--private", "1,3", "--split", "half"], "design",
+     "--split applies to one private record"),
+    (["design", "--n", "5", "--eps", "1", "--private", "1,3", "--certify-time", "3"], "design",
+     "--certify-time applies to one private record"),
     (["design", "--n", "5", "--eps", "1", "--p", "2", "--private", "3"], "design",
      "give --private or its old spelling --p, not both"),
     (["design", "--n", "5", "--eps", "1", "--bogus"], "design", "unknown option --bogus"),
@@ -158,8 +161,9 @@ def test_design_says_when_the_time_limit_stopped_the_search(run, capsys, monkeyp
 
 
 def test_compare_says_which_rows_were_stopped(run, capsys, monkeypatch):
-    real = cli.design
-    monkeypatch.setattr(cli, "design", lambda chain, n, **k: _stopped(real(chain, n, **k)) if n == 6 else real(chain, n, **k))
+    real = cli.design_point
+    monkeypatch.setattr(cli, "design_point",
+                        lambda chain, n, *a: _stopped(real(chain, n, *a)) if n == 6 else real(chain, n, *a))
     assert run(["compare", "--n", "5,6", "--eps", "1", "--alpha", "0.2", "--beta", "0.5"]) == 0
     out = capsys.readouterr().out
     stopped = [line for line in out.splitlines() if "stopped by the time limit" in line]

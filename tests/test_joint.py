@@ -123,7 +123,7 @@ def test_design_local_equals_the_whole_sequence_design():
 
     chain = MarkovChain(0.05, 0.2)
     n, p, eps = 400, 170, 0.7
-    whole = design(chain, n, eps=eps, p=p, method="dim")
+    whole = design(chain, n, eps=eps, p=p, method="dim", whole=True)
     local = design_local(chain, n, eps=eps, p=p, method="dim", radius=5)  # too small: must grow
     assert local.utility == pytest.approx(whole.utility, abs=1e-12)
     lo, hi = local.info["window"]

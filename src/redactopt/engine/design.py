@@ -139,6 +139,7 @@ def design(
     options: dict[str, Any] | None = None,
     progress: Progress | None = None,
     verbose: bool = False,
+    whole: bool = False,
 ) -> DesignResult:
     r"""Design a local redaction mechanism with exact leakage at most ``eps``.
 
@@ -187,6 +188,13 @@ def design(
         running next, ``"design"`` at the end).
     verbose : bool
         Let the solvers print their logs.
+    whole : bool
+        Design on all ``n`` records.  By default a sequence longer than the window around ``p``
+        (:func:`redactopt.engine.window.design_window`) is designed on that window, everything
+        else published with certainty, which is exact (the cut argument) and takes time
+        independent of ``n``; the result is re-verified on all ``n`` records.  For very long
+        sequences :func:`redactopt.engine.window.design_sparse` returns the sparse design
+        without building ``n`` rows.
 
     Returns
     -------
@@ -208,10 +216,18 @@ def design(
     """
     if isinstance(chain, ChainClass):
         return _design_class(chain, n, eps=eps, p=p, method=method, split=split, time_limit=time_limit, rng=rng,
-                             certify_time=certify_time, options=options, progress=progress, verbose=verbose)
+                             certify_time=certify_time, options=options, progress=progress, verbose=verbose,
+                             whole=whole)
     n, eps, p = check_problem(chain, n, eps, p)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if not whole:
+        from redactopt.engine.window import covers, design_sparse  # builds on this module
+
+        if not covers(chain, n, eps, p):
+            return design_sparse(chain, n, eps=eps, p=p, method=method, split=split, time_limit=time_limit,
+                                 rng=rng, certify_time=certify_time, options=options, progress=progress,
+                                 verbose=verbose).to_result()
     tl = check_real(time_limit, "time_limit")
     if tl <= 0:
         raise ValueError(f"time_limit must be > 0, got {tl!r}")

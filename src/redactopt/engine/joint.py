@@ -64,7 +64,8 @@ import numpy as np
 
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_eps, check_n, check_private
-from redactopt.engine.design import METHODS, SOLVER_MAX_EPS, design
+from redactopt.engine.design import METHODS, SOLVER_MAX_EPS
+from redactopt.engine.window import design_sparse, design_window
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import (
     DesignResult,
@@ -103,25 +104,10 @@ JOINT_METHODS: tuple[str, ...] = ("auto",) + METHODS
 #: ``method="auto"`` adds footnote-style calibrated-3R candidates up to this many private records.
 AUTO_CALIBRATED_MAX = 3
 
-#: Summaries of a design kept in ``DesignResult.info`` (large per-record strings are dropped).
-_INFO_MAX_STR = 200
-
-
 def _check_chain(chain: object) -> MarkovChain:
     if not isinstance(chain, MarkovChain):
         raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
     return chain
-
-
-def _small_info(info: dict) -> dict:
-    out = {}
-    for k, v in info.items():
-        if isinstance(v, str) and len(v) > _INFO_MAX_STR:
-            continue
-        if isinstance(v, np.ndarray):
-            continue
-        out[k] = v
-    return out
 
 
 def _side_table(chain: MarkovChain, m: int) -> np.ndarray:
@@ -266,36 +252,11 @@ def joint_dim(chain: MarkovChain, n: int, *, eps: float, private: object) -> Des
 # --------------------------------------------------------------------------
 # one private record on a window of a long sequence
 # --------------------------------------------------------------------------
-def _initial_radius(chain: MarkovChain, eps: float, n: int) -> int:
-    return min(n, 2 * delta_star(chain, eps / 2.0) + 16)
-
-
 def _local_window(chain: MarkovChain, n: int, eps: float, p: int, method: str, radius: int | None,
                   time_limit: float, memo: dict | None = None, split: str = "auto") -> tuple[int, int, DesignResult]:
-    """A design for ``p`` on a window whose outer records are published with certainty.
-
-    Returns ``(lo, hi, result)``: ``result`` is :func:`redactopt.engine.design.design` on the
-    records ``lo..hi`` (verified there by ``finalize``); embedding it needs a check on
-    the whole sequence, which the callers do.  ``memo`` shares the designs of windows of
-    the same length and private offset between calls (records far from the ends).
-    """
-    R = _initial_radius(chain, eps, n) if radius is None else max(1, int(radius))
-    while True:
-        lo, hi = max(0, p - R), min(n - 1, p + R)
-        key = (hi - lo + 1, p - lo)
-        if memo is not None and key in memo:
-            res = memo[key]
-        else:
-            res = design(chain, hi - lo + 1, eps=eps, p=p - lo, method=method, time_limit=time_limit,  # type: ignore[arg-type]
-                         **({"split": split} if method in ("3r", "3r-calibrated") else {}))
-            if memo is not None:
-                memo[key] = res
-        qw = np.asarray(res.redact_prob)
-        left_ok = lo == 0 or not qw[0].any()
-        right_ok = hi == n - 1 or not qw[-1].any()
-        if (left_ok and right_ok) or (lo == 0 and hi == n - 1):
-            return lo, hi, res
-        R *= 2
+    """:func:`redactopt.engine.window.design_window` with the joint designs' arguments."""
+    kw = {"split": split} if method in ("3r", "3r-calibrated") else {}
+    return design_window(chain, n, eps=eps, p=p, method=method, radius=radius, memo=memo, time_limit=time_limit, **kw)
 
 
 def design_local(
@@ -308,25 +269,15 @@ def design_local(
     radius: int | None = None,
     time_limit: float = 60.0,
 ) -> DesignResult:
-    """:func:`redactopt.engine.design.design` for record ``p`` (0-based) on a window, embedded in ``n`` records.
+    """:func:`redactopt.engine.window.design_sparse` for record ``p`` (0-based) as a dense result.
 
     The window ``[p - radius, p + radius]`` (default ``2 Δ*(ε/2) + 16``) is doubled until
     the design publishes its outermost records with certainty (or it covers the whole
     sequence), so that records outside it can be published without changing the leakage.
-    The result is re-verified on all ``n`` records, and its certificate is Lemma 2's bound
-    for the whole sequence.
+    The result is re-verified on all ``n`` records.
     """
     chain = _check_chain(chain)
-    n = check_n(n)
-    eps = check_eps(eps)
-    (p,) = check_private(p, n, "p")
-    lo, hi, res = _local_window(chain, n, eps, p, method, radius, time_limit)
-    q = np.zeros((n, 2))
-    q[lo : hi + 1] = res.redact_prob
-    info = _small_info(dict(res.info))
-    info.update(window=[lo, hi], window_method=res.method)
-    return finalize(chain, q, private=[p], eps=eps, method=res.method,
-                    upper_bound=lemma2_upper_bound(chain, n, eps=eps, private=[p]), solver="lemma2", info=info)
+    return design_sparse(chain, n, eps=eps, p=p, method=method, radius=radius, time_limit=time_limit).to_result()
 
 
 def _local_parts(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], method: str,

@@ -23,8 +23,10 @@ import numpy as np
 
 from redactopt import __version__, datasets
 from redactopt._validate import check_n
-from redactopt.engine.compare import compare_point
+from redactopt.engine.compare import compare_point, design_point
 from redactopt.engine.design import METHODS, design, resolve_split
+from redactopt.engine.joint import design_joint_sparse
+from redactopt.engine.window import covers, design_sparse
 from redactopt.engine.tuning import tuned_three_region
 from redactopt.errors import MissingExtraError, PrivacyCheckError, TooLongError, UsageError
 from redactopt.interface import report
@@ -47,9 +49,10 @@ from redactopt.interface.options import (
     show_required,
 )
 from redactopt.interface.progress import Bars, iterate, progress_enabled
-from redactopt.io import STDIO, check_output_path, design_to_dict, read_mechanisms, write_output
+from redactopt.io import STDIO, atomic_open, check_output_path, design_to_dict, read_mechanisms, write_output
 from redactopt.judge.attack import attack
 from redactopt.judge.audit import WitnessRuns, audit, exact_audit
+from redactopt.judge.certify import DesignResult, SparseDesign
 from redactopt.model.chain import MarkovChain
 from redactopt.model.classes import ChainClass, parse_range
 from redactopt.paper.mechanisms import markov_quilt, three_region
@@ -78,12 +81,17 @@ def _add_chain_options(ap: argparse.ArgumentParser) -> None:
                     help=f"P(X_t+1=0 | X_t=1), in (0, 1) (default {DEFAULT_BETA}); or a range LO:HI")
 
 
-def _add_problem_options(ap: argparse.ArgumentParser, *, required: bool) -> None:
+def _add_problem_options(ap: argparse.ArgumentParser, *, required: bool, several: bool = False) -> None:
     ap.add_argument("--n", type=int, required=required, default=None, help="number of records (>= 1)")
     ap.add_argument("--eps", type=float, required=required, default=None, help="privacy budget in nats (> 0)")
     _add_chain_options(ap)
-    add_renamed(ap, "--private", "--p", default=None, metavar="POSITION",
-                help=f"1-based position of the private record (default {DEFAULT_PRIVATE})")
+    if several:
+        add_renamed(ap, "--private", "--p", default=None, metavar="POSITIONS",
+                    help=f"1-based position(s) of the private record(s) (default {DEFAULT_PRIVATE}); several (1,5 or "
+                         "3-7) are designed jointly, as apply does, and verified exactly about each")
+    else:
+        add_renamed(ap, "--private", "--p", default=None, metavar="POSITION",
+                    help=f"1-based position of the private record (default {DEFAULT_PRIVATE})")
 
 
 def _add_output_options(ap: argparse.ArgumentParser) -> None:
@@ -322,12 +330,14 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
             "the paper's Fig. 3 setting (alpha=0.01, beta=0.8, private record 1) and --method optimal."
         ),
     )
-    _add_problem_options(ap, required=True)
-    ap.add_argument("--method", choices=list(METHODS) + ["local"], default="optimal",
-                    help="optimal (default: best verified of global/SGP optimum, calibrated 3R, DIM), "
-                         "3r (paper, as printed), 3r-calibrated, mq (Algorithm 1), dim (exact window optimum), "
-                         "global (PySCIPOpt only), sgp (CVXPY only); with --transition: optimal, dim, local "
-                         "(successive linear programming) or global")
+    _add_problem_options(ap, required=True, several=True)
+    ap.add_argument("--method", choices=list(METHODS) + ["auto", "local"], default="optimal",
+                    help="optimal (default: best verified of the side-frontier optimum, calibrated 3R, DIM and, on "
+                         "small problems, SCIP; several private records: the per-record optima combined and every "
+                         "candidate of auto), 3r (paper, as printed), 3r-calibrated, mq (Algorithm 1), dim (exact "
+                         "window optimum), global (PySCIPOpt only), sgp (CVXPY only), auto (apply's joint design: "
+                         "joint windows, the footnote's maximum, local improvement); with --transition: optimal, "
+                         "dim, local (successive linear programming) or global")
     ap.add_argument("--transition", default=None, metavar='FILE|"p11,p12,...;p21,..."',
                     help="a k-state chain instead of --alpha/--beta: a JSON file with 'transition' and 'labels' (e.g. "
                          "the output of 'fit --categorical --format json') or the rows of the matrix, ';' between rows")
@@ -371,27 +381,52 @@ def _cmd_design(args: argparse.Namespace) -> int:
         refuse_given(args, ["no_compare"], "applies to --format text only")
     chain = _chain(args)
     n = check_n(args.n, "--n")
-    p = _one_private(args, n)
+    private = parse_positions(DEFAULT_PRIVATE if args.private is None else args.private, n)
+    if len(private) > 1:
+        refuse_given(args, ["split", "certify_time"], "applies to one private record (several are designed jointly)")
     _check_out(args)
     # a bar on stderr for designs longer than a second; none for JSON going to a pipe
     shown = progress_enabled(args.quiet) and not (fmt == "json" and not sys.stdout.isatty())
     try:
         with Bars(shown, unit="optimisers", delay=1.0) as bars:
-            res = design(chain, n, eps=args.eps, p=p, method=args.method,
-                         split="auto" if args.split is None else args.split,
-                         time_limit=args.time_limit, certify_time=args.certify_time or 0.0, progress=bars)
+            res = _design_for(args, chain, n, private, bars)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt design: privacy check failed: {exc}\n")
         return EXIT_FAIL
     if fmt == "json":
-        text = json.dumps(design_to_dict(res), indent=2)
+        _write_output(json.dumps(design_to_dict(res), indent=2), args.out, args.force)
     elif fmt == "csv":
-        text = report.design_csv(res)
+        _write_chunks(report.design_csv(res), args.out, args.force)
     else:
-        alts = None if args.no_compare else report.alternatives_for(res, time_limit=args.time_limit)
-        text = report.design_table(res, alts)
-    _write_output(text, args.out, args.force)
+        several = len(private) > 1
+        alts = None if args.no_compare or several else report.alternatives_for(res, time_limit=args.time_limit)
+        _write_output(report.design_table(res, alts), args.out, args.force)
     return EXIT_OK
+
+
+def _design_for(args: argparse.Namespace, chain: MarkovChain | ChainClass, n: int, private: list[int],
+                bars: Any) -> DesignResult | SparseDesign:
+    """One private record: ``design`` where its window is the whole sequence, else the sparse window
+    design (any n, memory of the window); several, or ``--method auto``: the joint design of
+    ``apply`` (:func:`~redactopt.engine.joint.design_joint_sparse`), exactly verified about each."""
+    if len(private) > 1 or args.method == "auto":
+        return design_joint_sparse(chain, n, eps=args.eps, private=private, method=args.method,
+                                   time_limit=args.time_limit)
+    kw = dict(method=args.method, split="auto" if args.split is None else args.split, time_limit=args.time_limit,
+              certify_time=args.certify_time or 0.0, progress=bars)
+    base = chain.nominal if isinstance(chain, ChainClass) else chain
+    if covers(base, n, args.eps, private[0]):
+        return design(chain, n, eps=args.eps, p=private[0], **kw)  # type: ignore[arg-type]
+    return design_sparse(chain, n, eps=args.eps, p=private[0], **kw)
+
+
+def _write_chunks(chunks: Any, out: str | None, force: bool) -> None:
+    """Write text pieces to ``--out`` (atomically) or standard output; a file written is named in one line."""
+    with atomic_open(STDIO if out is None else out, force=force) as fh:
+        for piece in chunks:
+            fh.write(piece)
+    if out is not None and out != STDIO:
+        print(f"wrote {out}")
 
 
 # ---------------------------------------------------------------------------
@@ -438,7 +473,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     rows = []
     for n, a, b, p, eps in iterate(points, "compare", progress_enabled(args.quiet), total=len(points)):
         chain = MarkovChain(a[0], b[0]) if a[0] == a[1] and b[0] == b[1] else ChainClass.box(a, b)
-        opt = design(chain, n, eps=eps, p=p, method="optimal", time_limit=args.time_limit)
+        opt = design_point(chain, n, eps, p, "optimal", args.time_limit)
         row = compare_point(chain, n, eps=eps, p=p, time_limit=args.time_limit, optimal=opt)
         row["optimal_stopped"] = opt.certificate.stopped
         rows.append(row)

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
+from collections.abc import Iterator
 from typing import Any
 
-from redactopt.judge.certify import DesignResult
+import numpy as np
+
+from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows
 from redactopt.engine.compare import alternatives
-from redactopt.model.influence import regions
+from redactopt.model.influence import delta_star, region_letters
 from redactopt.paper.mechanisms import default_split
 
-__all__ = ["record_rows", "design_table", "design_csv", "alternatives_for", "rows_csv", "rows_markdown",
+__all__ = ["record_rows", "record_runs", "design_table", "design_csv", "alternatives_for", "rows_csv", "rows_markdown",
            "compare_text", "positions_text", "witness_text", "audit_text", "stopped_text"]
 
 #: Longest witness shown record by record; longer ones are shown as runs.
@@ -24,23 +28,98 @@ WITNESS_RECORDS_SHOWN = 60
 RUNS_SHOWN = 12
 
 
-def record_rows(res: DesignResult) -> list[dict[str, Any]]:
-    """Per record: 1-based position, distance to p, 3R region, Pr(⊥|X=0), Pr(⊥|X=1)."""
+#: Records read at once while a long table is collapsed into runs (bounded memory).
+_CHUNK = 1 << 20
+
+
+def _split_of(res: DesignResult | SparseDesign) -> tuple[float, float]:
     p = res.private[0]
     if "eps_left" in res.info and "eps_right" in res.info:
-        el, er = res.info["eps_left"], res.info["eps_right"]
-    else:
-        el, er = default_split(res.n, p, res.eps)
-    labels = regions(res.chain, res.n, p, el, er).labels
-    return [
-        {"position": t + 1, "distance": abs(t - p), "region": str(labels[t]),
-         "pr_bottom_x0": float(res.redact_prob[t, 0]), "pr_bottom_x1": float(res.redact_prob[t, 1])}
-        for t in range(res.n)
-    ]
+        return float(res.info["eps_left"]), float(res.info["eps_right"])
+    return default_split(res.n, p, res.eps)
 
 
-def alternatives_for(res: DesignResult, *, time_limit: float = 60.0) -> list[dict[str, Any]]:
-    return alternatives(res.chain, res.n, eps=res.eps, p=res.private[0], time_limit=time_limit)
+def _explicit(res: DesignResult | SparseDesign) -> tuple[int, int]:
+    """Records ``a..b-1`` outside of which every record is published and (one private record) in R_S.
+
+    The blocks, the private records and each side's records nearer than Delta* (the first distance in R_S) of its
+    3R budget (from there on every record is in R_S: the max-influence does not increase).
+    """
+    n = res.n
+    rows = res.redact_prob if isinstance(res.redact_prob, SparseRows) else None
+    if rows is None:
+        return 0, n
+    a, b = min(res.private), max(res.private) + 1
+    if rows.starts:
+        a, b = min(a, rows.starts[0]), max(b, rows.starts[-1] + rows.blocks[-1].shape[0])
+    if len(res.private) == 1:
+        p = res.private[0]
+        el, er = _split_of(res)
+        a = min(a, p - (p if el <= 0.0 else min(p, delta_star(res.chain, el))))
+        b = max(b, p + 1 + (n - 1 - p if er <= 0.0 else min(n - 1 - p, delta_star(res.chain, er))))
+    return a, b
+
+
+def _letters(res: DesignResult | SparseDesign, t: np.ndarray) -> np.ndarray:
+    """3R region letters of records ``t`` (one private record), ``-`` with several private records."""
+    if len(res.private) != 1:
+        return np.full(t.shape, "-", dtype="<U1")
+    p, (el, er) = res.private[0], _split_of(res)
+    out = np.full(t.shape, "P", dtype="<U1")
+    for side, budget in ((t < p, el), (t > p, er)):
+        if side.any():
+            out[side] = region_letters(res.chain, np.abs(t[side] - p), budget)
+    return out
+
+
+def record_runs(res: DesignResult | SparseDesign) -> Iterator[tuple[int, int, str, float, float]]:
+    """Maximal runs ``(first, last, region, Pr(⊥|X=0), Pr(⊥|X=1))`` of equal records (0-based, inclusive).
+
+    Time and memory grow with the stretch around the private records and the blocks, not with
+    ``n``: beyond it every record is published and in R_S.
+    """
+    n = res.n
+    a, b = _explicit(res)
+    rows = res.redact_prob
+    run: list | None = [0, a - 1, "S" if len(res.private) == 1 else "-", 0.0, 0.0] if a > 0 else None
+    for c in range(a, b, _CHUNK):
+        t = np.arange(c, min(b, c + _CHUNK))
+        q = rows.rows(t[0], t[-1] + 1) if isinstance(rows, SparseRows) else np.asarray(rows)[t[0]: t[-1] + 1]
+        lab = _letters(res, t)
+        change = np.flatnonzero((lab[1:] != lab[:-1]) | np.any(q[1:] != q[:-1], axis=1)) + 1
+        for i, j in zip(np.r_[0, change], np.r_[change, t.size]):
+            key = [str(lab[i]), float(q[i, 0]), float(q[i, 1])]
+            if run is not None and run[2:] == key:
+                run[1] = int(t[j - 1])
+                continue
+            if run is not None:
+                yield tuple(run)  # type: ignore[misc]
+            run = [int(t[i]), int(t[j - 1])] + key
+    tail = ["S" if len(res.private) == 1 else "-", 0.0, 0.0]
+    if b < n:
+        if run is not None and run[2:] == tail:
+            run[1] = n - 1
+        else:
+            if run is not None:
+                yield tuple(run)  # type: ignore[misc]
+            run = [b, n - 1] + tail
+    if run is not None:
+        yield tuple(run)  # type: ignore[misc]
+
+
+def record_rows(res: DesignResult | SparseDesign) -> Iterator[dict[str, Any]]:
+    """Per record: 1-based position, distance to p (the nearest private record), 3R region,
+    Pr(⊥|X=0), Pr(⊥|X=1) — from the runs, so a long sequence is never held in memory."""
+    priv = np.asarray(res.private)
+    for first, last, region, q0, q1 in record_runs(res):
+        for t in range(first, last + 1):
+            yield {"position": t + 1, "distance": int(np.min(np.abs(priv - t))), "region": region,
+                   "pr_bottom_x0": q0, "pr_bottom_x1": q1}
+
+
+def alternatives_for(res: DesignResult | SparseDesign, *, time_limit: float = 60.0) -> list[dict[str, Any]]:
+    """The comparison lines for one private record (for a class: the class, at its nominal chain)."""
+    return alternatives(res.chain_class or res.chain, res.n, eps=res.eps, p=res.private[0], time_limit=time_limit)
 
 
 def stopped_text(gap: float) -> str:
@@ -48,7 +127,7 @@ def stopped_text(gap: float) -> str:
     return f"stopped by the time limit; remaining gap {gap:.3g} (raise --time-limit to narrow it)"
 
 
-def _summary(res: DesignResult) -> list[tuple[str, str]]:
+def _summary(res: DesignResult | SparseDesign) -> list[tuple[str, str]]:
     c = res.certificate
     src = res.info.get("source")
     rows = [
@@ -72,18 +151,49 @@ def _summary(res: DesignResult) -> list[tuple[str, str]]:
     return rows
 
 
-def design_table(res: DesignResult, alts: list[dict[str, Any]] | None, *, max_rows: int = 200) -> str:
-    """The table of ``redactopt design``."""
-    ch = res.chain
-    out = [f"design: n={res.n}  p={res.private[0] + 1}  alpha={ch.alpha:g}  beta={ch.beta:g}  eps={res.eps:g}", ""]
-    out.append(f"{'pos':>6} {'dist':>6}  region  {'Pr(⊥|X=0)':>12} {'Pr(⊥|X=1)':>12}")
-    rows = record_rows(res)
-    shown = rows if len(rows) <= max_rows else rows[: max_rows // 2] + rows[-max_rows // 2 :]
-    for i, r in enumerate(shown):
-        if len(rows) > max_rows and i == max_rows // 2:
-            out.append(f"{'…':>6} ({len(rows) - max_rows} records not shown; use --format csv or json)")
-        out.append(f"{r['position']:>6} {r['distance']:>6}  {r['region']:^6}  "
-                   f"{r['pr_bottom_x0']:>12.6g} {r['pr_bottom_x1']:>12.6g}")
+def _distance_range(private: np.ndarray, first: int, last: int) -> tuple[int, int]:
+    """Smallest and largest distance to the nearest private record over records ``first..last``: it is
+    0 at a private record, rises to the midpoints between two of them and falls again."""
+    inside = private[(private >= first) & (private <= last)]
+    mids = (private[:-1] + private[1:]) // 2
+    points = np.r_[first, last, inside, mids[(mids >= first) & (mids <= last)], mids[(mids + 1 >= first) & (mids + 1 <= last)] + 1]
+    d = np.abs(points[:, None] - private[None, :]).min(axis=1)
+    return (0 if inside.size else int(d[:2].min())), int(d.max())
+
+
+def _run_line(res: DesignResult | SparseDesign, first: int, last: int, region: str, q0: float, q1: float) -> str:
+    lo, hi = _distance_range(np.asarray(res.private), first, last)
+    pos = f"{first + 1}" if first == last else f"{first + 1}-{last + 1}"
+    dist = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    return f"{pos:>21} {dist:>19}  {region:^6}  {q0:>12.6g} {q1:>12.6g}"
+
+
+def _header(res: DesignResult | SparseDesign) -> str:
+    ch, cc = res.chain, res.chain_class
+    where = f"p={res.private[0] + 1}" if len(res.private) == 1 else f"private={positions_text([p + 1 for p in res.private])}"
+    chain = (f"alpha={cc.alpha[0]:g}:{cc.alpha[1]:g}  beta={cc.beta[0]:g}:{cc.beta[1]:g}" if cc is not None and cc.alpha
+             else f"alpha={ch.alpha:g}  beta={ch.beta:g}")
+    return f"design: n={res.n}  {where}  {chain}  eps={res.eps:g}"
+
+
+def design_table(res: DesignResult | SparseDesign, alts: list[dict[str, Any]] | None, *, max_rows: int = 200) -> str:
+    """The table of ``redactopt design``: record by record up to :data:`WITNESS_RECORDS_SHOWN` records,
+    else runs of equal records (``first-last``), the middle elided beyond ``max_rows`` runs."""
+    out = [_header(res), ""]
+    if res.n <= WITNESS_RECORDS_SHOWN:
+        out.append(f"{'pos':>6} {'dist':>6}  region  {'Pr(⊥|X=0)':>12} {'Pr(⊥|X=1)':>12}")
+        out += [f"{r['position']:>6} {r['distance']:>6}  {r['region']:^6}  "
+                f"{r['pr_bottom_x0']:>12.6g} {r['pr_bottom_x1']:>12.6g}" for r in record_rows(res)]
+    else:
+        out.append(f"{'pos':>21} {'dist':>19}  region  {'Pr(⊥|X=0)':>12} {'Pr(⊥|X=1)':>12}")
+        runs = list(itertools.islice(record_runs(res), max_rows + 1))
+        if len(runs) > max_rows:
+            runs = list(record_runs(res))
+            hidden = len(runs) - max_rows
+            runs = runs[: max_rows // 2] + [None] + runs[-max_rows // 2:]  # type: ignore[list-item]
+        for r in runs:
+            out.append(f"{'…':>21} ({hidden} runs not shown; use --format csv or json)" if r is None
+                       else _run_line(res, *r))
     out.append("")
     out += [f"{k:<12}: {v}" for k, v in _summary(res)]
     if alts:
@@ -97,16 +207,23 @@ def design_table(res: DesignResult, alts: list[dict[str, Any]] | None, *, max_ro
     return "\n".join(out)
 
 
-def design_csv(res: DesignResult) -> str:
-    """Per-record CSV, preceded by ``#`` summary lines (read with ``pandas.read_csv(..., comment='#')``)."""
-    buf = io.StringIO()
+def design_csv(res: DesignResult | SparseDesign) -> Iterator[str]:
+    """Per-record CSV in pieces, preceded by ``#`` summary lines (``pandas.read_csv(..., comment='#')``).
+
+    Streamed from the runs (:func:`record_runs`): memory stays bounded whatever ``n``.
+    """
+    head = io.StringIO()
     for k, v in _summary(res):
-        buf.write(f"# {k}: {v}\n")
-    rows = record_rows(res)
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+        head.write(f"# {k}: {v}\n")
+    head.write("position,distance,region,pr_bottom_x0,pr_bottom_x1\n")
+    yield head.getvalue()
+    priv = np.asarray(res.private)
+    for first, last, region, q0, q1 in record_runs(res):
+        tail = f",{region},{q0!r},{q1!r}\n"
+        for c in range(first, last + 1, _CHUNK):
+            t = np.arange(c, min(last + 1, c + _CHUNK))
+            d = np.abs(t[:, None] - priv[None, :]).min(axis=1) if priv.size > 1 else np.abs(t - priv[0])
+            yield "".join(f"{a},{b}{tail}" for a, b in zip((t + 1).tolist(), d.tolist()))
 
 
 def rows_csv(rows: list[dict[str, Any]]) -> str:

@@ -395,6 +395,7 @@ class SparseDesign:
     info: dict = field(default_factory=dict, compare=False)
     regions: tuple[RegionCertificate, ...] = ()
     chain_class: ChainClass | None = None
+    class_certificate: Certificate | None = None
 
     @property
     def n(self) -> int:
@@ -406,10 +407,11 @@ class SparseDesign:
 
     def to_result(self) -> DesignResult:
         """The dense :class:`DesignResult` (re-verified on all ``n`` records by :func:`finalize`)."""
-        c = self.certificate
+        c, k = self.certificate, self.class_certificate
         return finalize(self.chain, np.asarray(self.redact_prob), private=self.private, eps=self.eps,
                         method=self.method, upper_bound=c.upper_bound, solver=c.solver, scope=c.scope,
-                        info=self.info, chain_class=self.chain_class)
+                        info=self.info, chain_class=self.chain_class, stopped=c.stopped,
+                        class_bound=None if k is None else (k.upper_bound, k.solver, k.scope))
 
 
 def merge_blocks(n: int, parts: list[tuple[int, np.ndarray]]) -> tuple[list[int], list[np.ndarray]]:
@@ -487,6 +489,8 @@ def finalize_sparse(
     tol: float = SNAP_TOL,
     regions: list[tuple[int, int, float, str]] | None = None,
     chain_class: ChainClass | None = None,
+    stopped: bool = False,
+    class_bound: tuple[float, str, str] | None = None,
 ) -> SparseDesign:
     """:func:`finalize` for a mechanism given as blocks ``(start, rows)`` and zero elsewhere.
 
@@ -503,6 +507,8 @@ def finalize_sparse(
     neighbours) gets Lemma 2's bound (:func:`redactopt.judge.lemma2.lemma2_upper_bound` on the
     rows, private records included).  With ``chain_class`` every block is verified at every
     deciding chain too (``per_private`` and ``leakage`` are then the worst over the class).
+    ``stopped`` says a time limit stopped the search behind the bound; ``class_bound`` =
+    ``(upper_bound, solver, scope)`` an optional certificate over a named class of mechanisms.
 
     Raises
     ------
@@ -544,7 +550,7 @@ def finalize_sparse(
             f"{method}: exact leakage {worst[0].leakage:.12g} exceeds eps={eps:.12g} after snapping")
     pi = chain.stationary
     u = 1.0 - sum(float((b @ pi).sum()) for b in blocks) / n
-    cert = make_certificate(upper_bound, u, solver=solver, scope=scope)
+    cert = make_certificate(upper_bound, u, solver=solver, scope=scope, stopped=stopped)
     rows = SparseRows(n, tuple(starts), tuple(blocks))
     if regions is None:
         regions = []
@@ -578,4 +584,6 @@ def finalize_sparse(
         info=dict(info or {}),
         regions=tuple(certs),
         chain_class=chain_class,
+        class_certificate=None if class_bound is None else make_certificate(
+            class_bound[0], u, solver=class_bound[1], scope=class_bound[2]),
     )

@@ -24,6 +24,7 @@ __all__ = [
     "delta_star",
     "Regions",
     "regions",
+    "region_letters",
     "low_value",
     "side_log_ratios",
     "side_log_ratio_maxima",
@@ -354,11 +355,15 @@ def regions(chain: MarkovChain, n: int, p: int, eps_left: float, eps_right: floa
     labels = np.full(n, "P", dtype="<U1")
     t = np.arange(n)
     for side_mask, budget in ((t < p, budgets[0]), (t > p, budgets[1])):
-        if not side_mask.any():
-            continue
-        d = np.abs(t[side_mask] - p)
-        i0 = pointwise_influence(chain, d, 0)
-        i1 = pointwise_influence(chain, d, 1)
-        lo, hi = np.minimum(i0, i1), np.maximum(i0, i1)
-        labels[side_mask] = np.where(hi <= budget, "S", np.where(lo <= budget, "M", "L"))
+        if side_mask.any():
+            labels[side_mask] = region_letters(chain, np.abs(t[side_mask] - p), budget)
     return Regions(labels=labels, low_value=low_value(chain), p=p)
+
+
+def region_letters(chain: MarkovChain, delta: np.ndarray, budget: float) -> np.ndarray:
+    """The regions of :func:`regions` (``"S"``, ``"M"``, ``"L"``) of records at distances ``delta >= 1``
+    from ``p`` on a side with this budget: each distance on its own, so any stretch of a side."""
+    d = np.asarray(delta)
+    i0, i1 = pointwise_influence(chain, d, 0), pointwise_influence(chain, d, 1)
+    lo, hi = np.minimum(i0, i1), np.maximum(i0, i1)
+    return np.where(hi <= budget, "S", np.where(lo <= budget, "M", "L"))
