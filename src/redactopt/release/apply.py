@@ -135,8 +135,10 @@ def binary_values(chunk: Chunk, name: str, where: str, *, read_as_int: bool = Fa
 
 
 def _scan(reader: Any, *, column: str, by: str | None, private_column: str | None,
-          progress: Progress | None, binary: tuple[str, ...]) -> ScanState:
+          progress: Progress | None, binary: tuple[str, ...],
+          private: PrivateIndex | None = None) -> tuple[ScanState, ZoneTally | None]:
     state = ScanState()
+    tally = None if private is None else ZoneTally(2, 1)
     where = reader.label
     for chunk in reader.chunks(_columns_needed(column, by, private_column), binary=binary):
         values = binary_values(chunk, column, where, read_as_int=column in binary)
@@ -144,23 +146,36 @@ def _scan(reader: Any, *, column: str, by: str | None, private_column: str | Non
         flags = None
         if private_column:
             flags = binary_values(chunk, private_column, where, read_as_int=private_column in binary)
+        if tally is not None and private is not None:  # one sequence, its private positions known: count here
+            pos = state.rows + np.arange(len(chunk), dtype=np.int64)
+            codes = np.zeros(len(chunk), dtype=np.int64)
+            tally = tally.merge(ZoneTally.of_chunk(values, codes, private.distances(codes, pos), k=2, sequences=1,
+                                                   first_row=state.rows))
         state = state.merge(ScanState.of_chunk(values, ids, flags))
         if progress is not None:
             progress("scan", state.rows, None)
-    return state
+    return state, tally
 
 
 def scan(reader: Any, *, column: str, by: str | None = None, private_column: str | None = None,
-         progress: Progress | None = None) -> tuple[ScanState, tuple[str, ...]]:
-    """:func:`scan_table`, and the binary columns a CSV file spells as integers (read them with ``binary``)."""
+         progress: Progress | None = None, private: PrivateIndex | None = None,
+         ) -> tuple[ScanState, tuple[str, ...]]:
+    """:func:`scan_table`, and the binary columns a CSV file spells as integers (read them with ``binary``).
+
+    ``private`` (one sequence, positions known): the scan also counts the transitions by their
+    distance to the private records (:class:`~redactopt.release.zones.ZoneTally`), stored as
+    the scan state's ``tally``, so that fitting needs no second pass.
+    """
     reader.require(column, by, private_column)
     binary = tuple(c for c in (column, private_column) if c) if reader.format == "csv" else ()
+    kw = dict(column=column, by=by, private_column=private_column, progress=progress, private=private)
     try:
-        return _scan(reader, column=column, by=by, private_column=private_column, progress=progress,
-                     binary=binary), binary
+        state, tally = _scan(reader, binary=binary, **kw)
     except TextValues:  # "true", "1.0", " 1 ", a value to report as written: read the column as text
-        return _scan(reader, column=column, by=by, private_column=private_column, progress=progress,
-                     binary=()), ()
+        binary = ()
+        state, tally = _scan(reader, binary=binary, **kw)
+    state.tally = tally
+    return state, binary
 
 
 def scan_table(reader: Any, *, column: str, by: str | None = None, private_column: str | None = None,
@@ -582,13 +597,19 @@ def _plan(reader: Any, *, column: str, by: str | None, private_column: str | Non
         plan = planned.result() if state.rows == n else plan_release(state, private=private, **design)
         return state, binary, plan, {"source": "given"}, None
     else:
-        state, binary = scan(reader, column=column, by=by, private_column=private_column, progress=progress)
+        one_pass = private is not None and by is None and design["alpha"] is None and fit_on is None
+        state, binary = scan(reader, column=column, by=by, private_column=private_column, progress=progress,
+                             private=PrivateIndex.single(private) if one_pass and private else None)
     source = reader if ordered is None else ordered.reader
     tally_binary = binary if ordered is None else ()
     index = SequenceIndex(state.ids)
-    plan, fit_source = plan_fitted(
-        state, private=private, fit_on=fit_on, fit_on_label=None, **design,
-        tally=lambda pi: tally_zones(source, index, pi, Span.whole(state), column=column, by=by, binary=tally_binary))
+
+    def tally(pi: PrivateIndex) -> ZoneTally:  # counted by the scan already, or one more pass
+        if state.tally is not None:
+            return state.tally
+        return tally_zones(source, index, pi, Span.whole(state), column=column, by=by, binary=tally_binary)
+
+    plan, fit_source = plan_fitted(state, private=private, fit_on=fit_on, fit_on_label=None, tally=tally, **design)
     return state, binary, plan, fit_source, ordered
 
 

@@ -198,6 +198,9 @@ class ScanState:
     rows: int = 0
     #: id key -> code, handed from merge to merge (a scan merges one chunk at a time)
     _index: dict | None = field(default=None, repr=False, compare=False)
+    #: the transitions by distance to the private records, when the scan counted them
+    #: (:func:`redactopt.release.apply.scan` with known private positions)
+    tally: Any = field(default=None, repr=False, compare=False)
 
     @property
     def private(self) -> dict[int, list[int]]:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from redactopt.release.columns import read_kind
 
@@ -100,9 +101,10 @@ class Disclosure:
         self._y.append(np.asarray(states, dtype=np.int64)[idx])
         for c in self.roles:
             v = values[c]
-            v = v.to_numpy(zero_copy_only=False) if hasattr(v, "to_numpy") and not isinstance(v, pd.Series) \
-                else np.asarray(v)
-            self._x[c].append(v[idx])
+            if isinstance(v, (pa.Array, pa.ChunkedArray)):  # the sampled rows only leave Arrow
+                self._x[c].append(v.take(pa.array(idx)).to_numpy(zero_copy_only=False))
+            else:
+                self._x[c].append((v.to_numpy() if isinstance(v, pd.Series) else np.asarray(v))[idx])
 
     def figures(self) -> list[dict[str, Any]]:
         """One figure per column (:func:`rule_figure`), with its role."""

@@ -34,7 +34,7 @@ one pass over the data.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +85,11 @@ class PrivateIndex:
             raise ValueError("too many or too long sequences for the fit's distance index")
         keys = np.unique(np.asarray(codes, dtype=np.int64) * stride + np.asarray(positions, dtype=np.int64))
         return PrivateIndex(keys, stride)
+
+    @staticmethod
+    def single(positions: Sequence[int]) -> "PrivateIndex":
+        """The private positions of one sequence (of any length below 2**40), before its length is known."""
+        return PrivateIndex(np.unique(np.asarray(positions, dtype=np.int64)), 1 << 40)
 
     def distances(self, codes: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """Records from each row (sequence code, 0-based position) to the nearest private record of its
