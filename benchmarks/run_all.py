@@ -1,4 +1,4 @@
-"""Run the leakage, design, apply, attack and Dask benchmarks in one process and write a summary README.md.
+"""Run the leakage, design, design-scale, apply, attack and Dask benchmarks in one process and write a summary README.md.
 
 Usage: python benchmarks/run_all.py [--out DIR] [--quick]
 
@@ -20,6 +20,7 @@ sys.path.insert(0, str(HERE))
 import apply_speed  # noqa: E402
 import attack_speed  # noqa: E402
 import dask_speed  # noqa: E402
+import design_scale  # noqa: E402
 import design_speed  # noqa: E402
 import leakage_speed  # noqa: E402
 from _common import machine, out_dir, parser  # noqa: E402
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     leak_rows = leakage_speed.main(common)
     design_rows = design_speed.main(common)
+    scale_rows = design_scale.main(common)
     apply_rows = apply_speed.main(common)
     attack_rows = attack_speed.main(common)
     dask_rows = dask_speed.main(common)
@@ -74,6 +76,14 @@ def main(argv: list[str] | None = None) -> None:
             f"| {r['solver']} | {r['n']} | {r['p']} | {r['alpha']:g} | {r['beta']:g} | {r['eps']:g} | {r['seconds']:.2f} | "
             f"{r['utility']:.5f} | {r['upper_bound']:.5f} ({r['bound_from']}) | {r['gap']:.2e} | "
             f"{'yes' if r['passed'] else 'NO'} | {r['seconds'] / lt:,.0f}× |")
+    if scale_rows:
+        lines += ["", "## Long sequences (benchmarks/design_scale.py)", "",
+                  "The command line in a fresh process, end to end; peak MB is its peak resident memory; "
+                  "the last column is the time over the same command's at the smallest n.", "",
+                  "| command | n | private | seconds | peak MB | vs smallest n |", "|---|---|---|---|---|---|"]
+        for r in scale_rows:
+            lines.append(f"| {r['command']} | {r['n']} | {r['private']} | {r['seconds']:.2f} | "
+                         f"{r['peak_rss_mb']:.0f} | {r['vs_1e4']:.2f} |")
     if apply_rows:
         lines += ["", "## Apply (benchmarks/apply_speed.py)", "",
                   "Whole releases (`apply_table`) and a raw pyarrow streaming copy of the same file, each in a fresh "

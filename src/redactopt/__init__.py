@@ -45,6 +45,7 @@ from redactopt.engine import design as _design_module
 from redactopt.engine.design import design
 from redactopt.engine.joint import design_joint, design_joint_sparse
 from redactopt.engine.tuning import frontier_split, tuned_three_region
+from redactopt.engine.window import design_sparse
 from redactopt.release.fit import fit_chain
 from redactopt import _legacy, datasets
 
@@ -77,6 +78,7 @@ __all__ = [
     "design",
     "design_joint",
     "design_joint_sparse",
+    "design_sparse",
     "frontier_split",
     "tuned_three_region",
     "fit_chain",
