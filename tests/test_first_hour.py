@@ -311,3 +311,25 @@ def test_class_design_says_where_utility_and_bound_are_measured(run, capsys):
     assert "utility, bound and the table at the nominal chain alpha=0.0125 beta=0.75" in out
     assert "deciding    : alpha=0.005 beta=0.6: point optimum" in out
     assert "private for the class)" in out
+
+
+# --------------------------------------------------------------------------
+# design --private 1,5: the joint design, exactly verified about each
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["optimal", "auto", "dim"])
+def test_design_several_private_records_from_the_command_line(run, capsys, method):
+    assert run(["design", "--n", "9", "--eps", "1", "--alpha", "0.1", "--beta", "0.3", "--private", "2,6",
+                "--method", method, "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["private"] == [2, 6]
+    q = np.zeros((9, 2))
+    for b in d["blocks"]:
+        q[b["start"] - 1: b["start"] - 1 + len(b["redact_prob"])] = b["redact_prob"]
+    chain = MarkovChain(0.1, 0.3)
+    leaks = [leakage_bruteforce(chain, q, p).leakage for p in (1, 5)]  # every one of the 3^9 outputs
+    assert max(leaks) <= 1.0 and d["leakage"] == pytest.approx(max(leaks), rel=1e-9)
+    assert d["certificate"]["upper_bound"] >= d["utility"]
+    assert run(["design", "--n", "9", "--eps", "1", "--private", "2,6", "--method", method, "--no-compare"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("design: n=9  private=[2, 6]  alpha=0.01  beta=0.8  eps=1")
+    assert "each        : 2: " in out and "  6: " in out

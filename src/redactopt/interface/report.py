@@ -139,6 +139,9 @@ def _summary(res: DesignResult | SparseDesign) -> list[tuple[str, str]]:
                         + (" private for the class)" if res.chain_class is not None else ")")),
         ("gap", f"{c.gap:.3g}"),
     ]
+    per = getattr(res, "per_private", None)
+    if per is not None and len(res.private) > 1:  # several private records: the exact leakage about each
+        rows.insert(3, ("each", _elide([f"{p + 1}: {v:.10g}" for p, v in zip(res.private, per)], "  ")))
     if c.stopped:
         rows.append(("search", stopped_text(c.gap)))
     if res.chain_class is not None:
