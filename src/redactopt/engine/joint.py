@@ -885,7 +885,8 @@ def _best_of_optimal_and_auto(chain: MarkovChain, n: int, eps: float, priv: tupl
     inside = all(any(r.start <= s and s + b.shape[0] - 1 <= r.stop for r in bounded.regions)
                  for s, b in zip(rows.starts, rows.blocks))
     regions = (bounded if inside else best).regions
-    info = dict(best.info, source=("auto: " + str(auto.info.get("source"))) if best is auto else per_record.method,
+    own = "the per-record optima" if len(priv) > 1 else "optimal on its window"
+    info = dict(best.info, source=("auto: " + str(auto.info.get("source"))) if best is auto else own,
                 candidates={per_record.method: per_record.utility, "auto": auto.utility})
     return finalize_sparse(chain, n, list(zip(rows.starts, rows.blocks)), private=priv, eps=eps, method="optimal",
                            upper_bound=top.upper_bound, solver=top.solver, info=info,
