@@ -244,7 +244,7 @@ class _Session:
         assert self.ws is not None
         try:
             msg = json.loads(self.ws.recv())
-        except socket.timeout:
+        except TimeoutError:
             raise BrowserError(f"the browser did not answer within {self.timeout:g} s") from None
         if "method" in msg:
             self.events.append(msg)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,8 @@ from redactopt.model.chain import MarkovChain
 from redactopt.model.kchain import KChain
 
 __all__ = ["DesignView", "design_view", "design_figure", "compare_figure", "save_figure", "check_figure_path",
-           "figure_bytes", "plot_windows", "region_labels", "new_figure", "design_title", "FIGURE_FORMATS", "DPI", "MAX_PANELS"]
+           "figure_bytes", "check_writable", "plot_windows", "region_labels", "new_figure", "design_title",
+           "FIGURE_FORMATS", "DPI", "MAX_PANELS"]
 
 #: The file formats a figure can be saved in (by the file name's extension).
 FIGURE_FORMATS = ("png", "svg")
@@ -299,7 +301,7 @@ def _runs(values: np.ndarray) -> list[tuple[int, int, Any]]:
 
 def _ranges_text(positions: Iterable[int], limit: int = 4) -> str:
     """1-based ranges of 0-based positions: ``1120–1179`` or ``3, 7, 12–15 (+2 more)``."""
-    pos = sorted(set(int(p) + 1 for p in positions))
+    pos = sorted({int(p) + 1 for p in positions})
     runs: list[list[int]] = []
     for v in pos:
         if runs and v == runs[-1][1] + 1:
@@ -347,7 +349,7 @@ def _draw_regions(ax: Any, view: DesignView, t: np.ndarray) -> set[str]:
         letters = np.where(np.isin(t, view.private), "P", "")
     for a, b, lab in _runs(letters):
         if lab:
-            ax.axvspan(t[a] + 0.5, t[b] + 1.5, color=REGION_COLORS[str(lab)], lw=0, zorder=0)
+            ax.axvspan(t[a] + 0.5, t[b] + 1.5, color=REGION_COLORS[str(lab)], lw=0, zorder=0).set_gid(f"region-{lab}")
     return {str(x) for x in np.unique(letters) if x}
 
 
@@ -452,7 +454,8 @@ def _note(view: DesignView, windows: list[tuple[int, int]], left_out: list[tuple
         return ""
     parts = []
     if left_out:
-        parts.append(f"{len(left_out)} more block(s) not drawn (records {_ranges_text(i for a, b in left_out for i in (a, b))})")
+        ends = _ranges_text(i for a, b in left_out for i in (a, b))
+        parts.append(f"{len(left_out)} more block(s) not drawn (records {ends})")
     parts.append(f"the other {view.n - drawn - sum(b - a + 1 for a, b in left_out):,} records are published with "
                  "certainty (Pr(⊥) = 0)")
     return "Not drawn: " + "; ".join(parts)
@@ -678,8 +681,8 @@ def compare_figure(table: Any, *, title: str | None = None, columns: int = 3) ->
 # ---------------------------------------------------------------------------
 def check_figure_path(path: str | os.PathLike[str], *, force: bool = False, option: str = "figure") -> Path:
     """Refuse a figure path before any work: ``ValueError`` (one line) for standard output, an
-    extension other than ``.png``/``.svg``, a missing or unwritable directory or a directory;
-    ``FileExistsError`` for an existing file without ``force``.  Returns the path."""
+    extension other than ``.png``/``.svg``, a missing or unwritable directory (:func:`check_writable`)
+    or a directory; ``FileExistsError`` for an existing file without ``force``.  Returns the path."""
     if str(path) == STDIO:
         raise ValueError(f"{option} '-': a figure needs a file name ending in .png or .svg, not standard output")
     p = Path(path)
@@ -688,9 +691,19 @@ def check_figure_path(path: str | os.PathLike[str], *, force: bool = False, opti
         what = f"extension '{p.suffix}'" if p.suffix else "no extension"
         raise ValueError(f"{p}: unknown figure format ({what}); use .png or .svg")
     check_output_path(p, force=force)
-    if not os.access(p.parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{p}: directory {p.parent} is not writable")
+    check_writable(p)
     return p
+
+
+def check_writable(path: Path) -> None:
+    """Refuse (``ValueError``, one line) an output whose directory does not take a new file: a file is
+    created there and removed again, so the answer is the file system's, whoever runs it."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=path.parent)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot write in {path.parent}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def figure_bytes(fig: Any, fmt: str = "svg", *, dpi: int = DPI) -> bytes:
@@ -714,6 +727,11 @@ def save_figure(fig: Any, path: str | os.PathLike[str], *, force: bool = False, 
     """
     p = check_figure_path(path, force=force)
     data = figure_bytes(fig, p.suffix.lower().lstrip("."), dpi=dpi)
-    with atomic_path(p, force=force) as tmp:
-        tmp.write_bytes(data)
+    try:
+        with atomic_path(p, force=force) as tmp:
+            tmp.write_bytes(data)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        raise ValueError(f"{p}: cannot write: {exc.strerror or exc}") from None
     return p

@@ -46,7 +46,7 @@ from redactopt.io import REPORT_FORMATS, STDIO, check_input_path, check_output_p
 from redactopt.judge.tolerances import LEAKAGE_RTOL
 
 __all__ = ["report_html", "write_report_html", "load_report", "read_sequences", "SequenceTable", "check_html_path",
-           "HTML_EXTENSIONS", "MAX_SEQUENCES_SHOWN", "MAX_DESIGNS_PLOTTED", "MAX_RECORDS_LISTED"]
+           "report_formats", "HTML_EXTENSIONS", "MAX_SEQUENCES_SHOWN", "MAX_DESIGNS_PLOTTED", "MAX_RECORDS_LISTED"]
 
 KREPORT_FORMAT = "redactopt.release.kapply-report/1"
 #: File name endings an HTML page may be written to.
@@ -151,7 +151,7 @@ def _figure(fig: Any, alt: str, caption: str = "") -> str:
     from redactopt.interface.plots import figure_bytes
 
     data = base64.b64encode(figure_bytes(fig, "svg")).decode("ascii")
-    w, h = (int(round(v * 96)) for v in fig.get_size_inches())
+    w, h = (round(v * 96) for v in fig.get_size_inches())
     cap = f"<figcaption>{caption}</figcaption>" if caption else ""
     return (f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{_e(alt)}" width="{w}" height="{h}">'
             f"{cap}</figure>")
@@ -160,7 +160,7 @@ def _figure(fig: Any, alt: str, caption: str = "") -> str:
 def _ranges(values: list[int], limit: int = 8) -> str:
     """1-based positions as ranges: ``1120–1179``; long lists elided."""
     runs: list[list[int]] = []
-    for v in sorted(set(int(x) for x in values)):
+    for v in sorted({int(x) for x in values}):
         if runs and v == runs[-1][1] + 1:
             runs[-1][1] = v
         else:
@@ -323,8 +323,8 @@ def _overview(rep: dict[str, Any]) -> str:
         ("privacy budget ε", _num(eps, "eps"), f"odds change at most ×{math.exp(float(eps)):.3g} (e^ε)"
          if _finite(eps) else ""),
         ("worst exact leakage", _num(leak, "leakage.max", 10),
-         f'<span class="{"pass" if ok else "fail"}">{"≤ ε: private" if ok else "EXCEEDS ε"}</span> over '
-         f"{_private_count(rep) or 0:,} private record(s)"),
+         (f'<span class="{"pass" if ok else "fail"}">{"≤ ε: private" if ok else "EXCEEDS ε"}</span> over '
+         f"{_private_count(rep) or 0:,} private record(s)")),
         ("rows redacted", _num(red, "utility.redacted"), f"of {_num(rows, 'rows')} rows ({_pct(red, rows)})"),
         ("expected utility", _num(util.get("expected"), "utility.expected"),
          f"realised {_num(util.get('realised'), 'utility.realised')}"),
@@ -361,8 +361,8 @@ def _fit_rows_text(source: dict[str, Any] | None) -> str:
         return _e(kind or "")
     where = ("the sequences without private records" if source.get("radius") is None else
              f"the rows more than {_num(source['radius'], 'chain.fit_rows.radius')} records from every private record")
-    return (f"{_num(source.get('rows'), 'chain.fit_rows.rows')} of {_num(source.get('of_rows'), 'chain.fit_rows.of_rows')}"
-            f" rows, {where} (all published with certainty)")
+    rows, of = _num(source.get("rows"), "chain.fit_rows.rows"), _num(source.get("of_rows"), "chain.fit_rows.of_rows")
+    return f"{rows} of {of} rows, {where} (all published with certainty)"
 
 
 def _order_test(fit: dict[str, Any]) -> str:
@@ -401,13 +401,11 @@ def _chain_binary(rep: dict[str, Any]) -> str:
         out.append(f"<h3>Estimates ({lvl} {_e(fit.get('interval', ''))} intervals)</h3>")
         out.append(_table(["", "estimate", "lower", "upper"], rows, {1, 2, 3}))
         c = fit.get("counts") or {}
-        out.append("<h3>Transition counts</h3>" + _table(
-            ["from \\ to", "0", "1"], [["0", _num(c.get("00"), "chain.fit.counts.00"), _num(c.get("01"), "chain.fit.counts.01")],
-                                      ["1", _num(c.get("10"), "chain.fit.counts.10"), _num(c.get("11"), "chain.fit.counts.11")]],
-            {1, 2}))
+        counts = [[a] + [_num(c.get(a + b), f"chain.fit.counts.{a}{b}") for b in "01"] for a in "01"]
+        out.append("<h3>Transition counts</h3>" + _table(["from \\ to", "0", "1"], counts, {1, 2}))
         st = fit.get("stationary") or [None, None]
-        out.append(_facts([("records", f"{_num(fit.get('records'))} in {_num(fit.get('sequences'))} sequence(s), "
-                                        f"{_num(fit.get('transitions'))} transitions"),
+        out.append(_facts([("records", (f"{_num(fit.get('records'))} in {_num(fit.get('sequences'))} sequence(s), "
+                                        f"{_num(fit.get('transitions'))} transitions")),
                            ("stationary law", f"Pr(X=0) = {_num(st[0])}, Pr(X=1) = {_num(st[1])}"),
                            ("order test", _order_test(fit))]))
         out.append(_warnings(fit.get("warnings")))
@@ -447,7 +445,7 @@ def _robust_box(ch: dict[str, Any]) -> str:
     box, rob = ch["class"], ch.get("robustness") or {}
     lvl = rob.get("level")
     out = ["<h3>Robust release: the box of chains</h3>",
-           f"<p>The guarantee holds for every chain of the box below"
+           "<p>The guarantee holds for every chain of the box below"
            + (f", which holds the data's chain with probability at least {_num(lvl, 'chain.robustness.level')}" if lvl
               else "") + "; the leakage reported is the worst over the box.</p>"]
     rows = [["α", _num(box["alpha"][0], "chain.class.alpha.0"), _num(box["alpha"][1], "chain.class.alpha.1"),
@@ -458,9 +456,9 @@ def _robust_box(ch: dict[str, Any]) -> str:
     if rob:
         r, p = rob.get("expected_redacted_robust"), rob.get("expected_redacted_point")
         out.append(_facts([("cost of robustness",
-                            f"{_num(r, 'chain.robustness.expected_redacted_robust')} expected redacted records against "
+                            (f"{_num(r, 'chain.robustness.expected_redacted_robust')} expected redacted records against "
                             f"{_num(p, 'chain.robustness.expected_redacted_point')} for the design at the nominal "
-                            f"chain alone (both measured at the nominal chain)")]))
+                            f"chain alone (both measured at the nominal chain)"))]))
     out.append(_figure(_box_figure(ch), "the box of chains", "The box in the (α, β) plane; the deciding chains are "
                                                               "those whose constraints bind."))
     return "".join(out)
@@ -491,11 +489,12 @@ def _chain_k(rep: dict[str, Any]) -> str:
     head = "Transition matrix P (row: from, column: to)"
     if _finite(conf):
         head += f"; {100 * float(conf):g}% {_e(iv.get('method', ''))} intervals and counts below each estimate"
-    out.append(f"<h3>{head}</h3>" + _table(["from \\ to"] + [_e(s) for s in labels], rows, set(range(1, len(labels) + 1))))
+    right = set(range(1, len(labels) + 1))
+    out.append(f"<h3>{head}</h3>" + _table(["from \\ to"] + [_e(s) for s in labels], rows, right))
     if fit:
         st = fit.get("stationary") or []
-        out.append(_facts([("records", f"{_num(fit.get('records'))} in {_num(fit.get('sequences'))} sequence(s), "
-                                        f"{_num(fit.get('transitions'))} transitions"),
+        out.append(_facts([("records", (f"{_num(fit.get('records'))} in {_num(fit.get('sequences'))} sequence(s), "
+                                        f"{_num(fit.get('transitions'))} transitions")),
                            ("smoothing", _e(fit.get("smoothing", ""))),
                            ("stationary law", ", ".join(f"{_e(s)}: {_num(v, digits=4)}" for s, v in zip(labels, st)))]))
     out.append(_warnings(rep.get("warnings") or fit.get("warnings") or []))
@@ -514,8 +513,8 @@ def _regions_table(regions: list[dict[str, Any]] | None, key: str) -> str:
     if not regions:
         return ""
     rows = [[f"{r['rows'][0]:,}–{r['rows'][1]:,}", _num(r.get("published"), f"{key}.{i}.published"),
-             _num(r.get("upper_bound"), f"{key}.{i}.upper_bound"), _num(r.get("gap"), digits=3), _e(r.get("solver", ""))]
-            for i, r in enumerate(regions)]
+             _num(r.get("upper_bound"), f"{key}.{i}.upper_bound"), _num(r.get("gap"), digits=3),
+             _e(r.get("solver", ""))] for i, r in enumerate(regions)]
     return ("<p>Region certificates: in each region, the expected number of records this design publishes and the "
             "most any ε-private mechanism can publish there.</p>"
             + _table(["rows", "published (expected)", "certified upper bound", "gap", "bound"], rows, {1, 2, 3}))
@@ -527,9 +526,11 @@ def _design_card(title: str, mech: dict[str, Any], *, key: str, plot: bool, fact
     from redactopt.interface.plots import design_figure
 
     cert = mech.get("certificate") or {}
-    bound = (f"{_num(cert.get('upper_bound'), key + '.certificate.upper_bound')} (gap "
-             f"{_num(cert.get('gap'), key + '.certificate.gap', 3)}; {_e(cert.get('solver', ''))}, valid for every "
-             "ε-private local redaction mechanism)" if _finite(cert.get("upper_bound")) else "not recorded in the report")
+    bound = "not recorded in the report"
+    if _finite(cert.get("upper_bound")):
+        bound = (f"{_num(cert['upper_bound'], key + '.certificate.upper_bound')} (gap "
+                 f"{_num(cert.get('gap'), key + '.certificate.gap', 3)}; {_e(cert.get('solver', ''))}, valid for "
+                 "every ε-private local redaction mechanism)")
     items = facts + [("utility", _num(mech.get("utility"), key + ".utility")),
                      ("exact leakage", _num(mech.get("leakage"), key + ".leakage", 10)),
                      ("certified upper bound", bound),
@@ -564,9 +565,9 @@ def _designs_binary(rep: dict[str, Any], max_designs: int) -> str:
         k = s.get("key") or {}
         mirror = _get(s, "design_info", "mirror_of")
         facts = [("used by", f"{_num(s.get('groups'))} group(s)"),
-                 ("its sub-problem", f"{_num(k.get('n'))} records: the private record(s) at offset(s) "
+                 ("its sub-problem", (f"{_num(k.get('n'))} records: the private record(s) at offset(s) "
                                      f"{_e(', '.join(str(o) for o in (k.get('private_offsets') or [])[:8]))} with "
-                                     f"{_num(k.get('left'))} record(s) before and {_num(k.get('right'))} after"),
+                                     f"{_num(k.get('left'))} record(s) before and {_num(k.get('right'))} after")),
                  ("expected redacted", _num(s.get("redacted_expected"), f"shapes.{i}.redacted_expected")),
                  ("origin", "mirror image of another design, verified again" if mirror else
                   _e(_get(s, "design_info", "source", default="")))]
@@ -641,9 +642,10 @@ def _record_table(per: list[dict[str, Any]], eps: float, several: bool) -> str:
     """Every private record's exact leakage, four records to a row."""
     cells = []
     for i, r in enumerate(per):
-        who = (f"{_e(r.get('sequence'))} · " if several and r.get("sequence") is not None else "") + f"{int(r['private']):,}"
+        seq = f"{_e(r.get('sequence'))} · " if several and r.get("sequence") is not None else ""
+        who = f"{seq}{int(r['private']):,}"
         cells.append([who, _num(r.get("leakage"), f"leakage.per_private.{i}.leakage", 10)])
-    rows = [sum(cells[j:j + 4], []) for j in range(0, len(cells), 4)]
+    rows = [[c for pair in cells[j:j + 4] for c in pair] for j in range(0, len(cells), 4)]
     width = min(4, len(cells))
     for r in rows:
         r += [""] * (2 * width - len(r))
@@ -655,8 +657,8 @@ def _leakage_section(rep: dict[str, Any], seqs: SequenceTable | None) -> str:
     eps = float(rep.get("eps", float("nan")))
     per = _get(rep, "leakage", "per_private")
     out = ['<section id="leakage"><h2>Exact leakage of every private record</h2>',
-           f"<p>Definition 1, computed exactly for the whole sequence: the most the release can move an observer's "
-           f"log-odds about the private value, whatever they knew; each is at most ε = {_num(rep.get('eps'))}.</p>"]
+           (f"<p>Definition 1, computed exactly for the whole sequence: the most the release can move an observer's "
+           f"log-odds about the private value, whatever they knew; each is at most ε = {_num(rep.get('eps'))}.</p>")]
     if isinstance(per, list) and per:
         several = len({r.get("sequence") for r in per}) > 1
         values = np.array([float(r["leakage"]) for r in per])
@@ -669,7 +671,8 @@ def _leakage_section(rep: dict[str, Any], seqs: SequenceTable | None) -> str:
     elif seqs is not None and seqs.record_leakage.size:
         v = seqs.record_leakage
         out.append(_facts([("private records", _num(int(v.size))),
-                           ("worst", _num(float(np.nanmax(v)), digits=10)), ("median", _num(float(np.nanmedian(v)), digits=10)),
+                           ("worst", _num(float(np.nanmax(v)), digits=10)),
+                           ("median", _num(float(np.nanmedian(v)), digits=10)),
                            ("least", _num(float(np.nanmin(v)), digits=10)),
                            ("within 10⁻⁶ of ε", _num(int(np.sum(v >= eps * (1 - 1e-6)))))]))
         out.append(_figure(_leakage_figure(v, eps, None, ""), "histogram of the exact leakage of every private record"))
@@ -711,8 +714,10 @@ def _sequence_rows(seqs: SequenceTable, idx: np.ndarray) -> list[list[str]]:
                   _e(r.get("design", "")))
         out.append([str(rank), _e(sid), _num(int(seqs.n[i])), _e(_ranges(r.get("private") or [], 3)),
                     _num(float(seqs.leakage_max[i]), f"{k}.leakage_max", 10), records,
-                    _num(int(seqs.redacted[i]), f"{k}.redacted"), _num(float(seqs.realised[i]), f"{k}.realised_utility"),
-                    _num(float(seqs.expected[i]), f"{k}.expected_utility"), _num(float(seqs.upper_bound[i]), f"{k}.upper_bound"),
+                    _num(int(seqs.redacted[i]), f"{k}.redacted"),
+                    _num(float(seqs.realised[i]), f"{k}.realised_utility"),
+                    _num(float(seqs.expected[i]), f"{k}.expected_utility"),
+                    _num(float(seqs.upper_bound[i]), f"{k}.upper_bound"),
                     _e(_ranges([v for b in r.get("blocks") or [] for v in range(b[0], b[1] + 1)], 3)) if r.get("blocks")
                     else "", design])
     return out
@@ -727,7 +732,8 @@ def _sequences_section(rep: dict[str, Any], seqs: SequenceTable | None, max_rows
     if seqs is None:
         if rep.get("sequences_file"):
             return (f'<section id="sequences"><h2>Sequences</h2><p>The per-sequence rows are in '
-                    f"<code>{_e(rep['sequences_file'])}</code> beside the report (not read: give its path).</p></section>")
+                    f"<code>{_e(rep['sequences_file'])}</code> beside the report, which was not found "
+                    "(redactopt report --sequences FILE names it).</p></section>")
         if (count or 1) > 1:
             return ('<section id="sequences"><h2>Sequences</h2><p>The report does not keep per-sequence rows '
                     "(--report-sequences none).</p></section>")
@@ -736,12 +742,14 @@ def _sequences_section(rep: dict[str, Any], seqs: SequenceTable | None, max_rows
     order = seqs.worst_first()
     shown = order[:max_rows]
     eps = float(rep.get("eps", float("nan")))
+    real = seqs.realised[seqs.private > 0]
+    counts = (f"{_num(len(seqs))} ({_num(designed)} with private records, "
+              f"{_num(len(seqs) - designed)} released unchanged)")
     out = ['<section id="sequences"><h2>Sequences</h2>',
-           _facts([("sequences", f"{_num(len(seqs))} ({_num(designed)} with private records, "
-                                 f"{_num(len(seqs) - designed)} released unchanged)"),
+           _facts([("sequences", counts),
                    ("worst exact leakage", _num(float(np.nanmax(seqs.leakage_max)) if designed else None, digits=10)),
-                   ("realised utility", f"least {_num(float(np.min(seqs.realised[seqs.private > 0])) if designed else None)}, "
-                                        f"median {_num(float(np.median(seqs.realised[seqs.private > 0])) if designed else None)}"),
+                   ("realised utility", (f"least {_num(float(real.min()) if designed else None)}, "
+                                        f"median {_num(float(np.median(real)) if designed else None)}")),
                    ("rows redacted", f"{_num(int(seqs.redacted.sum()))} of {_num(int(seqs.n.sum()))}"),
                    ("read from", _e(seqs.source))])]
     if designed:
@@ -784,7 +792,8 @@ def _columns_section(rep: dict[str, Any]) -> str:
     cols = rep.get("columns") or {}
     written = cols.get("written")
     out = ['<section id="columns"><h2>Columns: what is covered and what is not</h2>',
-           _facts([("protected (the guarantee)", ", ".join(_e(c) for c in cols.get("protected") or [rep.get("column")])),
+           _facts([("protected (the guarantee)",
+                    ", ".join(_e(c) for c in cols.get("protected") or [rep.get("column")])),
                    ("written", "every column" if written == "all" else ", ".join(_e(c) for c in written or [])),
                    ("not written", ", ".join(_e(c) for c in cols.get("dropped") or []) or "none")])]
     for b in cols.get("bins") or []:
@@ -851,7 +860,7 @@ def report_html(report: dict[str, Any], *, sequences_path: str | os.PathLike[str
     str
         The page: no script, nothing fetched, figures as SVG ``data:`` URLs.
     """
-    if not isinstance(report, dict) or report.get("format") not in REPORT_FORMATS + (KREPORT_FORMAT,):
+    if not isinstance(report, dict) or report.get("format") not in report_formats():
         fmt = report.get("format") if isinstance(report, dict) else type(report).__name__
         raise ValueError(f"not a release report (format {fmt!r}; expected an apply report)")
     if max_sequences < 1 or max_designs < 0:
@@ -892,8 +901,9 @@ def check_html_path(path: str | os.PathLike[str], *, force: bool = False, option
         what = f"extension '{p.suffix}'" if p.suffix else "no extension"
         raise ValueError(f"{p}: {option} needs a file name ending in .html or .htm ({what})")
     check_output_path(p, force=force)
-    if not os.access(p.parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{p}: directory {p.parent} is not writable")
+    from redactopt.interface.plots import check_writable
+
+    check_writable(p)
     return p
 
 
@@ -907,15 +917,28 @@ def write_report_html(report: dict[str, Any], path: str | os.PathLike[str], *,
     """
     p = check_html_path(path, force=force)
     text = report_html(report, sequences_path=sequences_path, **options)
-    write_text_atomic(STDIO if p is None else p, text, force=force)
+    try:
+        write_text_atomic(STDIO if p is None else p, text, force=force)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if p is None:
+            raise
+        raise ValueError(f"{p}: cannot write: {exc.strerror or exc}") from None
     return p
 
 
-def load_report(path: str | os.PathLike[str]) -> tuple[dict[str, Any], Path | None]:
-    """A release report read from its JSON file, and the path of its side file of sequences (if it names one).
+def report_formats() -> tuple[str, ...]:
+    """The ``format`` values of the release reports :func:`report_html` reads."""
+    return REPORT_FORMATS + (KREPORT_FORMAT,)
 
-    ``ValueError`` (one line) for a file that is not JSON or not a release report; the side file
-    must exist when the report names one.
+
+def load_report(path: str | os.PathLike[str]) -> tuple[dict[str, Any], Path | None]:
+    """A release report read from its JSON file, and the path of its side file of sequences.
+
+    The side file is the one the report names (``sequences_file``) beside it, ``None`` when it
+    names none or the file is not there (the page then says where the rows were).  ``ValueError``
+    (one line) for a file that is not JSON or not a release report.
     """
     p = check_input_path(path)
     if p.is_dir():
@@ -926,7 +949,7 @@ def load_report(path: str | os.PathLike[str]) -> tuple[dict[str, Any], Path | No
         raise ValueError(f"{p}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{p}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    if not isinstance(report, dict) or report.get("format") not in REPORT_FORMATS + (KREPORT_FORMAT,):
+    if not isinstance(report, dict) or report.get("format") not in report_formats():
         fmt = report.get("format") if isinstance(report, dict) else None
         raise ValueError(f"{p}: not a release report (format {fmt!r}); give the --report file of redactopt apply")
     side = report.get("sequences_file")
@@ -934,4 +957,4 @@ def load_report(path: str | os.PathLike[str]) -> tuple[dict[str, Any], Path | No
         return report, None
     if not isinstance(side, str) or Path(side).name != side:
         raise ValueError(f"{p}: field 'sequences_file' must be a file name beside the report, got {side!r}")
-    return report, check_input_path(p.parent / side)
+    return report, (p.parent / side) if (p.parent / side).is_file() else None
