@@ -960,12 +960,15 @@ def _design_joint(chain: MarkovChain | ChainClass, n: int, *, eps: float, privat
         if skipped:
             info.setdefault("improvement", {})["skipped"] = skipped
     failures = []
-    for name, parts in tries:
+    # every candidate's region certificates bound every private mechanism (they depend on the
+    # regions' geometry only): the smallest total certifies whichever candidate is returned
+    certified = [_block_regions(chain, n, eps, priv, parts) for _, parts in tries]
+    total = min(t for _, t in certified)
+    best_bound, solver = (total, "regions") if total < bound else (bound, "lemma2")
+    for (name, parts), (regions, _) in zip(tries, certified):
         info["source"] = name
         info["seconds"] = time.perf_counter() - t0
         try:
-            regions, total = _block_regions(chain, n, eps, priv, parts)
-            best_bound, solver = (total, "regions") if total < bound else (bound, "lemma2")
             sparse = finalize_sparse(chain, n, parts, private=priv, eps=eps, method="auto", upper_bound=best_bound,
                                      solver=solver, info=dict(info), regions=regions)
             return sparse.to_result() if dense else sparse
