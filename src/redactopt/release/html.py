@@ -521,8 +521,10 @@ def _regions_table(regions: list[dict[str, Any]] | None, key: str) -> str:
 
 
 def _design_card(title: str, mech: dict[str, Any], *, key: str, plot: bool, facts: list[tuple[str, str]],
-                 regions: list[dict[str, Any]] | None = None, blocks: str | None = None) -> str:
-    """One distinct design: its figure, its blocks, its certified bound and its region certificates."""
+                 regions: list[dict[str, Any]] | None = None, regions_key: str = "regions",
+                 blocks: str | None = None) -> str:
+    """One distinct design: its figure, its blocks, its certified bound and its region certificates
+    (``key`` and ``regions_key``: where the mechanism and the regions are in the report)."""
     from redactopt.interface.plots import design_figure
 
     cert = mech.get("certificate") or {}
@@ -540,7 +542,7 @@ def _design_card(title: str, mech: dict[str, Any], *, key: str, plot: bool, fact
         out.append(_figure(design_figure(mech), f"design figure: {title}",
                            "Per record, Pr(⊥ | X_t = x) for every value x; every record outside the blocks is "
                            "published with certainty."))
-    out.append(_regions_table(regions, key + ".regions"))
+    out.append(_regions_table(regions, regions_key))
     return "".join(out) + "</div>"
 
 
@@ -572,7 +574,8 @@ def _designs_binary(rep: dict[str, Any], max_designs: int) -> str:
                  ("origin", "mirror image of another design, verified again" if mirror else
                   _e(_get(s, "design_info", "source", default="")))]
         out.append(_design_card(f"Design {s.get('id', i)}", s.get("mechanism") or {}, key=f"shapes.{i}.mechanism",
-                                plot=rank < max_designs, facts=facts, regions=s.get("regions")))
+                                plot=rank < max_designs, facts=facts, regions=s.get("regions"),
+                                regions_key=f"shapes.{i}.regions"))
     if len(shapes) > max_designs:
         out.append(f"<p>{len(shapes) - max_designs} more design(s) listed without a figure (the "
                    f"{max_designs} most used are drawn).</p>")
