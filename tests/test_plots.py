@@ -66,7 +66,7 @@ def draw(fig):
     return canvas
 
 
-def assert_readable(fig, min_points: float = 9.0) -> None:
+def assert_readable(fig, min_points: float = 9.0, dpi: float = DPI) -> None:
     """Every text drawn is at least min_points tall and everything lies inside the saved figure."""
     canvas = draw(fig)
     renderer = canvas.get_renderer()
@@ -76,7 +76,7 @@ def assert_readable(fig, min_points: float = 9.0) -> None:
     box = fig.get_tightbbox(renderer)
     w, h = fig.get_size_inches()
     assert box.x0 >= -0.01 and box.y0 >= -0.01 and box.x1 <= w + 0.01 and box.y1 <= h + 0.01, (box.bounds, (w, h))
-    assert w * DPI >= 900  # about a thousand pixels wide when saved
+    assert w * dpi >= 900  # about a thousand pixels wide when saved
 
 
 def legend_texts(fig) -> list[str]:
@@ -402,3 +402,30 @@ def test_maybe_plot_writes_the_figure_and_names_it(tmp_path, capsys, fig3_design
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == f"wrote {path}\n"   # CSV on stdout stays clean
     assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+# ---------------------------------------------------------------------------
+# redactopt bench's figures (issue 27: Fig. 2's legend, Theorem 2 on DIM, readable text)
+# ---------------------------------------------------------------------------
+def test_bench_fig2_legend_lists_only_the_regions_shown():
+    from redactopt.interface import bench
+
+    expected = letters_by_hand(0.25, 0.5, 13, 0, 0.0, 0.5)[1:]
+    assert "L" not in expected and {"M", "S"} <= set(expected)
+    fig = bench.fig2_figure()
+    labels = " ".join(legend_texts(fig))
+    assert "$R_L$" not in labels and "$R_M$" in labels and "$R_S$" in labels
+    assert legend_title(fig).startswith("$R_L$ empty here")
+    assert_readable(fig, min_points=10, dpi=bench.FIG_DPI)
+
+
+def test_bench_fig3_and_fig4_are_readable():
+    from redactopt.interface import bench
+
+    rows = [{k: r[k] for k in ("eps", "optimal", "optimal_upper_bound", "calibrated_3r", "three_region",
+                               "three_region_leakage", "mq", "dim_optimal", "thm2_bound")} for r in compare_rows()]
+    fig3 = bench.fig3_figure(rows)
+    assert "Theorem 2 bound as printed (rings)" in legend_texts(fig3)
+    assert lines_by_gid(fig3)["series-thm2_bound"].get_zorder() > lines_by_gid(fig3)["series-dim_optimal"].get_zorder()
+    assert_readable(fig3, min_points=10, dpi=bench.FIG_DPI)
+    assert_readable(bench.fig4_figure(time_limit=30), min_points=10, dpi=bench.FIG_DPI)

@@ -24,8 +24,8 @@ from redactopt.engine.tuning import frontier_split
 from redactopt.engine.design import design
 from redactopt.interface.progress import iterate
 from redactopt.interface.report import rows_csv, rows_markdown
-from redactopt.judge.tolerances import LEAKAGE_RTOL
 from redactopt.judge.leakage import leakage, utility
+from redactopt.judge.tolerances import LEAKAGE_RTOL
 from redactopt.model.chain import MarkovChain
 from redactopt.model.influence import max_influence, pointwise_influence, regions
 from redactopt.paper.mechanisms import markov_quilt, theorem2_bound, three_region
@@ -71,38 +71,64 @@ def _md_table(rows: list[dict[str, Any]], keys: list[str] | None = None) -> str:
 # ---------------------------------------------------------------------------
 # the paper's figures and tables
 # ---------------------------------------------------------------------------
-def fig2(out: Path) -> None:
-    """Pointwise influence vs distance with the three regions (Fig. 2: alpha=0.25, beta=0.5)."""
-    plt = _pyplot()
+#: Resolution of the saved figures (dots per inch); with fonts of at least 10 pt, text is at least 16 pixels tall.
+FIG_DPI = 120
 
+
+def fig2(out: Path) -> None:
+    """Write ``fig2.png`` (:func:`fig2_figure`)."""
+    fig2_figure().savefig(out / "fig2.png", dpi=FIG_DPI)
+
+
+def fig2_figure() -> Any:
+    """Pointwise influence vs distance with the three regions (Fig. 2: alpha=0.25, beta=0.5).
+
+    The legend names only the regions drawn: at eps' = 0.5 this chain has no R_L (the smaller
+    influence is at most eps' at every distance), which the legend's title says.
+    """
+    from matplotlib.patches import Patch
+
+    from redactopt.interface.plots import FONT, REGION_COLORS, SMALL, new_figure
+
+    _pyplot()  # matplotlib is there (a clear message if not)
     a, b, eps = 0.25, 0.5, 0.5
     ch = MarkovChain(a, b)
     d = np.arange(1, 13)
     i0, i1 = pointwise_influence(ch, d, 0), pointwise_influence(ch, d, 1)
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    ax.plot(d, i1, "o-", label=r"$i(X_p \rightsquigarrow X_t=1)$ = max-influence")
-    ax.plot(d, i0, "s-", label=r"$i(X_p \rightsquigarrow X_t=0)$")
-    ax.axhline(eps, color="k", ls="--", lw=1, label=rf"$\epsilon'={eps}$")
+    fig = new_figure(7.6, 5.0)
+    ax = fig.add_subplot()
+    ax.plot(d, i1, "o-", color="#1f4e9c", lw=2, label=r"$i(X_p \rightsquigarrow X_t=1)$ = max-influence")
+    ax.plot(d, i0, "s--", color="#c0392b", lw=1.8, label=r"$i(X_p \rightsquigarrow X_t=0)$")
+    ax.axhline(eps, color="k", ls=":", lw=1.2, label=rf"$\epsilon'={eps}$")
     reg = regions(ch, 13, 0, 0.0, eps).labels[1:]
-    colors = {"L": "#f4cccc", "M": "#fff2cc", "S": "#d9ead3"}
     for t, lab in zip(d, reg):
-        ax.axvspan(t - 0.5, t + 0.5, color=colors[lab], alpha=0.6, lw=0)
-    for lab, name in (("L", "$R_L$ (always redact)"), ("M", "$R_M$ (release 0 sometimes)"), ("S", "$R_S$ (release)")):
-        ax.fill_between([], [], color=colors[lab], label=name)
-    ax.set_xlabel(r"distance $\Delta = |t-p|$")
-    ax.set_ylabel("influence (nats)")
+        ax.axvspan(t - 0.5, t + 0.5, color=REGION_COLORS[lab], lw=0, zorder=0)
+    handles, labels = ax.get_legend_handles_labels()
+    names = {"L": "$R_L$ (always redact)", "M": "$R_M$ (release 0 sometimes)", "S": "$R_S$ (release)"}
+    for lab in ("L", "M", "S"):
+        if lab in set(reg):
+            handles.append(Patch(color=REGION_COLORS[lab]))
+            labels.append(names[lab])
+    empty = [names[lab].split(" ")[0] for lab in ("L", "M", "S") if lab not in set(reg)]
+    ax.set_xlabel(r"distance $\Delta = |t-p|$", fontsize=FONT)
+    ax.set_ylabel("influence (nats)", fontsize=FONT)
     ax.set_yscale("log")
-    ax.set_title(rf"Pointwise influence and regions ($\alpha={a}$, $\beta={b}$, $\epsilon'={eps}$)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "fig2.png", dpi=120)
-    plt.close(fig)
+    ax.tick_params(labelsize=SMALL)
+    ax.set_title(rf"Pointwise influence and regions ($\alpha={a}$, $\beta={b}$, $\epsilon'={eps}$)", fontsize=FONT + 1)
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=SMALL, frameon=False,
+               title=(" and ".join(empty) + " empty here: the smaller influence is at most $\\epsilon'$ at every "
+                      "distance") if empty else None, title_fontsize=SMALL)
+    return fig
 
 
 def fig3(out: Path, eps_grid: Iterable[float], time_limit: float, progress: bool) -> list[dict[str, Any]]:
-    """Utility vs eps in the Fig. 3 setting (n=10, p=1, alpha=0.01, beta=0.8): CSV and PNG."""
-    plt = _pyplot()
+    """Utility vs eps in the Fig. 3 setting (n=10, p=1, alpha=0.01, beta=0.8): CSV and PNG.
 
+    Drawn by :func:`redactopt.interface.plots.compare_figure`, the figure of ``compare --plot``:
+    Theorem 2's bound as rings over its own dotted line, on top, so it stays visible where it
+    equals the DIM optimum; 3R ringed in red where its exact leakage exceeds eps.
+    """
+    _pyplot()
     ch = MarkovChain(*FIG3_CHAIN)
     rows = []
     for eps in _progress(list(eps_grid), "fig3", progress):
@@ -112,53 +138,52 @@ def fig3(out: Path, eps_grid: Iterable[float], time_limit: float, progress: bool
                      "three_region_leakage": r["three_region_leakage"], "mq": r["mq"],
                      "dim_optimal": r["dim_optimal"], "thm2_bound": r["thm2_bound"]})
     _write_csv(out / "fig3.csv", rows)
-    e = [r["eps"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    ax.plot(e, [r["optimal"] for r in rows], "o-", lw=2, label="optimal (verified)")
-    ax.plot(e, [r["optimal_upper_bound"] for r in rows], "k:", label="certified upper bound")
-    ax.plot(e, [r["calibrated_3r"] for r in rows], "s-", label="calibrated 3R (verified)")
-    viol = [r["three_region_leakage"] > r["eps"] * (1 + LEAKAGE_RTOL) for r in rows]
-    ax.plot(e, [r["three_region"] for r in rows], "^--", label="3R as printed")
-    ax.scatter([x for x, v in zip(e, viol) if v], [r["three_region"] for r, v in zip(rows, viol) if v],
-               s=120, facecolors="none", edgecolors="r", label="3R leaks more than ε")
-    ax.plot(e, [r["dim_optimal"] for r in rows], "d-", label="DIM optimum (exact window)")
-    ax.plot(e, [r["mq"] for r in rows], "v--", label="MQ as printed (Alg. 1)")
-    ax.plot(e, [r["thm2_bound"] for r in rows], "x:", label="Theorem 2 bound as printed")
-    ax.set_xscale("log")
-    ax.minorticks_off()
-    ax.set_xticks(e, [f"{v:g}" for v in e])
-    ax.set_xlabel(r"privacy budget $\epsilon$ (nats)")
-    ax.set_ylabel("utility (expected fraction published)")
-    ax.set_title(r"Utility vs $\epsilon$ ($n=10$, $p=1$, $\alpha=0.01$, $\beta=0.8$)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "fig3.png", dpi=120)
-    plt.close(fig)
+    fig3_figure(rows).savefig(out / "fig3.png", dpi=FIG_DPI)
     return rows
 
 
-def fig4(out: Path, time_limit: float) -> None:
-    """Redaction probabilities of 3R and of the optimum (Fig. 4: p=1, eps=1, alpha/beta=10)."""
-    plt = _pyplot()
+def fig3_figure(rows: list[dict[str, Any]]) -> Any:
+    """The figure of :func:`fig3`'s rows (:func:`redactopt.interface.plots.compare_figure`)."""
+    from redactopt.interface.plots import compare_figure
 
+    table = [dict(r, n=10, p=1, alpha=FIG3_CHAIN[0], beta=FIG3_CHAIN[1]) for r in rows]
+    fig = compare_figure(table)
+    fig.axes[0].set_title(r"Utility vs $\epsilon$ ($n=10$, $p=1$, $\alpha=0.01$, $\beta=0.8$)", fontsize=12)
+    return fig
+
+
+def fig4(out: Path, time_limit: float) -> None:
+    """Write ``fig4.png`` (:func:`fig4_figure`)."""
+    fig4_figure(time_limit).savefig(out / "fig4.png", dpi=FIG_DPI)
+
+
+def fig4_figure(time_limit: float = 60.0) -> Any:
+    """Redaction probabilities of 3R and of the optimum (Fig. 4: p=1, eps=1, alpha/beta=10)."""
+    from redactopt.interface.plots import FONT, SMALL, new_figure
+
+    _pyplot()
     a, b, n, eps = 0.5, 0.05, 12, 1.0
     ch = MarkovChain(a, b)
     tr = three_region(ch, n, eps=eps, p=0)
     opt = design(ch, n, eps=eps, p=0, method="optimal", time_limit=time_limit)
     t = np.arange(1, n + 1)
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
+    fig = new_figure(10.0, 4.4)
+    axes = fig.subplots(1, 2, sharey=True)
     for ax, x in zip(axes, (0, 1)):
-        ax.step(t, tr.redact_prob[:, x], where="mid", label=f"3R as printed (leakage {tr.leakage().leakage:.3g})")
-        ax.step(t, opt.redact_prob[:, x], where="mid", ls="--",
+        ax.step(t, tr.redact_prob[:, x], where="mid", color="#27ae60", lw=2.6,
+                label=f"3R as printed (leakage {tr.leakage().leakage:.3g})")
+        ax.step(t, opt.redact_prob[:, x], where="mid", ls="--", color="#1f4e9c", lw=2,
                 label=f"optimal (leakage {opt.leakage:.3g})")
-        ax.set_xlabel("record t (p = 1)")
-        ax.set_title(rf"$\Pr(Y_t=\perp \mid X_t={x})$")
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("redaction probability")
-    fig.suptitle(rf"Redaction probabilities ($n={n}$, $\epsilon={eps}$, $\alpha={a}$, $\beta={b}$, $\alpha/\beta=10$)")
-    fig.tight_layout()
-    fig.savefig(out / "fig4.png", dpi=120)
-    plt.close(fig)
+        ax.set_xlabel("record t (p = 1)", fontsize=FONT)
+        ax.set_xticks(t)
+        ax.set_title(rf"$\Pr(Y_t=\perp \mid X_t={x})$", fontsize=FONT)
+        ax.tick_params(labelsize=SMALL)
+    axes[0].set_ylabel("redaction probability", fontsize=FONT)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=SMALL, frameon=False)
+    fig.suptitle(rf"Redaction probabilities ($n={n}$, $\epsilon={eps}$, $\alpha={a}$, $\beta={b}$, "
+                 rf"$\alpha/\beta=10$)", fontsize=FONT + 1)
+    return fig
 
 
 def table1(out: Path) -> None:
