@@ -104,7 +104,15 @@ def test_ctrl_c_during_apply_is_one_line_exit_130_and_leaves_nothing(tmp_path):
                              "--by", "sid", "--private-column", "o", "--eps", "1", "--alpha", "0.003", "--beta",
                              "0.012", "--workers", "2", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3.0)
+    # interrupt once the release is under way: its design processes (or their fork server) have started,
+    # so the command is past its imports, inside its own handling (a loaded machine may take a while)
+    children = f"/proc/{proc.pid}/task/{proc.pid}/children"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if open(children).read().strip():
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
     assert proc.poll() is None, "the release finished before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     t0 = time.perf_counter()
