@@ -16,7 +16,11 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+#: The README and the reference pages it links to, whose console blocks run here (docs/kstate.md and
+#: docs/occupancy.md have tests of their own).
+PAGES = [README] + [ROOT / "docs" / f"{name}.md" for name in ("commands", "releases", "paper", "benchmarks")]
 
 
 def _console_blocks(text: str) -> list[list[tuple[str, list[str]]]]:
@@ -63,24 +67,35 @@ def _run_block(cmds: list[tuple[str, list[str]]], cwd: Path) -> list[tuple[str, 
 
 
 def _blocks_with(needle: str) -> list[list[tuple[str, list[str]]]]:
-    return [b for b in _console_blocks(README.read_text()) if any(needle in c for c, _ in b)]
+    return [b for page in PAGES for b in _console_blocks(page.read_text()) if any(needle in c for c, _ in b)]
 
 
-@pytest.mark.parametrize("needle", ["redactopt datasets path occupancy", "redactopt design --n 10 --eps 1",
-                                    "redactopt audit --method 3r --n 10 --eps 0.5", "redactopt design --transition",
-                                    "--by sid --private-column", "--robust 0.95"])
+def test_every_console_block_of_the_pages_is_run():
+    """No console block of the README or its reference pages escapes the check below."""
+    for page in PAGES:
+        for block in _console_blocks(page.read_text()):
+            assert any(n in c for n in NEEDLES for c, _ in block), (page.name, block[0][0])
+
+
+NEEDLES = ["redactopt datasets path occupancy", "redactopt design --n 10 --eps 1",
+           "redactopt audit --method 3r --n 10 --eps 0.5", "redactopt design --transition",
+           "--by sid --private-column", "--robust 0.95"]
+
+
+@pytest.mark.parametrize("needle", NEEDLES)
 def test_readme_console_blocks_run_verbatim(tmp_path, needle):
     blocks = _blocks_with(needle)
     assert blocks, f"no console block runs {needle!r}"
-    for block in blocks:
+    for i, block in enumerate(blocks):
         if any("--attack" in c for c, _ in block):
             continue  # the attack example (seconds of sampling) is checked in test_attack.py
-        for cmd, status, expected, actual in _run_block(block, tmp_path):
+        folder = tmp_path / f"block{i}"  # an empty folder for each block, as the pages say
+        folder.mkdir()
+        for cmd, status, expected, actual in _run_block(block, folder):
             assert status == (1 if any("FAIL" in line for line in expected) else 0), cmd
-            assert _matches(expected, actual), f"{cmd}\n--- README\n" + "\n".join(expected) + \
+            assert _matches(expected, actual), f"{cmd}\n--- page\n" + "\n".join(expected) + \
                 "\n--- printed\n" + "\n".join(actual)
-    assert sorted(p.name for p in tmp_path.iterdir()) in (
-        [], ["released.csv", "report.json"], ["robust.csv", "robust.json"],
-        ["released.csv", "report.json", "robust.csv", "robust.json"],
-        ["both.csv", "both.json", "light.csv", "released.csv", "report.json"],
-        ["both.csv", "both.json", "light.csv", "released.csv", "report.json", "robust.csv", "robust.json"], ["many.csv", "out.csv", "rep.json", "rep.sequences.parquet"])
+        names = sorted(p.name for p in folder.iterdir())
+        assert names in ([], ["released.csv", "report.json"], ["robust.csv", "robust.json"],
+                         ["both.csv", "both.json", "light.csv"], ["many.csv", "out.csv", "rep.json",
+                                                                 "rep.sequences.parquet"]), names

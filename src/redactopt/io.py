@@ -2,7 +2,7 @@
 
 Files count records from 1 (``private`` is 1-based); the Python API counts from 0.
 
-Mechanism files (README, "Mechanism file"):
+Mechanism files (docs/commands.md, "Mechanism file"):
 
 * ``redactopt.mechanism/2`` (written since 0.2): ``blocks``, a sorted list of
   ``{"start": first row, "redact_prob": rows}`` separated by at least one row; every record
@@ -139,7 +139,7 @@ def mechanism_to_dict(
     leakage: float,
     format: str = FORMAT,
 ) -> dict[str, Any]:
-    """The mechanism file object (README, "Mechanism file") of a mechanism (``private`` given 0-based).
+    """The mechanism file object (docs/commands.md, "Mechanism file") of a mechanism (``private`` given 0-based).
 
     ``format`` is :data:`FORMAT` (``blocks``: the maximal runs of rows that can be
     redacted, or the blocks of a :class:`~redactopt.judge.certify.SparseRows`) or

@@ -1,6 +1,6 @@
 """k-state mechanism files: ``"format": "redactopt.kmechanism/1"`` (issue 17).
 
-The k-state variant of the sparse mechanism file (README, "Mechanism file"): ``states`` (the
+The k-state variant of the sparse mechanism file (docs/commands.md, "Mechanism file"): ``states`` (the
 labels, as text, column order of every row), ``chain`` {``labels``, ``transition`` (rows of
 ``k``)}, ``n``, ``private`` (1-based), ``eps``, ``blocks`` — a sorted list of
 ``{"start": first row (1-based), "redact_prob": rows of k numbers [Pr(⊥ | X_t = state 1), ...]}``
