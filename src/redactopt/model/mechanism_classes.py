@@ -1,0 +1,421 @@
+r"""Redaction mechanisms beyond the local class (issue 26): scan, owner and holder mechanisms.
+
+Records :math:`X_1,\dots,X_n` form a stationary k-state chain (:class:`~redactopt.model.kchain.KChain`;
+a binary :class:`~redactopt.model.chain.MarkovChain` is taken as its 2-state chain).  The record
+:math:`X_p` is private; every other record is published or replaced by ⊥.  The classes, each
+contained in the next (docs/beyond_local.md, §1):
+
+* ``local`` -- record ``t`` is redacted with probability ``q[t][X_t]``, independently (the paper's class);
+* ``scan`` -- each side of ``p`` is read outward; at distance ``d`` the mechanism may *stop*: publish
+  that record and every farther record of the side.  The decision reads only the side's records read
+  so far, never :math:`X_p`; by §2 of the notes nothing is lost when it reads only the side's first
+  record ``c``, the distance and the current record ``x``: ``S[d-1][c][x]`` is the probability of
+  stopping at distance ``d`` given that the side did not stop before (:class:`ScanMechanism`);
+  a *holder scan* may read :math:`X_p` too, and then ``c`` is the value of :math:`X_p`;
+* ``owner`` -- any mechanism whose randomness may depend on every record but :math:`X_p`
+  (:class:`OwnerMechanism`, a table over all records and release masks; :class:`BlockMechanism`
+  for long sequences: a table on a block around ``p``, every record outside it published);
+* ``holder`` -- may read :math:`X_p` as well (the same two representations with ``holder=True``).
+
+Positions are 0-based here (numpy); files and the command line count from 1.  Left-side records are
+read outward on the time-reversed chain (:meth:`KChain.reversed`), the right side on the chain itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from redactopt._validate import check_index, check_n
+from redactopt.model.chain import MarkovChain
+from redactopt.model.kchain import KChain
+
+__all__ = [
+    "CLASSES",
+    "ScanMechanism",
+    "OwnerMechanism",
+    "BlockMechanism",
+    "as_kchain",
+    "side_lengths",
+    "side_chain",
+    "side_chain_exact",
+    "local_as_scan",
+    "scan_as_owner",
+    "release_masks",
+    "record_tuples",
+    "MAX_TABLE_ENTRIES",
+    "occupation",
+    "tuple_probabilities",
+    "row_keys",
+]
+
+#: The mechanism classes, each contained in the next (docs/beyond_local.md, §1).
+CLASSES = ("local", "scan", "owner", "holder")
+
+#: Largest table (rows x release masks) an :class:`OwnerMechanism` may hold.
+MAX_TABLE_ENTRIES = 2**22
+
+
+def as_kchain(chain: object) -> KChain:
+    """The chain as a :class:`KChain`: a binary :class:`MarkovChain` becomes its exact 2-state chain.
+
+    :meth:`KChain.from_binary` keeps ``alpha`` and ``beta`` as the rationals of their doubles, so the
+    binary and the k-state judges judge the same chain.
+    """
+    if isinstance(chain, KChain):
+        return chain
+    if isinstance(chain, MarkovChain):
+        return KChain.from_binary(chain)
+    raise TypeError(f"chain must be a KChain or a MarkovChain, got {type(chain).__name__}")
+
+
+def side_lengths(n: int, p: int) -> tuple[int, int]:
+    """Numbers of records left and right of the 0-based private record ``p``."""
+    return p, n - 1 - p
+
+
+def side_chain_exact(chain: KChain, side: str) -> list[list[Fraction]]:
+    r"""The exact matrix a side is read with: :math:`\tilde P` (left, outward) or :math:`P` (right)."""
+    if side == "right":
+        return [list(r) for r in chain.exact_transition()]
+    if side == "left":
+        P, pi = chain.exact_transition(), chain.exact_stationary()
+        k = chain.k
+        return [[pi[y] * P[y][x] / pi[x] for y in range(k)] for x in range(k)]
+    raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+
+
+def side_chain(chain: KChain, side: str) -> np.ndarray:
+    """The side's matrix as doubles, each entry its exact value correctly rounded (relative error <= 2**-53)."""
+    return np.array([[float(v) for v in r] for r in side_chain_exact(chain, side)], dtype=float)
+
+
+def _check_stop(value: object, m: int, k: int, name: str) -> np.ndarray | None:
+    """A side's stop table ``S[d-1][c][x]``: shape ``(L, k, k)``, ``1 <= L <= m``, entries in [0, 1].
+
+    A table shorter than its side must end in a row of ones (the side stops by distance ``L`` for
+    sure, so the farther rows would never be read).
+    """
+    if m == 0:
+        if value is not None:
+            raise ValueError(f"{name}: the side has no records, its stop table must be None")
+        return None
+    if value is None:
+        raise ValueError(f"{name}: the side has {m} records and needs a stop table")
+    S = np.array(value, dtype=float)
+    if S.ndim != 3 or S.shape[1:] != (k, k) or not 1 <= S.shape[0] <= m:
+        raise ValueError(f"{name} must have shape (L, {k}, {k}) with 1 <= L <= {m}, got {S.shape}")
+    if not np.all(np.isfinite(S)) or S.min() < 0.0 or S.max() > 1.0:
+        raise ValueError(f"{name} entries must be probabilities in [0, 1]")
+    if S.shape[0] < m and not np.all(S[-1] == 1.0):
+        raise ValueError(f"{name} has {S.shape[0]} rows for a side of {m} records: a shorter table must "
+                         "end in a row of ones (stop for sure)")
+    S.setflags(write=False)
+    return S
+
+
+@dataclass(frozen=True, eq=False)
+class ScanMechanism:
+    r"""A scan mechanism (docs/beyond_local.md, §2): each side stops once and publishes from there on.
+
+    Parameters
+    ----------
+    chain : KChain or MarkovChain
+        The chain (a binary chain is converted by :func:`as_kchain`).
+    n, p : int
+        Number of records and the 0-based private record.
+    left, right : array_like, shape (L, k, k), or None
+        ``S[d-1][c][x]``: probability of stopping at distance ``d`` given no stop before on that side,
+        the side's first record ``c`` (holder scan: :math:`X_p=c`) and the record at distance ``d``
+        equal to ``x``.  ``None`` exactly for a side without records.
+    holder : bool
+        Whether the decisions may read :math:`X_p` (then ``c`` is its value).
+
+    Notes
+    -----
+    Given :math:`X_p=x` the side's first record has law :math:`Q(x,\cdot)` and the side is a Markov
+    chain, so the law of (stop distance, stopped value) is the occupation measure of Eq. (2.1) of the
+    notes; :func:`redactopt.judge.scan.scan_leakage` evaluates Definition 1 from it in
+    :math:`O(n k^3)` and :meth:`utility` is Definition 2.
+    """
+
+    chain: KChain
+    n: int
+    p: int
+    left: np.ndarray | None
+    right: np.ndarray | None
+    holder: bool = False
+
+    def __post_init__(self) -> None:
+        chain = as_kchain(self.chain)
+        object.__setattr__(self, "chain", chain)
+        n = check_n(self.n)
+        p = check_index(self.p, n)
+        object.__setattr__(self, "n", n)
+        object.__setattr__(self, "p", p)
+        mL, mR = side_lengths(n, p)
+        object.__setattr__(self, "left", _check_stop(self.left, mL, chain.k, "left"))
+        object.__setattr__(self, "right", _check_stop(self.right, mR, chain.k, "right"))
+        object.__setattr__(self, "holder", bool(self.holder))
+
+    @property
+    def k(self) -> int:
+        """Number of states."""
+        return self.chain.k
+
+    def side(self, name: str) -> np.ndarray | None:
+        """The stop table of side ``"left"`` or ``"right"`` (``None``: no records)."""
+        if name not in ("left", "right"):
+            raise ValueError(f"side must be 'left' or 'right', got {name!r}")
+        return self.left if name == "left" else self.right
+
+    def side_length(self, name: str) -> int:
+        """Number of records on side ``name``."""
+        mL, mR = side_lengths(self.n, self.p)
+        return mL if name == "left" else mR
+
+    def utility(self) -> float:
+        r"""Expected fraction of records published (Definition 2): :math:`\frac1n\sum_s\sum_d\Pr(\tau_s=d)(m_s-d+1)`.
+
+        :math:`X_p\sim\pi`, so the side's first record has law :math:`\pi` as well (both chains are
+        stationary with law :math:`\pi`).
+        """
+        total = 0.0
+        pi = np.array([float(v) for v in self.chain.exact_stationary()])
+        for name in ("left", "right"):
+            S = self.side(name)
+            if S is None:
+                continue
+            m = self.side_length(name)
+            Q = side_chain(self.chain, name)
+            start = (pi[:, None] * Q) if self.holder else np.diag(pi)
+            mu, _ = occupation(Q, S, start)
+            counts = m - np.arange(S.shape[0], dtype=float)
+            total += float(np.einsum("cdv,d->", mu, counts))
+        return total / self.n
+
+
+def occupation(Q: np.ndarray, S: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Stopping law of one side for every start row: Eq. (2.1) of docs/beyond_local.md.
+
+    ``start[c]`` is the law of the side's first record (row ``c``); ``mu[c, d-1, v]`` the probability
+    of stopping at distance ``d`` on value ``v`` and ``rest[c]`` of never stopping within the table.
+    Plain float recursion :math:`\nu_1=\text{start}`, :math:`\mu_d=\nu_d\odot S_d`,
+    :math:`\nu_{d+1}=(\nu_d\odot(1-S_d))Q` (the judge uses its own, rescaled and error-bounded copy).
+    """
+    L, k = S.shape[0], Q.shape[0]
+    mu = np.empty((start.shape[0], L, k))
+    alive = np.array(start, dtype=float)
+    for d in range(L):
+        mu[:, d] = alive * S[d]
+        cont = alive * (1.0 - S[d])
+        alive = cont @ Q if d + 1 < L else cont
+    return mu, alive.sum(axis=1)
+
+
+def local_as_scan(chain: object, redact_prob: object, p: int) -> ScanMechanism:
+    r"""The scan completion of a local mechanism: stop at ``d`` on value ``x`` with probability ``1 - q[t][x]``.
+
+    It has the same first released record on each side as the local mechanism, hence the same
+    leakage (docs/beyond_local.md, §2, Proposition 2), and publishes at least as much.
+    """
+    kc = as_kchain(chain)
+    q = np.asarray(redact_prob, dtype=float)
+    n = q.shape[0]
+    p = check_index(p, n)
+    sides = {}
+    for name, rows in (("left", q[:p][::-1]), ("right", q[p + 1:])):
+        if rows.shape[0] == 0:
+            sides[name] = None
+            continue
+        sides[name] = np.repeat((1.0 - rows)[:, None, :], kc.k, axis=1)
+    return ScanMechanism(kc, n, p, sides["left"], sides["right"])
+
+
+def release_masks(m: int) -> np.ndarray:
+    """All ``2**m`` release masks of ``m`` records as a ``(2**m, m)`` 0/1 array; bit ``j`` of mask ``i`` is column ``j``."""
+    idx = np.arange(2**m)
+    return ((idx[:, None] >> np.arange(m)[None, :]) & 1).astype(np.int8)
+
+
+def record_tuples(k: int, m: int) -> np.ndarray:
+    """All ``k**m`` value tuples of ``m`` records, ``(k**m, m)``; tuple ``i`` has digit ``j`` (base k) in column ``j``."""
+    idx = np.arange(k**m)
+    return ((idx[:, None] // (k ** np.arange(m))[None, :]) % k).astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class OwnerMechanism:
+    r"""Any redaction mechanism of ``n`` records as a table (docs/beyond_local.md, §4).
+
+    ``table[r, i]`` is proportional to the probability of release mask ``i`` (bit ``j`` set: the
+    ``j``-th non-private record, in position order, is published) given the records of row ``r``:
+    for ``holder=False`` row ``r`` is the tuple of the ``n - 1`` non-private records (digit ``j`` of
+    ``r`` in base k is the ``j``-th non-private record), for ``holder=True`` the tuple of all ``n``
+    records (digit ``t`` is record ``t``).  Each row is divided by its *exact* sum (the doubles taken
+    as rationals), so any non-negative row with a positive sum is a valid kernel.
+    """
+
+    chain: KChain
+    n: int
+    p: int
+    table: np.ndarray
+    holder: bool = False
+
+    def __post_init__(self) -> None:
+        chain = as_kchain(self.chain)
+        object.__setattr__(self, "chain", chain)
+        n = check_n(self.n)
+        if n > 24:
+            raise ValueError(f"an owner table covers at most 24 records, got n = {n}")
+        p = check_index(self.p, n)
+        rows = chain.k ** (n if self.holder else n - 1)
+        if rows * 2 ** (n - 1) > MAX_TABLE_ENTRIES:
+            raise ValueError(f"an owner table of {rows} x {2 ** (n - 1)} entries exceeds {MAX_TABLE_ENTRIES}")
+        T = np.array(self.table, dtype=float)
+        if T.shape != (rows, 2 ** (n - 1)):
+            raise ValueError(f"table must have shape ({rows}, {2 ** (n - 1)}), got {T.shape}")
+        if not np.all(np.isfinite(T)) or T.min() < 0.0:
+            raise ValueError("table entries must be finite and non-negative")
+        if np.any(T.sum(axis=1) <= 0.0):
+            raise ValueError(f"table row {int(np.argmin(T.sum(axis=1)))} has no positive entry")
+        T.setflags(write=False)
+        object.__setattr__(self, "table", T)
+        object.__setattr__(self, "n", n)
+        object.__setattr__(self, "p", p)
+        object.__setattr__(self, "holder", bool(self.holder))
+
+    @property
+    def k(self) -> int:
+        """Number of states."""
+        return self.chain.k
+
+    def others(self) -> list[int]:
+        """The non-private positions, in order (bit ``j`` of a mask is ``others()[j]``)."""
+        return [t for t in range(self.n) if t != self.p]
+
+    def kernel(self) -> np.ndarray:
+        """The rows divided by their float sums (the exact kernel up to rounding)."""
+        return self.table / self.table.sum(axis=1, keepdims=True)
+
+    def always_published(self) -> list[int]:
+        """Positions published under every row (every mask of positive weight has their bit set)."""
+        used = self.table > 0.0
+        masks = release_masks(self.n - 1).astype(bool)
+        hit = used.any(axis=0)
+        others = self.others()
+        return [others[j] for j in range(self.n - 1) if np.all(masks[hit, j])]
+
+    def utility(self) -> float:
+        """Expected fraction published (Definition 2), summing over every record tuple."""
+        pr = tuple_probabilities(self.chain, self.n)
+        keys = row_keys(self.k, self.n, self.p, self.holder)
+        counts = release_masks(self.n - 1).sum(axis=1).astype(float)
+        per_row = self.kernel() @ counts
+        return float(pr @ per_row[keys]) / self.n
+
+
+def tuple_probabilities(chain: KChain, n: int) -> np.ndarray:
+    r""":math:`\Pr(X_{1..n}=x)` for every tuple of :func:`record_tuples` (digit ``t`` = record ``t``)."""
+    pi = np.array([float(v) for v in chain.exact_stationary()])
+    P = np.array([[float(v) for v in r] for r in chain.exact_transition()])
+    X = record_tuples(chain.k, n)
+    pr = pi[X[:, 0]].copy()
+    for t in range(n - 1):
+        pr *= P[X[:, t], X[:, t + 1]]
+    return pr
+
+
+def row_keys(k: int, n: int, p: int, holder: bool) -> np.ndarray:
+    """For every full record tuple (:func:`record_tuples`), the row of an owner/holder table it reads."""
+    X = record_tuples(k, n)
+    if holder:
+        return np.arange(k**n)
+    others = [t for t in range(n) if t != p]
+    return X[:, others] @ (k ** np.arange(n - 1))
+
+
+@dataclass(frozen=True, eq=False)
+class BlockMechanism:
+    r"""A structured owner/holder mechanism for long sequences (docs/beyond_local.md, §6).
+
+    ``inner`` is an :class:`OwnerMechanism` on the records ``start .. start + inner.n - 1`` (its
+    private record is ``p - start``); every record outside the block is published.  The inner
+    mechanism must publish its first (last) record under every row whenever records lie left (right)
+    of the block: then the cut argument (docs/mathematics.md §8) makes the leakage of the whole
+    sequence the leakage of the block.
+    """
+
+    n: int
+    p: int
+    start: int
+    inner: OwnerMechanism
+
+    def __post_init__(self) -> None:
+        n = check_n(self.n)
+        if not isinstance(self.inner, OwnerMechanism):
+            raise TypeError(f"inner must be an OwnerMechanism, got {type(self.inner).__name__}")
+        start = check_index(self.start, n, "start")
+        end = start + self.inner.n
+        if end > n or start + self.inner.p != self.p:
+            raise ValueError(f"block {start}..{end - 1} with private offset {self.inner.p} does not place p = "
+                             f"{self.p} inside n = {n} records")
+        pub = set(self.inner.always_published())
+        if start > 0 and 0 not in pub:
+            raise ValueError("records lie left of the block, so the block's first record must always be published")
+        if end < n and self.inner.n - 1 not in pub:
+            raise ValueError("records lie right of the block, so the block's last record must always be published")
+        object.__setattr__(self, "n", n)
+        object.__setattr__(self, "start", start)
+
+    @property
+    def chain(self) -> KChain:
+        """The chain (the inner mechanism's)."""
+        return self.inner.chain
+
+    @property
+    def holder(self) -> bool:
+        """Whether the block reads the private record."""
+        return self.inner.holder
+
+    def utility(self) -> float:
+        """Expected fraction published: the block's expected count plus every record outside it, over ``n``."""
+        return (self.inner.utility() * self.inner.n + (self.n - self.inner.n)) / self.n
+
+
+def scan_as_owner(mech: ScanMechanism) -> OwnerMechanism:
+    r"""The table of a scan mechanism (small ``n``): mask probabilities as products of the two sides' laws.
+
+    Given the records, a side stops at ``d`` with probability :math:`\prod_{j<d}(1-S_j)\,S_d`; the sides
+    draw independently.  Used to cross-check :func:`redactopt.judge.scan.scan_leakage` by enumeration.
+    """
+    n, p, k = mech.n, mech.p, mech.k
+    X = record_tuples(k, n)
+    others = [t for t in range(n) if t != p]
+    index_of = {t: j for j, t in enumerate(others)}
+    rows = k ** (n if mech.holder else n - 1)
+    table = np.zeros((rows, 2 ** (n - 1)))
+    keys = row_keys(k, n, p, mech.holder)
+    for xi, x in enumerate(X):
+        laws = []
+        for name, step in (("left", -1), ("right", 1)):
+            S = mech.side(name)
+            if S is None:
+                laws.append([(0, 1.0)])
+                continue
+            pos = list(range(p + step, -1 if step < 0 else n, step))
+            c = int(x[p]) if mech.holder else int(x[pos[0]])
+            alive, law = 1.0, []
+            for d, t in enumerate(pos):
+                s = S[d][c][int(x[t])] if d < S.shape[0] else 1.0
+                bits = sum(1 << index_of[u] for u in pos[d:])
+                law.append((bits, alive * s))
+                alive *= 1.0 - s
+            law.append((0, alive))
+            laws.append(law)
+        for (b1, w1), (b2, w2) in itertools.product(*laws):
+            table[keys[xi], b1 | b2] = w1 * w2
+    return OwnerMechanism(mech.chain, n, p, table, holder=mech.holder)

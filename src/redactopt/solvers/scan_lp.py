@@ -1,0 +1,579 @@
+r"""The optimal scan mechanism for any n and k, one- and two-sided, with a certified bound.
+
+**One side is a linear program** (docs/beyond_local.md, §3).  For every start row ``c`` (the side's
+first record; for a holder scan the private value) the stopping rule's *occupation measure*
+:math:`\mu^c_d(v)=\Pr(\text{stop at }d,\ Z_d=v\mid c)`, :math:`\nu^c_d(v)=\Pr(\text{no stop before }d,\ Z_d=v\mid c)`
+satisfies the flow equations
+
+.. math:: \nu^c_1=\sigma_c,\qquad 0\le\mu^c_d\le\nu^c_d,\qquad \nu^c_{d+1}=(\nu^c_d-\mu^c_d)Q,\qquad
+          \rho^c=\mathbf 1^\top(\nu^c_W-\mu^c_W),
+
+and every solution is the law of the Markov stopping rule :math:`S_d(c,v)=\mu^c_d(v)/\nu^c_d(v)`
+(Proposition 3 of the notes).  The likelihood of "first release at ``d`` on ``v``" under
+:math:`X_p=x` is :math:`\sum_cT(x,c)\mu^c_d(v)` (``T = Q``; holder: ``T = I``), so the side's privacy
+constraints for a pair with budget :math:`E=e^a` are linear:
+:math:`\sum_c(T(x,c)-E\,T(x',c))\mu^c_d(v)\le0`, and the same for :math:`\rho`.  The objective is
+the expected number published, :math:`\sum_c\pi_c[\sum_{d,v}(m-d+1)\mu^c_d(v)+\kappa\rho^c]`.
+
+**Long sides** are truncated at ``W`` distances.  ``relax``: :math:`\rho` is "not stopped by ``W``",
+a union of events, so its ratio obeys the budget (a mediant) and it is worth at most ``m - W``: a
+relaxation, its bound is valid for ``m`` records.  ``force``: stop for sure at ``W`` -- a scan of
+``m`` records, feasible.  ``exact``: ``W = m``.
+
+**Two sides.**  Given :math:`X_p` the sides are independent, so the leakage is
+:math:`\max_{x\ne x'}[A_\ell(x,x')+A_r(x,x')]` and the optimum is
+:math:`\max_a F_\ell(a)+F_r(\epsilon-a)` over one budget per ordered pair.  Each :math:`F_s` is
+non-decreasing, so a box :math:`[a^-,a^+]` of splits is bounded by
+:math:`F_\ell^{UB}(a^+)+F_r^{UB}(\epsilon-a^-)` (branch and bound; boxes are cut at the budgets where a
+side's first record becomes publishable, :math:`\log T(x,c)/T(x',c)`, where :math:`F_s` jumps).
+Every bound is a verified dual point (:mod:`redactopt.solvers.lp_certificate`); every design is judged
+by :func:`redactopt.judge.scan.verify_mechanism`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+import scipy.sparse as sp
+
+from redactopt.judge.certify import Certificate, make_certificate
+from redactopt.judge.scan import ClassLeakage, exp_enclosure, scan_side_ratios, verify_mechanism
+from redactopt.model.kchain import KChain
+from redactopt.judge.exact import exp_bounds
+from redactopt.model.mechanism_classes import ScanMechanism, as_kchain, occupation, side_chain, side_chain_exact
+from redactopt.solvers.lp_certificate import LinearProgram, LPSolution, dual_parts, solve_lp
+from redactopt.solvers.split_bound import DualData, interpolated_bound
+
+__all__ = ["SideSpec", "side_program", "ScanDesign", "design_scan", "side_optimum", "pairs_of"]
+
+U = 2.0**-53
+#: Stop probabilities within this of 0 or 1 are snapped before the design is judged.
+SNAP = 1e-9
+#: Budget margins (nats) a design LP is solved below the budget, tried in turn until one verifies.
+MARGINS = (1e-9, 1e-7, 1e-5, 1e-3)
+
+
+def pairs_of(k: int) -> list[tuple[int, int]]:
+    """The ordered pairs ``(x, x')``, ``x != x'``, in a fixed order (one budget each)."""
+    return [(x, y) for x in range(k) for y in range(k) if x != y]
+
+
+@dataclass(frozen=True, eq=False)
+class SideSpec:
+    r"""One side of the private record: its matrix ``Q`` (read outward), mixing ``T``, starts ``sigma``, weights."""
+
+    chain: KChain
+    side: str
+    m: int
+    holder: bool
+    Q: np.ndarray = field(init=False)
+    T: np.ndarray = field(init=False)
+    sigma: np.ndarray = field(init=False)
+    w: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        Q = side_chain(self.chain, self.side)
+        object.__setattr__(self, "Q", Q)
+        object.__setattr__(self, "T", np.eye(Q.shape[0]) if self.holder else Q)
+        object.__setattr__(self, "sigma", Q.copy() if self.holder else np.eye(Q.shape[0]))
+        object.__setattr__(self, "w", np.array([float(v) for v in self.chain.exact_stationary()]))
+
+    def hull(self, x: int, y: int) -> float:
+        r"""An upper bound on :math:`\max_c\log T(x,c)/T(x',c)`: from this budget on, the pair's constraints are vacuous."""
+        num, den = self.T[x], self.T[y]
+        if np.any((num > 0) & (den == 0)):
+            return math.inf
+        r = max(float(num[c] / den[c]) for c in range(len(num)) if den[c] > 0)
+        return math.log(r) * (1 + 1e-12) + 1e-12 if r > 0 else 0.0
+
+    def thresholds(self, x: int, y: int) -> list[float]:
+        r"""The budgets :math:`\log T(x,c)/T(x',c)` at which a first-record event of value ``c`` becomes admissible."""
+        out = []
+        for c in range(self.Q.shape[0]):
+            if self.T[x, c] > 0 and self.T[y, c] > 0:
+                out.append(math.log(self.T[x, c] / self.T[y, c]))
+        return [t for t in out if t > 0]
+
+
+def _coo(rows: list, cols: list, vals: list, errs: list, shape: tuple) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    r = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    c = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+    v = np.concatenate(vals) if vals else np.zeros(0)
+    e = np.concatenate(errs) if errs else np.zeros(0)
+    keep = v != 0.0
+    A = sp.csr_matrix((v[keep], (r[keep], c[keep])), shape=shape)
+    D = sp.csr_matrix((e[keep], (r[keep], c[keep])), shape=shape)
+    return A, D
+
+
+def _flow_rows(spec: SideSpec, W: int, imu: np.ndarray, inu: np.ndarray, irho: np.ndarray) -> tuple:
+    """Equality rows of the flow equations (module docstring) as COO pieces, with the data's error bounds."""
+    k, Q = spec.Q.shape[0], spec.Q
+    rows, cols, vals, errs = [], [], [], []
+    r0 = np.arange(k * k)
+    rows.append(r0), cols.append(inu[:, 0, :].ravel()), vals.append(np.ones(k * k)), errs.append(np.zeros(k * k))
+    b = [spec.sigma.ravel()]
+    db = [np.abs(spec.sigma.ravel()) * U if spec.holder else np.zeros(k * k)]
+    nrow = k * k
+    if W > 1:
+        R = nrow + np.arange(k * (W - 1) * k).reshape(k, W - 1, k)
+        nrow += R.size
+        rows.append(R.ravel()), cols.append(inu[:, 1:, :].ravel()), vals.append(np.ones(R.size))
+        errs.append(np.zeros(R.size))
+        Rb = np.broadcast_to(R[:, :, :, None], (k, W - 1, k, k)).ravel()
+        val = np.broadcast_to(Q.T[None, None, :, :], (k, W - 1, k, k)).ravel()
+        for idx, sign in ((inu, -1.0), (imu, 1.0)):
+            colv = np.broadcast_to(idx[:, :-1, None, :], (k, W - 1, k, k)).ravel()
+            rows.append(Rb), cols.append(colv), vals.append(sign * val), errs.append(val * U)
+        b.append(np.zeros(R.size)), db.append(np.zeros(R.size))
+    Rc = nrow + np.arange(k)
+    nrow += k
+    rows.append(Rc), cols.append(irho), vals.append(np.ones(k)), errs.append(np.zeros(k))
+    for idx, sign in ((inu, -1.0), (imu, 1.0)):
+        rows.append(np.repeat(Rc, k)), cols.append(idx[:, W - 1, :].ravel())
+        vals.append(np.full(k * k, sign)), errs.append(np.zeros(k * k))
+    b.append(np.zeros(k)), db.append(np.zeros(k))
+    return rows, cols, vals, errs, nrow, np.concatenate(b), np.concatenate(db)
+
+
+def side_program(spec: SideSpec, W: int, mode: str, E: np.ndarray, first: np.ndarray | None = None) -> LinearProgram:
+    r"""The side's LP (module docstring) for budgets :math:`E[x,x']` taken as exact data.
+
+    ``mode``: ``"exact"`` (``W = m``), ``"relax"`` (truncated relaxation, :math:`\rho` worth ``m - W``)
+    or ``"force"`` (stop for sure at ``W``: :math:`\rho=0`).  Variables: :math:`\mu`, :math:`\nu`
+    (index ``(c, d, v)``) and :math:`\rho` (index ``c``), all in ``[0, 1]``.
+
+    ``first`` (owner scans, designs only): whether each first-record event ``(1, c)`` is admissible,
+    decided exactly beforehand (:func:`first_admissible`); its ratio :math:`T(x,c)/T(x',c)` is fixed,
+    so it is either allowed outright or fixed to 0, and the margined ``E`` applies to the others.
+    """
+    k, m = spec.Q.shape[0], spec.m
+    ok = {"exact": W == m, "relax": 1 <= W < m, "force": 1 <= W <= m}
+    if not ok.get(mode, False):
+        raise ValueError(f"side_program: W = {W} and mode {mode!r} do not fit a side of {m} records")
+    nmu = k * W * k
+    imu = np.arange(nmu).reshape(k, W, k)
+    inu, irho = nmu + imu, 2 * nmu + np.arange(k)
+    N = 2 * nmu + k
+    rows, cols, vals, errs, neq, b_eq, db_eq = _flow_rows(spec, W, imu, inu, irho)
+    A_eq, dA_eq = _coo(rows, cols, vals, errs, (neq, N))
+    urows, ucols, uvals, uerrs = [np.arange(nmu)] * 2, [imu.ravel(), inu.ravel()], [np.ones(nmu), -np.ones(nmu)], \
+        [np.zeros(nmu)] * 2
+    nub = nmu
+    d0 = 0 if first is None else 1
+    pair_rows = {}
+    for x, y in pairs_of(k):
+        coef = spec.T[x] - E[x, y] * spec.T[y]
+        if not np.any(coef > 0):
+            continue  # the pair's constraints are vacuous (every event's ratio is a mediant below E)
+        dcoef = 4 * U * (np.abs(spec.T[x]) + E[x, y] * np.abs(spec.T[y]))
+        R = nub + np.arange(W * k).reshape(W, k)
+        sub = imu[:, d0:, :]
+        urows.append(np.broadcast_to(R[None, d0:], sub.shape).ravel()), ucols.append(sub.ravel())
+        uvals.append(np.broadcast_to(coef[:, None, None], sub.shape).ravel())
+        uerrs.append(np.broadcast_to(dcoef[:, None, None], sub.shape).ravel())
+        urows.append(np.full(k, nub + W * k)), ucols.append(irho), uvals.append(coef), uerrs.append(dcoef)
+        pair_rows[(x, y)] = np.arange(nub, nub + W * k + 1)
+        nub += W * k + 1
+    A_ub, dA_ub = _coo(urows, ucols, uvals, uerrs, (nub, N))
+    counts = (m - np.arange(W)).astype(float)
+    c = np.zeros(N)
+    c[imu.ravel()] = (spec.w[:, None, None] * counts[None, :, None] * np.ones((1, 1, k))).ravel()
+    c[irho] = spec.w * float(m - W if mode == "relax" else 0)
+    upper = np.ones(N)
+    if mode == "force":
+        upper[irho] = 0.0
+    if first is not None:
+        upper[imu[np.arange(k), 0, np.arange(k)]] = first.astype(float)
+    return LinearProgram(c, A_ub, np.zeros(nub), A_eq, b_eq, upper, dA_ub, dA_eq, 3 * U * np.abs(c), None, db_eq,
+                         info={"imu": imu, "inu": inu, "irho": irho, "W": W, "mode": mode, "pair_rows": pair_rows})
+
+
+def _budget_matrix(k: int, budgets: dict, *, upward: bool, margin: float = 0.0) -> np.ndarray:
+    """``E[x, x'] = exp(budget)``: a proven upper bound (``upward``) or a float below it by ``margin``, at least 1 (designs)."""
+    E = np.ones((k, k))
+    for (x, y), a in budgets.items():
+        E[x, y] = exp_enclosure(a)[1] if upward else math.exp(max(float(a) - margin, 0.0))
+    return E
+
+
+def first_admissible(spec: SideSpec, budgets: tuple) -> np.ndarray:
+    r"""Per first-record value ``c``: whether :math:`T(x,c)/T(x',c)\le e^{a(x,x')}` for every pair, decided exactly.
+
+    The ratio is a rational of the exact chain; :math:`e^a` is enclosed by rational Taylor bounds; an
+    undecided comparison counts as inadmissible (the design stays safe).
+    """
+    k = spec.Q.shape[0]
+    T = side_chain_exact(spec.chain, spec.side)
+    ok = np.ones(k, dtype=bool)
+    for (x, y), a in zip(pairs_of(k), budgets):
+        lo, _ = exp_bounds(Fraction(a), max(12, int(3 * float(a)) + 12))
+        for c in range(k):
+            if T[x][c] == 0:
+                continue
+            ok[c] &= T[y][c] > 0 and T[x][c] / T[y][c] <= lo
+    return ok
+
+
+def stop_table(spec: SideSpec, x: np.ndarray, lp: LinearProgram) -> np.ndarray:
+    r"""The Markov rule :math:`S_d(c,v)=\mu^c_d(v)/\nu^c_d(v)` of an LP point, snapped (unreachable states stop)."""
+    mu, nu = x[lp.info["imu"]], x[lp.info["inu"]]
+    mu = np.clip(mu, 0.0, None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        S = np.where(nu > 1e-300, np.clip(mu / np.where(nu > 1e-300, nu, 1.0), 0.0, 1.0), 1.0)
+    S = np.where(S < SNAP, 0.0, np.where(S > 1.0 - SNAP, 1.0, S))
+    S = np.transpose(S, (1, 0, 2)).copy()  # (d, c, v)
+    if lp.info["mode"] == "force":
+        S[-1] = 1.0
+    return S
+
+
+@dataclass
+class _SideOracle:
+    """Cached bounds and designs of one side at budgets (one Fraction per ordered pair)."""
+
+    spec: SideSpec
+    W: int
+    cache: dict = field(default_factory=dict)
+    solves: int = 0
+
+    @property
+    def bound_mode(self) -> str:
+        return "exact" if self.W == self.spec.m else "relax"
+
+    def upper(self, budgets: tuple) -> tuple[float, float]:
+        """(proven upper bound, float LP value) of the side's expected count at these budgets."""
+        return self._solve(budgets)[:2]  # type: ignore[return-value]
+
+    def slopes(self, budgets: tuple) -> np.ndarray:
+        r"""Sensitivity :math:`\partial F/\partial a` per pair at these budgets (envelope theorem:
+        :math:`E\sum_i y_i\,g_{x'}(\text{event}_i)`); guides branching only."""
+        return self._solve(budgets)[2]
+
+    def _solve(self, budgets: tuple) -> tuple[float, float, np.ndarray]:
+        if budgets not in self.cache:
+            k = self.spec.Q.shape[0]
+            E = _budget_matrix(k, dict(zip(pairs_of(k), budgets)), upward=True)
+            lp = side_program(self.spec, self.W, self.bound_mode, E)
+            sol = solve_lp(lp)
+            self.solves += 1
+            slope = np.zeros(len(budgets))
+            mu, rho = np.clip(sol.x[lp.info["imu"]], 0, None), np.clip(sol.x[lp.info["irho"]], 0, None)
+            for j, (x, y) in enumerate(pairs_of(k)):
+                rows = lp.info["pair_rows"].get((x, y))
+                if rows is not None:  # row (T[x] - E T[y]) mu <= 0: minus its E-derivative is g_{x'} of the event
+                    gy = np.append(np.einsum("c,cdv->dv", self.spec.T[y], mu).ravel(), self.spec.T[y] @ rho)
+                    slope[j] = E[x, y] * float(np.maximum(sol.y_ub[rows], 0.0) @ gy)
+            self.cache[budgets] = (sol.bound, sol.value, slope, self._dual_data(lp, sol, E))
+        return self.cache[budgets]
+
+    def dual_data(self, budgets: tuple) -> DualData:
+        """The verified dual point's parts at these budgets (:class:`~redactopt.solvers.split_bound.DualData`)."""
+        return self._solve(budgets)[3]
+
+    def _dual_data(self, lp: LinearProgram, sol: LPSolution, E: np.ndarray) -> DualData:
+        k = self.spec.Q.shape[0]
+        base, r_hi = dual_parts(lp, sol.y_ub, sol.y_eq)
+        pairs = pairs_of(k)
+        s = np.zeros((len(pairs), lp.c.shape[0]))
+        imu, irho = lp.info["imu"], lp.info["irho"]
+        for j, (x, y) in enumerate(pairs):
+            rows = lp.info["pair_rows"].get((x, y))
+            if rows is None:
+                continue
+            yr = np.maximum(sol.y_ub[rows], 0.0)
+            W = imu.shape[1]
+            s[j, imu.ravel()] = (self.spec.T[y][:, None, None] * yr[:-1].reshape(1, W, k)).ravel()
+            s[j, irho] = self.spec.T[y] * yr[-1]
+        return DualData(base, r_hi, s, np.array([E[x, y] for x, y in pairs]), lp.upper.copy(), np.abs(lp.c))
+
+    def design(self, budgets: tuple, margin: float, horizon: int | None = None) -> np.ndarray:
+        """A stop table for these budgets, solved ``margin`` nats below them.
+
+        ``horizon``: stop for sure by that distance (``force`` mode); default the oracle's ``W`` (exact
+        when it covers the side).
+        """
+        k = self.spec.Q.shape[0]
+        E = _budget_matrix(k, dict(zip(pairs_of(k), budgets)), upward=False, margin=margin)
+        W = self.W if horizon is None else horizon
+        first = None if self.spec.holder else first_admissible(self.spec, budgets)
+        lp = side_program(self.spec, W, "exact" if horizon is None and W == self.spec.m else "force", E, first)
+        sol = solve_lp(lp, bound=False)
+        self.solves += 1
+        return stop_table(self.spec, sol.x, lp)
+
+
+def side_optimum(spec: SideSpec, eps: float, W: int | None = None) -> tuple[float, float, np.ndarray]:
+    """One side with the whole budget for every pair: (proven bound, LP value, design stop table); counts."""
+    k = spec.Q.shape[0]
+    orc = _SideOracle(spec, W or spec.m)
+    b = tuple(Fraction(eps) for _ in pairs_of(k))
+    bound, value = orc.upper(b)
+    return bound, value, side_design(orc, b)
+
+
+def side_check(spec: SideSpec, S: np.ndarray, budgets: tuple) -> bool:
+    """Whether the side alone keeps every pair's ratio within its budget, up to 1e-12 (a proposer's filter: a
+    first-record event may sit exactly at its budget; the combined mechanism is judged exactly)."""
+    k = spec.Q.shape[0]
+    if spec.side == "right":
+        mech = ScanMechanism(spec.chain, spec.m + 1, 0, None, S, holder=spec.holder)
+    else:
+        mech = ScanMechanism(spec.chain, spec.m + 1, spec.m, S, None, holder=spec.holder)
+    rat = scan_side_ratios(mech, spec.side)
+    if rat is None:
+        return False
+    return all(rat.hi[x, y] <= exp_enclosure(a)[1] * (1 + 1e-12) for (x, y), a in zip(pairs_of(k), budgets))
+
+
+def _running(spec: SideSpec, S: np.ndarray) -> np.ndarray:
+    """Largest probability (over start rows) of not having stopped before each distance, under rule ``S``."""
+    alive = spec.sigma.copy()
+    run = np.empty(S.shape[0])
+    for d in range(S.shape[0]):
+        run[d] = alive.sum(axis=1).max()
+        alive = (alive * (1.0 - S[d])) @ spec.Q
+    return run
+
+
+def side_design(orc: _SideOracle, budgets: tuple) -> np.ndarray:
+    """A verified stop table for one side at these budgets (docs/beyond_local.md, §3, "Designs").
+
+    An LP's absolute tolerances do not fix the ratios of events whose probability is tiny, and the
+    optimal rule keeps running with geometrically small probability.  So besides the LP's own rule,
+    the program is re-solved with a sure stop at the distance where that rule's running probability
+    falls below 1e-9, 1e-7, 1e-5 or 1e-3 (a scan of the side, so feasible; every event it leaves has a
+    resolved probability).  The first two margins are always tried, larger ones while nothing passes
+    :func:`side_check`; the most useful passing rule is kept.  The last resort redacts the whole side.
+    """
+    spec = orc.spec
+    best: np.ndarray | None = None
+    for margin in MARGINS:
+        S = orc.design(budgets, margin)
+        cands = [S]
+        run = _running(spec, S)
+        for thr in (1e-9, 1e-7, 1e-5, 1e-3):
+            if np.any(run < thr):
+                cands.append(orc.design(budgets, margin, horizon=max(int(np.argmax(run < thr)), 1)))
+        for cand in cands:
+            if side_check(spec, cand, budgets) and (best is None or side_count(spec, cand) > side_count(spec, best)):
+                best = cand
+        if best is not None and margin >= MARGINS[1]:
+            return best
+    return best if best is not None else np.zeros((spec.m, spec.Q.shape[0], spec.Q.shape[0]))
+
+
+def side_count(spec: SideSpec, S: np.ndarray) -> float:
+    """Expected number of the side's records a rule publishes (:math:`X_p\sim\pi`)."""
+    start = spec.w[:, None] * spec.sigma
+    mu, _ = occupation(spec.Q, S, start)
+    return float(np.einsum("cdv,d->", mu, spec.m - np.arange(S.shape[0], dtype=float)))
+
+
+def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16) -> int:
+    """The truncation ``W`` of a side: doubled until the relaxation's bound and a forced stop at ``W`` agree within ``tol_count``.
+
+    Judged at the whole budget for every pair; the final certificate is computed honestly whatever
+    the choice (a larger ``W`` only tightens it).
+    """
+    k = spec.Q.shape[0]
+    b = tuple(Fraction(eps) for _ in pairs_of(k))
+    W = min(spec.m, start)
+    while W < spec.m:
+        E = _budget_matrix(k, dict(zip(pairs_of(k), b)), upward=True)
+        ub = solve_lp(side_program(spec, W, "relax", E)).bound
+        lb = solve_lp(side_program(spec, W, "force", E), bound=False).value
+        if ub - lb <= tol_count:
+            return W
+        W = min(spec.m, 2 * W)
+    return W
+
+
+@dataclass(frozen=True)
+class ScanDesign:
+    r"""A verified scan mechanism with a certified upper bound over its class.
+
+    ``certificate.scope`` is ``"scan"`` (or ``"holder-scan"``): the bound holds for every scan
+    mechanism whose two sides decide independently (docs/beyond_local.md, §1).  ``split`` is the
+    left side's budget per ordered pair (the right side has ``eps`` minus it).
+    """
+
+    mechanism: ScanMechanism
+    utility: float
+    leakage: ClassLeakage
+    eps: float
+    certificate: Certificate
+    split: dict
+    info: dict
+
+
+def _box_split(lo: np.ndarray, hi: np.ndarray, cuts: list[list[float]], eta: float,
+               weight: np.ndarray | None = None) -> list[tuple]:
+    """Children of a box along the dimension of largest ``weight * width`` (the sides' summed slopes times
+    the width estimate what the dimension adds to the box's bound): three around a jump budget inside it, else halves."""
+    width = hi - lo
+    score = width if weight is None else width * (np.maximum(weight, 0.0) + 1e-3 * float(np.max(weight, initial=0.0)) + 1e-12)
+    j = int(np.argmax(np.where(width > 0, score, -1.0)))
+    mid = 0.5 * (lo[j] + hi[j])
+    inside = [t for t in cuts[j] if lo[j] + 2 * eta < t < hi[j] - 2 * eta]
+    points = [lo[j], hi[j]]
+    if inside:
+        t = min(inside, key=lambda v: abs(v - mid))
+        points = [lo[j], t - eta, t + eta, hi[j]]
+    else:
+        points = [lo[j], mid, hi[j]]
+    out = []
+    for a, b in zip(points[:-1], points[1:]):
+        l2, h2 = lo.copy(), hi.copy()
+        l2[j], h2[j] = a, b
+        out.append((l2, h2))
+    return out
+
+
+def _split_domain(left: SideSpec, right: SideSpec, eps: float) -> tuple[np.ndarray, np.ndarray, list[list[float]]]:
+    r"""Per ordered pair, the left budgets worth searching and the budgets where a side's first-record event opens.
+
+    Beyond a side's hull bound its constraints are vacuous (:meth:`SideSpec.hull`), so the left budget
+    lies in :math:`[\epsilon-h_r,h_\ell]\cap[0,\epsilon]`; if that is empty both sides can be vacuous at once.
+    """
+    k = left.Q.shape[0]
+    lo, hi, cuts = [], [], []
+    for x, y in pairs_of(k):
+        a, b = max(0.0, eps - right.hull(x, y)), min(eps, left.hull(x, y))
+        if a > b:
+            a = b = min(eps, max(0.0, left.hull(x, y)))
+        lo.append(a), hi.append(b)
+        cuts.append(sorted(set(left.thresholds(x, y)) | {eps - t for t in right.thresholds(x, y)}))
+    return np.array(lo), np.array(hi), cuts
+
+
+def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_count: float,
+                      deadline: float, max_boxes: int) -> dict:
+    r"""Branch and bound over the split (module docstring): the best split found and a proven bound over all splits.
+
+    A box's bound :math:`F_\ell^{UB}(a^+)+F_r^{UB}(\epsilon-a^-)` is valid because both sides are
+    non-decreasing in their budgets; boxes are cut :math:`\pm\eta` around the budgets where a side
+    jumps (:func:`_split_domain`), so every other box sees continuous sides and closes.
+    """
+    F = Fraction(eps)
+
+    def lb(a: np.ndarray) -> tuple:
+        return tuple(Fraction(float(v)) for v in a)
+
+    def rb(a: np.ndarray) -> tuple:
+        return tuple(F - Fraction(float(v)) for v in a)
+
+    def box_ub(lo: np.ndarray, hi: np.ndarray) -> float:
+        mono = math.nextafter(left.upper(lb(hi))[0] + right.upper(rb(lo))[0], math.inf)
+        free = [int(j) for j in np.flatnonzero(hi > lo)]
+        if not 1 <= len(free) <= 2:
+            return mono
+        data = {}
+        for c in itertools.product((0, 1), repeat=len(free)):
+            a = lo.copy()
+            for f, j in enumerate(free):
+                a[j] = hi[j] if c[f] else lo[j]
+            data[c] = (left.dual_data(lb(a)), right.dual_data(rb(a)))
+        inter = interpolated_bound({c: d[0] for c, d in data.items()}, {c: d[1] for c, d in data.items()},
+                                   free, 32 if len(free) == 1 else 8)
+        return min(mono, math.nextafter(inter, math.inf))
+
+    def value(a: np.ndarray) -> float:
+        return left.upper(lb(a))[1] + right.upper(rb(a))[1]
+
+    lo, hi, cuts = _split_domain(left.spec, right.spec, eps)
+    one_d = int(np.sum(hi > lo)) <= 1
+    eta = 1e-11 * max(1.0, eps)
+    start = [np.clip(np.full_like(lo, eps / 2), lo, hi), (lo + hi) / 2, hi, lo]
+    best_v, best_a = max((value(a), tuple(a)) for a in start)
+    heap, finals, count, boxes = [(-box_ub(lo, hi), 0, lo, hi)], [], 1, 1
+    stopped = False
+    while heap:
+        ub, _, blo, bhi = heap[0]
+        if -ub - best_v <= tol_count:
+            break
+        if time.monotonic() > deadline or boxes >= max_boxes:
+            stopped = True
+            break
+        heapq.heappop(heap)
+        if float(np.max(bhi - blo)) <= 4 * eta:
+            finals.append(-ub)
+            continue
+        weight = left.slopes(lb(bhi)) + right.slopes(rb(blo))
+        for clo, chi in _box_split(blo, bhi, cuts, eta, weight):
+            point = chi if one_d else (clo + chi) / 2  # in one dimension a split point costs no new solve
+            v = value(point)
+            if v > best_v:
+                best_v, best_a = v, tuple(point)
+            count += 1
+            boxes += 1
+            heapq.heappush(heap, (-box_ub(clo, chi), count, clo, chi))
+    bound = max([-e[0] for e in heap] + finals + [best_v])
+    return {"split": np.array(best_a), "value": best_v, "bound": bound, "boxes": boxes, "stopped": stopped}
+
+
+def _assemble(kc: KChain, n: int, p: int, holder: bool, tables: dict) -> ScanMechanism:
+    return ScanMechanism(kc, n, p, tables.get("left"), tables.get("right"), holder=holder)
+
+
+def design_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool = False, tol: float = 9e-7,
+                time_limit: float = 10.0, max_boxes: int = 20000) -> ScanDesign:
+    r"""The optimal scan mechanism (holder scan with ``holder=True``) and a proven bound over all of them.
+
+    Parameters
+    ----------
+    chain : KChain or MarkovChain
+    n, p : int
+        Records and the 0-based private record.
+    eps : float
+        Budget (nats).
+    tol : float
+        Target gap on the utility (the search stops when the bound is within it, or at ``time_limit``).
+
+    Returns
+    -------
+    ScanDesign
+        The design verified by :func:`~redactopt.judge.scan.verify_mechanism` (exact leakage at most
+        ``eps``, decided with outward rounding or in rationals), its utility, and a certificate whose
+        bound is a verified dual point for each side (branch and bound over the split for two sides).
+    """
+    t0 = time.monotonic()
+    kc = as_kchain(chain)
+    if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
+        raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
+    mech0 = ScanMechanism(kc, n, p, None if p == 0 else np.zeros((p, kc.k, kc.k)),
+                          None if p == n - 1 else np.zeros((n - 1 - p, kc.k, kc.k)), holder=holder)
+    specs = {s: SideSpec(kc, s, mech0.side_length(s), holder) for s in ("left", "right") if mech0.side_length(s)}
+    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8)) for s, sp_ in specs.items()}
+    K = len(pairs_of(kc.k))
+    if len(orcs) == 1:
+        (s, orc), = orcs.items()
+        b = tuple(Fraction(eps) for _ in range(K))
+        bound, split, boxes, stopped = orc.upper(b)[0], {}, 0, False
+        tables = {s: side_design(orc, b)}
+    elif not orcs:
+        bound, split, boxes, stopped, tables = 0.0, {}, 0, False, {}
+    else:
+        bb = _branch_and_bound(orcs["left"], orcs["right"], eps, tol * n, t0 + time_limit, max_boxes)
+        a = bb["split"]
+        bound, boxes, stopped = bb["bound"], bb["boxes"], bb["stopped"]
+        split = {pr: float(v) for pr, v in zip(pairs_of(kc.k), a)}
+        tables = {"left": side_design(orcs["left"], tuple(Fraction(float(v)) for v in a)),
+                  "right": side_design(orcs["right"], tuple(Fraction(eps) - Fraction(float(v)) for v in a))}
+    mech = _assemble(kc, n, p, holder, tables)
+    status, res = verify_mechanism(mech, eps)
+    if status != "certified":
+        mech = mech0
+        status, res = verify_mechanism(mech, eps)
+    scope = "holder-scan" if holder else "scan"
+    cert = make_certificate(math.nextafter(bound / n, math.inf), mech.utility(), solver="scan-lp", scope=scope,
+                            stopped=stopped)
+    info = {"W": {s: o.W for s, o in orcs.items()}, "lp_solves": sum(o.solves for o in orcs.values()),
+            "boxes": boxes, "seconds": time.monotonic() - t0, "verdict": status}
+    return ScanDesign(mech, mech.utility(), res, float(eps), cert, split, info)
