@@ -376,6 +376,13 @@ def test_report_command_writes_the_page(walk, tmp_path, monkeypatch, capsys):
     assert run_cli(["report", walk.dir / "report.json", "--html", out], monkeypatch) == 2   # exists
     assert "exists; pass --force" in capsys.readouterr().err
     assert run_cli(["report", walk.dir / "report.json", "--html", out, "--force"], monkeypatch) == 0
+    capsys.readouterr()
+    assert run_cli(["report", walk.dir / "report.json", "--html", out, "--force", "--format", "json"], monkeypatch) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["html"] == str(out) and summary["bytes"] == out.stat().st_size
+    assert summary["report_format"] == walk.report["format"] and summary["sequences_file"] is None
+    assert run_cli(["report", walk.dir / "report.json", "--html", "-", "--format", "json"], monkeypatch) == 2
+    assert "both ask for standard output" in capsys.readouterr().err
 
 
 def test_report_command_sequences_beside_the_report(many, tmp_path, monkeypatch, capsys):
@@ -427,7 +434,7 @@ def test_apply_html_helpers(many, tmp_path, capsys):
         return argparse.Namespace(**base)
 
     check_html(ns())
-    for kw, words in (({"html": "-", "out": "-"}, "both ask for standard output"),
+    for kw, words in (({"html": "-"}, "needs a file name ending in .html"),
                       ({"html": str(tmp_path / "o.csv")}, "is --out"),
                       ({"html": str(many.dir / "many.csv")}, "is the input")):
         with pytest.raises(UsageError, match=words):

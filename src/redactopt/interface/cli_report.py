@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from redactopt.errors import UsageError
-from redactopt.interface.options import EXIT_OK, add_quiet
+from redactopt.interface.options import EXIT_OK, add_format, add_quiet
 from redactopt.io import STDIO
 
 __all__ = ["add_report_parser", "add_plot_option", "add_html_option", "check_plot", "check_html",
@@ -44,8 +44,9 @@ def add_html_option(ap: argparse.ArgumentParser) -> None:
     """Register ``--html FILE`` (``apply``: the release report as one HTML page)."""
     ap.add_argument("--html", default=None, metavar="FILE",
                     help="also write the release report as one self-contained HTML page to FILE (.html or .htm; "
-                         "'-': standard output): summary, chain fit, designs, exact leakage of every private "
-                         "record, sequences worst first, columns not covered; no script, nothing fetched")
+                         "its directory must exist; an existing file is refused unless --force): summary, chain "
+                         "fit, designs, exact leakage of every private record, sequences worst first, columns "
+                         "not covered; no script, nothing fetched")
 
 
 def _same_file(a: str | None, b: str | None) -> bool:
@@ -76,17 +77,19 @@ def check_plot(args: argparse.Namespace) -> None:
 
 
 def check_html(args: argparse.Namespace) -> None:
-    """Refuse a bad ``apply --html`` before any work: a name not ending in ``.html``/``.htm``, a
-    missing or unwritable directory, an existing file without ``--force``, the input, ``--out``
-    or ``--report`` itself, or ``-`` when ``--out -`` or ``--report -`` already take standard output."""
+    """Refuse a bad ``apply --html`` before any work: ``-`` (standard output carries the summary, and
+    may carry the release or the report), a name not ending in ``.html``/``.htm``, a missing or
+    unwritable directory, an existing file without ``--force``, or the input, ``--out`` or
+    ``--report`` itself."""
     html = getattr(args, "html", None)
     if html is None:
         return
     from redactopt.release.html import check_html_path
 
     out, report = getattr(args, "out", None), getattr(args, "report", None)
-    if html == STDIO and STDIO in (out, report):
-        raise UsageError("--html - and --out -/--report - both ask for standard output; give one of them a file")
+    if html == STDIO:
+        raise UsageError("apply --html needs a file name ending in .html ('-' is not one: the summary, the release "
+                         "or the report may be on standard output); redactopt report REPORT.json --html - prints it")
     for name, other in (("the input", getattr(args, "input", None)), ("--out", out), ("--report", report)):
         if _same_file(html, other):
             raise UsageError(f"--html {html} is {name}; give the page a file of its own")
@@ -180,6 +183,8 @@ def add_report_parser(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--max-designs", type=int, default=MAX_DESIGNS_PLOTTED, metavar="N",
                     help=f"distinct designs drawn, the most used first (default {MAX_DESIGNS_PLOTTED})")
     ap.add_argument("--force", action="store_true", help="overwrite --html if it exists")
+    add_format(ap, ["text", "json"], help="text (default: one line naming the page) or json (the page's path, "
+                                          "size and the side file read)")
     add_quiet(ap)
     ap.set_defaults(func=cmd_report)
 
@@ -202,10 +207,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     """``redactopt report REPORT.json --html FILE``: exit 0, or 2 with one line for bad input."""
     from redactopt.release.html import check_html_path, write_report_html
 
+    fmt = args.format or "text"
     if args.max_sequences < 1:
         raise UsageError(f"--max-sequences must be >= 1, got {args.max_sequences}")
     if args.max_designs < 0:
         raise UsageError(f"--max-designs must be >= 0, got {args.max_designs}")
+    if args.html == STDIO and fmt == "json":
+        raise UsageError("--html - and --format json both ask for standard output; give the page a file")
     if _same_file(args.html, args.report) or _same_file(args.html, args.sequences):
         raise UsageError(f"--html {args.html} would overwrite the report it reads")
     check_html_path(args.html, force=args.force)
@@ -214,6 +222,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         side = Path(args.sequences)
     path = write_report_html(report, args.html, sequences_path=side, force=args.force,
                              max_sequences=args.max_sequences, max_designs=args.max_designs)
-    if path is not None and not args.quiet:
+    if path is None:
+        return EXIT_OK
+    if fmt == "json":
+        print(json.dumps({"html": str(path), "bytes": path.stat().st_size, "report": args.report,
+                          "report_format": report.get("format"), "sequences_file": None if side is None else str(side)},
+                         indent=2))
+    elif not args.quiet:
         print(f"wrote {path}")
     return EXIT_OK
