@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -332,7 +333,7 @@ def design_title(view: DesignView) -> str:
     count = len(view.private)
     who = f"private record {_ranges_text(view.private)}" if count == 1 else \
         f"{count:,} private records ({_ranges_text(view.private)})"
-    method = view.method.split(":")[0].strip()
+    method = re.split(r"[:(]", view.method, maxsplit=1)[0].strip()
     head = f"{method + ': ' if method else ''}n = {view.n:,}, {who}, ε = {view.eps:g}"
     if view.robust:
         head += " (every chain of the box)"
@@ -444,7 +445,8 @@ def _draw_influence(ax: Any, view: DesignView, windows: list[tuple[int, int]]) -
     note = " (∞, a value ruled out, not drawn)" if ruled_out else ""
     ax.set_title("Pointwise influence of the private record on X_t" + note, fontsize=FONT)
     ax.tick_params(labelsize=SMALL)
-    ax.legend(fontsize=SMALL, ncols=min(3, len(curves) + 1), loc="upper right")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.legend(fontsize=SMALL, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
 def _note(view: DesignView, windows: list[tuple[int, int]], left_out: list[tuple[int, int]]) -> str:
