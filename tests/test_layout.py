@@ -31,6 +31,31 @@ def test_top_level_functions_survive_old_module_imports():
     assert redactopt.design.__module__ == "redactopt.engine.design"
 
 
+_REBIND = """
+import warnings, importlib
+warnings.simplefilter("ignore", DeprecationWarning)
+import redactopt
+from redactopt import _legacy
+before = {name: getattr(redactopt, name) for name in redactopt.__all__ if name not in redactopt._LAZY}
+for old in _legacy.MOVED:
+    exec(f"import redactopt.{old}")
+    mod = importlib.import_module(f"redactopt.{old}")
+    assert mod is importlib.import_module("redactopt." + _legacy.MOVED[old])
+    if hasattr(mod, old):
+        exec(f"from redactopt.{old} import {old}")
+bad = [name for name, obj in before.items() if getattr(redactopt, name) is not obj]
+assert not bad, bad
+assert redactopt.leakage(redactopt.MarkovChain(0.1, 0.2), [[1, 1], [0, 0]], 0).leakage > 0
+print("ok")
+"""
+
+
+def test_old_paths_never_rebind_top_level_names():
+    # issue 25: after `from redactopt.leakage import leakage`, redactopt.leakage was the module
+    out = subprocess.run([sys.executable, "-c", _REBIND], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
 def test_old_path_warns_in_a_fresh_interpreter():
     code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
             "try:\n import redactopt.leakage\nexcept DeprecationWarning as e: print(e)")

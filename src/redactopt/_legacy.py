@@ -65,6 +65,16 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__spec__ = self._specs.pop(module.__spec__.name, module.__spec__)
 
 
+class _Package(ModuleType):
+    """The package module: an old flat path never rebinds a top-level function of the same name."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if isinstance(value, ModuleType) and name in MOVED and callable(self.__dict__.get(name)) \
+                and not isinstance(self.__dict__.get(name), ModuleType):
+            return  # importlib binds redactopt.<old> after loading it: the function stays
+        super().__setattr__(name, value)
+
+
 def install(clashing: dict[str, ModuleType]) -> None:
     """Register the finder, and the old paths whose name is also a top-level function.
 
@@ -72,6 +82,7 @@ def install(clashing: dict[str, ModuleType]) -> None:
     the old module path through the finder would rebind those attributes to modules, so
     those two paths are entered in ``sys.modules`` up front.
     """
+    sys.modules["redactopt"].__class__ = _Package
     for name, module in clashing.items():
         sys.modules.setdefault(f"redactopt.{name}", module)
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
