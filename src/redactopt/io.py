@@ -168,7 +168,7 @@ def design_to_dict(res: DesignResult | SparseDesign, *, format: str = FORMAT) ->
     return d
 
 
-def _require(d: dict, key: str, where: str) -> Any:
+def require_field(d: dict, key: str, where: str) -> Any:
     if key not in d:
         raise ValueError(f"{where}: missing field '{key}'")
     return d[key]
@@ -183,7 +183,7 @@ def _int_field(value: object, name: str, where: str, lo: int, hi: int | None = N
 
 def _sparse_rows(d: dict, n: int, where: str) -> SparseRows:
     """The ``blocks`` of a ``redactopt.mechanism/2`` object, checked."""
-    raw = _require(d, "blocks", where)
+    raw = require_field(d, "blocks", where)
     if not isinstance(raw, list):
         raise ValueError(f"{where}: field 'blocks' must be a list of objects with 'start' and 'redact_prob'")
     starts, blocks = [], []
@@ -192,9 +192,9 @@ def _sparse_rows(d: dict, n: int, where: str) -> SparseRows:
         name = f"blocks[{i}]"
         if not isinstance(b, dict):
             raise ValueError(f"{where}: field '{name}' must be an object with 'start' and 'redact_prob'")
-        s = _int_field(_require(b, "start", f"{where}: {name}"), f"{name}.start", where, 1, n) - 1
+        s = _int_field(require_field(b, "start", f"{where}: {name}"), f"{name}.start", where, 1, n) - 1
         try:
-            rows = check_redact_prob(_require(b, "redact_prob", f"{where}: {name}"), f"{name}.redact_prob")
+            rows = check_redact_prob(require_field(b, "redact_prob", f"{where}: {name}"), f"{name}.redact_prob")
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{where}: field '{name}.redact_prob': {exc}") from None
         if s <= end + 1:
@@ -225,7 +225,7 @@ def _check_private_rows(rows: SparseRows, priv: list[int], where: str) -> None:
 
 def private_positions(d: dict, n: int, where: str) -> list[int]:
     """Field ``private`` of a mechanism object (1-based positions in ``1..n``), 0-based."""
-    priv_raw = _require(d, "private", where)
+    priv_raw = require_field(d, "private", where)
     if not isinstance(priv_raw, list) or not priv_raw:
         raise ValueError(f"{where}: field 'private' must be a non-empty list of 1-based positions")
     priv = []
@@ -240,28 +240,28 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
     """Validate and parse a mechanism object (``redactopt.mechanism/1`` or ``/2``); errors name the field."""
     if not isinstance(d, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}")
-    fmt = _require(d, "format", where)
+    fmt = require_field(d, "format", where)
     if fmt not in (FORMAT_DENSE, FORMAT):
         raise ValueError(f"{where}: field 'format' must be {FORMAT!r} or {FORMAT_DENSE!r}, got {fmt!r}")
-    chain_d = _require(d, "chain", where)
+    chain_d = require_field(d, "chain", where)
     if not isinstance(chain_d, dict):
         raise ValueError(f"{where}: field 'chain' must be an object with alpha and beta")
     try:
-        chain = MarkovChain(_require(chain_d, "alpha", where + ".chain"), _require(chain_d, "beta", where + ".chain"))
+        chain = MarkovChain(require_field(chain_d, "alpha", where + ".chain"), require_field(chain_d, "beta", where + ".chain"))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: field 'chain': {exc}") from None
-    n = _int_field(_require(d, "n", where), "n", where, 1)
+    n = _int_field(require_field(d, "n", where), "n", where, 1)
     q: np.ndarray | SparseRows
     if fmt == FORMAT_DENSE:
         try:
-            q = check_redact_prob(_require(d, "redact_prob", where), "redact_prob", n=n)
+            q = check_redact_prob(require_field(d, "redact_prob", where), "redact_prob", n=n)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{where}: field 'redact_prob': {exc}") from None
     else:
         q = _sparse_rows(d, n, where)
     priv = private_positions(d, n, where)
     try:
-        eps = check_eps(_require(d, "eps", where))
+        eps = check_eps(require_field(d, "eps", where))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: field 'eps': {exc}") from None
     if isinstance(q, SparseRows):
@@ -303,7 +303,7 @@ def _chain_class(raw: object, where: str) -> ChainClass | None:
         raise ValueError(f"{name}: {exc}") from None
 
 
-def _load_json(path: str | os.PathLike[str]) -> tuple[Any, str]:
+def load_json(path: str | os.PathLike[str]) -> tuple[Any, str]:
     """The parsed JSON of a file (``-``: standard input) and the name to use in messages."""
     where = "<stdin>" if str(path) == STDIO else str(path)
     if str(path) == STDIO:
@@ -324,7 +324,7 @@ def _load_json(path: str | os.PathLike[str]) -> tuple[Any, str]:
 
 def read_mechanism(path: str | os.PathLike[str]) -> MechanismFile:
     """Read and validate a mechanism JSON file (``-``: standard input)."""
-    d, where = _load_json(path)
+    d, where = load_json(path)
     return mechanism_from_dict(d, where=where)
 
 
@@ -336,7 +336,7 @@ def read_mechanisms(path: str | os.PathLike[str]) -> list[tuple[Any, MechanismFi
     ``/3`` report's sequences that do not carry their mechanism (a columnar file beside the
     report, ``sequences_file``, or compact rows) are rebuilt from its ``shapes`` and groups.
     """
-    d, where = _load_json(path)
+    d, where = load_json(path)
     if not isinstance(d, dict) or d.get("format") not in REPORT_FORMATS:
         return [(None, mechanism_from_dict(d, where=where))]
     if "sequences" in d or "sequences_file" in d:
@@ -357,7 +357,7 @@ def read_mechanisms(path: str | os.PathLike[str]) -> list[tuple[Any, MechanismFi
         if not out:
             raise ValueError(f"{where}: the report has no designed sequence")
         return out
-    return [(None, mechanism_from_dict(_require(d, "mechanism", where), where=f"{where}: mechanism"))]
+    return [(None, mechanism_from_dict(require_field(d, "mechanism", where), where=f"{where}: mechanism"))]
 
 
 def _sequence_rows(path: str | os.PathLike[str], d: dict, where: str) -> list:
@@ -381,20 +381,20 @@ class _Shapes:
     """The ``shapes`` of a ``/3`` report, parsed once, and the mechanisms of sequences that place them."""
 
     def __init__(self, d: dict, where: str) -> None:
-        raw = _require(d, "shapes", where)
+        raw = require_field(d, "shapes", where)
         if not isinstance(raw, list):
             raise ValueError(f"{where}: field 'shapes' must be a list")
         self.where = where
         self.method = d.get("method", "unknown")
-        self.keys = [_require(s, "key", f"{where}: shapes[{i}]") for i, s in enumerate(raw)]
-        self.files = [mechanism_from_dict(_require(s, "mechanism", f"{where}: shapes[{i}]"),
+        self.keys = [require_field(s, "key", f"{where}: shapes[{i}]") for i, s in enumerate(raw)]
+        self.files = [mechanism_from_dict(require_field(s, "mechanism", f"{where}: shapes[{i}]"),
                                           where=f"{where}: shapes[{i}].mechanism") for i, s in enumerate(raw)]
 
     def mechanism(self, row: dict, where: str) -> MechanismFile:
-        n = _int_field(_require(row, "n", where), "n", where, 1)
+        n = _int_field(require_field(row, "n", where), "n", where, 1)
         parts = []
         mf = None
-        for i, g in enumerate(_require(row, "groups", where)):
+        for i, g in enumerate(require_field(row, "groups", where)):
             k = g.get("shape") if isinstance(g, dict) else None
             if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(self.files):
                 raise ValueError(f"{where}: field 'groups[{i}].shape' must name one of the report's shapes, got {k!r}")
@@ -413,7 +413,7 @@ class _Shapes:
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
         sparse = SparseRows(n, tuple(starts), tuple(blocks))
-        priv = sorted({_int_field(p, "private", where, 1, n) - 1 for p in _require(row, "private", where)})
+        priv = sorted({_int_field(p, "private", where, 1, n) - 1 for p in require_field(row, "private", where)})
         _check_private_rows(sparse, priv, where)
         cert = {k: row[k] for k in ("upper_bound", "gap") if k in row}
         return MechanismFile(mf.chain, sparse, tuple(priv), mf.eps, self.method, row.get("expected_utility"),

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from redactopt._validate import check_eps
-from redactopt.io import StoredMechanism, _load_json, _require, private_positions
+from redactopt.io import StoredMechanism, load_json, private_positions, require_field
 from redactopt.judge.kleakage import check_kmechanism
 from redactopt.model.kchain import KChain
 
@@ -87,7 +87,7 @@ def chain_from_dict(d: object, where: str = "chain") -> KChain:
     """A :class:`KChain` from ``{"labels": [...], "transition": rows}`` (a fit report works too)."""
     if not isinstance(d, dict):
         raise ValueError(f"{where}: expected an object with 'labels' and 'transition'")
-    rows = _require(d, "transition", where)
+    rows = require_field(d, "transition", where)
     labels = d.get("labels")
     try:
         return KChain(rows, labels=tuple(str(s) for s in labels) if labels is not None else ())
@@ -99,27 +99,27 @@ def kmechanism_from_dict(d: object, where: str = "mechanism") -> KMechanismFile:
     """Validate and parse a ``redactopt.kmechanism/1`` object; errors name the field."""
     if not isinstance(d, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}")
-    fmt = _require(d, "format", where)
+    fmt = require_field(d, "format", where)
     if fmt != KFORMAT:
         raise ValueError(f"{where}: field 'format' must be {KFORMAT!r}, got {fmt!r}")
-    chain = chain_from_dict(_require(d, "chain", where), where + ": field 'chain'")
-    states = _require(d, "states", where)
+    chain = chain_from_dict(require_field(d, "chain", where), where + ": field 'chain'")
+    states = require_field(d, "states", where)
     if not isinstance(states, list) or [str(s) for s in states] != [str(s) for s in chain.labels]:
         raise ValueError(f"{where}: field 'states' must list the chain's labels in order {list(map(str, chain.labels))}")
-    n = _require(d, "n", where)
+    n = require_field(d, "n", where)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"{where}: field 'n' must be an integer >= 1, got {n!r}")
     k = chain.k
     q = np.zeros((n, k))
-    blocks = _require(d, "blocks", where)
+    blocks = require_field(d, "blocks", where)
     if not isinstance(blocks, list):
         raise ValueError(f"{where}: field 'blocks' must be a list")
     last = 0
     for i, b in enumerate(blocks):
         if not isinstance(b, dict):
             raise ValueError(f"{where}: blocks[{i}] must be an object with start and redact_prob")
-        s = _require(b, "start", f"{where}: blocks[{i}]")
-        rows = _require(b, "redact_prob", f"{where}: blocks[{i}]")
+        s = require_field(b, "start", f"{where}: blocks[{i}]")
+        rows = require_field(b, "redact_prob", f"{where}: blocks[{i}]")
         if isinstance(s, bool) or not isinstance(s, int) or s < 1 or not isinstance(rows, list) or not rows:
             raise ValueError(f"{where}: blocks[{i}] needs a 1-based 'start' and a non-empty 'redact_prob'")
         if s <= last:
@@ -136,7 +136,7 @@ def kmechanism_from_dict(d: object, where: str = "mechanism") -> KMechanismFile:
         last = s - 1 + len(rows)
     priv = private_positions(d, n, where)
     try:
-        eps = check_eps(_require(d, "eps", where))
+        eps = check_eps(require_field(d, "eps", where))
         q, privt = check_kmechanism(chain, q, priv)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: {exc}") from None
@@ -157,7 +157,7 @@ def read_kmechanisms(path: str) -> list[tuple[Any, KMechanismFile]]:
     Returns ``(tag, mechanism)`` pairs: the tag is ``None`` for a file or a one-sequence report, and
     the ids of the sequences that use the design for a report of several sequences.
     """
-    d, where = _load_json(path)
+    d, where = load_json(path)
     return kmechanisms_of(d, where)
 
 
@@ -228,7 +228,7 @@ def kmechanisms_of(d: object, where: str) -> list[tuple[Any, KMechanismFile]]:
                 _consistent(d, mechs[j], at, rows=seq.get("rows"), private=private)
                 users.setdefault(j, []).append(str(seq.get("id")))
             return [(users.get(j, []), mf) for j, mf in enumerate(mechs)]
-        mf = kmechanism_from_dict(_require(d, "mechanism", where), where=f"{where}: mechanism")
+        mf = kmechanism_from_dict(require_field(d, "mechanism", where), where=f"{where}: mechanism")
         _consistent(d, mf, where, rows=d.get("rows"), private=d.get("private"))
         return [(None, mf)]
     return [(None, kmechanism_from_dict(d, where=where))]

@@ -178,9 +178,9 @@ def cmd_kdesign(args: argparse.Namespace) -> int:
 # fit
 # --------------------------------------------------------------------------
 def _read_table(path: str) -> Any:
-    from redactopt.release.kapply import _read
+    from redactopt.release.kapply import read_table
 
-    df, _ = _read(check_input_path(path))
+    df, _ = read_table(check_input_path(path))
     return df
 
 

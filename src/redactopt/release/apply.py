@@ -574,7 +574,7 @@ def fit_on_counts(path: str | os.PathLike[str], *, column: str, by: str | None, 
     return state.counts()
 
 
-def _plan(reader: Any, *, column: str, by: str | None, private_column: str | None, order_by: str | None,
+def plan_scan(reader: Any, *, column: str, by: str | None, private_column: str | None, order_by: str | None,
           private: list[int] | None, fit_on: Any, progress: Progress | None, design: dict[str, Any],
           ) -> tuple[ScanState, tuple[str, ...], ReleasePlan, dict[str, Any], Ordered | None]:
     """Scan (in sequence order), fit where the release allows (:func:`~redactopt.release.fitplan.plan_fitted`)
@@ -720,7 +720,7 @@ def apply_table(
             warm_pool(workers)
         design = dict(eps=eps, alpha=alpha, beta=beta, method=method, time_limit=time_limit,
                       cache=cache, workers=workers, robust=robust)
-        state, binary, plan, fit_source, ordered = _plan(
+        state, binary, plan, fit_source, ordered = plan_scan(
             reader, column=column, by=by, private_column=private_column, order_by=order_by, private=private,
             fit_on=counts, progress=progress, design=design)
         if fit_on is not None:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from redactopt.engine.cache import DesignCache
-from redactopt.release.apply import (_plan, check_release_options, describe_release, fit_on_counts, ordered_scan,
+from redactopt.release.apply import (check_release_options, describe_release, fit_on_counts, ordered_scan, plan_scan,
                                      plan_output, redacted_rows, scan)
 from redactopt.release.bits import bit_source
 from redactopt.release.redactor import Redactor
@@ -104,7 +104,7 @@ def apply_frame(
     counts = None if fit_on is None else _fit_on(fit_on, column=column, by=by, order_by=order_by)
     design = dict(eps=eps, alpha=alpha, beta=beta, method=method, time_limit=time_limit, cache=cache,
                   workers=workers, robust=robust)
-    state, _, plan, fit_source, ordered = _plan(reader, column=column, by=by, private_column=private_column,
+    state, _, plan, fit_source, ordered = plan_scan(reader, column=column, by=by, private_column=private_column,
                                                 order_by=order_by, private=private, fit_on=counts, progress=None,
                                                 design=design)
     output, dropped = plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column,

@@ -578,7 +578,7 @@ class _Layout:
     stored_index: bool = False  # Parquet: the index is stored as columns (else as range metadata, or none)
 
 
-def _read(path: Path) -> tuple[pd.DataFrame, _Layout]:
+def read_table(path: Path) -> tuple[pd.DataFrame, _Layout]:
     if table_format(path) == "parquet":
         import pyarrow.parquet as pq
 
@@ -655,8 +655,8 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
         table_format(path)  # a name whose format is unknown is refused before anything is read
     public = None
     if fit_on is not None:
-        public, _ = _read(check_input_path(fit_on))
-    df, layout = _read(src)
+        public, _ = read_table(check_input_path(fit_on))
+    df, layout = read_table(src)
     released, rep = kapply_frame(df, column=column, eps=eps, private=private, private_column=private_column, by=by,
                                  chain=chain, method=method, protect=protect, bins=bins, keep=keep,
                                  order_by=order_by, fit_on=public,

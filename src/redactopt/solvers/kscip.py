@@ -66,7 +66,7 @@ from redactopt.model.kchain import KChain
 from redactopt.model.kinfluence import side_matrix
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.kdim import check_kproblem, kdim_enumerate
-from redactopt.solvers.scip_global import _quiet_stderr, claimed_bound
+from redactopt.solvers.scip_global import quiet_stderr, claimed_bound
 
 __all__ = ["propose_kglobal", "KGLOBAL_MAX_EPS"]
 
@@ -317,7 +317,7 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
     if verbose:
         m.hideOutput(False)  # PySCIPOpt has no showOutput: un-hide the log
     accepted = [mod.add_start(s) for s in verified]
-    with _quiet_stderr(verbose):
+    with quiet_stderr(verbose):
         m.optimize()
     status = m.getStatus()
     dual = float(m.getDualbound())

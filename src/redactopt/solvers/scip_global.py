@@ -129,7 +129,7 @@ def claimed_bound(dual: float, start_u: float, eps: float, info: dict, smallest_
 
 
 @contextlib.contextmanager
-def _quiet_stderr(verbose: bool = False):
+def quiet_stderr(verbose: bool = False):
     """Silence C-level stderr while SCIP runs.
 
     With a feasibility tolerance of 1e-9 SoPlex occasionally reports that it cannot
@@ -585,7 +585,7 @@ def propose_global(
     if verbose:
         m.hideOutput(False)  # PySCIPOpt has no showOutput: un-hide the log
     info["start_accepted"] = mod.add_start(start_q)
-    with _quiet_stderr(verbose):
+    with quiet_stderr(verbose):
         m.optimize()
     status = m.getStatus()
     dual = float(m.getDualbound())
