@@ -55,7 +55,8 @@ from redactopt.release.disclosure import Disclosure, plain_summary
 from redactopt.release.fitplan import plan_fitted
 from redactopt.release.order import Ordered, sequence_order
 from redactopt.release.data import ScanState, SequenceIndex, group_ranks, parse_binary
-from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release, warm_pool
+from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release
+from redactopt.release.pool import warm_pool
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import NOT_FOR_RELEASE, SEQUENCE_FORMATS, build_report, sequences_path, write_report
 from redactopt.release.splice import Irregular, Targets, count_rows, splice_csv

@@ -51,7 +51,7 @@ from redactopt.release.kfit import KChainFit, kfit_counts, kfit_sequences
 from redactopt.release.order import order_frame, order_keys
 from redactopt.release.zones import Outside, PrivateIndex, ZoneTally, choose_zone, reach
 from redactopt.release.apply import check_release_paths
-from redactopt.release.plan import pool_map
+from redactopt.release.pool import pool_map
 from redactopt.release.tables import compression_suffix, csv_delimiter, open_binary, table_format
 
 __all__ = ["kapply_frame", "kapply_table", "kdesign_release", "AUTO_OPTIMAL_MAX", "KAPPLY_METHODS"]

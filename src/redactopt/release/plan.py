@@ -37,17 +37,8 @@ Positions are 0-based in the Python API and 1-based on the command line and in f
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures
-import multiprocessing
-import os
-import signal
-import sys
-import threading
 import time
-import types
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,15 +53,13 @@ from redactopt.model.chain import MarkovChain
 from redactopt.model.classes import ChainClass
 from redactopt.release.data import ScanState, sequence_key
 from redactopt.release.fit import fit_counts
+from redactopt.release.pool import MapDesigns, pool_map, warm_pool
 
 __all__ = ["SequencePlan", "ReleasePlan", "Choice", "plan_release", "place_groups", "pool_map", "warm_pool",
            "FAR_DOUBLINGS"]
 
 #: How often the far distance is doubled before a pattern is left to its exact sub-problems.
 FAR_DOUBLINGS = 10
-
-#: ``map_designs(fn, argument tuples)`` returns ``[fn(*a) for a in argument tuples]`` in order.
-MapDesigns = Callable[[Callable, list[tuple]], list]
 
 
 @dataclass
@@ -124,158 +113,6 @@ class Choice:
         """First and last rows (0-based) that may be redacted."""
         o = self.origin(first)
         return o + self.shape.lo - self.wipe[0], o + self.shape.hi + self.wipe[1]
-
-
-# --------------------------------------------------------------------------
-# parallel designs
-# --------------------------------------------------------------------------
-#: Serialises :func:`_without_main` across threads.
-_MAIN_LOCK = threading.RLock()
-
-
-@contextmanager
-def _without_main() -> Iterator[None]:
-    """Start worker processes without running the caller's ``__main__`` again in them.
-
-    A fresh worker normally re-imports the main script (multiprocessing's "spawn" and
-    "forkserver"), which runs a script's top-level code — a library call without an
-    ``if __name__ == "__main__"`` guard would start a release in every worker.  The workers
-    only run :func:`redactopt.engine.cache.design_shape` on keys (redactopt's own classes),
-    so the main module is hidden while they start.
-    """
-    with _MAIN_LOCK:  # one swap at a time: releases started from several threads restore it in order
-        main = sys.modules.get("__main__")
-        sys.modules["__main__"] = types.ModuleType("__main__")
-        try:
-            yield
-        finally:
-            if main is not None:
-                sys.modules["__main__"] = main
-
-
-def _pool_context() -> multiprocessing.context.BaseContext:
-    """Fork server with redactopt's design code preloaded where there is one, else spawn."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["redactopt.engine.cache"])
-        return ctx
-    return multiprocessing.get_context("spawn")
-
-
-def _worker_count(workers: int | None) -> int:
-    count = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1) \
-        if workers is None else int(workers)
-    if count < 1:
-        raise ValueError(f"workers must be >= 1, got {workers!r}")
-    return count
-
-
-def warm_pool(workers: int | None) -> None:
-    """Start the fork server of :func:`pool_map` now, without waiting for it.
-
-    It imports redactopt's design code (about a second) in its own process while the caller
-    goes on (a release scans its input meanwhile); the pool's workers then start at once.
-    Nothing happens for one worker or where there is no fork server.  Changes only the time.
-    """
-    if _worker_count(workers) < 2 or "forkserver" not in multiprocessing.get_all_start_methods():
-        return
-    from multiprocessing import forkserver
-
-    with _without_main():
-        _pool_context()
-        forkserver.ensure_running()
-
-
-@contextmanager
-def pool_map(workers: int | None) -> Iterator[MapDesigns]:
-    """A ``map_designs`` over this process and a pool of ``workers - 1`` more (default: every core).
-
-    Every call shares its designs out: the pool's processes take them from the front, one
-    each at a time (a feeder thread hands a process the next one as soon as it is free), and
-    this process takes them from the back, so ``workers`` designs run at once and nothing
-    waits in a queue while a process is idle; a call with a single design never leaves this
-    process.  The pool starts at the first call with two or more designs and is shut down on
-    leaving the ``with`` block.  Its workers come from a fork server with redactopt's design
-    code preloaded (fresh processes, not forks of this one, which may be running pyarrow's
-    threads; :func:`warm_pool` starts it early), and never run the caller's main script
-    (:func:`_without_main`).  Designs are deterministic, so where each one runs changes
-    nothing but the time.
-    """
-    count = _worker_count(workers)
-    pool: list[concurrent.futures.ProcessPoolExecutor] = []
-
-    def run(fn: Callable, args: list[tuple]) -> list:
-        if count < 2 or len(args) < 2:
-            return [fn(*a) for a in args]
-        todo = collections.deque(enumerate(args))
-        lock = threading.Lock()
-        out: dict[int, Any] = {}
-        running: set[concurrent.futures.Future] = set()
-        index: dict[concurrent.futures.Future, int] = {}
-        failed: list[BaseException] = []
-
-        def hand_out() -> None:  # the next designs from the front, one per free process
-            while len(running) < count - 1:
-                with lock:
-                    if not todo:
-                        return
-                    i, a = todo.popleft()
-                f = pool[0].submit(fn, *a)
-                running.add(f)
-                index[f] = i
-
-        def feed() -> None:
-            try:
-                while running:
-                    done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
-                    for f in done:
-                        running.discard(f)
-                        out[index.pop(f)] = f
-                    hand_out()
-            except BaseException as exc:  # pragma: no cover - a broken pool: raised below
-                failed.append(exc)
-
-        with _without_main():
-            if not pool:
-                pool.append(concurrent.futures.ProcessPoolExecutor(count - 1, mp_context=_pool_context(),
-                                                                   initializer=_worker_ignores_interrupt))
-            hand_out()  # the workers start here, main hidden
-        feeder = threading.Thread(target=feed, name="redactopt-design-feeder", daemon=True)
-        feeder.start()
-        try:
-            while True:  # this process: from the back
-                with lock:
-                    if not todo:
-                        break
-                    i, a = todo.pop()
-                out[i] = fn(*a)
-        finally:
-            if sys.exc_info()[0] is not None:  # stop handing out; the pool is shut down on leaving
-                with lock:
-                    todo.clear()
-            feeder.join()
-        if failed:  # pragma: no cover
-            raise failed[0]
-        return [out[i].result() if isinstance(out[i], concurrent.futures.Future) else out[i]
-                for i in range(len(args))]
-
-    try:
-        yield run
-    except BaseException:
-        # an error or an interrupt here: stop the workers now rather than wait for their designs
-        for p in pool:
-            p.shutdown(wait=False, cancel_futures=True)
-        for child in multiprocessing.active_children():
-            child.terminate()
-        raise
-    finally:
-        for p in pool:
-            p.shutdown(cancel_futures=True)
-
-
-def _worker_ignores_interrupt() -> None:
-    """A design worker leaves Ctrl-C to the process that started it (no traceback of its own)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 # --------------------------------------------------------------------------
