@@ -455,10 +455,10 @@ def _robust_box(ch: dict[str, Any]) -> str:
     out.append(_table(["", "lowest", "highest", "nominal"], rows, {1, 2, 3}))
     if rob:
         r, p = rob.get("expected_redacted_robust"), rob.get("expected_redacted_point")
-        out.append(_facts([("cost of robustness",
-                            (f"{_num(r, 'chain.robustness.expected_redacted_robust')} expected redacted records against "
-                            f"{_num(p, 'chain.robustness.expected_redacted_point')} for the design at the nominal "
-                            f"chain alone (both measured at the nominal chain)"))]))
+        cost = (f"{_num(r, 'chain.robustness.expected_redacted_robust')} expected redacted records against "
+                f"{_num(p, 'chain.robustness.expected_redacted_point')} for the design at the nominal chain alone "
+                "(both measured at the nominal chain)")
+        out.append(_facts([("cost of robustness", cost)]))
     out.append(_figure(_box_figure(ch), "the box of chains", "The box in the (α, β) plane; the deciding chains are "
                                                               "those whose constraints bind."))
     return "".join(out)
@@ -561,6 +561,12 @@ def _designs_binary(rep: dict[str, Any], max_designs: int) -> str:
                                 facts=[("how it was found", _e(source or rep.get("method", "")))],
                                 regions=rep.get("regions")))
         return "".join(out) + "</section>"
+    if not shapes:                                   # older reports: each sequence carries its mechanism
+        inline = [s for s in rep.get("sequences") or [] if isinstance(s.get("mechanism"), dict)]
+        for j, s in enumerate(inline):
+            out.append(_design_card(f"Sequence {_e(s.get('id'))}", s["mechanism"], key=f"sequences.{j}.mechanism",
+                                    plot=j < max_designs, facts=[]))
+        return "".join(out) + "</section>"
     order = sorted(range(len(shapes)), key=lambda i: -int(shapes[i].get("groups", 0)))
     for rank, i in enumerate(order):
         s = shapes[i]
@@ -637,7 +643,8 @@ def _leakage_figure(values: np.ndarray, eps: float, x: np.ndarray | None, xlabel
         _leakage_hist(ax, values, eps, "exact leakage of a private record")
         ax.set_ylabel("private records", fontsize=FONT)
     ax.tick_params(labelsize=SMALL)
-    ax.legend(fontsize=SMALL, loc="lower right")
+    scatter = x is not None and values.size <= MAX_RECORDS_LISTED
+    ax.legend(fontsize=SMALL, loc="lower right" if scatter else "upper left")
     return fig
 
 
@@ -666,7 +673,9 @@ def _leakage_section(rep: dict[str, Any], seqs: SequenceTable | None) -> str:
         several = len({r.get("sequence") for r in per}) > 1
         values = np.array([float(r["leakage"]) for r in per])
         x = None if several else np.array([int(r["private"]) for r in per])
-        out.append(_figure(_leakage_figure(values, eps, x, "private record (row)"), "exact leakage per private record"))
+        if not several or len(per) > 200:   # a few records of several sequences: the table says it all
+            out.append(_figure(_leakage_figure(values, eps, x, "private record (row)"),
+                               "exact leakage per private record"))
         if len(per) <= MAX_RECORDS_LISTED:
             out.append(_record_table(per, eps, several))
         else:
@@ -755,7 +764,7 @@ def _sequences_section(rep: dict[str, Any], seqs: SequenceTable | None, max_rows
                                         f"median {_num(float(np.median(real)) if designed else None)}")),
                    ("rows redacted", f"{_num(int(seqs.redacted.sum()))} of {_num(int(seqs.n.sum()))}"),
                    ("read from", _e(seqs.source))])]
-    if designed:
+    if designed > 20:                    # fewer are all in the table below
         out.append(_figure(_sequence_figure(seqs, eps), "histograms over the sequences"))
     what = (f"all {designed:,} sequences with private records" if shown.size == designed else
             f"the {shown.size:,} worst of {designed:,} sequences with private records (all are in "
