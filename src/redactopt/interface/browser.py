@@ -20,6 +20,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -194,7 +195,8 @@ class _Session:
         self.dir = tempfile.mkdtemp(prefix="redactopt-chromium.")
         self.proc = subprocess.Popen([find_browser(), *CHROMIUM_FLAGS, f"--user-data-dir={self.dir}",
                                       "--remote-debugging-port=0", f"--window-size={width},{height}", "about:blank"],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True)
         self.ws: _Socket | None = None
         self.events: list[dict[str, Any]] = []
         self.next_id = 0
@@ -265,8 +267,12 @@ class _Session:
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            pass
+        try:                                   # the browser and any helper left: its own process group
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
         if self.proc.stderr:
             self.proc.stderr.close()
         shutil.rmtree(self.dir, ignore_errors=True)
