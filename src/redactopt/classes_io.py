@@ -1,0 +1,146 @@
+"""Files of scan, owner and holder mechanisms: ``"format": "redactopt.class-mechanism/1"`` (issue 26).
+
+Every file names the chain (``states``, ``chain`` {``labels``, ``transition``} as in
+:mod:`redactopt.kio`), ``n``, ``private`` (a list of one 1-based position), ``eps``, the
+mechanism, and what the design claims: ``utility``, ``leakage`` (exact), optional ``certificate``
+{``upper_bound``, ``gap``, ``solver``, ``scope``, ``stopped``} and ``designed_for`` (the class the
+design was asked for: a scan is also an owner mechanism).  Values are state indices (0-based, in
+the order of ``states``).  The mechanism is one of:
+
+* ``"class": "scan"`` with ``"holder": false|true`` and ``"sides": {"left": {"stop": S}, "right":
+  {"stop": S}}`` (a side without records: ``null``).  ``S[d-1][c][x]`` is the probability of releasing
+  at distance ``d`` -- that record and every farther record of the side -- given that nothing on that
+  side was released before, that the side's first record (the neighbour of ``p``) has value ``c``
+  (holder scan: that :math:`X_p=c`) and that the record at distance ``d`` has value ``x``.  ``S`` may
+  be shorter than its side if its last row is all ones (the side releases by then for sure).
+* ``"class": "owner"|"holder"`` with ``"table": rows`` -- row ``r`` holds, for every release mask ``i``
+  (bit ``j`` of ``i`` set: the ``j``-th non-private record, in position order, is published), a
+  non-negative weight; the row is divided by its exact sum.  Row ``r`` is read by the records whose
+  base-``k`` digits (digit ``j`` = least significant first) are: the ``n - 1`` non-private records
+  (``owner``) or all ``n`` records (``holder``).
+* ``"class": "owner"|"holder"`` with ``"block": {"start": 1-based first record, "table": rows}`` -- the
+  table of the block's own records (its private record is ``p``; its first/last record is published
+  under every row wherever records lie beyond), every record outside the block published.
+
+:func:`mechanism_to_dict` / :func:`mechanism_from_dict` convert; :func:`design_to_dict` writes a
+:class:`~redactopt.engine.classes_design.ClassDesign`.  Readers re-judge what they read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from redactopt.io import require_field
+from redactopt.kio import chain_from_dict
+from redactopt.model.kchain import KChain
+from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism
+
+__all__ = ["CLASS_FORMAT", "mechanism_to_dict", "mechanism_from_dict", "design_to_dict", "is_class_mechanism"]
+
+CLASS_FORMAT = "redactopt.class-mechanism/1"
+
+
+def is_class_mechanism(d: object) -> bool:
+    """Whether a parsed JSON object is a class-mechanism file."""
+    return isinstance(d, dict) and d.get("format") == CLASS_FORMAT
+
+
+def _side(S: np.ndarray | None) -> dict | None:
+    return None if S is None else {"stop": np.asarray(S, dtype=float).tolist()}
+
+
+def mechanism_to_dict(mech: ScanMechanism | OwnerMechanism | BlockMechanism, *, eps: float) -> dict[str, Any]:
+    """The file object of a mechanism (module docstring); ``private`` is written 1-based."""
+    chain = mech.chain
+    d: dict[str, Any] = {"format": CLASS_FORMAT, "states": [str(s) for s in chain.labels], "chain": chain.to_dict(),
+                         "n": int(mech.n), "private": [int(mech.p) + 1], "eps": float(eps)}
+    if isinstance(mech, ScanMechanism):
+        d.update({"class": "scan", "holder": bool(mech.holder),
+                  "sides": {"left": _side(mech.left), "right": _side(mech.right)}})
+    elif isinstance(mech, BlockMechanism):
+        d.update({"class": "holder" if mech.holder else "owner",
+                  "block": {"start": int(mech.start) + 1, "n": int(mech.inner.n), "table": mech.inner.table.tolist()}})
+    elif isinstance(mech, OwnerMechanism):
+        d.update({"class": "holder" if mech.holder else "owner", "table": mech.table.tolist()})
+    else:
+        raise TypeError(f"not a scan/owner/holder mechanism: {type(mech).__name__}")
+    return d
+
+
+def design_to_dict(res: Any) -> dict[str, Any]:
+    """The file object of a :class:`~redactopt.engine.classes_design.ClassDesign` (mechanism and claims)."""
+    d = mechanism_to_dict(res.mechanism, eps=res.eps)
+    d.update({"designed_for": res.cls, "utility": float(res.utility), "leakage": float(res.leakage),
+              "certificate": res.certificate.to_dict()})
+    return d
+
+
+def _stop(raw: object, where: str) -> np.ndarray | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: a side must be null or an object with 'stop'")
+    try:
+        return np.array(require_field(raw, "stop", where), dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: field 'stop' must be rows of k x k probabilities ({exc})") from None
+
+
+def _table(raw: object, where: str) -> np.ndarray:
+    try:
+        return np.array(raw, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: a table must be rows of numbers ({exc})") from None
+
+
+def mechanism_from_dict(d: object, where: str = "mechanism") -> tuple[ScanMechanism | OwnerMechanism | BlockMechanism,
+                                                                     dict[str, Any]]:
+    """Parse and validate a class-mechanism object: the mechanism and the file's claims.
+
+    Errors are one-line ``ValueError`` naming the field.  The claims (``eps``, ``utility``,
+    ``leakage``, ``certificate``, ``designed_for``) are returned as stated, for an audit to re-judge.
+    """
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}")
+    if require_field(d, "format", where) != CLASS_FORMAT:
+        raise ValueError(f"{where}: field 'format' must be {CLASS_FORMAT!r}, got {d.get('format')!r}")
+    chain: KChain = chain_from_dict(require_field(d, "chain", where), where + ": field 'chain'")
+    states = require_field(d, "states", where)
+    if not isinstance(states, list) or [str(s) for s in states] != [str(s) for s in chain.labels]:
+        raise ValueError(f"{where}: field 'states' must list the chain's labels in order")
+    n, priv = require_field(d, "n", where), require_field(d, "private", where)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"{where}: field 'n' must be an integer >= 1, got {n!r}")
+    if not isinstance(priv, list) or len(priv) != 1 or isinstance(priv[0], bool) or not isinstance(priv[0], int):
+        raise ValueError(f"{where}: field 'private' must be a list of one 1-based position")
+    p = priv[0] - 1
+    cls = require_field(d, "class", where)
+    try:
+        if cls == "scan":
+            sides = require_field(d, "sides", where)
+            if not isinstance(sides, dict):
+                raise ValueError(f"{where}: field 'sides' must be an object with 'left' and 'right'")
+            mech: Any = ScanMechanism(chain, n, p, _stop(sides.get("left"), where + ": sides.left"),
+                                      _stop(sides.get("right"), where + ": sides.right"),
+                                      holder=bool(d.get("holder", False)))
+        elif cls in ("owner", "holder"):
+            holder = cls == "holder"
+            if "block" in d:
+                b = d["block"]
+                if not isinstance(b, dict):
+                    raise ValueError(f"{where}: field 'block' must be an object")
+                start, nb = require_field(b, "start", where + ": block") - 1, require_field(b, "n", where + ": block")
+                inner = OwnerMechanism(chain, nb, p - start, _table(require_field(b, "table", where), where),
+                                       holder=holder)
+                mech = BlockMechanism(n, p, start, inner)
+            else:
+                mech = OwnerMechanism(chain, n, p, _table(require_field(d, "table", where), where), holder=holder)
+        else:
+            raise ValueError(f"{where}: field 'class' must be 'scan', 'owner' or 'holder', got {cls!r}")
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        raise ValueError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+    claims = {k: d.get(k) for k in ("eps", "utility", "leakage", "certificate", "designed_for")}
+    return mech, claims
