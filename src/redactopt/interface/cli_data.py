@@ -131,6 +131,16 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     _add_input(ap)
+    _add_columns_options(ap)
+    _add_chain_and_design_options(ap)
+    _add_output_options(ap)
+    add_format(ap, ["text", "json"], help="summary: text (default) or json")
+    add_quiet(ap)
+    ap.set_defaults(func=_cmd_apply)
+
+
+def _add_columns_options(ap: argparse.ArgumentParser) -> None:
+    """apply: what is protected, what else is written, the order and the private rows."""
     ap.add_argument("--column", default=None, help="the binary (0/1) column to protect (or --protect)")
     ap.add_argument("--protect", default=None, metavar="COL[,COL...]",
                     help="protect several categorical or binary columns together: a row's record is the tuple of "
@@ -154,6 +164,11 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
     grp.add_argument("--private", metavar="POSITIONS",
                      help="1-based positions and ranges in the sequence, e.g. 5000,5010-5020")
     grp.add_argument("--private-column", metavar="NAME", help="a 0/1 column flagging the private rows")
+    ap.add_argument("--by", default=None, help="column naming the sequence of each row (use --private-column)")
+
+
+def _add_chain_and_design_options(ap: argparse.ArgumentParser) -> None:
+    """apply: the budget, the chain (given, fitted, a box) and the design."""
     ap.add_argument("--eps", type=float, required=True, help="privacy budget per private record (nats, > 0)")
     ap.add_argument("--alpha", default=None, metavar="A|LO:HI",
                     help="P(0->1); fitted from the data if omitted. LO:HI (with --beta, a number or LO:HI): "
@@ -168,21 +183,6 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
                     help="auto (default: best of joint DIM windows and per-record designs, then an exact local "
                          "improvement) or a design method applied per private record and combined by the "
                          "elementwise maximum")
-    ap.add_argument("--seed", type=int, default=None,
-                    help="seed of the redaction draws: reproducible PCG64, for tests and examples only (the "
-                         "report says: not for real releases); default: the operating system's secure source")
-    ap.add_argument("--out", required=True, metavar="FILE",
-                    help="output table (.csv or .parquet, optionally compressed: .csv.gz; a directory with --backend "
-                         "dask; '-': CSV to standard output)")
-    ap.add_argument("--report", default=None, metavar="FILE",
-                    help="write the JSON report (mechanism, chain, leakage, utility) here ('-': standard output); "
-                         "'redactopt audit FILE' reads it")
-    ap.add_argument("--force", action="store_true", help="overwrite --out / --report if they exist")
-    ap.add_argument("--by", default=None, help="column naming the sequence of each row (use --private-column)")
-    ap.add_argument("--backend", choices=["memory", "dask"], default="memory",
-                    help="memory (default, streams chunks) or dask (a CSV or Parquet dataset: a folder or a glob of "
-                         "files, partitioned by file and by runs of Parquet row groups; --out is a folder of part files; "
-                         "pip install 'redactopt[dask]')")
     ap.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
                     help="seconds per optimiser call (default 60)")
     ap.add_argument("--categorical", action="store_true",
@@ -195,15 +195,30 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
                          "this process). Each distinct design is computed once however many sequences share it, "
                          "and the release is the same for every N (same --seed, same output). Not with "
                          "--backend dask: there the cluster's workers compute them")
+
+
+def _add_output_options(ap: argparse.ArgumentParser) -> None:
+    """apply: the draws, the output, the report, the back-end."""
+    ap.add_argument("--seed", type=int, default=None,
+                    help="seed of the redaction draws: reproducible PCG64, for tests and examples only (the "
+                         "report says: not for real releases); default: the operating system's secure source")
+    ap.add_argument("--out", required=True, metavar="FILE",
+                    help="output table (.csv or .parquet, optionally compressed: .csv.gz; a directory with --backend "
+                         "dask; '-': CSV to standard output)")
+    ap.add_argument("--report", default=None, metavar="FILE",
+                    help="write the JSON report (mechanism, chain, leakage, utility) here ('-': standard output); "
+                         "'redactopt audit FILE' reads it")
+    ap.add_argument("--force", action="store_true", help="overwrite --out / --report if they exist")
+    ap.add_argument("--backend", choices=["memory", "dask"], default="memory",
+                    help="memory (default, streams chunks) or dask (a CSV or Parquet dataset: a folder or a glob of "
+                         "files, partitioned by file and by runs of Parquet row groups; --out is a folder of part files; "
+                         "pip install 'redactopt[dask]')")
     ap.add_argument("--report-sequences", choices=["auto", "inline", "parquet", "jsonl", "none"], default="auto",
                     help="where the report's per-sequence rows (private records, their exact leakage, blocks, "
                          "groups and certificate) go: auto (default: inside the report up to 20 designed sequences, "
                          "else REPORT.sequences.parquet beside it), inline (inside the report), parquet or jsonl "
                          "(REPORT.sequences.parquet / .jsonl beside the report, written in batches: needs --report "
                          "FILE), none. The designs themselves are listed once in the report's 'shapes'")
-    add_format(ap, ["text", "json"], help="summary: text (default) or json")
-    add_quiet(ap)
-    ap.set_defaults(func=_cmd_apply)
 
 
 def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:

@@ -189,26 +189,10 @@ def apply_dask(
     if order_by is not None:
         raise ValueError("--order-by sorts each sequence in memory: use --backend memory (or write the dataset "
                          "in order)")
-    if STDIO in (str(source), str(dest)):
-        raise ValueError("the Dask back-end reads and writes datasets, not standard input or output")
-    fmt, parts = dataset_partitions(source)
-    files = sorted({p for p, _ in parts}, key=_natural)
-    anchor = source if os.path.exists(str(source)) else files[0]
-    _, dst, rep_path = check_release_paths(anchor, dest, report, private=private,
-                                           private_column=private_column, by=by, force=force,
-                                           dest_is_directory=True, report_sequences=report_sequences)
-    for f in files:  # a glob's files, one by one: none may be the output or the report
-        if any(p is not None and str(p) != STDIO and Path(p).resolve() == Path(f).resolve() for p in (dest, report)):
-            raise ValueError(f"{f}: is an input file; the input is never overwritten")
+    fmt, parts, dst, rep_path = _check_dataset(source, dest, report, private=private, private_column=private_column,
+                                               by=by, force=force, report_sequences=report_sequences)
     scans = dask.compute(*[dask.delayed(_scan_partition)(p, column, by, private_column) for p in parts])
-    state = ScanState()
-    ends = []
-    for s, _ in scans:
-        state = state.merge(s)
-        ends.append(state.n.copy())  # records of each id up to the end of this partition
-    k = len(state.ids)
-    ends = [np.pad(e, (0, k - e.shape[0])) for e in ends]
-    spans = [Span(ends[i - 1] if i else np.zeros(k, dtype=np.int64), ends[i]) for i in range(len(parts))]
+    state, spans = _merged_scans(scans)
     first = _reader(parts[0])
     first.require(column, by, private_column)
     plan_output(first, column=column, by=by, order_by=None, private_column=private_column, keep=keep, rows=0)
@@ -217,7 +201,7 @@ def apply_dask(
     def tally(private_index: PrivateIndex) -> ZoneTally:  # one task per partition, merged in order
         pieces = dask.compute(*[dask.delayed(_tally_partition)(p, column, by, seq_index, private_index, spans[i],
                                                                scans[i][1]) for i, p in enumerate(parts)])
-        total = ZoneTally(2, k)
+        total = ZoneTally(2, len(state.ids))
         for piece in pieces:
             total = total.merge(piece)
         return total
@@ -231,22 +215,12 @@ def apply_dask(
         fit_source["table"] = str(fit_on)
     output, dropped = plan_output(first, column=column, by=by, order_by=None, private_column=private_column,
                                   keep=keep, rows=state.rows)
-    starts = np.cumsum([0] + [s.rows for s, _ in scans])
     bits = bit_source(seed)
-    redactor = dask.delayed(Redactor(plan, bits))  # sent to the workers once
-    index = dask.delayed(state.index())
     tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
     os.chmod(tmp, new_file_mode(directory=True))  # mkdtemp's 0700 would outlive the rename
     t0 = time.perf_counter()
     try:
-        written = dask.compute(*[dask.delayed(_write_partition)(
-            p, i, str(tmp), column, by, redactor, index, spans[i], scans[i][1],
-            replace(output, first_row=int(starts[i]), disclosure=output.disclosure.fresh() if output.disclosure else None))
-            for i, p in enumerate(parts)])
-        redacted = np.sum(np.vstack([w[0] for w in written]), axis=0) if written else np.zeros(k, dtype=np.int64)
-        for _, seen in written:  # every partition's measured rows, in order
-            if seen is not None and output.disclosure is not None:
-                output.disclosure.merge(seen)
+        redacted = _write_partitions(dask, parts, scans, spans, tmp, column, by, Redactor(plan, bits), state, output)
         rep, rows = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
             "input": str(source), "output": str(dst), "column": column, "by": by,
             "private_column": private_column, "backend": "dask", "dataset_format": fmt,
@@ -256,22 +230,72 @@ def apply_dask(
         rep["apply_seconds"] = time.perf_counter() - t0
         if rep_path is not None:
             rep = write_report(report, rep, rows=rows, force=force)  # type: ignore[arg-type]
-        if dst.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old.", dir=dst.parent))
-            os.rmdir(old)
-            os.replace(dst, old)
-            os.replace(tmp, dst)
-            if old.is_dir():
-                shutil.rmtree(old)
-            else:
-                old.unlink()
-        else:
-            os.replace(tmp, dst)
+        _replace_folder(tmp, dst)
     except BaseException:
         if tmp.exists():
             shutil.rmtree(tmp)
         raise
     return rep
+
+
+def _check_dataset(source: Any, dest: Any, report: Any, **checks: Any) -> tuple[str, list[Partition], Path,
+                                                                                  Path | None]:
+    """The dataset's format and partitions, and the paths checked (:func:`check_release_paths`): no input file
+    may be the output or the report."""
+    if STDIO in (str(source), str(dest)):
+        raise ValueError("the Dask back-end reads and writes datasets, not standard input or output")
+    fmt, parts = dataset_partitions(source)
+    files = sorted({p for p, _ in parts}, key=_natural)
+    anchor = source if os.path.exists(str(source)) else files[0]
+    _, dst, rep_path = check_release_paths(anchor, dest, report, dest_is_directory=True, **checks)
+    for f in files:  # a glob's files, one by one: none may be the output or the report
+        if any(p is not None and str(p) != STDIO and Path(p).resolve() == Path(f).resolve() for p in (dest, report)):
+            raise ValueError(f"{f}: is an input file; the input is never overwritten")
+    return fmt, parts, dst, rep_path
+
+
+def _merged_scans(scans: Any) -> tuple[ScanState, list[Span]]:
+    """The partitions' scans merged in order, and where each partition lies in every sequence."""
+    state = ScanState()
+    ends = []
+    for s, _ in scans:
+        state = state.merge(s)
+        ends.append(state.n.copy())  # records of each id up to the end of this partition
+    k = len(state.ids)
+    ends = [np.pad(e, (0, k - e.shape[0])) for e in ends]
+    return state, [Span(ends[i - 1] if i else np.zeros(k, dtype=np.int64), ends[i]) for i in range(len(ends))]
+
+
+def _write_partitions(dask: Any, parts: list[Partition], scans: Any, spans: list[Span], tmp: Path, column: str,
+                      by: str | None, redactor: Redactor, state: ScanState, output: Output) -> np.ndarray:
+    """Every partition redacted and written on the workers; the redacted count per sequence.  Each partition
+    measures its rows for the figures on its own, and the measures are merged here in order."""
+    starts = np.cumsum([0] + [s.rows for s, _ in scans])
+    shared, index = dask.delayed(redactor), dask.delayed(state.index())  # sent to the workers once
+    written = dask.compute(*[dask.delayed(_write_partition)(
+        p, i, str(tmp), column, by, shared, index, spans[i], scans[i][1],
+        replace(output, first_row=int(starts[i]), disclosure=output.disclosure.fresh() if output.disclosure else None))
+        for i, p in enumerate(parts)])
+    for _, seen in written:
+        if seen is not None and output.disclosure is not None:
+            output.disclosure.merge(seen)
+    k = len(state.ids)
+    return np.sum(np.vstack([w[0] for w in written]), axis=0) if written else np.zeros(k, dtype=np.int64)
+
+
+def _replace_folder(tmp: Path, dst: Path) -> None:
+    """Rename the finished output folder into place (an existing one, allowed by ``force``, is replaced)."""
+    if not dst.exists():
+        os.replace(tmp, dst)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old.", dir=dst.parent))
+    os.rmdir(old)
+    os.replace(dst, old)
+    os.replace(tmp, dst)
+    if old.is_dir():
+        shutil.rmtree(old)
+    else:
+        old.unlink()
 
 
 #: The 0.1 name, from when the back-end read Parquet only.
