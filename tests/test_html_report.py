@@ -82,11 +82,9 @@ class Page(HTMLParser):
 def resolve(report: dict, key: str, seqs: dict | None = None):
     """The value a data-key names: a path in the report (``leakage.per_private.3.leakage``) or
     ``seq[ID].FIELD`` in the per-sequence rows."""
-    m = re.fullmatch(r"seq\[(.*)\]\.(\w+)", key)
-    if m:
-        return seqs[m.group(1)][m.group(2)]
-    node = report
-    for part in key.split("."):
+    m = re.fullmatch(r"seq\[([^\]]*)\]\.(.+)", key)
+    node, path = (seqs[m.group(1)], m.group(2)) if m else (report, key)
+    for part in path.split("."):
         node = node[int(part)] if isinstance(node, list) else node[part]
     return node
 
@@ -243,6 +241,8 @@ def test_many_sequences_worst_first_from_the_parquet_file(many):
     tail = many.text.split("Lowest realised utility", 1)[1].split("</table>", 1)[0]
     assert re.findall(r'data-key="seq\[([^\]]+)\]\.leakage_max"', tail) == lowest[:20]
     assert {f"shapes.{i}.mechanism.utility" for i in range(len(many.report["shapes"]))} <= seen
+    every = {f"seq[{r['id']}].leakage.{j}.leakage" for r in many.rows for j in range(len(r["leakage"]))}
+    assert len(every) == 125 and every <= seen                        # every private record's exact leakage
     plain = htmllib.unescape(re.sub(r"<[^>]+>", " ", many.text))
     assert f"{sum(len(r['private']) for r in many.rows):,}" in plain   # the private records summarised
 

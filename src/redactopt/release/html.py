@@ -188,8 +188,10 @@ class SequenceTable:
     """The per-sequence figures of a ``--by`` release as arrays, one entry per sequence.
 
     ``record_leakage`` holds the exact leakage of every private record (empty when the report
-    keeps only each sequence's worst, as a k-state report does).  :meth:`rows` returns the
-    complete rows of some sequences (by index), read only for those.
+    keeps only each sequence's worst, as a k-state report does), ``record_sequence`` the index of
+    its sequence in this table, ``record_private`` its 1-based row and ``record_slot`` its place in
+    its sequence's ``leakage`` list.  :meth:`rows` returns the complete rows of some sequences (by
+    index), read only for those.
     """
 
     source: str
@@ -203,6 +205,9 @@ class SequenceTable:
     upper_bound: np.ndarray
     gap: np.ndarray
     record_leakage: np.ndarray
+    record_sequence: np.ndarray
+    record_private: np.ndarray
+    record_slot: np.ndarray
     _rows: Callable[[np.ndarray], list[dict[str, Any]]]
 
     def __len__(self) -> int:
@@ -233,12 +238,16 @@ def _table_of_rows(rows: list[dict[str, Any]], source: str) -> SequenceTable:
     leak_max = _float_col(rows, "leakage_max")
     if "leakage_max" not in (rows[0] if rows else {}):       # k-state rows: 'leakage' is the worst
         leak_max = _float_col(rows, "leakage")
-    records = [float(x["leakage"]) for r in rows if isinstance(r.get("leakage"), list) for x in r["leakage"]]
+    records = [(float(x["leakage"]), i, int(x["private"]), j) for i, r in enumerate(rows)
+               if isinstance(r.get("leakage"), list) for j, x in enumerate(r["leakage"])]
+    rec = np.array(records, dtype=float).reshape(-1, 4)
     return SequenceTable(source=source, ids=np.array([str(r.get("id")) for r in rows], dtype=object), n=n,
                          private=np.array([len(r.get("private") or []) for r in rows], dtype=np.int64),
                          redacted=redacted, realised=realised, expected=_float_col(rows, "expected_utility"),
                          leakage_max=leak_max, upper_bound=_float_col(rows, "upper_bound"),
-                         gap=_float_col(rows, "gap"), record_leakage=np.array(records, dtype=float),
+                         gap=_float_col(rows, "gap"), record_leakage=rec[:, 0],
+                         record_sequence=rec[:, 1].astype(np.int64), record_private=rec[:, 2].astype(np.int64),
+                         record_slot=rec[:, 3].astype(np.int64),
                          _rows=lambda idx: [rows[int(i)] for i in idx])
 
 
@@ -258,12 +267,21 @@ def _table_of_parquet(path: Path) -> SequenceTable:
     def ints(col: Any) -> np.ndarray:
         return pc.fill_null(col.cast(pa.int64()), 0).to_numpy()
 
-    records = pc.struct_field(pc.list_flatten(t["leakage"]), "leakage") if "leakage" in t.column_names else []
-    return SequenceTable(source=path.name, ids=t["id"].cast(pa.string()).to_numpy(zero_copy_only=False), n=ints(t["n"]),
-                         private=ints(pc.list_value_length(t["private"])), redacted=ints(t["redacted"]),
+    empty = np.zeros(0, dtype=np.int64)
+    leak, seq, priv, slot = np.zeros(0), empty, empty, empty
+    if "leakage" in t.column_names and t.num_rows:
+        lists = t["leakage"].combine_chunks()
+        flat = pc.list_flatten(lists)
+        leak = np.asarray(pc.fill_null(pc.struct_field(flat, "leakage"), np.nan), dtype=float)
+        priv = ints(pc.struct_field(flat, "private"))
+        seq = np.asarray(pc.list_parent_indices(lists), dtype=np.int64)
+        starts = np.asarray(lists.offsets, dtype=np.int64)[:-1]
+        slot = np.arange(seq.size, dtype=np.int64) - (starts[seq] - starts[0])
+    return SequenceTable(source=path.name, ids=t["id"].cast(pa.string()).to_numpy(zero_copy_only=False),
+                         n=ints(t["n"]), private=ints(pc.list_value_length(t["private"])), redacted=ints(t["redacted"]),
                          realised=floats("realised_utility"), expected=floats("expected_utility"),
                          leakage_max=floats("leakage_max"), upper_bound=floats("upper_bound"), gap=floats("gap"),
-                         record_leakage=np.asarray(pc.fill_null(records, np.nan) if len(records) else [], float),
+                         record_leakage=leak, record_sequence=seq, record_private=priv, record_slot=slot,
                          _rows=lambda idx: t.take(pa.array(idx, type=pa.int64())).to_pylist())
 
 
@@ -649,12 +667,13 @@ def _leakage_figure(values: np.ndarray, eps: float, x: np.ndarray | None, xlabel
 
 
 def _record_table(per: list[dict[str, Any]], eps: float, several: bool) -> str:
-    """Every private record's exact leakage, four records to a row."""
+    """Every private record's exact leakage, four records to a row (``key``: its place in the report,
+    default ``leakage.per_private.<i>.leakage``)."""
     cells = []
     for i, r in enumerate(per):
         seq = f"{_e(r.get('sequence'))} · " if several and r.get("sequence") is not None else ""
         who = f"{seq}{int(r['private']):,}"
-        cells.append([who, _num(r.get("leakage"), f"leakage.per_private.{i}.leakage", 10)])
+        cells.append([who, _num(r.get("leakage"), r.get("key", f"leakage.per_private.{i}.leakage"), 10)])
     rows = [[c for pair in cells[j:j + 4] for c in pair] for j in range(0, len(cells), 4)]
     width = min(4, len(cells))
     for r in rows:
@@ -688,8 +707,16 @@ def _leakage_section(rep: dict[str, Any], seqs: SequenceTable | None) -> str:
                            ("least", _num(float(np.nanmin(v)), digits=10)),
                            ("within 10⁻⁶ of ε", _num(int(np.sum(v >= eps * (1 - 1e-6)))))]))
         out.append(_figure(_leakage_figure(v, eps, None, ""), "histogram of the exact leakage of every private record"))
-        out.append(f"<p>Per record, the values are in <code>{_e(seqs.source)}</code>; the worst sequences are listed "
-                   "below with each of their private records.</p>")
+        if v.size <= MAX_RECORDS_LISTED:
+            order = np.lexsort((seqs.record_private, -np.nan_to_num(v, nan=-np.inf)))   # worst first
+            per = [{"sequence": seqs.ids[seqs.record_sequence[i]], "private": int(seqs.record_private[i]),
+                    "leakage": float(v[i]),
+                    "key": f"seq[{seqs.ids[seqs.record_sequence[i]]}].leakage.{int(seqs.record_slot[i])}.leakage"}
+                   for i in order]
+            out.append("<p>Every private record, the highest leakage first:</p>" + _record_table(per, eps, True))
+        else:
+            out.append(f"<p>Per record, the values are in <code>{_e(seqs.source)}</code>; the worst sequences are "
+                       "listed below with each of their private records.</p>")
     elif seqs is not None:
         out.append("<p>This report keeps each sequence's worst exact leakage (over its private records): see the "
                    "sequences below.</p>")
