@@ -402,3 +402,23 @@ def test_kdesign_bad_input():
     with pytest.raises(TypeError, match="certify_time"):
         kdesign(c, 5, eps=1.0, certify_time="x")
 
+
+
+def test_kstate_lemma2_bound_is_rounded_outward_like_the_binary_one():
+    # the same two-state chain given as a matrix: Lemma 2 counts the same records, and the bound is never
+    # below its exact value (issue 24: the k-state bound was a plain float sum, below the binary one)
+    from fractions import Fraction
+
+    from redactopt.judge.klemma2 import klemma2_upper_bound
+    from redactopt.judge.lemma2 import lemma2_upper_bound
+
+    c = MarkovChain(0.01, 0.8)
+    k = KChain(c.transition_matrix)
+    for n, p in ((10, 0), (10, 4), (100, 50), (37, 36)):
+        assert abs(klemma2_upper_bound(k, n, eps=1.0, private=[p]) - lemma2_upper_bound(c, n, eps=1.0, private=[p])) \
+            <= 4e-16
+    # by hand: n = 2, p = 0 and a huge budget: record 2 may show either value, the bound is exactly 1/2
+    kb = klemma2_upper_bound(k, 2, eps=50.0, private=[0])
+    assert Fraction(kb) >= Fraction(1, 2) and kb - 0.5 <= 1e-15
+    # a budget below the neighbour's influence: nothing may be published, the bound is exactly 0
+    assert klemma2_upper_bound(k, 2, eps=1e-6, private=[0]) == 0.0

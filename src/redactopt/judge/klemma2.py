@@ -18,11 +18,14 @@ decides it; an infinite influence (a zero in :math:`P^d`) is confirmed on the ex
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from redactopt._validate import check_eps, check_n, check_private
 from redactopt.judge.exact import MAX_EXACT_N, ratio_at_most_exp
 from redactopt.judge.kexact import exact_kn_step
+from redactopt.judge.tolerances import round_up
 from redactopt.model.kchain import KChain
 from redactopt.model.kinfluence import kdelta_star, kmax_influence, kprovably_above, pair_log_ratios, side_matrix
 
@@ -113,4 +116,6 @@ def klemma2_upper_bound(chain: KChain, n: int, *, eps: float, private: object) -
             allowed[:p] &= kpublishable(chain, p, eps=eps, side="left")[::-1]
         if p < n - 1:
             allowed[p + 1 :] &= kpublishable(chain, n - 1 - p, eps=eps, side="right")
-    return float((allowed * chain.stationary[None, :]).sum() / n)
+    counts = allowed.sum(axis=0)  # records that may show each value: exact integers
+    # a sum of k products and one division, rounded outward (as the binary bound: never below its exact value)
+    return round_up(math.fsum(float(pi) * int(c) for pi, c in zip(chain.stationary, counts)) / n, 2 * chain.k)
