@@ -14,6 +14,7 @@ every mechanism of the class asked for.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,7 @@ from redactopt.judge.scan import verify_mechanism
 from redactopt.model.chain import MarkovChain
 from redactopt.model.kchain import KChain
 from redactopt.model.mechanism_classes import CLASSES, as_kchain, local_as_scan
-from redactopt.solvers.owner_lp import block_design, design_owner, max_exact_n
+from redactopt.solvers.owner_lp import BlockInfeasible, block_design, design_owner, max_exact_n, window_bound
 from redactopt.solvers.scan_lp import design_scan
 
 __all__ = ["ClassDesign", "design_class", "compare_classes", "cli_design", "cli_compare"]
@@ -105,17 +106,26 @@ def _scan(chain: object, n: int, eps: float, p: int, time_limit: float, tol: flo
 
 def _table_class(chain: object, n: int, eps: float, p: int, holder: bool) -> tuple[Any, float, float, str, Certificate,
                                                                                dict]:
-    """The exact LP optimum for small ``n``, else the block design with the window bound."""
+    """The exact LP optimum for small ``n``, else the block design with the window bound.
+
+    A block that cannot publish its boundary for sure is no candidate (utility ``-inf``); the window
+    bound still certifies the class.
+    """
     kc = as_kchain(chain)
     if n <= max_exact_n(kc.k, holder):
         d = design_owner(kc, n, eps=eps, p=p, holder=holder)
     else:
-        d = block_design(kc, n, eps=eps, p=p, holder=holder)
+        try:
+            d = block_design(kc, n, eps=eps, p=p, holder=holder)
+        except BlockInfeasible as exc:
+            ub, win = window_bound(kc, n, eps=eps, p=p, holder=holder)
+            cert = Certificate(ub, math.inf, "owner-window-lp", "holder" if holder else "owner")
+            return None, -math.inf, math.nan, "none", cert, {"window": win, "block": str(exc)}
     return d.mechanism, d.utility, d.leakage.leakage, d.info["verdict"], d.certificate, d.info
 
 
 def design_class(chain: object, n: int, *, eps: float, p: int = 0, cls: str = "scan", time_limit: float = 60.0,
-                 tol: float = 9e-7) -> ClassDesign:
+                 tol: float = 9e-7, cache: dict | None = None) -> ClassDesign:
     r"""The best verified design of class ``cls`` with a certified bound over the class.
 
     Parameters
@@ -130,6 +140,8 @@ def design_class(chain: object, n: int, *, eps: float, p: int = 0, cls: str = "s
         Seconds for each optimiser that takes a limit (the local design; the scan's split search).
     tol : float
         Target gap of the scan optimum.
+    cache : dict, optional
+        Candidates already computed for this problem (filled in; :func:`compare_classes` shares one).
 
     Returns
     -------
@@ -141,18 +153,25 @@ def design_class(chain: object, n: int, *, eps: float, p: int = 0, cls: str = "s
     if cls not in CLASSES:
         raise ValueError(f"cls must be one of {', '.join(CLASSES)}, got {cls!r}")
     t0 = time.monotonic()
+    memo = {} if cache is None else cache
+
+    def get(name: str, make: Any) -> Any:
+        if name not in memo:
+            memo[name] = make()
+        return memo[name]
+
     if cls == "local":
-        return _local(chain, n, eps, p, time_limit)
-    scan = _scan(chain, n, eps, p, time_limit, tol, holder=False)
+        return get("local", lambda: _local(chain, n, eps, p, time_limit))
+    scan = get("scan", lambda: _scan(chain, n, eps, p, time_limit, tol, holder=False))
     if cls == "scan":
         return scan
     cands: dict[str, tuple] = {"scan": (scan.mechanism, scan.utility, scan.leakage, scan.verdict)}
-    mech, u, leak, verdict, cert, info = _table_class(chain, n, eps, p, holder=False)
+    mech, u, leak, verdict, cert, info = get("owner", lambda: _table_class(chain, n, eps, p, holder=False))
     cands["owner-lp" if "n_lp" in info else "owner-block"] = (mech, u, leak, verdict)
     if cls == "holder":
-        hs = _scan(chain, n, eps, p, time_limit, tol, holder=True)
+        hs = get("holder-scan", lambda: _scan(chain, n, eps, p, time_limit, tol, holder=True))
         cands["holder-scan"] = (hs.mechanism, hs.utility, hs.leakage, hs.verdict)
-        mech, u, leak, verdict, cert, info = _table_class(chain, n, eps, p, holder=True)
+        mech, u, leak, verdict, cert, info = get("holder", lambda: _table_class(chain, n, eps, p, holder=True))
         cands["holder-lp" if "n_lp" in info else "holder-block"] = (mech, u, leak, verdict)
     best = max(cands, key=lambda k: cands[k][1])
     bm, bu, bl, bv = cands[best]
@@ -171,8 +190,9 @@ def compare_classes(chain: object, n: int, *, eps: float, p: int = 0, classes: t
     """
     order = [c for c in CLASSES if c in classes]
     out: list[ClassDesign] = []
+    cache: dict = {}
     for c in order:
-        d = design_class(chain, n, eps=eps, p=p, cls=c, time_limit=time_limit)
+        d = design_class(chain, n, eps=eps, p=p, cls=c, time_limit=time_limit, cache=cache)
         if out and out[-1].utility > d.utility:
             prev = out[-1]
             d = ClassDesign(c, d.chain, n, p, d.eps, prev.mechanism, prev.utility, prev.leakage, prev.verdict,

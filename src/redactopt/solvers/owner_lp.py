@@ -37,7 +37,7 @@ from redactopt.model.mechanism_classes import (BlockMechanism, OwnerMechanism, a
                                                release_masks, row_keys)
 from redactopt.solvers.lp_certificate import LinearProgram, solve_lp
 
-__all__ = ["owner_program", "OwnerDesign", "design_owner", "window_bound", "block_design", "max_exact_n",
+__all__ = ["owner_program", "OwnerDesign", "BlockInfeasible", "design_owner", "window_bound", "block_design", "max_exact_n",
            "fit_window", "MAX_LP_VARIABLES"]
 
 U = 2.0**-53
@@ -124,6 +124,10 @@ def _table(lp: LinearProgram, x: np.ndarray, n: int) -> np.ndarray:
     return T
 
 
+class BlockInfeasible(ValueError):
+    """No block mechanism of this size publishes its boundary for sure within the budget."""
+
+
 @dataclass(frozen=True)
 class OwnerDesign:
     """A verified owner/holder (or block) mechanism with a certified bound over its class."""
@@ -138,10 +142,20 @@ class OwnerDesign:
 
 def _solve_design(chain: KChain, n: int, p: int, eps: float, holder: bool,
                   forced: tuple[int, ...]) -> tuple[OwnerMechanism, float, str]:
-    """Design LPs at the margins until a table verifies exactly; the last resort redacts everything."""
+    """Design LPs at the margins until a table verifies exactly; the last resort redacts everything.
+
+    With ``forced`` positions the program may be infeasible (publishing them for sure may leak more
+    than ``eps``): :class:`BlockInfeasible`.
+    """
     for margin in MARGINS:
         lp, _ = owner_program(chain, n, p, math.exp(eps - margin), holder=holder, forced=forced)
-        sol = solve_lp(lp, bound=False)
+        try:
+            sol = solve_lp(lp, bound=False)
+        except RuntimeError as exc:
+            if forced:
+                raise BlockInfeasible(f"a block of {n} records cannot publish its boundary {list(forced)} for sure "
+                                      f"within eps = {eps}") from exc
+            raise
         mech = OwnerMechanism(chain, n, p, _table(lp, sol.x, n), holder=holder)
         status, _ = verify_mechanism(mech, eps)
         if status == "certified":
@@ -206,11 +220,13 @@ def window_bound(chain: object, n: int, *, eps: float, p: int, holder: bool = Fa
 
 
 def block_design(chain: object, n: int, *, eps: float, p: int, holder: bool = False,
-                 total: int | None = None) -> OwnerDesign:
+                 total: int | None = None, bound_total: int | None = None) -> OwnerDesign:
     r"""A verified structured design for long sequences: the optimal block mechanism (module docstring).
 
     The block is the window of :func:`fit_window` (``total`` records); where records lie beyond it, its
-    outermost record is always published (the cut).  Its certificate is :func:`window_bound`.
+    outermost record is always published (the cut).  Its certificate is :func:`window_bound` on
+    ``bound_total`` records (default: the largest the LP allows).  Raises
+    :class:`BlockInfeasible` when that boundary is too close to ``p`` to be published for sure.
     """
     t0 = time.monotonic()
     kc = as_kchain(chain)
@@ -221,7 +237,7 @@ def block_design(chain: object, n: int, *, eps: float, p: int, holder: bool = Fa
     mech = BlockMechanism(n, p, start, inner) if length < n else inner
     status, res = verify_mechanism(mech, eps)
     u = mech.utility()
-    ub, win = window_bound(kc, n, eps=eps, p=p, holder=holder)
+    ub, win = window_bound(kc, n, eps=eps, p=p, holder=holder, total=bound_total)
     cert = make_certificate(ub, u, solver="owner-window-lp", scope="holder" if holder else "owner")
     return OwnerDesign(mech, u, res, float(eps), cert, {"block": (start, length), "window": win, "margin": margin,
                                                         "seconds": time.monotonic() - t0, "verdict": status})

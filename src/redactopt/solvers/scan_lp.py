@@ -360,7 +360,10 @@ def side_design(orc: _SideOracle, budgets: tuple) -> np.ndarray:
         run = _running(spec, S)
         for thr in (1e-9, 1e-7, 1e-5, 1e-3):
             if np.any(run < thr):
-                cands.append(orc.design(budgets, margin, horizon=max(int(np.argmax(run < thr)), 1)))
+                try:
+                    cands.append(orc.design(budgets, margin, horizon=max(int(np.argmax(run < thr)), 1)))
+                except RuntimeError:  # a sure stop that early may be infeasible: no candidate
+                    continue
         for cand in cands:
             if side_check(spec, cand, budgets) and (best is None or side_count(spec, cand) > side_count(spec, best)):
                 best = cand
@@ -370,7 +373,7 @@ def side_design(orc: _SideOracle, budgets: tuple) -> np.ndarray:
 
 
 def side_count(spec: SideSpec, S: np.ndarray) -> float:
-    """Expected number of the side's records a rule publishes (:math:`X_p\sim\pi`)."""
+    r"""Expected number of the side's records a rule publishes (:math:`X_p\sim\pi`)."""
     start = spec.w[:, None] * spec.sigma
     mu, _ = occupation(spec.Q, S, start)
     return float(np.einsum("cdv,d->", mu, spec.m - np.arange(S.shape[0], dtype=float)))
