@@ -149,16 +149,25 @@ def _view_of_dict(d: dict, where: str = "mechanism") -> DesignView:
         raise ValueError(f"{where}: {exc}") from None
     starts, blocks = _blocks_of_dict(d, n, len(states), where)
     cert = d.get("certificate") or {}
-    deciding: tuple[MarkovChain, ...] = ()
-    if d.get("chain_class") is not None:
-        from redactopt.io import _chain_class
-
-        box = _chain_class(d["chain_class"], f"{where}: chain_class")
-        deciding = box.deciding() if box is not None else ()
+    deciding = _deciding(d["chain_class"], where) if d.get("chain_class") is not None else ()
     return DesignView(n=n, states=states, starts=starts, blocks=blocks, private=private, eps=eps,
                       method=str(d.get("method", "")), utility=d.get("utility"), leakage=d.get("leakage"),
                       upper_bound=cert.get("upper_bound"), gap=cert.get("gap"), chain=chain,
                       robust=d.get("chain_class") is not None, region_chains=deciding)
+
+
+def _deciding(raw: Any, where: str) -> tuple[MarkovChain, ...]:
+    """The deciding chains of a mechanism file's ``chain_class`` (a box or a list of chains)."""
+    from redactopt.model.classes import ChainClass
+
+    try:
+        if "chains" in raw:
+            box = ChainClass.of([MarkovChain(float(c["alpha"]), float(c["beta"])) for c in raw["chains"]])
+        else:
+            box = ChainClass.box(tuple(raw["alpha"]), tuple(raw["beta"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: chain_class: {exc}") from None
+    return box.deciding()
 
 
 def design_view(design: Any) -> DesignView:
