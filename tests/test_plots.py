@@ -135,6 +135,27 @@ def test_regions_are_those_of_proposition_1():
     assert "$R_L$" in labels and "$R_M$" in labels and "$R_S$" in labels and "private record" in labels
 
 
+def test_robust_design_regions_are_those_of_the_slowest_chain_of_the_box():
+    """A box of lazy chains (alpha + beta < 1) is decided by its corner (alpha_lo, beta_lo): its regions are drawn."""
+    n, p, eps = 30, 14, 1.0
+    rows = [[0.0, 0.0]] * n
+    rows[p] = [1.0, 1.0]
+    mech = {"format": "redactopt.mechanism/2", "chain": {"alpha": 0.1, "beta": 0.3}, "n": n, "private": [p + 1],
+            "eps": eps, "blocks": [{"start": 1, "redact_prob": rows}],
+            "chain_class": {"alpha": [0.05, 0.15], "beta": [0.2, 0.4], "nominal": {"alpha": 0.1, "beta": 0.3}}}
+    expected = letters_by_hand(0.05, 0.2, n, p, eps / 2, eps / 2)
+    assert expected != letters_by_hand(0.1, 0.3, n, p, eps / 2, eps / 2)   # the box widens the regions
+    fig = design_figure(mech)
+    drawn = ["?"] * n
+    for patch in fig.axes[0].patches:
+        if (patch.get_gid() or "").startswith("region-"):
+            for t in range(round(patch.get_x() + 0.5), round(patch.get_x() + patch.get_width() - 0.5) + 1):
+                drawn[t - 1] = patch.get_gid()[-1]
+    assert drawn == expected
+    assert "deciding chain(s): α = 0.05, β = 0.2" in legend_title(fig)
+    assert "(every chain of the box)" in fig.get_suptitle()
+
+
 def test_legend_does_not_list_a_region_the_plot_lacks(fig3_design):
     expected = letters_by_hand(0.01, 0.8, 10, 0, 0.0, 1.0)  # p at the start: the whole eps on the right
     assert "L" not in expected
