@@ -293,3 +293,20 @@ def test_json_round_trip_and_errors():
         mechanism_from_dict(bad)
     with pytest.raises(ValueError, match="class"):
         mechanism_from_dict(dict(obj, **{"class": "nope"}))
+
+
+def test_coupled_scans_are_bounded_and_can_beat_independent_sides():
+    # "publish both neighbours iff they differ" is a coupled scan (each side stops at distance 1 on
+    # what both first records show); on a symmetric chain it is 0-private (test_owner.py), so the
+    # coupled bound at a tiny eps is at least its utility 2 alpha (1 - alpha) * 2/3, while scans with
+    # independent sides publish nothing at n = 3 (each side's one record is a first-record event).
+    from redactopt.solvers.coupled_lp import coupled_scan_bound
+
+    alpha = 0.1
+    ub, _ = coupled_scan_bound(MarkovChain(alpha, alpha), 3, eps=1e-6, p=1)
+    assert ub >= 2 * alpha * (1 - alpha) * 2 / 3 - 1e-12
+    d = design_scan(MarkovChain(alpha, alpha), 3, eps=1e-6, p=1)
+    assert d.certificate.upper_bound < 1e-6
+    ub2, _ = coupled_scan_bound(MarkovChain(0.01, 0.8), 8, eps=0.5, p=3)
+    s = design_scan(MarkovChain(0.01, 0.8), 8, eps=0.5, p=3, time_limit=20)
+    assert ub2 >= s.utility
