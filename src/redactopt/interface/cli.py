@@ -32,6 +32,13 @@ from redactopt.errors import MissingExtraError, PrivacyCheckError, TooLongError,
 from redactopt.interface import report
 from redactopt.interface.bench import bench_files, run_bench
 from redactopt.interface.cli_data import add_apply_parser, add_fit_parser
+from redactopt.interface.cli_report import (
+    add_plot_option,
+    add_report_parser,
+    check_plot,
+    maybe_plot_compare,
+    maybe_plot_design,
+)
 from redactopt.interface.options import (
     EXIT_FAIL,
     EXIT_INTERNAL,
@@ -349,6 +356,7 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
     add_format(ap, ["text", "json", "csv"], old={"table": "text"},
                help="text (default), json (the mechanism file format plus certificate) or csv")
     _add_output_options(ap)
+    add_plot_option(ap)
     ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                     help=f"seconds per optimiser (default {DEFAULT_TIME_LIMIT:g})")
     ap.add_argument("--certify-time", type=float, default=None, metavar="SECONDS",
@@ -363,6 +371,7 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_design(args: argparse.Namespace) -> int:
+    check_plot(args)
     if args.transition is not None:  # a k-state chain (issue 17)
         from redactopt.interface.cli_k import cmd_kdesign
 
@@ -401,6 +410,7 @@ def _cmd_design(args: argparse.Namespace) -> int:
         several = len(private) > 1
         alts = None if args.no_compare or several else report.alternatives_for(res, time_limit=args.time_limit)
         _write_output(report.design_table(res, alts), args.out, args.force)
+    maybe_plot_design(args, res)
     return EXIT_OK
 
 
@@ -455,6 +465,7 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     add_format(ap, ["text", "csv", "json"], old={"markdown": "text"},
                help="text (default: a Markdown table), csv or json")
     _add_output_options(ap)
+    add_plot_option(ap, what="utility against eps for every method (one panel per n, p, alpha, beta)")
     ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                     help=f"seconds per optimiser (default {DEFAULT_TIME_LIMIT:g})")
     add_quiet(ap)
@@ -465,6 +476,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     rename_value(args, "format", {"markdown": "text"})
     fmt = args.format or "text"
     _check_out(args)
+    check_plot(args)
     privates = parse_positions(DEFAULT_PRIVATE if args.private is None else args.private)
     points = list(itertools.product(args.n, args.alpha, args.beta, privates, args.eps))
     for n, _, _, p, _ in points:  # every point is checked before the first (slow) design
@@ -486,6 +498,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         text += "".join(f"\nrow {i} (n={r['n']}, p={r['p']}, eps={r['eps']:g}): {report.stopped_text(r['optimal_gap'])}"
                         for i, r in enumerate(rows, 1) if r["optimal_stopped"])
     _write_output(text, args.out, args.force)
+    maybe_plot_compare(args, rows)
     return EXIT_OK
 
 
@@ -602,7 +615,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"redactopt {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for add in (_design_parser, _audit_parser, _compare_parser, add_fit_parser, add_apply_parser,
-                _bench_parser, _datasets_parser):
+                _bench_parser, _datasets_parser, add_report_parser):
         add(sub)
     return ap
 

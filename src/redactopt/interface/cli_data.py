@@ -24,6 +24,7 @@ from redactopt.interface.options import (
     parse_positions,
     refuse_given,
 )
+from redactopt.interface.cli_report import add_html_option, check_html, maybe_write_html
 from redactopt.interface.progress import Bars, progress_enabled
 from redactopt.io import STDIO, stdin_as_file
 from redactopt.model.classes import parse_range
@@ -209,6 +210,7 @@ def _add_output_options(ap: argparse.ArgumentParser) -> None:
                     help="write the JSON report (mechanism, chain, leakage, utility) here ('-': standard output); "
                          "'redactopt audit FILE' reads it")
     ap.add_argument("--force", action="store_true", help="overwrite --out / --report if they exist")
+    add_html_option(ap)
     ap.add_argument("--backend", choices=["memory", "dask"], default="memory",
                     help="memory (default, streams chunks) or dask (a CSV or Parquet dataset: a folder or a glob of "
                          "files, partitioned by file and by runs of Parquet row groups; --out is a folder of part files; "
@@ -311,6 +313,7 @@ def keep_option(args: argparse.Namespace) -> list[str] | None:
 
 
 def _cmd_apply(args: argparse.Namespace) -> int:
+    check_html(args)
     if (args.column is None) == (args.protect is None):
         raise UsageError("give exactly one of --column (one column) and --protect COL[,COL...] (several together)")
     if args.categorical or args.transition is not None or args.protect is not None or args.bin:
@@ -352,4 +355,5 @@ def _cmd_apply(args: argparse.Namespace) -> int:
     stdout_taken = STDIO in (args.out, args.report)
     if not (stdout_taken and args.quiet):
         print(text, file=sys.stderr if stdout_taken else sys.stdout)
+    maybe_write_html(args, rep)
     return EXIT_OK

@@ -171,6 +171,9 @@ def cmd_kdesign(args: argparse.Namespace) -> int:
             dim = res if args.method == "dim" else kdesign(chain, n, eps=args.eps, p=pos[0], method="dim")
         text = kdesign_text(res, dim)
     _out(text, args.out, args.force)
+    from redactopt.interface.cli_report import maybe_plot_design
+
+    maybe_plot_design(args, res)
     return EXIT_OK
 
 
@@ -302,6 +305,9 @@ def cmd_kapply(args: argparse.Namespace) -> int:
     stdout_taken = args.report == STDIO
     if not (stdout_taken and args.quiet):
         print(text, file=sys.stderr if stdout_taken else sys.stdout)
+    from redactopt.interface.cli_report import maybe_write_html
+
+    maybe_write_html(args, rep)
     return EXIT_OK
 
 
