@@ -80,7 +80,7 @@ import math
 import numbers
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cvxpy as cp
 import numpy as np
@@ -276,6 +276,230 @@ class _Layout:
     Ya: np.ndarray | None = None
 
 
+def _allocate(sides: list[_Side], logP: np.ndarray) -> tuple[list[_Layout | None], int]:
+    """Each side's layout in ``X`` (``None`` for an empty side) and the number of variables."""
+    count = 0
+
+    def alloc(shape: tuple[int, ...]) -> np.ndarray:
+        nonlocal count
+        size = int(np.prod(shape))
+        out = np.arange(count, count + size).reshape(shape)
+        count += size
+        return out
+
+    layouts: list[_Layout | None] = []
+    for side in sides:
+        if side.m == 0:
+            layouts.append(None)
+            continue
+        K = side.K
+        u = np.full((side.W, 2), -1)
+        u[side.free] = alloc((int(side.free.sum()),))
+        Z = np.full((2, 2, K + 1), -1)
+        Y = np.full((2, 2, K + 1), -1)
+        Z[:, :, 1:] = alloc((2, 2, K))
+        Y[:, :, 1:] = alloc((2, 2, K))
+        Y[1, 0, 1:] = -1  # pinned to 1 by the per-step scale
+        Zc = np.zeros((2, 2, K + 1))
+        Yc = np.zeros((2, 2, K + 1))
+        Zc[:, :, 0] = logP
+        Yc[:, :, 0] = logP
+        a, b = (int(i) for i in alloc((2,)))
+        lay = _Layout(side, u, Z, Y, Zc, Yc, a, b)
+        if side.full:
+            lay.Za, lay.Ya = alloc((2,)), alloc((2,))
+        layouts.append(lay)
+    return layouts, count
+
+
+@dataclass
+class _Terms:
+    """The GP's rows and terms as they are collected, side by side.
+
+    ``E`` holds exponential-cone arguments, ``G`` linear rows (``<= 0``), ``pairs`` the ``E``
+    rows whose exponentials sum to at most 1, ``obj_idx``/``obj_w`` the objective's ``exp``
+    terms and ``pen`` the pinning weights on ``X``.
+    """
+
+    E: _Rows
+    G: _Rows
+    pen: np.ndarray
+    pairs: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    obj_idx: list[np.ndarray] = field(default_factory=list)
+    obj_w: list[np.ndarray] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Condensation:
+    r"""The arithmetic–geometric-mean condensation of one side's chain steps at the current point.
+
+    ``w[k-1, x, j, i]`` are the weights of step ``k``, ``lK[k-1, x, j]`` the constant of its
+    monomial and ``lpn[k-1, j, i]`` :math:`\log(P_{ij}/s_k)`.
+    """
+
+    lay: _Layout
+    w: np.ndarray
+    lK: np.ndarray
+    lpn: np.ndarray
+
+    @classmethod
+    def at(cls, chain: MarkovChain, lay: _Layout, q: np.ndarray, F: np.ndarray, s: np.ndarray) -> _Condensation:
+        """The condensation at ``q`` from the side's products ``F`` and scales ``s`` (:func:`_forward`)."""
+        P = chain.transition_matrix
+        K = lay.side.K
+        terms = F[:K, :, None, :] * q[:K, None, None, :] * P.T[None, None, :, :]
+        w = terms / terms.sum(axis=3, keepdims=True)
+        lpn = np.log(P).T[None, :, :] - np.log(s)[:, None, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lK = np.where(w > 0.0, w * (lpn[:, None] - np.log(w)), 0.0).sum(axis=3)
+        return cls(lay, w, lK, lpn)
+
+    def add(self, R: _Rows, rows: np.ndarray, ks: np.ndarray, x: int, j: int, sign: float) -> None:
+        """Add ``sign`` times the log of the condensation of step ``k = ks + 1``, entry ``(x, j)``."""
+        lay, w = self.lay, self.w
+        R.constant(rows, sign * self.lK[ks, x, j])
+        for i in (0, 1):
+            R.add(rows, lay.Y[x, i, ks], lay.Yc[x, i, ks], sign * w[ks, x, j, i])
+            R.add(rows, lay.u[ks, i], 0.0, sign * w[ks, x, j, i])
+
+    def chain_term(self, R: _Rows, ks: np.ndarray, x: int, j: int, i: int) -> np.ndarray:
+        """Rows ``log z_{k-1}[x, i] + log q_k[i] + log(P_ij / s_k) - log nu_k - log z_k[x, j]``."""
+        lay = self.lay
+        rows = R.new(ks.size)
+        R.add(rows, lay.Z[x, i, ks], lay.Zc[x, i, ks], 1.0)
+        R.add(rows, lay.u[ks, i], 0.0, 1.0)
+        R.constant(rows, self.lpn[ks, j, i])
+        self.add(R, rows, ks, 1, 0, -1.0)
+        R.add(rows, lay.Z[x, j, ks + 1], 0.0, -1.0)
+        return rows
+
+
+def _add_q_bounds(terms: _Terms, lay: _Layout, q: np.ndarray, pi: np.ndarray, trust: float) -> None:
+    """The objective's terms of the free entries, ``q <= 1`` and the trust region ``q >= q_cur / trust``."""
+    side, G = lay.side, terms.G
+    for v in (0, 1):
+        idx = lay.u[side.free[:, v], v]
+        terms.obj_idx.append(idx)
+        terms.obj_w.append(np.full(idx.size, pi[v]))
+        G.add(G.new(idx.size), idx, 0.0, 1.0)
+        cur = np.log(q[side.free[:, v], v])
+        rows = G.new(idx.size)
+        G.add(rows, idx, 0.0, -1.0)
+        G.constant(rows, np.maximum(math.log(Q_MIN), cur - math.log(trust)))
+
+
+def _add_chain_steps(terms: _Terms, cond: _Condensation, pin: float) -> None:
+    """The upper chains ``z_k >= z_{k-1} diag(q_k) P`` and the lower chains ``y_k <=`` condensation."""
+    lay = cond.lay
+    side, K = lay.side, lay.side.K
+    E, G = terms.E, terms.G
+    present = ~side.zero
+    both = np.flatnonzero(present[:K, 0] & present[:K, 1])
+    only = [np.flatnonzero(present[:K, i] & ~present[:K, 1 - i]) for i in (0, 1)]
+    steps = np.arange(K)
+    for x in (0, 1):
+        for j in (0, 1):
+            # a sum of two terms is an exponential-cone pair; a single term is linear in log form
+            if both.size:
+                terms.pairs.append((cond.chain_term(E, both, x, j, 0), cond.chain_term(E, both, x, j, 1)))
+            for i in (0, 1):
+                if only[i].size:
+                    cond.chain_term(G, only[i], x, j, i)
+            terms.pen[lay.Z[x, j, 1:]] += pin
+            G.add(G.new(K), lay.Z[x, j, 1:], 0.0, 1.0)
+            G.constant(np.arange(G.n - K, G.n), -_CHAIN_BOX)
+            if (x, j) != (1, 0):
+                rows = G.new(K)  # y_k <= condensation / nu_k
+                G.add(rows, lay.Y[x, j, 1:], 0.0, 1.0)
+                cond.add(G, rows, steps, x, j, -1.0)
+                cond.add(G, rows, steps, 1, 0, 1.0)
+                terms.pen[lay.Y[x, j, 1:]] -= pin
+                rows = G.new(K)
+                G.add(rows, lay.Y[x, j, 1:], 0.0, -1.0)
+                G.constant(rows, -_CHAIN_BOX)
+
+
+def _add_pattern_ratios(G: _Rows, lay: _Layout) -> None:
+    """Every constrained pattern within the side's budgets: ``z_k[0, v] <= c_s y_k[1, v]`` and its mirror."""
+    pat = lay.side.patterns()
+    for v in (0, 1):
+        ks = np.flatnonzero(pat[:, v])
+        if not ks.size:
+            continue
+        for num, den, budget_idx in ((0, 1, lay.a), (1, 0, lay.b)):
+            rows = G.new(ks.size)
+            G.add(rows, lay.Z[num, v, ks], lay.Zc[num, v, ks], 1.0)
+            G.add(rows, lay.Y[den, v, ks], lay.Yc[den, v, ks], -1.0)
+            G.add(rows, np.full(ks.size, budget_idx), 0.0, -1.0)
+
+
+def _add_all_bottom(terms: _Terms, lay: _Layout, q: np.ndarray, F: np.ndarray, pin: float) -> None:
+    """The all-⊥ pattern of a side optimised whole: its chains ``Za``, ``Ya`` and its two ratios."""
+    assert lay.Za is not None and lay.Ya is not None
+    E, G = terms.E, terms.G
+    side, K = lay.side, lay.side.K
+    last = side.m - 1
+    tail = F[K] * q[last][None, :]
+    wa = tail / tail.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lKa = np.where(wa > 0.0, -wa * np.log(wa), 0.0).sum(axis=1)
+    js = [j for j in (0, 1) if not side.zero[last, j]]
+    for x in (0, 1):
+        made = []
+        for j in js:
+            R = E if len(js) == 2 else G
+            row = R.new(1)
+            R.add(row, lay.Z[x, j, K : K + 1], lay.Zc[x, j, K : K + 1], 1.0)
+            R.add(row, lay.u[last : last + 1, j], 0.0, 1.0)
+            R.add(row, lay.Za[x : x + 1], 0.0, -1.0)
+            made.append(row)
+        if len(js) == 2:
+            terms.pairs.append((made[0], made[1]))
+        row = G.new(1)
+        G.add(row, lay.Ya[x : x + 1], 0.0, 1.0)
+        G.constant(row, -lKa[x])
+        for j in (0, 1):
+            G.add(row, lay.Y[x, j, K : K + 1], lay.Yc[x, j, K : K + 1], -wa[x, j])
+            G.add(row, lay.u[last : last + 1, j], 0.0, -wa[x, j])
+        terms.pen[lay.Za[x]] += pin
+        terms.pen[lay.Ya[x]] -= pin
+    for num, den, budget_idx in ((0, 1, lay.a), (1, 0, lay.b)):
+        row = G.new(1)
+        G.add(row, lay.Za[num : num + 1], 0.0, 1.0)
+        G.add(row, lay.Ya[den : den + 1], 0.0, -1.0)
+        G.add(row, np.array([budget_idx]), 0.0, -1.0)
+
+
+def _add_budget_split(G: _Rows, layouts: list[_Layout], budget: float) -> None:
+    """The side budgets multiply to at most ``e^budget``: ``a_l + a_r <= budget`` and ``b_l + b_r <= budget``."""
+    for idx in ([lay.a for lay in layouts], [lay.b for lay in layouts]):
+        row = G.new(1)
+        G.add(np.full(len(idx), row[0]), np.array(idx), 0.0, 1.0)
+        G.constant(row, -budget)
+
+
+def _conic_problem(terms: _Terms, X: cp.Variable) -> cp.Problem:
+    """The collected terms as one CVXPY problem in matrix form (a handful of expression nodes)."""
+    count = X.size
+    Gm, g = terms.G.build(count)
+    cons = [Gm @ X + g <= 0.0]
+    if terms.pairs:
+        Em, e = terms.E.build(count)
+        r0 = np.concatenate([p[0] for p in terms.pairs])
+        r1 = np.concatenate([p[1] for p in terms.pairs])
+        rr = np.arange(r0.size)
+        S = sp.csr_matrix(
+            (np.ones(2 * r0.size), (np.concatenate([rr, rr]), np.concatenate([r0, r1]))), shape=(r0.size, terms.E.n)
+        )
+        cons.append(S @ cp.exp(Em @ X + e) <= 1.0)
+    objective = terms.pen @ X
+    oi = np.concatenate(terms.obj_idx) if terms.obj_idx else np.zeros(0, dtype=int)
+    if oi.size:
+        sel = sp.csr_matrix((np.ones(oi.size), (np.arange(oi.size), oi)), shape=(oi.size, count))
+        objective = objective + np.concatenate(terms.obj_w) @ cp.exp(sel @ X)
+    return cp.Problem(cp.Minimize(objective), cons)
+
+
 class _LogGP:
     r"""One SGP subproblem in log–log convex form, as a CVXPY problem in matrix form.
 
@@ -302,182 +526,22 @@ class _LogGP:
         pin: float,
         trust: float = TRUST,
     ) -> None:
-        P = chain.transition_matrix
-        logP = np.log(P)
-        pi = chain.stationary
         self.sides = sides
-        count = 0
-
-        def alloc(shape: tuple[int, ...]) -> np.ndarray:
-            nonlocal count
-            size = int(np.prod(shape))
-            out = np.arange(count, count + size).reshape(shape)
-            count += size
-            return out
-
-        self.layouts: list[_Layout | None] = []
-        for side in sides:
-            if side.m == 0:
-                self.layouts.append(None)
-                continue
-            K = side.K
-            u = np.full((side.W, 2), -1)
-            u[side.free] = alloc((int(side.free.sum()),))
-            Z = np.full((2, 2, K + 1), -1)
-            Y = np.full((2, 2, K + 1), -1)
-            Z[:, :, 1:] = alloc((2, 2, K))
-            Y[:, :, 1:] = alloc((2, 2, K))
-            Y[1, 0, 1:] = -1
-            Zc = np.zeros((2, 2, K + 1))
-            Yc = np.zeros((2, 2, K + 1))
-            Zc[:, :, 0] = logP
-            Yc[:, :, 0] = logP
-            a, b = (int(i) for i in alloc((2,)))
-            lay = _Layout(side, u, Z, Y, Zc, Yc, a, b)
-            if side.full:
-                lay.Za, lay.Ya = alloc((2,)), alloc((2,))
-            self.layouts.append(lay)
-        self.n_var = count
-
-        E, G = _Rows(), _Rows()  # exponential-cone arguments, linear rows (<= 0)
-        pairs: list[tuple[np.ndarray, np.ndarray]] = []  # E rows whose exponentials sum to <= 1
-        obj_idx, obj_w = [], []
-        pen = np.zeros(count)
-        a_idx, b_idx = [], []
+        self.layouts, self.n_var = _allocate(sides, np.log(chain.transition_matrix))
+        terms = _Terms(_Rows(), _Rows(), np.zeros(self.n_var))
         for lay, q in zip(self.layouts, qs):
             if lay is None:
                 continue
-            side, K = lay.side, lay.side.K
-            a_idx.append(lay.a)
-            b_idx.append(lay.b)
-            present = ~side.zero
-            for v in (0, 1):
-                idx = lay.u[side.free[:, v], v]
-                obj_idx.append(idx)
-                obj_w.append(np.full(idx.size, pi[v]))
-                G.add(G.new(idx.size), idx, 0.0, 1.0)  # log q <= 0
-                cur = np.log(q[side.free[:, v], v])
-                rows = G.new(idx.size)  # trust region: log q >= log q_cur - log TRUST
-                G.add(rows, idx, 0.0, -1.0)
-                G.constant(rows, np.maximum(math.log(Q_MIN), cur - math.log(trust)))
-            F, s, _ = _forward(chain, q, side)
-            if K > 0:
-                # condensation weights w[k-1, x, j, i] of step k at the current point
-                terms = F[:K, :, None, :] * q[:K, None, None, :] * P.T[None, None, :, :]
-                w = terms / terms.sum(axis=3, keepdims=True)
-                lpn = logP.T[None, :, :] - np.log(s)[:, None, None]  # [k-1, j, i] = log(P_ij / s_k)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    lK = np.where(w > 0.0, w * (lpn[:, None] - np.log(w)), 0.0).sum(axis=3)
-
-                def condensed(
-                    R: _Rows, rows: np.ndarray, ks: np.ndarray, x: int, j: int, sign: float, lay=lay, w=w, lK=lK
-                ) -> None:
-                    """``sign`` times the condensation of step ``k = ks + 1``, entry ``(x, j)``."""
-                    R.constant(rows, sign * lK[ks, x, j])
-                    for i in (0, 1):
-                        R.add(rows, lay.Y[x, i, ks], lay.Yc[x, i, ks], sign * w[ks, x, j, i])
-                        R.add(rows, lay.u[ks, i], 0.0, sign * w[ks, x, j, i])
-
-                def chain_term(
-                    R: _Rows, ks: np.ndarray, x: int, j: int, i: int, lay=lay, lpn=lpn, condensed=condensed
-                ) -> np.ndarray:
-                    """``log z_{k-1}[x, i] + log q_k[i] + log(P_ij / s_k) - log nu_k - log z_k[x, j]``."""
-                    rows = R.new(ks.size)
-                    R.add(rows, lay.Z[x, i, ks], lay.Zc[x, i, ks], 1.0)
-                    R.add(rows, lay.u[ks, i], 0.0, 1.0)
-                    R.constant(rows, lpn[ks, j, i])
-                    condensed(R, rows, ks, 1, 0, -1.0)
-                    R.add(rows, lay.Z[x, j, ks + 1], 0.0, -1.0)
-                    return rows
-
-                both = np.flatnonzero(present[:K, 0] & present[:K, 1])
-                only = [np.flatnonzero(present[:K, i] & ~present[:K, 1 - i]) for i in (0, 1)]
-                steps = np.arange(K)
-                for x in (0, 1):
-                    for j in (0, 1):
-                        if both.size:
-                            pairs.append((chain_term(E, both, x, j, 0), chain_term(E, both, x, j, 1)))
-                        for i in (0, 1):
-                            if only[i].size:
-                                chain_term(G, only[i], x, j, i)
-                        pen[lay.Z[x, j, 1:]] += pin
-                        G.add(G.new(K), lay.Z[x, j, 1:], 0.0, 1.0)
-                        G.constant(np.arange(G.n - K, G.n), -_CHAIN_BOX)
-                        if (x, j) != (1, 0):
-                            rows = G.new(K)  # lower chain: y_k <= condensation / nu_k
-                            G.add(rows, lay.Y[x, j, 1:], 0.0, 1.0)
-                            condensed(G, rows, steps, x, j, -1.0)
-                            condensed(G, rows, steps, 1, 0, 1.0)
-                            pen[lay.Y[x, j, 1:]] -= pin
-                            rows = G.new(K)
-                            G.add(rows, lay.Y[x, j, 1:], 0.0, -1.0)
-                            G.constant(rows, -_CHAIN_BOX)
-            pat = side.patterns()
-            for v in (0, 1):
-                ks = np.flatnonzero(pat[:, v])
-                if not ks.size:
-                    continue
-                for num, den, budget_idx in ((0, 1, lay.a), (1, 0, lay.b)):
-                    rows = G.new(ks.size)  # z_k[num, v] <= c_s y_k[den, v]
-                    G.add(rows, lay.Z[num, v, ks], lay.Zc[num, v, ks], 1.0)
-                    G.add(rows, lay.Y[den, v, ks], lay.Yc[den, v, ks], -1.0)
-                    G.add(rows, np.full(ks.size, budget_idx), 0.0, -1.0)
-            if side.full:
-                assert lay.Za is not None and lay.Ya is not None
-                last = side.m - 1
-                tail = F[K] * q[last][None, :]
-                wa = tail / tail.sum(axis=1, keepdims=True)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    lKa = np.where(wa > 0.0, -wa * np.log(wa), 0.0).sum(axis=1)
-                js = [j for j in (0, 1) if present[last, j]]
-                for x in (0, 1):
-                    made = []
-                    for j in js:
-                        R = E if len(js) == 2 else G
-                        row = R.new(1)
-                        R.add(row, lay.Z[x, j, K : K + 1], lay.Zc[x, j, K : K + 1], 1.0)
-                        R.add(row, lay.u[last : last + 1, j], 0.0, 1.0)
-                        R.add(row, lay.Za[x : x + 1], 0.0, -1.0)
-                        made.append(row)
-                    if len(js) == 2:
-                        pairs.append((made[0], made[1]))
-                    row = G.new(1)
-                    G.add(row, lay.Ya[x : x + 1], 0.0, 1.0)
-                    G.constant(row, -lKa[x])
-                    for j in (0, 1):
-                        G.add(row, lay.Y[x, j, K : K + 1], lay.Yc[x, j, K : K + 1], -wa[x, j])
-                        G.add(row, lay.u[last : last + 1, j], 0.0, -wa[x, j])
-                    pen[lay.Za[x]] += pin
-                    pen[lay.Ya[x]] -= pin
-                for num, den, budget_idx in ((0, 1, lay.a), (1, 0, lay.b)):
-                    row = G.new(1)
-                    G.add(row, lay.Za[num : num + 1], 0.0, 1.0)
-                    G.add(row, lay.Ya[den : den + 1], 0.0, -1.0)
-                    G.add(row, np.array([budget_idx]), 0.0, -1.0)
-        for idx in (a_idx, b_idx):
-            row = G.new(1)
-            G.add(np.full(len(idx), row[0]), np.array(idx), 0.0, 1.0)
-            G.constant(row, -budget)
-
-        X = cp.Variable(count)
-        self.X = X
-        Gm, g = G.build(count)
-        cons = [Gm @ X + g <= 0.0]
-        if pairs:
-            Em, e = E.build(count)
-            r0 = np.concatenate([p[0] for p in pairs])
-            r1 = np.concatenate([p[1] for p in pairs])
-            rr = np.arange(r0.size)
-            S = sp.csr_matrix(
-                (np.ones(2 * r0.size), (np.concatenate([rr, rr]), np.concatenate([r0, r1]))), shape=(r0.size, E.n)
-            )
-            cons.append(S @ cp.exp(Em @ X + e) <= 1.0)
-        objective = pen @ X
-        oi = np.concatenate(obj_idx) if obj_idx else np.zeros(0, dtype=int)
-        if oi.size:
-            sel = sp.csr_matrix((np.ones(oi.size), (np.arange(oi.size), oi)), shape=(oi.size, count))
-            objective = objective + np.concatenate(obj_w) @ cp.exp(sel @ X)
-        self.problem = cp.Problem(cp.Minimize(objective), cons)
+            _add_q_bounds(terms, lay, q, chain.stationary, trust)
+            F, s, _ = _forward(chain, q, lay.side)
+            if lay.side.K > 0:
+                _add_chain_steps(terms, _Condensation.at(chain, lay, q, F, s), pin)
+            _add_pattern_ratios(terms.G, lay)
+            if lay.side.full:
+                _add_all_bottom(terms, lay, q, F, pin)
+        _add_budget_split(terms.G, [lay for lay in self.layouts if lay is not None], budget)
+        self.X = cp.Variable(self.n_var)
+        self.problem = _conic_problem(terms, self.X)
 
     def solve(self, qs: list[np.ndarray], verbose: bool = False) -> list[np.ndarray] | None:
         """The next point, or ``None`` if the solver returned nothing usable."""
@@ -826,6 +890,175 @@ def _to_full(n: int, p: int, qs: list[np.ndarray], sides: list[_Side]) -> np.nda
     return q
 
 
+def _check_options(
+    time_limit: object, starts: object, max_iter: object, tol: object, rng: object
+) -> tuple[float, int, int, float, np.random.Generator]:
+    """:func:`propose_sgp`'s search options, checked; ``rng`` defaults to a generator seeded with 0."""
+    time_limit = check_real(time_limit, "time_limit")
+    if time_limit <= 0.0:
+        raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
+    starts = _check_count(starts, "starts", 1)
+    max_iter = _check_count(max_iter, "max_iter", 1)
+    tol = check_real(tol, "tol")
+    if tol <= 0.0:
+        raise ValueError(f"tol must be > 0, got {tol!r}")
+    if rng is None:
+        rng = np.random.default_rng(0)
+    elif not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return time_limit, starts, max_iter, tol, rng
+
+
+def _edge_needs(
+    chain: MarkovChain, ms: list[int], Ws: list[int], eps: float, eps_gp: float, window: object
+) -> list[tuple[float, float]]:
+    """Each side's :func:`_edge_need`; a window whose edges alone exceed the budget is refused."""
+    rhos = [_rho(chain, m) for m in ms]
+    needs = [_edge_need(rhos[s], ms[s], Ws[s]) for s in (0, 1)]
+    for comp, name in ((0, "favouring X_p=0"), (1, "favouring X_p=1")):
+        if needs[0][comp] + needs[1][comp] > eps_gp:
+            raise ValueError(
+                f"window={window!r} is too small: publishing the first records outside it leaks "
+                f"{needs[0][comp] + needs[1][comp]:.6g} nats ({name}) > eps={eps}"
+            )
+    return needs
+
+
+@dataclass
+class _Run:
+    """One start's SGP: its record in ``info``, the current point and the best point seen.
+
+    ``margin`` is how far below the budget the GP aims after an overshooting step,
+    ``blocked`` the entries closed as stuck at 1 (never reopened), ``stalled`` whether the
+    current support pattern is exhausted.
+    """
+
+    record: dict
+    sides: list[_Side]
+    qs: list[np.ndarray]
+    obj: float
+    blocked: list[np.ndarray]
+    best: tuple[float, list[np.ndarray], list[_Side]]
+    margin: float = 0.0
+    stalled: bool = False
+
+
+def _start_runs(
+    chain: MarkovChain,
+    n: int,
+    ms: list[int],
+    Ws: list[int],
+    needs: list[tuple[float, float]],
+    eps_gp: float,
+    starts: int,
+    rng: np.random.Generator,
+    info: dict,
+) -> list[_Run]:
+    """A run from every feasible start of :func:`_start_plan`, each start recorded in ``info``."""
+    pi = chain.stationary
+    runs = []
+    for kind, frac in _start_plan(starts, all(m > 0 for m in ms), rng):
+        budgets = _split(needs, ms, eps_gp, frac)
+        sides = [_Side.make(ms[s], Ws[s], _closed_for(chain, Ws[s], *budgets[s])) for s in (0, 1)]
+        targets = [_target(kind, sides[s].closed, budgets[s], rng) for s in (0, 1)]
+        start = _calibrate(chain, targets, sides, eps_gp)
+        record: dict = {"kind": kind, "split": frac, "solves": 0, "structure_rounds": 0}
+        info["starts"].append(record)
+        if start is None:
+            record["status"] = "infeasible start"
+            continue
+        obj = _objective(pi, start, n)
+        blocked = [np.zeros((W, 2), dtype=bool) for W in Ws]
+        runs.append(_Run(record, sides, start, obj, blocked, (obj, start, sides)))
+    return runs
+
+
+@dataclass(frozen=True)
+class _Iteration:
+    """What every run of one design shares: the problem, the GP budget, the stopping rules, ``info``."""
+
+    chain: MarkovChain
+    n: int
+    eps_gp: float
+    accept: float
+    tol: float
+    max_iter: int
+    deadline: float
+    verbose: bool
+    info: dict
+
+    def accepted_step(self, run: _Run) -> tuple[list[np.ndarray] | None, _LogGP]:
+        """One accepted GP step from the run's point (``None`` if there is none) and its last model."""
+        chain, pi, n, eps_gp = self.chain, self.chain.stationary, self.n, self.eps_gp
+        trust = TRUST
+        for _ in range(2):
+            model = _LogGP(chain, run.sides, run.qs, eps_gp - run.margin, _PIN, trust)
+            run.record["solves"] += 1
+            step = model.solve(run.qs, self.verbose)
+            new = _repair(chain, pi, n, step, run.sides, run.obj, self.accept)
+            if step is None or new is not None:
+                break
+            over = _gp_leakage(chain, step, run.sides) - eps_gp
+            if over <= 0.0:
+                break
+            # The solver returned an unpolished step that overshoots: ask for less
+            # leakage from now on and take a shorter step.
+            run.margin = min(0.5 * eps_gp, run.margin + 2.0 * min(over, 0.01 * eps_gp))
+            trust = math.sqrt(trust)
+        return new, model
+
+    def steps(self, run: _Run, count: int) -> None:
+        """Up to ``count`` accepted GP steps on the run's current support pattern."""
+        pi = self.chain.stationary
+        for _ in range(count):
+            if time.perf_counter() > self.deadline:
+                self.info["stopped_by_time_limit"] = True
+                run.stalled = True
+                return
+            new, model = self.accepted_step(run)
+            if new is None:
+                run.stalled = True
+                return
+            improved = run.obj - _objective(pi, new, self.n)
+            run.record["budgets"] = model.budgets()
+            run.sides, run.qs = _zero_small(self.chain, new, run.sides, self.accept)
+            run.obj = _objective(pi, run.qs, self.n)
+            if run.obj < run.best[0]:
+                run.best = (run.obj, run.qs, run.sides)
+            if improved < self.tol:
+                run.stalled = True
+                return
+
+    def converge(self, run: _Run) -> None:
+        """Iterate to a fixed point, changing the support pattern between rounds."""
+        for rnd in range(4):
+            if not run.stalled:
+                self.steps(run, self.max_iter)
+            if rnd == 3:
+                break
+            run.sides, run.qs, changed = _restructure(self.chain, run.qs, run.sides, self.eps_gp, run.blocked)
+            if not changed:
+                break
+            run.stalled = False
+            run.record["structure_rounds"] += 1
+            run.obj = _objective(self.chain.stationary, run.qs, self.n)
+
+
+def _best_point(
+    chain: MarkovChain, n: int, p: int, runs: list[_Run], info: dict
+) -> tuple[float, list[np.ndarray], list[_Side]]:
+    """The best point of all runs; each run's utility and GP solves go into ``info``."""
+    best = None
+    for run in runs:
+        obj_r, qs_r, sides_r = run.best
+        run.record["utility"] = utility(chain, _to_full(n, p, qs_r, sides_r))
+        info["gp_solves"] += run.record["solves"]
+        if best is None or obj_r < best[0]:
+            best = run.best
+    assert best is not None, "the all-redacted window start is always feasible"
+    return best
+
+
 def propose_sgp(
     chain: MarkovChain,
     n: int,
@@ -894,129 +1127,25 @@ def propose_sgp(
         For a bad argument, naming it.
     """
     n, eps, p = check_problem(chain, n, eps, p)
-    time_limit = check_real(time_limit, "time_limit")
-    if time_limit <= 0.0:
-        raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
-    starts = _check_count(starts, "starts", 1)
-    max_iter = _check_count(max_iter, "max_iter", 1)
-    tol = check_real(tol, "tol")
-    if tol <= 0.0:
-        raise ValueError(f"tol must be > 0, got {tol!r}")
-    if rng is None:
-        rng = np.random.default_rng(0)
-    elif not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-
+    time_limit, starts, max_iter, tol, rng = _check_options(time_limit, starts, max_iter, tol, rng)
     t_start = time.perf_counter()
-    deadline = t_start + time_limit
-    pi = chain.stationary
     ms = [p, n - 1 - p]
     Ws = _resolve_window(chain, ms, eps, window)
-    rhos = [_rho(chain, m) for m in ms]
     eps_gp = eps * (1.0 - EPS_MARGIN)
-    accept = eps * (1.0 - 1e-9)
-    needs = [_edge_need(rhos[s], ms[s], Ws[s]) for s in (0, 1)]
-    for comp, name in ((0, "favouring X_p=0"), (1, "favouring X_p=1")):
-        if needs[0][comp] + needs[1][comp] > eps_gp:
-            raise ValueError(
-                f"window={window!r} is too small: publishing the first records outside it leaks "
-                f"{needs[0][comp] + needs[1][comp]:.6g} nats ({name}) > eps={eps}"
-            )
-    two_sided = all(m > 0 for m in ms)
-
+    needs = _edge_needs(chain, ms, Ws, eps, eps_gp, window)
     info: dict = {"window": tuple(Ws), "starts": [], "gp_solves": 0, "solver": _SOLVER, "screened": False}
-    def sgp_steps(run: dict, steps: int) -> None:
-        """Up to ``steps`` accepted GP steps on the run's current support pattern."""
-        record = run["record"]
-        for _ in range(steps):
-            if time.perf_counter() > deadline:
-                info["stopped_by_time_limit"] = True
-                run["stalled"] = True
-                return
-            trust = TRUST
-            for _ in range(2):
-                model = _LogGP(chain, run["sides"], run["qs"], eps_gp - run["margin"], _PIN, trust)
-                record["solves"] += 1
-                step = model.solve(run["qs"], verbose)
-                new = _repair(chain, pi, n, step, run["sides"], run["obj"], accept)
-                if step is None or new is not None:
-                    break
-                over = _gp_leakage(chain, step, run["sides"]) - eps_gp
-                if over <= 0.0:
-                    break
-                # The solver returned an unpolished step that overshoots: ask for less
-                # leakage from now on and take a shorter step.
-                run["margin"] = min(0.5 * eps_gp, run["margin"] + 2.0 * min(over, 0.01 * eps_gp))
-                trust = math.sqrt(trust)
-            if new is None:
-                run["stalled"] = True
-                return
-            improved = run["obj"] - _objective(pi, new, n)
-            record["budgets"] = model.budgets()
-            run["sides"], run["qs"] = _zero_small(chain, new, run["sides"], accept)
-            run["obj"] = _objective(pi, run["qs"], n)
-            if run["obj"] < run["best"][0]:
-                run["best"] = (run["obj"], run["qs"], run["sides"])
-            if improved < tol:
-                run["stalled"] = True
-                return
-
-    def converge(run: dict) -> None:
-        """Iterate to a fixed point, changing the support pattern between rounds."""
-        for rnd in range(4):
-            if not run["stalled"]:
-                sgp_steps(run, max_iter)
-            if rnd == 3:
-                break
-            run["sides"], run["qs"], changed = _restructure(chain, run["qs"], run["sides"], eps_gp, run["blocked"])
-            if not changed:
-                break
-            run["stalled"] = False
-            run["record"]["structure_rounds"] += 1
-            run["obj"] = _objective(pi, run["qs"], n)
-
-    runs = []
-    for kind, frac in _start_plan(starts, two_sided, rng):
-        budgets = _split(needs, ms, eps_gp, frac)
-        sides = [_Side.make(ms[s], Ws[s], _closed_for(chain, Ws[s], *budgets[s])) for s in (0, 1)]
-        targets = [_target(kind, sides[s].closed, budgets[s], rng) for s in (0, 1)]
-        start = _calibrate(chain, targets, sides, eps_gp)
-        record: dict = {"kind": kind, "split": frac, "solves": 0, "structure_rounds": 0}
-        info["starts"].append(record)
-        if start is None:
-            record["status"] = "infeasible start"
-            continue
-        runs.append(
-            {
-                "record": record,
-                "sides": sides,
-                "qs": start,
-                "obj": _objective(pi, start, n),
-                "margin": 0.0,
-                "stalled": False,
-                "blocked": [np.zeros((W, 2), dtype=bool) for W in Ws],
-                "best": (_objective(pi, start, n), start, sides),
-            }
-        )
+    sgp = _Iteration(chain, n, eps_gp, eps * (1.0 - 1e-9), tol, max_iter, t_start + time_limit, verbose, info)
+    runs = _start_runs(chain, n, ms, Ws, needs, eps_gp, starts, rng, info)
     if sum(Ws) >= SCREEN_WINDOW and len(runs) > 1:
         # large windows: every start gets a few steps, the best is iterated to the end
         for run in runs:
-            sgp_steps(run, SCREEN_STEPS)
-        converge(min(runs, key=lambda r: r["obj"]))
+            sgp.steps(run, SCREEN_STEPS)
+        sgp.converge(min(runs, key=lambda r: r.obj))
         info["screened"] = True
     else:
         for run in runs:
-            converge(run)
-    best = None
-    for run in runs:
-        obj_r, qs_r, sides_r = run["best"]
-        run["record"]["utility"] = utility(chain, _to_full(n, p, qs_r, sides_r))
-        info["gp_solves"] += run["record"]["solves"]
-        if best is None or obj_r < best[0]:
-            best = run["best"]
-
-    assert best is not None, "the all-redacted window start is always feasible"
-    _, qs, sides = best
+            sgp.converge(run)
+    _, qs, sides = _best_point(chain, n, p, runs, info)
     info["final_window"] = tuple(s.W for s in sides)
     info["edge_active"] = [
         bool(0 < s.W == W0 < s.m and float(q[-max(1, W0 // 10) :].max()) > 1e-3)
