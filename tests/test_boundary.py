@@ -144,3 +144,28 @@ def test_smallest_subnormal_eps_on_an_iid_chain(method):
     assert res.utility == pytest.approx(2 / 3, abs=1e-12)
     q = np.asarray(res.redact_prob)
     assert certify_exact(chain.alpha, chain.beta, q.tolist(), [1], 5e-324).status == "certified"
+
+
+def test_a_long_sequence_is_judged_on_its_segments_not_on_n():
+    """The float leakage stops at the first row published with certainty on each side, so its rounding
+    grows with the segment, not with n: a design of a few dozen rows embedded in 10^4 records, just
+    outside the band of its segment but inside the band of n records, was refused by design() (the band of 10^4 records held it, and the exact check refuses
+    segments longer than 64 rows) — found on design(MarkovChain(0.003, 0.012), 10**4, eps=1, p=5000)."""
+    from redactopt.judge.certify import longest_segment, verify
+    from redactopt.judge.leakage import leakage
+    from redactopt.judge.tolerances import boundary_zone
+
+    chain = MarkovChain(0.01, 0.8)
+    n, p = 10_000, 5_000
+    q = np.zeros((n, 2))
+    rng = np.random.default_rng(4)
+    q[p - 40 : p + 41] = rng.uniform(0.2, 1.0, (81, 2))  # a block of 81 rows: longer than the exact check's 64
+    q[p] = 1.0
+    leak = leakage(chain, q, p).leakage
+    seg = longest_segment(q, [p])
+    eps = leak
+    for _ in range(3):  # eps - leak halfway between the band of the segment and the band of n records
+        eps = leak + (boundary_zone(eps, seg) + boundary_zone(eps, n)) / 2
+    assert seg == 83 and eps - boundary_zone(eps, n) < leak < eps - boundary_zone(eps, seg)
+    res, ok = verify(chain, q, (p,), eps)
+    assert ok and res.leakage == leak

@@ -268,10 +268,30 @@ def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...]
     :class:`~redactopt.judge.leakage.LeakageResult` over ``private``.
     """
     res = worst if worst is not None else max_leakage(chain, redact_prob, private)
-    zone = boundary_zone(eps, redact_prob.shape[0])
+    # the evaluator stops at the first row published with certainty on each side: its rounding grows with
+    # the longest segment, not with n (a window design embedded in 10^4 records is judged as on its window)
+    zone = boundary_zone(eps, longest_segment(np.asarray(redact_prob), private))
     return res, zone_verdict(res.leakage, eps, zone, np.asarray(redact_prob), private,
                              lambda seg, p: certify_exact(chain.alpha, chain.beta, seg.tolist(), [p],
                                                           eps).status == "certified")
+
+
+def private_segments(q: np.ndarray, private: Sequence[int]) -> list[tuple[int, int]]:
+    """The *segment* of each private record: its first and last rows (0-based, inclusive), the nearest rows
+    published with certainty on each side (or the sequence's ends) — beyond them nothing changes a
+    likelihood ratio (docs/mathematics.md §8)."""
+    published = np.flatnonzero(~q.any(axis=1))
+    out = []
+    for p in private:
+        k = int(np.searchsorted(published, p))
+        out.append((int(published[k - 1]) if k > 0 else 0,
+                    int(published[k]) if k < published.size else q.shape[0] - 1))
+    return out
+
+
+def longest_segment(q: np.ndarray, private: Sequence[int]) -> int:
+    """The most records in the segment of a private record (:func:`private_segments`); ``q.shape[0]`` at most."""
+    return max((hi - lo + 1 for lo, hi in private_segments(q, private)), default=q.shape[0])
 
 
 def zone_verdict(leak: float, eps: float, zone: float, q: np.ndarray, private: Sequence[int],
@@ -290,11 +310,7 @@ def zone_verdict(leak: float, eps: float, zone: float, q: np.ndarray, private: S
         return True
     if leak > eps + zone:
         return False
-    published = np.flatnonzero(~q.any(axis=1))
-    for p in private:
-        k = int(np.searchsorted(published, p))
-        lo = int(published[k - 1]) if k > 0 else 0
-        hi = int(published[k]) if k < published.size else q.shape[0] - 1
+    for p, (lo, hi) in zip(private, private_segments(q, private)):
         if hi - lo + 1 > MAX_EXACT_N or not certify_segment(q[lo : hi + 1], p - lo):
             return False
     return True
