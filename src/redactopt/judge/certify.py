@@ -227,9 +227,8 @@ def finalize(
         if ok:
             break
     if not ok:
-        raise PrivacyCheckError(
-            f"{method}: exact leakage {res.leakage:.12g} exceeds eps={eps:.12g} after snapping"
-        )
+        why = "exceeds" if res.leakage > eps else "is not proven to be at most"  # within rounding of eps
+        raise PrivacyCheckError(f"{method}: exact leakage {res.leakage:.12g} {why} eps={eps:.12g} after snapping")
     u = utility(chain, q)
     cert = make_certificate(upper_bound, u, solver=solver, scope=scope, stopped=stopped)
     cls = None if class_bound is None else make_certificate(class_bound[0], u, solver=class_bound[1],
