@@ -310,3 +310,24 @@ def test_coupled_scans_are_bounded_and_can_beat_independent_sides():
     ub2, _ = coupled_scan_bound(MarkovChain(0.01, 0.8), 8, eps=0.5, p=3)
     s = design_scan(MarkovChain(0.01, 0.8), 8, eps=0.5, p=3, time_limit=20)
     assert ub2 >= s.utility
+
+
+def test_strong_stationary_time_rule_is_zero_private():
+    # the rule of docs/beyond_local.md §3: stop at d >= 2 on v with probability (1 - lam) pi_v / Q(c, v)
+    alpha, beta, n = Fraction(1, 10), Fraction(3, 10), 6
+    lam = 1 - alpha - beta
+    kc = KChain([[1 - alpha, alpha], [beta, 1 - beta]])
+    Q = [[1 - alpha, alpha], [beta, 1 - beta]]
+    pi = [beta / (alpha + beta), alpha / (alpha + beta)]
+    S = np.zeros((n - 1, 2, 2))
+    for d in range(1, n - 1):
+        for c in range(2):
+            for v in range(2):
+                S[d][c][v] = float((1 - lam) * pi[v] / Q[c][v])
+    mech = ScanMechanism(kc, n, 0, None, S)
+    # the doubles are not the rationals: the ratio is 1 up to their rounding, and enumeration agrees
+    r = brute_ratio(mech)
+    assert r is not None and abs(float(r) - 1.0) < 1e-14
+    m = n - 1
+    want = sum(float((1 - lam) * lam ** (d - 2)) * (m - d + 1) for d in range(2, m + 1)) / n
+    assert mech.utility() == pytest.approx(want, abs=1e-14)

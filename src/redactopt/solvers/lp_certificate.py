@@ -67,12 +67,13 @@ class LPSolution:
     status: str
 
 
-def solve_lp(lp: LinearProgram, *, time_limit: float | None = None, bound: bool = True) -> LPSolution:
+def solve_lp(lp: LinearProgram, *, time_limit: float | None = None, bound: bool = True,
+             presolve: bool = True) -> LPSolution:
     """Solve with HiGHS (dual simplex by default), then bound the optimum with :func:`dual_bound`.
 
     Raises ``RuntimeError`` when HiGHS reports neither an optimum nor a usable dual point.
     """
-    opts: dict = {"presolve": True, "primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10,
+    opts: dict = {"presolve": presolve, "primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10,
                   "small_matrix_value": 1e-12}
     if time_limit is not None:
         opts["time_limit"] = float(time_limit)

@@ -261,8 +261,15 @@ class _SideOracle:
             k = self.spec.Q.shape[0]
             E = _budget_matrix(k, dict(zip(pairs_of(k), budgets)), upward=True)
             lp = side_program(self.spec, self.W, self.bound_mode, E)
-            sol = solve_lp(lp)
             self.solves += 1
+            try:
+                sol = solve_lp(lp)
+            except RuntimeError:
+                try:
+                    sol = solve_lp(lp, presolve=False)
+                except RuntimeError:  # no dual point: the trivial bound (every record published), no guidance
+                    self.cache[budgets] = (float(self.spec.m), -math.inf, np.zeros(len(budgets)), None)
+                    return self.cache[budgets]
             slope = np.zeros(len(budgets))
             mu, rho = np.clip(sol.x[lp.info["imu"]], 0, None), np.clip(sol.x[lp.info["irho"]], 0, None)
             for j, (x, y) in enumerate(pairs_of(k)):
@@ -273,7 +280,7 @@ class _SideOracle:
             self.cache[budgets] = (sol.bound, sol.value, slope, self._dual_data(lp, sol, E))
         return self.cache[budgets]
 
-    def dual_data(self, budgets: tuple) -> DualData:
+    def dual_data(self, budgets: tuple) -> DualData | None:
         """The verified dual point's parts at these budgets (:class:`~redactopt.solvers.split_bound.DualData`)."""
         return self._solve(budgets)[3]
 
@@ -304,7 +311,10 @@ class _SideOracle:
         W = self.W if horizon is None else horizon
         first = None if self.spec.holder else first_admissible(self.spec, budgets)
         lp = side_program(self.spec, W, "exact" if horizon is None and W == self.spec.m else "force", E, first)
-        sol = solve_lp(lp, bound=False)
+        try:
+            sol = solve_lp(lp, bound=False)
+        except RuntimeError:  # HiGHS gave up on the presolved model: once more without presolve
+            sol = solve_lp(lp, bound=False, presolve=False)
         self.solves += 1
         return stop_table(self.spec, sol.x, lp)
 
@@ -355,7 +365,10 @@ def side_design(orc: _SideOracle, budgets: tuple) -> np.ndarray:
     spec = orc.spec
     best: np.ndarray | None = None
     for margin in MARGINS:
-        S = orc.design(budgets, margin)
+        try:
+            S = orc.design(budgets, margin)
+        except RuntimeError:
+            continue
         cands = [S]
         run = _running(spec, S)
         for thr in (1e-9, 1e-7, 1e-5, 1e-3):
@@ -456,6 +469,44 @@ def _split_domain(left: SideSpec, right: SideSpec, eps: float) -> tuple[np.ndarr
     return np.array(lo), np.array(hi), cuts
 
 
+def _corners(lo: np.ndarray, hi: np.ndarray, free: list[int]) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    """The box's corners over its free dimensions: (0/1 tuple, point)."""
+    out = []
+    for c in itertools.product((0, 1), repeat=len(free)):
+        a = lo.copy()
+        for f, j in enumerate(free):
+            a[j] = hi[j] if c[f] else lo[j]
+        out.append((c, a))
+    return out
+
+
+def _seed(value: object, lo: np.ndarray, hi: np.ndarray, eps: float, deadline: float) -> tuple[float, tuple]:
+    """A good split to start from: a grid over the free dimensions (11 points each, at most 2 dimensions),
+    then a pattern search around the best point (steps halved down to 1e-9 nats, until ``deadline``).
+    Guides only: the search's bound does not depend on it."""
+    free = [int(j) for j in np.flatnonzero(hi > lo)]
+    pts = [np.clip(np.full_like(lo, eps / 2), lo, hi), (lo + hi) / 2, hi, lo]
+    if 1 <= len(free) <= 2:
+        for g in itertools.product(np.linspace(0.0, 1.0, 11), repeat=len(free)):
+            a = lo.copy()
+            a[free] = lo[free] + np.array(g) * (hi[free] - lo[free])
+            pts.append(a)
+    best_v, best_a = max((value(a), tuple(a)) for a in pts)  # type: ignore[operator]
+    step = 0.05 * float(np.max(hi - lo, initial=0.0))
+    while step > 1e-9 and time.monotonic() < deadline:
+        moved = False
+        for j in free:
+            for sgn in (1.0, -1.0):
+                a = np.array(best_a)
+                a[j] = min(hi[j], max(lo[j], a[j] + sgn * step))
+                v = value(a)  # type: ignore[operator]
+                if v > best_v + 1e-15:
+                    best_v, best_a, moved = v, tuple(a), True
+        if not moved:
+            step /= 2
+    return best_v, best_a
+
+
 def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_count: float,
                       deadline: float, max_boxes: int) -> dict:
     r"""Branch and bound over the split (module docstring): the best split found and a proven bound over all splits.
@@ -477,12 +528,9 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
         free = [int(j) for j in np.flatnonzero(hi > lo)]
         if not 1 <= len(free) <= 2:
             return mono
-        data = {}
-        for c in itertools.product((0, 1), repeat=len(free)):
-            a = lo.copy()
-            for f, j in enumerate(free):
-                a[j] = hi[j] if c[f] else lo[j]
-            data[c] = (left.dual_data(lb(a)), right.dual_data(rb(a)))
+        data = {c: (left.dual_data(lb(a)), right.dual_data(rb(a))) for c, a in _corners(lo, hi, free)}
+        if any(d is None for pair in data.values() for d in pair):
+            return mono
         inter = interpolated_bound({c: d[0] for c, d in data.items()}, {c: d[1] for c, d in data.items()},
                                    free, 32 if len(free) == 1 else 8)
         return min(mono, math.nextafter(inter, math.inf))
@@ -491,10 +539,8 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
         return left.upper(lb(a))[1] + right.upper(rb(a))[1]
 
     lo, hi, cuts = _split_domain(left.spec, right.spec, eps)
-    one_d = int(np.sum(hi > lo)) <= 1
     eta = 1e-11 * max(1.0, eps)
-    start = [np.clip(np.full_like(lo, eps / 2), lo, hi), (lo + hi) / 2, hi, lo]
-    best_v, best_a = max((value(a), tuple(a)) for a in start)
+    best_v, best_a = _seed(value, lo, hi, eps, time.monotonic() + 0.2 * max(0.0, deadline - time.monotonic()))
     heap, finals, count, boxes = [(-box_ub(lo, hi), 0, lo, hi)], [], 1, 1
     stopped = False
     while heap:
@@ -510,13 +556,17 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
             continue
         weight = left.slopes(lb(bhi)) + right.slopes(rb(blo))
         for clo, chi in _box_split(blo, bhi, cuts, eta, weight):
-            point = chi if one_d else (clo + chi) / 2  # in one dimension a split point costs no new solve
-            v = value(point)
-            if v > best_v:
-                best_v, best_a = v, tuple(point)
+            ub_child = box_ub(clo, chi)
+            free = [int(j) for j in np.flatnonzero(chi > clo)]
+            # the interpolated bound solved both sides at every corner: their values cost nothing more
+            points = [a for _, a in _corners(clo, chi, free)] if 1 <= len(free) <= 2 else [(clo + chi) / 2]
+            for point in points:
+                v = value(point)
+                if v > best_v:
+                    best_v, best_a = v, tuple(point)
             count += 1
             boxes += 1
-            heapq.heappush(heap, (-box_ub(clo, chi), count, clo, chi))
+            heapq.heappush(heap, (-ub_child, count, clo, chi))
     bound = max([-e[0] for e in heap] + finals + [best_v])
     return {"split": np.array(best_a), "value": best_v, "bound": bound, "boxes": boxes, "stopped": stopped}
 
@@ -566,6 +616,11 @@ def design_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool =
         bb = _branch_and_bound(orcs["left"], orcs["right"], eps, tol * n, t0 + time_limit, max_boxes)
         a = bb["split"]
         bound, boxes, stopped = bb["bound"], bb["boxes"], bb["stopped"]
+        if stopped and not holder:  # every scan is a coupled scan: that LP's bound holds too
+            from redactopt.solvers.coupled_lp import coupled_scan_bound
+
+            coupled = coupled_scan_bound(kc, n, eps=eps, p=p)[0] * n
+            bound = min(bound, math.nextafter(coupled, math.inf))
         split = {pr: float(v) for pr, v in zip(pairs_of(kc.k), a)}
         tables = {"left": side_design(orcs["left"], tuple(Fraction(float(v)) for v in a)),
                   "right": side_design(orcs["right"], tuple(Fraction(eps) - Fraction(float(v)) for v in a))}
