@@ -104,6 +104,23 @@ def _scan(chain: object, n: int, eps: float, p: int, time_limit: float, tol: flo
                        {"split": d.split, **d.info})
 
 
+def _with_local(memo: dict, scan: ClassDesign) -> ClassDesign:
+    """The scan design, or the local design's scan completion when a local design is known and that is
+    more useful (the completion has the local mechanism's leakage and publishes at least as much)."""
+    local = memo.get("local")
+    if local is None:
+        return scan
+    comp = local_as_scan(scan.chain, local.mechanism, scan.p)
+    status, res = verify_mechanism(comp, scan.eps)
+    u = comp.utility()
+    if status != "certified" or u <= scan.utility:
+        return scan
+    cert = make_certificate(scan.certificate.upper_bound, u, solver=scan.certificate.solver,
+                            scope=scan.certificate.scope, stopped=scan.certificate.stopped)
+    return ClassDesign("scan", scan.chain, scan.n, scan.p, scan.eps, comp, u, res.leakage, status, cert,
+                       {**scan.candidates, "local-completion": u}, {**scan.info, "best": "local-completion"})
+
+
 def _table_class(chain: object, n: int, eps: float, p: int, holder: bool) -> tuple[Any, float, float, str, Certificate,
                                                                                dict]:
     """The exact LP optimum for small ``n``, else the block design with the window bound.
@@ -162,7 +179,7 @@ def design_class(chain: object, n: int, *, eps: float, p: int = 0, cls: str = "s
 
     if cls == "local":
         return get("local", lambda: _local(chain, n, eps, p, time_limit))
-    scan = get("scan", lambda: _scan(chain, n, eps, p, time_limit, tol, holder=False))
+    scan = get("scan", lambda: _with_local(memo, _scan(chain, n, eps, p, time_limit, tol, holder=False)))
     if cls == "scan":
         return scan
     cands: dict[str, tuple] = {"scan": (scan.mechanism, scan.utility, scan.leakage, scan.verdict)}
