@@ -222,16 +222,16 @@ def test_release_draws_follow_the_mechanism():
     from redactopt.release.class_release import MultiplePrivateError, _pick, draw, release_sequence
     from redactopt.release.bits import SeededBits
 
-    counts = Counter(_pick(np.array([1.0, 3.0, 0.0]), SeededBits(1), key, 0) for key in range(4000))
-    assert counts[2] == 0 and abs(counts[1] / 4000 - 0.75) < 0.03
+    counts = Counter(_pick(np.array([1.0, 3.0, 0.0]), SeededBits(1), key, 0) for key in range(2000))
+    assert counts[2] == 0 and abs(counts[1] / 2000 - 0.75) < 0.04
     chain = MarkovChain(0.1, 0.1)
     d = design_owner(chain, 3, eps=1e-6, p=1)
     # records (0, 1, 1): the neighbours differ, so both are published with the LP's probability
     outs = Counter(tuple(draw(d.mechanism, [0, 1, 1], seed=3, key=key).tolist()) for key in range(2000))
     assert set(outs) <= {(-1, -1, -1), (0, -1, 1), (0, -1, -1), (-1, -1, 1)}
-    rel = release_sequence(["0", "1", "0", "0", "1", "1", "0"], as_kchain(chain), eps=1.0, private=[3],
+    rel = release_sequence(["0", "1", "0", "0", "1", "1", "0"], as_kchain(chain), eps=1.0, private=[0],
                            cls="owner", seed=5)
-    assert rel.released[3] is None and rel.report["verdicts"][0]["verdict"] == "certified"
+    assert rel.released[0] is None and rel.report["verdicts"][0]["verdict"] == "certified"
     assert "not for real releases" in rel.report["note"]
     with pytest.raises(MultiplePrivateError, match="one private record"):
         release_sequence(["0"] * 9, as_kchain(chain), eps=1.0, private=[2, 6], cls="scan", seed=5)

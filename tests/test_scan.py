@@ -307,8 +307,8 @@ def test_coupled_scans_are_bounded_and_can_beat_independent_sides():
     assert ub >= 2 * alpha * (1 - alpha) * 2 / 3 - 1e-12
     d = design_scan(MarkovChain(alpha, alpha), 3, eps=1e-6, p=1)
     assert d.certificate.upper_bound < 1e-6
-    ub2, _ = coupled_scan_bound(MarkovChain(0.01, 0.8), 8, eps=0.5, p=3)
-    s = design_scan(MarkovChain(0.01, 0.8), 8, eps=0.5, p=3, time_limit=20)
+    ub2, _ = coupled_scan_bound(MarkovChain(0.01, 0.8), 6, eps=0.5, p=2)
+    s = design_scan(MarkovChain(0.01, 0.8), 6, eps=0.5, p=2, time_limit=20)
     assert ub2 >= s.utility
 
 
