@@ -235,3 +235,19 @@ def test_release_draws_follow_the_mechanism():
     assert "not for real releases" in rel.report["note"]
     with pytest.raises(MultiplePrivateError, match="one private record"):
         release_sequence(["0"] * 9, as_kchain(chain), eps=1.0, private=[2, 6], cls="scan", seed=5)
+
+
+def test_audit_and_many_sequences():
+    from redactopt.classes_io import audit_dict
+    from redactopt.release.class_release import release_sequences
+
+    chain = as_kchain(MarkovChain(0.01, 0.8))
+    d = design_owner(chain, 4, eps=0.5, p=0)
+    rep = audit_dict(mechanism_to_dict(d.mechanism, eps=0.5))
+    assert rep["passed"] and rep["utility"] == pytest.approx(d.utility, abs=1e-14)
+    bad = audit_dict(mechanism_to_dict(d.mechanism, eps=0.1))
+    assert bad["verdict"] == "violated" and not bad["passed"]
+    seqs = {"a": (["0", "0", "1", "0"], [0]), "b": (["1", "0", "0", "0"], [0]), "c": (["0"] * 5, [0])}
+    out = release_sequences(seqs, chain, eps=0.5, cls="owner", seed=2)
+    assert [e["design"] for e in out["report"]["sequences"]] == [0, 0, 1]
+    assert all(out["released"][k][0] is None for k in seqs)

@@ -37,7 +37,8 @@ from redactopt.kio import chain_from_dict
 from redactopt.model.kchain import KChain
 from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism
 
-__all__ = ["CLASS_FORMAT", "mechanism_to_dict", "mechanism_from_dict", "design_to_dict", "is_class_mechanism"]
+__all__ = ["CLASS_FORMAT", "mechanism_to_dict", "mechanism_from_dict", "design_to_dict", "is_class_mechanism",
+           "audit_dict"]
 
 CLASS_FORMAT = "redactopt.class-mechanism/1"
 
@@ -144,3 +145,24 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> tuple[ScanMechan
         raise ValueError(msg if msg.startswith(where) else f"{where}: {msg}") from None
     claims = {k: d.get(k) for k in ("eps", "utility", "leakage", "certificate", "designed_for")}
     return mech, claims
+
+
+def audit_dict(d: object, where: str = "mechanism") -> dict[str, Any]:
+    r"""Re-judge a class-mechanism file exactly: what ``redactopt audit FILE`` should print for it.
+
+    Returns ``leakage`` (exact, nats), ``eps`` (the file's), ``verdict`` (``certified``/``violated``/
+    ``undecided``: Definition 1 decided with outward rounding or in rationals), ``passed``,
+    ``utility`` (recomputed), ``claimed`` (the file's own numbers) and ``witness`` (1-based record
+    order, state labels, ``None`` for ⊥).
+    """
+    from redactopt.judge.scan import verify_mechanism
+
+    mech, claims = mechanism_from_dict(d, where)
+    eps = claims["eps"]
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
+        raise ValueError(f"{where}: field 'eps' must be a number > 0, got {eps!r}")
+    status, res = verify_mechanism(mech, eps)
+    return {"class": d["class"], "leakage": res.leakage, "eps": float(eps), "verdict": status,  # type: ignore[index]
+            "passed": status == "certified", "utility": mech.utility(),
+            "claimed": {"utility": claims["utility"], "leakage": claims["leakage"]},
+            "witness": res.witness_output(), "pair": [str(mech.chain.labels[i]) for i in res.pair]}

@@ -27,7 +27,7 @@ from redactopt.judge.scan import verify_mechanism
 from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism, as_kchain
 from redactopt.release.bits import BitSource, SecureBits, SeededBits, bernoulli_exact, bit_source
 
-__all__ = ["draw", "ClassRelease", "release_sequence", "MultiplePrivateError"]
+__all__ = ["draw", "ClassRelease", "release_sequence", "release_sequences", "MultiplePrivateError"]
 
 
 class MultiplePrivateError(ValueError):
@@ -176,4 +176,47 @@ def release_sequence(values: list, chain: Any, *, eps: float, private: list[int]
               "secure": source.secure}
     if not source.secure:
         report["note"] = "seeded draws: reproducible, not for real releases"
+    return ClassRelease([None if v < 0 else kc.labels[int(v)] for v in out], report)
+
+
+def release_sequences(sequences: dict, chain: Any, *, eps: float, cls: str = "scan", seed: int | None = None,
+                      time_limit: float = 60.0) -> dict:
+    r"""Several sequences (``apply --by``): ``{id: (values, private positions 0-based)}`` -> released and report.
+
+    Sequences of the same length and private positions share one design (designed once, judged
+    once); each sequence draws with its own key (its position in ``sequences``), so seeded releases are
+    reproducible per sequence.  Returns ``{"released": {id: labels}, "report": {...}}`` with one entry per
+    sequence naming its design.
+    """
+    designs: dict[tuple, ClassRelease] = {}
+    released, entries = {}, []
+    for key, (sid, (values, private)) in enumerate(sequences.items()):
+        shape = (len(values), tuple(sorted(set(int(p) for p in private))))
+        if shape not in designs:
+            designs[shape] = release_sequence(values, chain, eps=eps, private=list(shape[1]), cls=cls, seed=seed,
+                                              key=key, time_limit=time_limit)
+            rel = designs[shape]
+        else:
+            rel = _redraw(designs[shape], values, chain, eps, seed, key)
+        released[sid] = rel.released
+        entries.append({"id": sid, "design": list(designs).index(shape), "published": rel.report["published"]})
+    shapes = list(designs.values())
+    return {"released": released,
+            "report": {"class": cls, "eps": float(eps), "sequences": entries,
+                       "designs": [r.report["designs"] for r in shapes], "verdicts": [r.report["verdicts"] for r in shapes],
+                       "draws": shapes[0].report["draws"] if shapes else "", "secure": seed is None}}
+
+
+def _redraw(first: ClassRelease, values: list, chain: Any, eps: float, seed: int | None, key: int) -> ClassRelease:
+    """Another sequence of the same shape: the same (already judged) mechanisms, fresh draws."""
+    from redactopt.classes_io import mechanism_from_dict
+
+    kc = as_kchain(chain)
+    idx = np.array([kc.state_index(v) if not isinstance(v, (int, np.integer)) else int(v) for v in values])
+    out = idx.copy()
+    for d in first.report["designs"]:
+        mech, _ = mechanism_from_dict(d)
+        out = np.where(draw(mech, idx, seed=seed, key=key) < 0, -1, out)
+    out[[p - 1 for p in first.report["private"]]] = -1
+    report = dict(first.report, published=int((out >= 0).sum()))
     return ClassRelease([None if v < 0 else kc.labels[int(v)] for v in out], report)
