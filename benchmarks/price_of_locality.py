@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import out_dir, parser, write_table  # noqa: E402
 
-from redactopt.engine.classes_design import compare_classes, design_class  # noqa: E402
+from redactopt.engine.classes_design import compare_classes  # noqa: E402
 from redactopt.model.chain import MarkovChain  # noqa: E402
 from redactopt.model.kchain import KChain  # noqa: E402
 from redactopt.solvers.coupled_lp import coupled_scan_bound  # noqa: E402
@@ -104,6 +104,7 @@ def _where(row: dict) -> str:
 
 
 def part_fig3(out: Path, quick: bool, time_limit: float, recompute: bool) -> list[dict]:
+    """The paper's Fig. 3 sweep, every class, with the figure."""
     committed = {} if recompute else _committed_local("fig3.csv")
     rows = []
     for eps in (FIG3_EPS[:3] if quick else FIG3_EPS):
@@ -139,6 +140,7 @@ def _figure(rows: list[dict], path: Path) -> None:
 
 
 def part_gap(out: Path, quick: bool, time_limit: float, recompute: bool) -> list[dict]:
+    """The gap-table grid of ``redactopt bench``, every class, one- and two-sided."""
     committed = {} if recompute else _committed_local("gap_table.csv")
     ns = (5, 10) if quick else (5, 10, 20, 50)
     chains = GAP_CHAINS[:3] if quick else GAP_CHAINS
@@ -160,6 +162,7 @@ def part_gap(out: Path, quick: bool, time_limit: float, recompute: bool) -> list
 
 
 def part_k3(out: Path, quick: bool, time_limit: float) -> list[dict]:
+    """Three 3-state chains, every class (the local optimum designed here)."""
     rows = []
     for name, P in (list(K3_CHAINS.items())[:1] if quick else K3_CHAINS.items()):
         chain = KChain(P)
@@ -187,6 +190,7 @@ def _scan_target(chain: MarkovChain, n: int, p: int, eps: float, time_limit: flo
 
 
 def part_targets(out: Path, quick: bool, time_limit: float) -> list[dict]:
+    """The issue's targets: scan gap and time, owner/holder exact, long-sequence designs vs the best scan."""
     rows = []
     for n in ((10, 1000) if quick else (10, 100, 1000, 10_000)):
         for a, b in (GAP_CHAINS[2:3] if quick else GAP_CHAINS):
@@ -222,6 +226,7 @@ def part_targets(out: Path, quick: bool, time_limit: float) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> dict:
+    """Run the parts asked for and write their tables (module docstring)."""
     ap = parser(__doc__)
     ap.add_argument("--part", default="fig3,gap,k3,targets", help="comma-separated parts to run")
     ap.add_argument("--time-limit", type=float, default=10.0, help="seconds per optimiser (default 10)")
