@@ -54,6 +54,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from redactopt._validate import check_real
 from redactopt.model.chain import MarkovChain, check_problem
@@ -79,7 +80,7 @@ POLICY_SLACK = 1e-12
 class Geo:
     """Chain geometry in log coordinates (hull ends, modes, drift maps)."""
 
-    def __init__(self, chain: MarkovChain):
+    def __init__(self, chain: MarkovChain) -> None:
         self.chain = chain
         a, b = chain.alpha, chain.beta
         self.alpha, self.beta = a, b
@@ -100,17 +101,17 @@ class Geo:
         self._s = s
 
     # --- powers of P (the chain's closed form, Appendix A) ---------------------
-    def lam_k(self, k):
+    def lam_k(self, k: ArrayLike) -> np.ndarray:
         return self.chain.lam_powers(k)[0]
 
-    def one_minus_lam_k(self, k):
+    def one_minus_lam_k(self, k: ArrayLike) -> np.ndarray:
         return self.chain.lam_powers(k)[1]
 
-    def beta_k(self, k):
+    def beta_k(self, k: ArrayLike) -> np.ndarray:
         return self.beta / self._s * self.one_minus_lam_k(k)
 
     # --- Mobius maps in log coordinates ---------------------------------------
-    def psi_k(self, k, x):
+    def psi_k(self, k: ArrayLike, x: ArrayLike) -> np.ndarray:
         r"""log phi^{-k}(e^x) = log1p(e / (lam^k - beta_k e)), e = expm1(x); +-inf past 0 / the pole."""
         x = np.asarray(x, dtype=float)
         lk = self.lam_k(k)
@@ -127,10 +128,10 @@ class Geo:
             out = np.where(bad, np.where(plus, np.inf, -np.inf), out)
         return out
 
-    def psi(self, x):
+    def psi(self, x: ArrayLike) -> np.ndarray:
         return self.psi_k(1, x)
 
-    def log_phi_k(self, k, y):
+    def log_phi_k(self, k: ArrayLike, y: ArrayLike) -> np.ndarray:
         """log phi^k(e^y) = log1p(lam^k em / (1 + beta_k em)), em = expm1(y)."""
         lk = self.lam_k(k)
         bk = self.beta_k(k)
@@ -144,7 +145,7 @@ class Geo:
             out = np.where(low, self._log_phi_k_far(k, y), out)
         return out
 
-    def _log_phi_k_far(self, k, y):
+    def _log_phi_k_far(self, k: ArrayLike, y: ArrayLike) -> np.ndarray:
         r"""``log_phi_k`` where :math:`\phi^k` is far below 1, from its exact numerator and denominator.
 
         :math:`\phi^k(e^y) = ((1-\lambda^k)\alpha/s + (\beta_k+\lambda^k)e^y) / ((\alpha+\beta\lambda^k)/s + \beta_k e^y)`:
@@ -163,19 +164,19 @@ class Geo:
             near = np.log1p(np.maximum(lk * np.expm1(y) / (1.0 + bk * np.expm1(y)), -1.0))
         return np.where(ok, far, near)
 
-    def h(self, mode: int, u):
+    def h(self, mode: int, u: ArrayLike) -> np.ndarray:
         """|psi(-u)| (mode 0, free lower end) / |psi(u)| (mode 1); inf at u >= D."""
         u = np.asarray(u, dtype=float)
         return np.abs(self.psi(-u if mode == 0 else u))
 
-    def h_up(self, mode, u):
+    def h_up(self, mode: int, u: ArrayLike) -> np.ndarray:
         return self.h(mode, u) * (1.0 + REL)
 
-    def h_dn(self, mode, u):
+    def h_dn(self, mode: int, u: ArrayLike) -> np.ndarray:
         return np.maximum(0.0, self.h(mode, u) * (1.0 - REL))
 
     # --- phase 1 threads --------------------------------------------------------
-    def side_of(self, sign0: int, k):
+    def side_of(self, sign0: int, k: ArrayLike) -> np.ndarray:
         """Side (+1 upper, -1 lower) of a thread started on side sign0 after k steps."""
         k = np.asarray(k)
         if self.lazy:
@@ -193,12 +194,12 @@ class Geo:
         # an exactly-zero budget never pins (psi(0) = 0): keep thresholds positive
         return np.maximum(c, 5e-324)
 
-    def pin_step(self, m: int, sign0: int, x0abs):
+    def pin_step(self, m: int, sign0: int, x0abs: ArrayLike) -> np.ndarray:
         """First k in 0..m with the thread pinned; m+1 if none."""
         c = self.thresholds(m, sign0)
         return np.searchsorted(-c, -np.asarray(x0abs, dtype=float), side="left")
 
-    def thread_state(self, k, sign0: int, x0abs):
+    def thread_state(self, k: ArrayLike, sign0: int, x0abs: ArrayLike) -> np.ndarray:
         """|psi^k(sign0 * x0abs)| (meaningful when the thread is not pinned by step k)."""
         return np.abs(self.psi_k(k, sign0 * np.asarray(x0abs, dtype=float)))
 
@@ -210,7 +211,8 @@ class Geo:
 # ----------------------------------------------------------------------------
 # monotone (Topkis) row maxima by vectorised divide and conquer
 # ----------------------------------------------------------------------------
-def dc_max(h: np.ndarray, J: np.ndarray, X: np.ndarray, Wv: np.ndarray, g, parts=None):
+def dc_max(h: np.ndarray, J: np.ndarray, X: np.ndarray, Wv: np.ndarray, g: float | np.ndarray,
+           parts: list[tuple[int, int, int, int]] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """best[i] = max_{0 <= j <= J[i]} g*(1 - exp(X[j] - h[i])) + Wv[j].
 
     h, J nondecreasing in i; X nondecreasing in j.  The objective has increasing
@@ -275,11 +277,11 @@ class Grid:
         return self.u.size - 1
 
     @property
-    def thr(self):
+    def thr(self) -> np.ndarray:
         return (self.band >= 0) & (self.seed == 0)
 
 
-def _chain_steps(geo: Geo, sigma: int, K: int, delta: float, rho: float):
+def _chain_steps(geo: Geo, sigma: int, K: int, delta: float, rho: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Seeds of chain sigma (top band of mode sigma) and the power-of-two thinning step of
     each band k = 0..K-1 (nondecreasing, so the image of a band point is a band point).
     Wanted spacing in band k: min(delta, rho * c_{k+1}) (absolute, and relative near 0)."""
@@ -302,7 +304,7 @@ def _chain_steps(geo: Geo, sigma: int, K: int, delta: float, rho: float):
     return seeds, step, md_k
 
 
-def _residual(top, delta, rho, umin):
+def _residual(top: float, delta: float, rho: float, umin: float) -> np.ndarray:
     """Points in (0, top): spacing delta while u > delta/rho, then geometric (ratio 1 - rho)
     down to umin.  (top itself is a band point already.)"""
     knee = delta / rho
@@ -375,7 +377,7 @@ class Tables:
     geo: Geo
     G: int
     R: int
-    grids: tuple
+    grids: tuple[Grid, Grid]
     Wp: np.ndarray | None  # (R+1, 2, Nmax+1)  (padded per mode)
     Wl: np.ndarray | None
     Lw: np.ndarray | None
@@ -383,7 +385,7 @@ class Tables:
     info: dict = field(default_factory=dict)
 
 
-def _interleave(a_pt, a_cell):
+def _interleave(a_pt: np.ndarray, a_cell: np.ndarray) -> np.ndarray:
     """[pt0, cell1, pt1, cell2, ..., cellN, ptN] from pt (N+1) and cell (N+1, index 0 unused)."""
     N = a_pt.size - 1
     out = np.empty(2 * N + 1)
@@ -392,21 +394,133 @@ def _interleave(a_pt, a_cell):
     return out
 
 
-def _joined(pre: list[dict], geo: Geo, h: str, J: str, X: str) -> dict:
-    """The two modes' row maxima of one step laid end to end for :func:`dc_max` (``parts``)."""
+@dataclass(frozen=True)
+class _ModeQueries:
+    """One mode's row-maximum queries into the grid of the mode it moves to (``nm``).
+
+    Upper bound: one query per state (``qstate``; a threshold gets a left-limit query first,
+    ``is_left``) with drift ``qh`` and last admissible column ``J`` of the interleaved points
+    and cells ``X``.  Lower bound: drift ``hd`` and last column ``Jl`` of the points ``Xl``.
+    """
+
+    nm: int
+    N: int
+    Nn: int
+    qstate: np.ndarray
+    is_left: np.ndarray
+    qh: np.ndarray
+    J: np.ndarray
+    X: np.ndarray
+    hd: np.ndarray
+    Jl: np.ndarray
+    Xl: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Stacked:
+    """The two modes' queries of one kind laid end to end for :func:`dc_max` (``parts``)."""
+
+    h: np.ndarray
+    J: np.ndarray
+    X: np.ndarray
+    g: np.ndarray
+    parts: list[tuple[int, int, int, int]]
+    rows: list[slice]
+
+
+def _symbolic_images(gr: Grid, gn: Grid) -> np.ndarray:
+    """Index in ``gn`` of the drift image of each state of ``gr`` (``-1``: none, computed instead).
+
+    Band point ``(k, j)`` maps to ``(k-1, j)`` of the next grid and ``(0, 0)`` (= c_1) to D'.
+    """
+    N, Nn = gr.N, gn.N
+    key_n = {(int(k), int(j)): i for i, (k, j) in enumerate(zip(gn.band, gn.seed)) if k >= 0}
+    img = np.full(N, -1)
+    for i in range(N):
+        k, j = int(gr.band[i]), int(gr.seed[i])
+        if k >= 1:
+            img[i] = key_n.get((k - 1, j), -1)
+        elif k == 0 and j == 0:
+            img[i] = Nn
+    return img
+
+
+def _mode_queries(geo: Geo, grids: tuple[Grid, Grid], mode: int) -> _ModeQueries:
+    """The queries of ``mode`` (:class:`_ModeQueries`), with monotone drifts and columns for :func:`dc_max`."""
+    gr = grids[mode]
+    nm = geo.nxt[mode]
+    gn = grids[nm]
+    N, Nn = gr.N, gn.N
+    states = gr.u[:N]
+    img = _symbolic_images(gr, gn)
+    sym = img >= 0
+    thr = gr.thr[:N] & sym
+    hu = geo.h_up(mode, states)
+    hd = geo.h_dn(mode, states)
+    hu[sym] = gn.u[img[sym]]
+    hd[sym] = gn.u[img[sym]]
+    nq = np.where(thr, 2, 1)
+    qstate = np.repeat(np.arange(N), nq)
+    first_of = np.cumsum(nq) - nq
+    is_left = np.zeros(qstate.size, bool)
+    is_left[first_of[thr]] = True
+    qh = hu[qstate]
+    kp = np.searchsorted(gn.u, qh, side="right")  # points u'_j <= h
+    kc = np.searchsorted(gn.u[:Nn], qh, side="left")  # cells with left end < h
+    J = np.maximum(2 * kp - 2, 2 * kc - 1)
+    symq = sym[qstate]
+    J = np.where(symq, 2 * img[qstate] - is_left.astype(np.int64), J)
+    qh = np.maximum.accumulate(qh)
+    J = np.maximum.accumulate(J)
+    X = np.empty(2 * Nn + 1)
+    X[0::2] = gn.u
+    X[1::2] = gn.u[:Nn]
+    Jl = np.searchsorted(gn.u, hd, side="right") - 1
+    Jl = np.where(sym, img, Jl)
+    hdl = np.maximum.accumulate(hd)
+    Jl = np.maximum.accumulate(Jl)
+    return _ModeQueries(nm, N, Nn, qstate, is_left, qh, J, X, hdl, Jl, gn.u.copy())
+
+
+def _joined(geo: Geo, queries: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> _Stacked:
+    """The two modes' ``(h, J, X)`` of one step laid end to end for :func:`dc_max` (``parts``)."""
     hs, Js, Xs, gs, parts, rows = [], [], [], [], [], []
     q0 = c0 = 0
-    for mode, d in enumerate(pre):
-        Q, C = d[h].size, d[X].size
-        hs.append(d[h])
-        Js.append(d[J] + c0)
-        Xs.append(d[X])
+    for mode, (h, J, X) in enumerate(queries):
+        Q, C = h.size, X.size
+        hs.append(h)
+        Js.append(J + c0)
+        Xs.append(X)
         gs.append(np.full(Q, geo.gain[mode]))
         parts.append((q0, q0 + Q - 1, c0, c0 + C - 1))
         rows.append(slice(q0, q0 + Q))
         q0, c0 = q0 + Q, c0 + C
-    return {"h": np.concatenate(hs), "J": np.concatenate(Js), "X": np.concatenate(Xs), "g": np.concatenate(gs),
-            "parts": parts, "rows": rows}
+    return _Stacked(np.concatenate(hs), np.concatenate(Js), np.concatenate(Xs), np.concatenate(gs), parts, rows)
+
+
+def _upper_row(geo: Geo, pre: list[_ModeQueries], ub: _Stacked, Wp: np.ndarray, Wl: np.ndarray, r: int) -> None:
+    """Row ``r`` of the upper-bound tables: values at the points (``Wp``) and left limits (``Wl``)."""
+    vals = np.concatenate([_interleave(Wp[r - 1, d.nm, : d.Nn + 1], Wl[r - 1, d.nm, : d.Nn + 1]) for d in pre])
+    best, _ = dc_max(ub.h, ub.J, ub.X, vals, ub.g, ub.parts)
+    for mode, d in enumerate(pre):
+        N = d.N
+        b_mode = best[ub.rows[mode]]
+        pt = ~d.is_left
+        Wp[r, mode, :N] = b_mode[pt]
+        wl = Wp[r, mode, :N].copy()
+        wl[d.qstate[d.is_left]] = b_mode[d.is_left]
+        Wl[r, mode, :N] = wl
+        Wp[r, mode, N] = r
+        Wl[r, mode, N] = geo.gain[mode] + r - 1
+
+
+def _lower_row(pre: list[_ModeQueries], lb: _Stacked, Lw: np.ndarray, r: int) -> None:
+    """Row ``r`` of the grid policy's table ``Lw``."""
+    vals = np.concatenate([Lw[r - 1, d.nm, : d.Nn + 1] for d in pre])
+    bl, _ = dc_max(lb.h, lb.J, lb.X, vals, lb.g, lb.parts)
+    for mode, d in enumerate(pre):
+        Lw[r, mode, : d.N] = bl[lb.rows[mode]]
+        Lw[r, mode, d.N] = r
 
 
 def build_tables(geo: Geo, R: int, G: int, upper: bool = True, lower: bool = True) -> Tables:
@@ -420,85 +534,20 @@ def build_tables(geo: Geo, R: int, G: int, upper: bool = True, lower: bool = Tru
     Wp = np.zeros((R + 1, 2, Nmax + 1)) if upper else None
     Wl = np.zeros((R + 1, 2, Nmax + 1)) if upper else None
     Lw = np.zeros((R + 1, 2, Nmax + 1)) if lower else None
-    pre = []
-    for mode in (0, 1):
-        gr = grids[mode]
-        nm = geo.nxt[mode]
-        gn = grids[nm]
-        N, Nn = gr.N, gn.N
-        states = gr.u[:N]
-        # symbolic image: (k, j) -> (k-1, j) of the next grid; (0, 0) (= c_1) -> D'
-        key_n = {(int(k), int(j)): i for i, (k, j) in enumerate(zip(gn.band, gn.seed)) if k >= 0}
-        img = np.full(N, -1)
-        for i in range(N):
-            k, j = int(gr.band[i]), int(gr.seed[i])
-            if k >= 1:
-                img[i] = key_n.get((k - 1, j), -1)
-            elif k == 0 and j == 0:
-                img[i] = Nn
-        sym = img >= 0
-        thr = gr.thr[:N] & sym
-        hu = geo.h_up(mode, states)
-        hd = geo.h_dn(mode, states)
-        hu[sym] = gn.u[img[sym]]
-        hd[sym] = gn.u[img[sym]]
-        # ---- UB queries: one per state; thresholds get an extra left-limit query first
-        nq = np.where(thr, 2, 1)
-        qstate = np.repeat(np.arange(N), nq)
-        first_of = np.cumsum(nq) - nq
-        is_left = np.zeros(qstate.size, bool)
-        is_left[first_of[thr]] = True
-        qh = hu[qstate]
-        kp = np.searchsorted(gn.u, qh, side="right")  # points u'_j <= h
-        kc = np.searchsorted(gn.u[:Nn], qh, side="left")  # cells with left end < h
-        J = np.maximum(2 * kp - 2, 2 * kc - 1)
-        symq = sym[qstate]
-        J = np.where(symq, 2 * img[qstate] - is_left.astype(np.int64), J)
-        qh = np.maximum.accumulate(qh)
-        J = np.maximum.accumulate(J)
-        X = np.empty(2 * Nn + 1)
-        X[0::2] = gn.u
-        X[1::2] = gn.u[:Nn]
-        # ---- LB queries
-        Jl = np.searchsorted(gn.u, hd, side="right") - 1
-        Jl = np.where(sym, img, Jl)
-        hdl = np.maximum.accumulate(hd)
-        Jl = np.maximum.accumulate(Jl)
-        pre.append(dict(nm=nm, N=N, Nn=Nn, qstate=qstate, is_left=is_left, qh=qh, J=J, X=X,
-                        hd=hdl, Jl=Jl, Xl=gn.u.copy()))
+    pre = [_mode_queries(geo, grids, mode) for mode in (0, 1)]
     # both modes' maximisations of a step run as one dc_max (two problems end to end)
-    ub, lb = _joined(pre, geo, "qh", "J", "X"), _joined(pre, geo, "hd", "Jl", "Xl")
-    for mode in (0, 1):
-        N = pre[mode]["N"]
-        for W in (Wp, Wl, Lw):
-            if W is not None:
-                W[0, mode, : N + 1] = 0.0
+    ub = _joined(geo, [(d.qh, d.J, d.X) for d in pre])
+    lb = _joined(geo, [(d.hd, d.Jl, d.Xl) for d in pre])
     for r in range(1, R + 1):
         if upper:
-            vals = np.concatenate([_interleave(Wp[r - 1, d["nm"], : d["Nn"] + 1], Wl[r - 1, d["nm"], : d["Nn"] + 1])
-                                   for d in pre])
-            best, _ = dc_max(ub["h"], ub["J"], ub["X"], vals, ub["g"], ub["parts"])
-            for mode, d in enumerate(pre):
-                N = d["N"]
-                b_mode = best[ub["rows"][mode]]
-                pt = ~d["is_left"]
-                Wp[r, mode, :N] = b_mode[pt]
-                wl = Wp[r, mode, :N].copy()
-                wl[d["qstate"][d["is_left"]]] = b_mode[d["is_left"]]
-                Wl[r, mode, :N] = wl
-                Wp[r, mode, N] = r
-                Wl[r, mode, N] = geo.gain[mode] + r - 1
+            _upper_row(geo, pre, ub, Wp, Wl, r)
         if lower:
-            vals = np.concatenate([Lw[r - 1, d["nm"], : d["Nn"] + 1] for d in pre])
-            bl, _ = dc_max(lb["h"], lb["J"], lb["X"], vals, lb["g"], lb["parts"])
-            for mode, d in enumerate(pre):
-                Lw[r, mode, : d["N"]] = bl[lb["rows"][mode]]
-                Lw[r, mode, d["N"]] = r
+            _lower_row(pre, lb, Lw, r)
     return Tables(geo, G, R, grids, Wp, Wl, Lw, time.perf_counter() - t0,
                   {"N": tuple(gr.N for gr in grids), "K": K})
 
 
-def ub_lookup(tab: Tables, md: int, r, u_up):
+def ub_lookup(tab: Tables, md: int, r: ArrayLike, u_up: ArrayLike) -> np.ndarray:
     """Upper bound of V_r(md, u) for every true u <= u_up (arrays r, u_up)."""
     gr = tab.grids[md]
     N = gr.N
@@ -509,7 +558,7 @@ def ub_lookup(tab: Tables, md: int, r, u_up):
     return np.where(j > N, np.asarray(r, float), v)
 
 
-def lb_lookup(tab: Tables, md: int, r, u):
+def lb_lookup(tab: Tables, md: int, r: ArrayLike, u: ArrayLike) -> np.ndarray:
     """Grid-policy value at the largest grid point <= u (a lower bound of V_r(md, u))."""
     gr = tab.grids[md]
     j = np.clip(np.searchsorted(gr.u, u, side="right") - 1, 0, gr.N)
@@ -519,7 +568,7 @@ def lb_lookup(tab: Tables, md: int, r, u):
 # ----------------------------------------------------------------------------
 # pointwise one-sided values
 # ----------------------------------------------------------------------------
-def pinned_value(tab: Tables, m: int, which: str, t, x, kind: str = "ub"):
+def pinned_value(tab: Tables, m: int, which: str, t: ArrayLike, x: ArrayLike, kind: str = "ub") -> np.ndarray:
     """f_which[t](x): value of a side of m records whose thread `which` ('A' upper, 'B' lower)
     is pinned by step t, the other thread having started at log budget x.  t = m+1: 0."""
     geo = tab.geo
@@ -556,7 +605,7 @@ def pinned_value(tab: Tables, m: int, which: str, t, x, kind: str = "ub"):
     return out
 
 
-def side_value(tab: Tables, m: int, a, b, kind: str = "ub"):
+def side_value(tab: Tables, m: int, a: ArrayLike, b: ArrayLike, kind: str = "ub") -> np.ndarray:
     """F_s(a, b) = max(f_A[t_A(a)](b), f_B[t_B(b)](a)): rigorous UB ('ub') or grid-policy LB ('lb')."""
     geo = tab.geo
     a = np.atleast_1d(np.asarray(a, dtype=float))
@@ -577,7 +626,7 @@ def side_value(tab: Tables, m: int, a, b, kind: str = "ub"):
 # ----------------------------------------------------------------------------
 # lower-bound policies -> q for one side
 # ----------------------------------------------------------------------------
-def _start(geo, m, a, b):
+def _start(geo: Geo, m: int, a: float, b: float) -> tuple[str, int] | tuple[str, int, int, float] | None:
     """Phase 1: (t, mode, u) at the first pin, ('cut', t) for a simultaneous pin, or None."""
     tA = int(geo.pin_step(m, +1, a)[()])
     tB = int(geo.pin_step(m, -1, b)[()])
@@ -590,7 +639,8 @@ def _start(geo, m, a, b):
     return ("free", tB, 0 if geo.side_of(-1, tB) > 0 else 1, float(geo.thread_state(tB, +1, a)))
 
 
-def _candidates(geo, tab, r, nm, hval, g, interp):
+def _candidates(geo: Geo, tab: Tables, r: int, nm: int, hval: float, g: float,
+                interp: bool) -> tuple[np.ndarray, np.ndarray]:
     gr = tab.grids[nm]
     N = gr.N
     Lv = tab.Lw[r - 1, nm, : N + 1]
@@ -622,7 +672,7 @@ def _candidates(geo, tab, r, nm, hval, g, interp):
     return u, val
 
 
-def side_policy(tab: Tables, m: int, a: float, b: float, interp: bool = False):
+def side_policy(tab: Tables, m: int, a: float, b: float, interp: bool = False) -> tuple[np.ndarray, float]:
     """Greedy policy on exact continuous states: at each record the target u' maximises
     gain + (grid-policy value at u'), over grid points u' <= h(u) (interp: also first-order
     points with interpolated continuation).  Returns (q by distance, realised gain)."""
@@ -659,7 +709,7 @@ def side_policy(tab: Tables, m: int, a: float, b: float, interp: bool = False):
     return q, float(((1 - q) @ geo.pi).sum())
 
 
-def best_side_policy(tab, m, a, b):
+def best_side_policy(tab: Tables, m: int, a: float, b: float) -> tuple[np.ndarray, float]:
     """Better (by exact realised gain) of the plain and the interpolating greedy policies."""
     q1, g1 = side_policy(tab, m, a, b, interp=False)
     q2, g2 = side_policy(tab, m, a, b, interp=True)
@@ -682,17 +732,171 @@ class TwoSided:
 
     ub: float
     table_lb: float
-    split: tuple
-    ub_parts: dict
+    split: tuple[float, float]
+    ub_parts: dict[str, float]
     cells: int
     seconds: float
 
 
-def _thr(geo, m, sign0):
+def _thr(geo: Geo, m: int, sign0: int) -> tuple[np.ndarray, np.ndarray]:
     """Plain and outward (deflated) thresholds, index m+1 = 'never' (threshold 0, value 0)."""
     c = np.concatenate((geo.thresholds(m, sign0), [0.0])) if m else np.array([0.0])
     c_dn = np.maximum(0.0, c * (1.0 - REL))
     return c, c_dn
+
+
+#: Plain and outward thresholds (:func:`_thr`) of each side (``"l"``, ``"r"``) and thread (``"A"``, ``"B"``).
+_Thresholds = dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]
+
+#: Split budgets are placed this (relative) factor above a pin threshold, so that the thread
+#: pins there however the threshold rounds.
+_UP = 1.0 + 1e-12
+
+#: Cells per pin-step pair with which the one-dimensional branch and bound starts.
+_CELLS0 = 32
+
+
+@dataclass
+class _BestSplit:
+    """The best split found so far by the grid policy (left side ``(a, b)``, value in records)."""
+
+    tab_lb: Tables
+    mL: int
+    mR: int
+    epsl: float
+    value: float = -np.inf
+    a: float = 0.0
+    b: float = 0.0
+
+    def offer(self, a: np.ndarray, b: np.ndarray) -> None:
+        """Evaluate the splits ``(a, b)`` (clipped to ``[0, epsl]``) and keep the best."""
+        a = np.clip(a, 0.0, self.epsl)
+        b = np.clip(b, 0.0, self.epsl)
+        tab, epsl = self.tab_lb, self.epsl
+        vals = side_value(tab, self.mL, a, b, "lb") + side_value(tab, self.mR, epsl - a, epsl - b, "lb")
+        if vals.size == 0:
+            return
+        i = int(np.argmax(vals))
+        if vals[i] > self.value:
+            self.value, self.a, self.b = float(vals[i]), float(a[i]), float(b[i])
+
+
+def _opposite_pins(tab_ub: Tables, best: _BestSplit, th: _Thresholds, eps: float) -> dict[str, float]:
+    """Bounds of AB and BA (the sides pin opposite threads first) in closed form over pin-step pairs.
+
+    The free budgets sit at thresholds; every pair's split is offered to ``best``.
+    """
+    parts = {}
+    for combo, wl, wr in (("AB", "A", "B"), ("BA", "B", "A")):
+        (cl, cl_dn), (cr, cr_dn) = th["l", wl], th["r", wr]
+        T1, T2 = np.meshgrid(np.arange(cl.size), np.arange(cr.size), indexing="ij")
+        T1, T2 = T1.ravel(), T2.ravel()
+        feas = (cl_dn[T1] <= eps) & (cr_dn[T2] <= eps)
+        T1, T2 = T1[feas], T2[feas]
+        ubv = pinned_value(tab_ub, best.mL, wl, T1, eps - cr_dn[T2], "ub") + \
+            pinned_value(tab_ub, best.mR, wr, T2, eps - cl_dn[T1], "ub")
+        parts[combo] = float(ubv.max()) if ubv.size else -np.inf
+        xl = cl[T1] * _UP  # left budget of thread wl
+        yl = best.epsl - cr[T2] * _UP  # left budget of the other thread
+        a, b = (xl, yl) if wl == "A" else (yl, xl)
+        best.offer(a, b)
+    return parts
+
+
+@dataclass(frozen=True)
+class _SamePins:
+    """AA and BB (both sides pin the same thread first): one problem per pin-step pair.
+
+    Problem ``i`` has thread ``"A"`` (``combo[i] == 0``) or ``"B"`` pinned at step ``t1[i]`` on the
+    left and ``t2[i]`` on the right; ``lo[i]`` and ``hi[i]`` are the candidate budgets of the
+    pinned thread (at the left threshold, and what the right threshold leaves).
+    """
+
+    tab_ub: Tables
+    mL: int
+    mR: int
+    eps: float
+    combo: np.ndarray
+    t1: np.ndarray
+    t2: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @classmethod
+    def of(cls, tab_ub: Tables, mL: int, mR: int, th: _Thresholds, eps: float, epsl: float) -> _SamePins:
+        """Every feasible pair: the left pin step, and the earliest right one its budget allows."""
+        probs = []
+        for ci, w in ((0, "A"), (1, "B")):
+            (cl, cl_dn), (cr, cr_dn) = th["l", w], th["r", w]
+            for s1 in range(cl.size):
+                if cl_dn[s1] > eps:
+                    continue
+                s2 = int(np.flatnonzero(cr_dn <= eps - cl_dn[s1])[0])
+                probs.append((ci, s1, s2, cl[s1] * _UP, epsl - cr[s2] * _UP))
+        return cls(tab_ub, mL, mR, eps, *(np.array([pr[i] for pr in probs]) for i in range(5)))
+
+    def bound(self, pid: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
+        r"""Bound of each cell ``[x0, x1]`` of problem ``pid``: :math:`\bar f_\ell(x_1)+\bar f_r(\epsilon-x_0)`."""
+        out = np.empty(pid.size)
+        for ci, w in ((0, "A"), (1, "B")):
+            s = self.combo[pid] == ci
+            if np.any(s):
+                out[s] = pinned_value(self.tab_ub, self.mL, w, self.t1[pid[s]], x1[s], "ub") + \
+                    pinned_value(self.tab_ub, self.mR, w, self.t2[pid[s]], self.eps - x0[s], "ub")
+        return out
+
+    def offer(self, best: _BestSplit, pid: np.ndarray, x: np.ndarray) -> None:
+        """Offer the splits with the other thread's budget ``x`` and the pinned one at ``lo`` or ``hi``."""
+        isA = self.combo[pid] == 0
+        for fixed in (self.lo[pid], np.maximum(self.hi[pid], self.lo[pid])):
+            a = np.where(isA, fixed, x)
+            b = np.where(isA, x, fixed)
+            best.offer(a, b)
+
+
+def _same_pins_bound(pins: _SamePins, best: _BestSplit, tol: float, max_rounds: int) -> tuple[float, int]:
+    """Bound of AA and BB by a one-dimensional branch and bound; also the number of cells visited.
+
+    A cell is retired with its bound once that is within ``tol`` of the best split found, or
+    once splitting cannot lower it (it equals a point bound); the result is the largest bound
+    retired or still open.
+    """
+    n_pairs = pins.combo.size
+    edges = np.linspace(0.0, pins.eps, _CELLS0 + 1)
+    pid = np.repeat(np.arange(n_pairs), _CELLS0)
+    x0 = np.tile(edges[:-1], n_pairs)
+    x1 = np.tile(edges[1:], n_pairs)
+    retired = -np.inf
+    cells = 0
+    u = np.empty(0)
+    for _ in range(max_rounds):
+        if pid.size == 0:
+            break
+        cells += pid.size
+        pins.offer(best, pid, 0.5 * (x0 + x1))
+        pins.offer(best, pid, x1)
+        u = pins.bound(pid, x0, x1)
+        live = u > best.value + 0.25 * tol
+        if np.any(~live):
+            retired = max(retired, float(u[~live].max()))
+        pid, x0, x1, u = pid[live], x0[live], x1[live], u[live]
+        if pid.size == 0 or float(u.max()) <= best.value + tol:
+            break
+        sens = u - np.maximum(pins.bound(pid, x0, x0), pins.bound(pid, x1, x1))
+        frozen = (sens <= 0.05 * tol) | (x1 - x0 < 1e-14)
+        if np.any(frozen):
+            retired = max(retired, float(u[frozen].max()))
+        pid, x0, x1, u = pid[~frozen], x0[~frozen], x1[~frozen], u[~frozen]
+        if pid.size == 0:
+            break
+        xm = 0.5 * (x0 + x1)
+        pid = np.concatenate((pid, pid))
+        x0, x1 = np.concatenate((x0, xm)), np.concatenate((xm, x1))
+        u = np.concatenate((u, u))
+    else:
+        if pid.size:
+            u = pins.bound(pid, x0, x1)
+    return max(retired, float(u.max()) if u.size else -np.inf), cells
 
 
 def solve_two_sided(tab_ub: Tables, tab_lb: Tables, mL: int, mR: int, eps: float, epsl: float,
@@ -710,125 +914,26 @@ def solve_two_sided(tab_ub: Tables, tab_lb: Tables, mL: int, mR: int, eps: float
     geo = tab_ub.geo
     n = mL + mR + 1
     R = max(mL, mR, 1)
-    tol = 1e-6 * n
-
-    def F_lb(a, b):
-        a = np.clip(a, 0.0, epsl)
-        b = np.clip(b, 0.0, epsl)
-        return side_value(tab_lb, mL, a, b, "lb") + side_value(tab_lb, mR, epsl - a, epsl - b, "lb"), a, b
-
-    best = [-np.inf, 0.0, 0.0]
-
-    def offer(vals, a, b):
-        if vals.size == 0:
-            return
-        i = int(np.argmax(vals))
-        if vals[i] > best[0]:
-            best[0], best[1], best[2] = float(vals[i]), float(a[i]), float(b[i])
-
-    cAl, cAl_dn = _thr(geo, mL, +1)
-    cBl, cBl_dn = _thr(geo, mL, -1)
-    cAr, cAr_dn = _thr(geo, mR, +1)
-    cBr, cBr_dn = _thr(geo, mR, -1)
-    up = 1.0 + 1e-12
-    ub_parts = {}
-    offer(*F_lb(np.array([0.0, epsl, 0.0, epsl]), np.array([0.0, 0.0, epsl, epsl])))
-    # --- AB and BA: closed form ------------------------------------------------
-    for combo, (cl, cl_dn, wl), (cr, cr_dn, wr) in (
-        ("AB", (cAl, cAl_dn, "A"), (cBr, cBr_dn, "B")),
-        ("BA", (cBl, cBl_dn, "B"), (cAr, cAr_dn, "A")),
-    ):
-        T1, T2 = np.meshgrid(np.arange(cl.size), np.arange(cr.size), indexing="ij")
-        T1, T2 = T1.ravel(), T2.ravel()
-        feas = (cl_dn[T1] <= eps) & (cr_dn[T2] <= eps)
-        T1, T2 = T1[feas], T2[feas]
-        ubv = pinned_value(tab_ub, mL, wl, T1, eps - cr_dn[T2], "ub") + \
-            pinned_value(tab_ub, mR, wr, T2, eps - cl_dn[T1], "ub")
-        ub_parts[combo] = float(ubv.max()) if ubv.size else -np.inf
-        xl = cl[T1] * up  # left budget of thread wl
-        yl = epsl - cr[T2] * up  # left budget of the other thread
-        a, b = (xl, yl) if wl == "A" else (yl, xl)
-        offer(*F_lb(a, b))
-    # --- AA and BB: 1-D branch and bound ------------------------------------------
-    probs = []
-    for combo, cl, cl_dn, cr, cr_dn in (("AA", cAl, cAl_dn, cAr, cAr_dn), ("BB", cBl, cBl_dn, cBr, cBr_dn)):
-        for s1 in range(cl.size):
-            if cl_dn[s1] > eps:
-                continue
-            s2 = int(np.flatnonzero(cr_dn <= eps - cl_dn[s1])[0])
-            probs.append((0 if combo == "AA" else 1, s1, s2, cl[s1] * up, epsl - cr[s2] * up))
-    P_combo = np.array([pr[0] for pr in probs])
-    P_t1 = np.array([pr[1] for pr in probs])
-    P_t2 = np.array([pr[2] for pr in probs])
-    P_lo = np.array([pr[3] for pr in probs])
-    P_hi = np.array([pr[4] for pr in probs])
-    K0 = 32
-    edges = np.linspace(0.0, eps, K0 + 1)
-    pid = np.repeat(np.arange(len(probs)), K0)
-    x0 = np.tile(edges[:-1], len(probs))
-    x1 = np.tile(edges[1:], len(probs))
-
-    def ub_cells(pid, x0, x1):
-        out = np.empty(pid.size)
-        for ci, w in ((0, "A"), (1, "B")):
-            s = P_combo[pid] == ci
-            if np.any(s):
-                out[s] = pinned_value(tab_ub, mL, w, P_t1[pid[s]], x1[s], "ub") + \
-                    pinned_value(tab_ub, mR, w, P_t2[pid[s]], eps - x0[s], "ub")
-        return out
-
-    def lb_points(pid, x):
-        isA = P_combo[pid] == 0
-        for fixed in (P_lo[pid], np.maximum(P_hi[pid], P_lo[pid])):
-            a = np.where(isA, fixed, x)
-            b = np.where(isA, x, fixed)
-            offer(*F_lb(a, b))
-
-    retired = -np.inf
-    cells = 0
-    u = np.empty(0)
-    for rnd in range(max_rounds):
-        if pid.size == 0:
-            break
-        cells += pid.size
-        lb_points(pid, 0.5 * (x0 + x1))
-        lb_points(pid, x1)
-        u = ub_cells(pid, x0, x1)
-        live = u > best[0] + 0.25 * tol
-        if np.any(~live):
-            retired = max(retired, float(u[~live].max()))
-        pid, x0, x1, u = pid[live], x0[live], x1[live], u[live]
-        if pid.size == 0 or float(u.max()) <= best[0] + tol:
-            break
-        # a cell whose bound cannot drop by splitting (it equals a point bound): freeze
-        sens = u - np.maximum(ub_cells(pid, x0, x0), ub_cells(pid, x1, x1))
-        frozen = (sens <= 0.05 * tol) | (x1 - x0 < 1e-14)
-        if np.any(frozen):
-            retired = max(retired, float(u[frozen].max()))
-        pid, x0, x1, u = pid[~frozen], x0[~frozen], x1[~frozen], u[~frozen]
-        if pid.size == 0:
-            break
-        xm = 0.5 * (x0 + x1)
-        pid = np.concatenate((pid, pid))
-        x0, x1 = np.concatenate((x0, xm)), np.concatenate((xm, x1))
-        u = np.concatenate((u, u))
-    else:
-        if pid.size:
-            u = ub_cells(pid, x0, x1)
-    ub_parts["AA/BB"] = max(retired, float(u.max()) if u.size else -np.inf)
+    best = _BestSplit(tab_lb, mL, mR, epsl)
+    best.offer(np.array([0.0, epsl, 0.0, epsl]), np.array([0.0, 0.0, epsl, epsl]))
+    th = {(side, w): _thr(geo, m, +1 if w == "A" else -1) for side, m in (("l", mL), ("r", mR)) for w in "AB"}
+    ub_parts = _opposite_pins(tab_ub, best, th, eps)
+    pins = _SamePins.of(tab_ub, mL, mR, th, eps, epsl)
+    ub_parts["AA/BB"], cells = _same_pins_bound(pins, best, 1e-6 * n, max_rounds)
     ub_rec = max(ub_parts.values())
     ub_rec += 1e-12 * n * R  # floating-point allowance (REPORT.md)
     ub_rec = min(ub_rec, float(n - 1))
-    return TwoSided(ub_rec, best[0], (best[1], best[2]), ub_parts, cells, time.perf_counter() - t_search)
+    return TwoSided(ub_rec, best.value, (best.a, best.b), ub_parts, cells, time.perf_counter() - t_search)
 
 
-def realised(tab, mL, mR, epsl, a, b):
+def realised(tab: Tables, mL: int, mR: int, epsl: float, a: float, b: float) -> float:
     a = min(max(a, 0.0), epsl)
     b = min(max(b, 0.0), epsl)
     return best_side_policy(tab, mL, a, b)[1] + best_side_policy(tab, mR, epsl - a, epsl - b)[1]
 
 
-def polish_split(tab, mL, mR, epsl, a, b, step0=None, min_step=1e-8, max_evals=60):
+def polish_split(tab: Tables, mL: int, mR: int, epsl: float, a: float, b: float, step0: float | None = None,
+                 min_step: float = 1e-8, max_evals: int = 60) -> tuple[float, float]:
     """Pattern search on the split (a, b) using the exact realised gain of the greedy policy."""
     best = realised(tab, mL, mR, epsl, a, b)
     step = step0 if step0 is not None else epsl / 128
@@ -909,7 +1014,7 @@ def diagonal_split(tab_ub: Tables, tab_lb: Tables, mL: int, mR: int, eps: float,
     n = mL + mR + 1
     tol = 1e-6 * n
 
-    def ub_cells(lo, hi):
+    def ub_cells(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         return side_value(tab_ub, mL, hi, hi, "ub") + side_value(tab_ub, mR, eps - lo, eps - lo, "ub")
 
     edges = np.linspace(0.0, eps, cells + 1)
