@@ -93,112 +93,139 @@ class _KModel:
     indicators = False
 
     def __init__(self, chain: KChain, n: int, p: int, eps: float):
-        scip = require("pyscipopt", purpose="the certified global solver")
+        self._scip = require("pyscipopt", purpose="the certified global solver")
         self.chain, self.n, self.p, self.eps, self.k = chain, n, p, eps, chain.k
-        k = chain.k
-        m = scip.Model("redactopt_kglobal")
+        m = self._scip.Model("redactopt_kglobal")
         m.hideOutput()
         self.model = m
-        pi = chain.stationary
         self.sides = []
         for name, recs in (("left", list(range(p - 1, -1, -1))), ("right", list(range(p + 1, n)))):
             if recs:
                 self.sides.append((name, recs))
         self.two_sided = len(self.sides) == 2
-        E = math.exp(eps) * (1.0 + _OUT)
-        pairs = [(x, y) for x in range(k) for y in range(k) if x != y]
-        self.pairs = pairs
-        self.E: list[dict] = []
-        if self.two_sided:
-            El = {pr: m.addVar(f"El_{pr[0]}_{pr[1]}", lb=1.0, ub=E) for pr in pairs}
-            Er = {pr: m.addVar(f"Er_{pr[0]}_{pr[1]}", lb=1.0, ub=E) for pr in pairs}
-            for pr in pairs:
-                m.addCons(El[pr] * Er[pr] <= E, name=f"split_{pr[0]}_{pr[1]}")
-            self.E = [El, Er]
-        else:
-            self.E = [{pr: E for pr in pairs}]
+        self.pairs = [(x, y) for x in range(self.k) for y in range(self.k) if x != y]
+        self.E: list[dict] = self._side_budgets(math.exp(eps) * (1.0 + _OUT))
         obj = 0.0
         self.vars = []
         for si, (name, recs) in enumerate(self.sides):
-            P = side_matrix(chain, name)
-            ms = len(recs)
-            allowed = kpublishable(chain, ms, eps=eps, side=name)
-            Es = self.E[si]
-            Pt = np.eye(k)
-            A_prev = None  # None: identity
-            q, z, u, A, W = [], [], [], [], []
-            u_prev = None
-            for t in range(ms):
-                tag = f"{name}{t + 1}"
-                Pt = Pt @ P
-                ub = Pt * (1.0 + _OUT) + 1e-12
-                qt = [m.addVar(f"q_{tag}_{y}", lb=0.0, ub=1.0) for y in range(k)]
-                zt = [m.addVar(f"z_{tag}_{y}", vtype="B", lb=0.0, ub=1.0 if allowed[t, y] else 0.0)
-                      for y in range(k)]
-                for y in range(k):
-                    m.chgVarBranchPriority(zt[y], 100)
-                    m.chgVarBranchPriority(qt[y], 10)
-                    m.addCons(qt[y] + zt[y] >= 1.0, name=f"supp_{tag}_{y}")
-                ut = m.addVar(f"u_{tag}", lb=0.0, ub=1.0)
-                m.addCons(ut >= scip.quicksum(zt) - (k - 1), name=f"cutand_{tag}")
-                for y in range(k):
-                    m.addCons(ut <= zt[y], name=f"cutz_{tag}_{y}")
-                    m.addCons(qt[y] + ut <= 1.0, name=f"cutq_{tag}_{y}")
-                    m.addCons(qt[y] + Q_FLOOR * ut >= Q_FLOOR, name=f"floor_{tag}_{y}")
-                if u_prev is not None:
-                    m.addCons(ut >= u_prev, name=f"cutmono_{tag}")
-                Wt = [[m.addVar(f"W_{tag}_{x}_{y}", lb=0.0, ub=float(ub[x, y])) for y in range(k)] for x in range(k)]
-                At = [[m.addVar(f"A_{tag}_{x}_{y}", lb=0.0, ub=float(ub[x, y])) for y in range(k)] for x in range(k)]
-                for x in range(k):
-                    for y in range(k):
-                        if A_prev is None:
-                            m.addCons(Wt[x][y] == float(P[x, y]), name=f"W_{tag}_{x}_{y}")
-                        else:
-                            m.addCons(Wt[x][y] == scip.quicksum(float(P[w, y]) * A_prev[x][w] for w in range(k)
-                                                                 if P[w, y] != 0.0), name=f"W_{tag}_{x}_{y}")
-                        m.addCons(At[x][y] == Wt[x][y] * qt[y], name=f"A_{tag}_{x}_{y}")
-                        m.addCons(At[x][y] <= Wt[x][y], name=f"AW_{tag}_{x}_{y}")
-                        # a closed value (z = 0, q = 1) passes the product on unchanged
-                        m.addCons(At[x][y] >= Wt[x][y] - float(ub[x, y]) * zt[y], name=f"AWz_{tag}_{x}_{y}")
-                # publishing v at t needs its pattern within the side's budget for every pair
-                for v in range(k):
-                    if not allowed[t, v]:
-                        continue
-                    for (x, x2) in pairs:
-                        Mb = float(ub[x, v])
-                        e = Es[(x, x2)]
-                        if isinstance(e, float) and self.indicators:
-                            m.addConsIndicator(Wt[x][v] - e * Wt[x2][v] <= 0.0, binvar=zt[v],
-                                               name=f"pat_{tag}_{v}_{x}_{x2}")
-                        else:
-                            m.addCons(Wt[x][v] - e * Wt[x2][v] <= Mb * (1.0 - zt[v]), name=f"pat_{tag}_{v}_{x}_{x2}")
-                # valid: the event "the t-1 nearest are ⊥ and Y_t is in S" (S a set of values and/or ⊥)
-                # is a union of this side's outputs, so its ratio is a mediant of theirs and stays
-                # within the side's budget.  Its probability is linear in (W, A): Pr(Y_t = v, ...) is
-                # W_t[., v] (1 - q_t[v]) = W_t[., v] - A_t[., v] and Pr(Y_t = ⊥, ...) = sum_y A_t[., y].
-                # No binaries: the relaxation learns the support from them (redundant, tightening).
-                for size in range(1, k + 2):
-                    for S in itertools.combinations(range(k + 1), size):
-                        if size == k + 1 or (t == ms - 1 and S == (k,)):
-                            continue  # everything (ratio 1), or the all-⊥ pattern below
-                        for (x, x2) in pairs:
-                            e = Es[(x, x2)]
-
-                            def mass(row: int) -> object:
-                                return scip.quicksum((Wt[row][v] - At[row][v]) if v < k else scip.quicksum(At[row])
-                                                     for v in S)
-
-                            m.addCons(mass(x) - e * mass(x2) <= 0.0, name=f"event_{tag}_{'.'.join(map(str, S))}_{x}_{x2}")
-                for y in range(k):
-                    obj = obj + float(pi[y]) * (1.0 - qt[y])
-                q.append(qt), z.append(zt), u.append(ut), A.append(At), W.append(Wt)
-                A_prev, u_prev = At, ut
-            # all ⊥
-            for (x, x2) in pairs:
-                e = Es[(x, x2)]
-                m.addCons(scip.quicksum(A_prev[x]) - e * scip.quicksum(A_prev[x2]) <= 0.0, name=f"allbot_{name}_{x}_{x2}")
-            self.vars.append(dict(name=name, recs=recs, P=P, q=q, z=z, u=u, A=A, W=W))
+            obj = self._add_side(name, recs, self.E[si], obj)
         m.setObjective(obj * (1.0 / n), sense="maximize")
+
+    def _side_budgets(self, E: float) -> list[dict]:
+        """Each side's budget ``E_s(x, x')`` per ordered pair: the constant ``E``, or a split ``E_l E_r <= E``."""
+        if not self.two_sided:
+            return [{pr: E for pr in self.pairs}]
+        m = self.model
+        El = {pr: m.addVar(f"El_{pr[0]}_{pr[1]}", lb=1.0, ub=E) for pr in self.pairs}
+        Er = {pr: m.addVar(f"Er_{pr[0]}_{pr[1]}", lb=1.0, ub=E) for pr in self.pairs}
+        for pr in self.pairs:
+            m.addCons(El[pr] * Er[pr] <= E, name=f"split_{pr[0]}_{pr[1]}")
+        return [El, Er]
+
+    def _add_side(self, name: str, recs: list[int], Es: dict, obj: object) -> object:
+        """Add one side's records and its all-⊥ pattern; return ``obj`` with the side's utility added."""
+        k, m, scip = self.k, self.model, self._scip
+        P = side_matrix(self.chain, name)
+        ms = len(recs)
+        allowed = kpublishable(self.chain, ms, eps=self.eps, side=name)
+        pi = self.chain.stationary
+        Pt = np.eye(k)
+        A_prev = None  # None: identity
+        u_prev = None
+        q, z, u, A, W = [], [], [], [], []
+        for t in range(ms):
+            tag = f"{name}{t + 1}"
+            Pt = Pt @ P
+            ub = Pt * (1.0 + _OUT) + 1e-12
+            qt, zt, ut = self._add_support(tag, allowed[t], u_prev)
+            Wt, At = self._add_products(tag, P, ub, A_prev, qt, zt)
+            self._add_patterns(tag, allowed[t], Es, ub, Wt, zt)
+            self._add_events(tag, Es, Wt, At, last=t == ms - 1)
+            for y in range(k):
+                obj = obj + float(pi[y]) * (1.0 - qt[y])
+            q.append(qt), z.append(zt), u.append(ut), A.append(At), W.append(Wt)
+            A_prev, u_prev = At, ut
+        for (x, x2) in self.pairs:
+            e = Es[(x, x2)]
+            m.addCons(scip.quicksum(A_prev[x]) - e * scip.quicksum(A_prev[x2]) <= 0.0, name=f"allbot_{name}_{x}_{x2}")
+        self.vars.append(dict(name=name, recs=recs, P=P, q=q, z=z, u=u, A=A, W=W))
+        return obj
+
+    def _add_support(self, tag: str, allowed: np.ndarray, u_prev: object) -> tuple[list, list, object]:
+        """One record's ``q``, support binaries ``z`` and cut indicator ``u`` with their structure."""
+        k, m, scip = self.k, self.model, self._scip
+        qt = [m.addVar(f"q_{tag}_{y}", lb=0.0, ub=1.0) for y in range(k)]
+        zt = [m.addVar(f"z_{tag}_{y}", vtype="B", lb=0.0, ub=1.0 if allowed[y] else 0.0) for y in range(k)]
+        for y in range(k):
+            m.chgVarBranchPriority(zt[y], 100)
+            m.chgVarBranchPriority(qt[y], 10)
+            m.addCons(qt[y] + zt[y] >= 1.0, name=f"supp_{tag}_{y}")
+        ut = m.addVar(f"u_{tag}", lb=0.0, ub=1.0)
+        m.addCons(ut >= scip.quicksum(zt) - (k - 1), name=f"cutand_{tag}")
+        for y in range(k):
+            m.addCons(ut <= zt[y], name=f"cutz_{tag}_{y}")
+            m.addCons(qt[y] + ut <= 1.0, name=f"cutq_{tag}_{y}")
+            m.addCons(qt[y] + Q_FLOOR * ut >= Q_FLOOR, name=f"floor_{tag}_{y}")
+        if u_prev is not None:
+            m.addCons(ut >= u_prev, name=f"cutmono_{tag}")
+        return qt, zt, ut
+
+    def _add_products(
+        self, tag: str, P: np.ndarray, ub: np.ndarray, A_prev: list | None, qt: list, zt: list
+    ) -> tuple[list, list]:
+        """One record's prefix products: ``W_t = A_{t-1} P`` (linear) and ``A_t = W_t diag(q_t)`` (bilinear)."""
+        k, m, scip = self.k, self.model, self._scip
+        Wt = [[m.addVar(f"W_{tag}_{x}_{y}", lb=0.0, ub=float(ub[x, y])) for y in range(k)] for x in range(k)]
+        At = [[m.addVar(f"A_{tag}_{x}_{y}", lb=0.0, ub=float(ub[x, y])) for y in range(k)] for x in range(k)]
+        for x in range(k):
+            for y in range(k):
+                if A_prev is None:
+                    m.addCons(Wt[x][y] == float(P[x, y]), name=f"W_{tag}_{x}_{y}")
+                else:
+                    m.addCons(Wt[x][y] == scip.quicksum(float(P[w, y]) * A_prev[x][w] for w in range(k)
+                                                         if P[w, y] != 0.0), name=f"W_{tag}_{x}_{y}")
+                m.addCons(At[x][y] == Wt[x][y] * qt[y], name=f"A_{tag}_{x}_{y}")
+                m.addCons(At[x][y] <= Wt[x][y], name=f"AW_{tag}_{x}_{y}")
+                # a closed value (z = 0, q = 1) passes the product on unchanged
+                m.addCons(At[x][y] >= Wt[x][y] - float(ub[x, y]) * zt[y], name=f"AWz_{tag}_{x}_{y}")
+        return Wt, At
+
+    def _add_patterns(self, tag: str, allowed: np.ndarray, Es: dict, ub: np.ndarray, Wt: list, zt: list) -> None:
+        """Publishing ``v`` at this record needs its pattern within the side's budget for every pair."""
+        m = self.model
+        for v in range(self.k):
+            if not allowed[v]:
+                continue
+            for (x, x2) in self.pairs:
+                Mb = float(ub[x, v])
+                e = Es[(x, x2)]
+                if isinstance(e, float) and self.indicators:
+                    m.addConsIndicator(Wt[x][v] - e * Wt[x2][v] <= 0.0, binvar=zt[v],
+                                       name=f"pat_{tag}_{v}_{x}_{x2}")
+                else:
+                    m.addCons(Wt[x][v] - e * Wt[x2][v] <= Mb * (1.0 - zt[v]), name=f"pat_{tag}_{v}_{x}_{x2}")
+
+    def _add_events(self, tag: str, Es: dict, Wt: list, At: list, *, last: bool) -> None:
+        """The valid event constraints of one record (redundant, tightening, free of binaries).
+
+        The event "the t-1 nearest are ⊥ and Y_t is in S" (S a set of values and/or ⊥) is a union
+        of this side's outputs, so its ratio is a mediant of theirs and stays within the side's
+        budget.  Its probability is linear in (W, A): Pr(Y_t = v, ...) is W_t[., v] (1 - q_t[v]) =
+        W_t[., v] - A_t[., v] and Pr(Y_t = ⊥, ...) = sum_y A_t[., y]; the relaxation learns the
+        support from them.
+        """
+        k, m, scip = self.k, self.model, self._scip
+
+        def mass(row: int, S: tuple[int, ...]) -> object:
+            return scip.quicksum((Wt[row][v] - At[row][v]) if v < k else scip.quicksum(At[row]) for v in S)
+
+        for size in range(1, k + 2):
+            for S in itertools.combinations(range(k + 1), size):
+                if size == k + 1 or (last and S == (k,)):
+                    continue  # everything (ratio 1), or the all-⊥ pattern of the side
+                for (x, x2) in self.pairs:
+                    e = Es[(x, x2)]
+                    m.addCons(mass(x, S) - e * mass(x2, S) <= 0.0, name=f"event_{tag}_{'.'.join(map(str, S))}_{x}_{x2}")
 
     def add_start(self, q_full: np.ndarray) -> bool:
         """Offer a mechanism (exactly verified by the caller) as a starting solution.
