@@ -259,17 +259,11 @@ class _SideOracle:
     def _solve(self, budgets: tuple) -> tuple[float, float, np.ndarray]:
         if budgets not in self.cache:
             k = self.spec.Q.shape[0]
-            E = _budget_matrix(k, dict(zip(pairs_of(k), budgets)), upward=True)
-            lp = side_program(self.spec, self.W, self.bound_mode, E)
-            self.solves += 1
-            try:
-                sol = solve_lp(lp)
-            except RuntimeError:
-                try:
-                    sol = solve_lp(lp, presolve=False)
-                except RuntimeError:  # no dual point: the trivial bound (every record published), no guidance
-                    self.cache[budgets] = (float(self.spec.m), -math.inf, np.zeros(len(budgets)), None)
-                    return self.cache[budgets]
+            lp, sol = self._bound_solve(budgets)
+            if sol is None:  # no dual point: the trivial bound (every record published), no guidance
+                self.cache[budgets] = (float(self.spec.m), -math.inf, np.zeros(len(budgets)), None)
+                return self.cache[budgets]
+            E = _budget_matrix(k, dict(zip(pairs_of(k), lp.info["budgets"])), upward=True)
             slope = np.zeros(len(budgets))
             mu, rho = np.clip(sol.x[lp.info["imu"]], 0, None), np.clip(sol.x[lp.info["irho"]], 0, None)
             for j, (x, y) in enumerate(pairs_of(k)):
@@ -279,6 +273,23 @@ class _SideOracle:
                     slope[j] = E[x, y] * float(np.maximum(sol.y_ub[rows], 0.0) @ gy)
             self.cache[budgets] = (sol.bound, sol.value, slope, self._dual_data(lp, sol, E))
         return self.cache[budgets]
+
+    def _bound_solve(self, budgets: tuple) -> tuple[LinearProgram, LPSolution | None]:
+        """The bound LP at these budgets; where HiGHS gives up (budgets sitting on a ratio of the chain make
+        coefficients vanish), the LP at slightly larger budgets -- still an upper bound, F being monotone."""
+        k = self.spec.Q.shape[0]
+        for bump in (0, Fraction(1, 10**10), Fraction(1, 10**8)):
+            b = tuple(Fraction(v) + bump for v in budgets)
+            lp = side_program(self.spec, self.W, self.bound_mode,
+                              _budget_matrix(k, dict(zip(pairs_of(k), b)), upward=True))
+            lp.info["budgets"] = b
+            self.solves += 1
+            for presolve in (True, False):
+                try:
+                    return lp, solve_lp(lp, presolve=presolve)
+                except RuntimeError:
+                    continue
+        return lp, None
 
     def dual_data(self, budgets: tuple) -> DualData | None:
         """The verified dual point's parts at these budgets (:class:`~redactopt.solvers.split_bound.DualData`)."""
@@ -431,15 +442,19 @@ class ScanDesign:
 
 def _box_split(lo: np.ndarray, hi: np.ndarray, cuts: list[list[float]], eta: float,
                weight: np.ndarray | None = None) -> list[tuple]:
-    """Children of a box along the dimension of largest ``weight * width`` (the sides' summed slopes times
-    the width estimate what the dimension adds to the box's bound): three around a jump budget inside it, else halves."""
+    """Children of a box along the dimension of largest ``weight`` (what the dimension adds to the box's
+    bound; default its width): a sliver peeled off an edge that sits on a jump budget, three around a
+    jump budget inside, else halves."""
     width = hi - lo
-    score = width if weight is None else width * (np.maximum(weight, 0.0) + 1e-3 * float(np.max(weight, initial=0.0)) + 1e-12)
-    j = int(np.argmax(np.where(width > 0, score, -1.0)))
+    score = width if weight is None else np.maximum(weight, 0.0) + 1e-9 * width
+    j = int(np.argmax(np.where(width > 4 * eta, score, -1.0)))  # slivers of a jump are never cut again
     mid = 0.5 * (lo[j] + hi[j])
     inside = [t for t in cuts[j] if lo[j] + 2 * eta < t < hi[j] - 2 * eta]
-    points = [lo[j], hi[j]]
-    if inside:
+    near_lo = width[j] > 8 * eta and any(abs(t - lo[j]) <= 2 * eta for t in cuts[j])
+    near_hi = width[j] > 8 * eta and any(abs(t - hi[j]) <= 2 * eta for t in cuts[j])
+    if near_lo or near_hi:  # a jump at the box's edge: peel it off, the rest of the box no longer sees it
+        points = [lo[j], lo[j] + 4 * eta, hi[j]] if near_lo else [lo[j], hi[j] - 4 * eta, hi[j]]
+    elif inside:
         t = min(inside, key=lambda v: abs(v - mid))
         points = [lo[j], t - eta, t + eta, hi[j]]
     else:
@@ -540,6 +555,18 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
     def value(a: np.ndarray) -> float:
         return left.upper(lb(a))[1] + right.upper(rb(a))[1]
 
+    def slack(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Per free dimension, what the monotone bound loses over the box along it (corner bounds, cached
+        for boxes of at most two free dimensions, where the interpolated bound solved every corner)."""
+        top = left.upper(lb(hi))[0] + right.upper(rb(lo))[0]
+        out = np.zeros(lo.shape[0])
+        for j in np.flatnonzero(hi > lo):
+            h2, l2 = hi.copy(), lo.copy()
+            h2[j], l2[j] = lo[j], hi[j]
+            out[j] = max(top - left.upper(lb(h2))[0] - right.upper(rb(lo))[0],
+                         top - left.upper(lb(hi))[0] - right.upper(rb(l2))[0]) + 1e-12 * (hi[j] - lo[j])
+        return out
+
     lo, hi, cuts = _split_domain(left.spec, right.spec, eps)
     eta = 1e-11 * max(1.0, eps)
     share = 0.2 if int(np.sum(hi > lo)) <= 2 else 0.5
@@ -557,8 +584,7 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
         if float(np.max(bhi - blo)) <= 4 * eta:
             finals.append(-ub)
             continue
-        weight = left.slopes(lb(bhi)) + right.slopes(rb(blo))
-        for clo, chi in _box_split(blo, bhi, cuts, eta, weight):
+        for clo, chi in _box_split(blo, bhi, cuts, eta, slack(blo, bhi)):
             ub_child = box_ub(clo, chi)
             free = [int(j) for j in np.flatnonzero(chi > clo)]
             # the interpolated bound solved both sides at every corner: their values cost nothing more
