@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -162,81 +163,140 @@ class _Side:
         self.P = side_matrix(chain, name)
 
 
-def _step_lp(chain: KChain, q: np.ndarray, sides: list[_Side], eps: float, radius: float, tau: float):
-    """Solve one trust-region LP; return the proposed mechanism (or None)."""
-    from scipy.optimize import linprog  # scipy is a dependency; imported where used
+def _kept_closed(s: _Side, q: np.ndarray, rows: list, vals: np.ndarray, eps: float) -> np.ndarray:
+    """Closed values (``q = 1``) that may not open: their pattern exceeds the budget for some pair, or is absent."""
+    m, k = len(s.records), q.shape[1]
+    worst = {}
+    for (j, v, x, y), c in zip(rows, vals):
+        if v >= 0:
+            worst[(j, v)] = max(worst.get((j, v), -math.inf), c)
+    fixed = np.zeros((m, k), dtype=bool)
+    for t in range(m):
+        for v in range(k):
+            if q[s.records[t], v] >= 1.0:
+                w = worst.get((t, v))
+                fixed[t, v] = w is None or w > eps
+    return fixed
 
-    k = chain.k
-    pi = chain.stationary
-    pairs = [(x, y) for x in range(k) for y in range(k) if x != y]
-    pidx = {pr: i for i, pr in enumerate(pairs)}
-    npair = len(pairs)
-    var_of: dict[tuple[int, int], int] = {}
-    lb, ub, cost = [], [], []
-    blocks = []
-    for s in sides:
-        Q = q[s.records]
-        rows, vals, grads = side_constraints(s.P, Q)
-        m = Q.shape[0]
-        # which closed values may open: their pattern within budget for every pair (and present)
-        worst = {}
-        for (j, v, x, y), c in zip(rows, vals):
-            if v >= 0:
-                worst[(j, v)] = max(worst.get((j, v), -math.inf), c)
-        fixed = np.zeros((m, k), dtype=bool)
-        for t in range(m):
-            for v in range(k):
-                if q[s.records[t], v] >= 1.0:
-                    w = worst.get((t, v))
-                    fixed[t, v] = w is None or w > eps
-        side_max = np.full(npair, -math.inf)
-        for (j, v, x, y), c in zip(rows, vals):
-            if v < 0 or q[s.records[j], v] < 1.0 or not fixed[j, v]:
-                side_max[pidx[(x, y)]] = max(side_max[pidx[(x, y)]], c)
-        keep = []
-        for i, ((j, v, x, y), c) in enumerate(zip(rows, vals)):
-            if v >= 0 and q[s.records[j], v] >= 1.0 and fixed[j, v]:
-                continue  # stays closed: no pattern
-            if not math.isfinite(c):
-                return None  # an open pattern rules a value out: the current point is not feasible
-            if c >= side_max[pidx[(x, y)]] - tau:
-                keep.append(i)
+
+def _near_active(
+    s: _Side, q: np.ndarray, rows: list, vals: np.ndarray, fixed: np.ndarray, pidx: dict, tau: float
+) -> list[int] | None:
+    """The side's constraints within ``tau`` of their pair's largest log-ratio, to be linearised.
+
+    Patterns of values kept closed are left out.  ``None`` when an open pattern rules a value out
+    (the current point is not feasible).
+    """
+    side_max = np.full(len(pidx), -math.inf)
+    for (j, v, x, y), c in zip(rows, vals):
+        if v < 0 or q[s.records[j], v] < 1.0 or not fixed[j, v]:
+            side_max[pidx[(x, y)]] = max(side_max[pidx[(x, y)]], c)
+    keep = []
+    for i, ((j, v, x, y), c) in enumerate(zip(rows, vals)):
+        if v >= 0 and q[s.records[j], v] >= 1.0 and fixed[j, v]:
+            continue
+        if not math.isfinite(c):
+            return None
+        if c >= side_max[pidx[(x, y)]] - tau:
+            keep.append(i)
+    return keep
+
+
+@dataclass
+class _StepVars:
+    """The LP's step variables: the column of each free ``(record, value)``, its bounds and its cost."""
+
+    var_of: dict[tuple[int, int], int] = field(default_factory=dict)
+    lb: list[float] = field(default_factory=list)
+    ub: list[float] = field(default_factory=list)
+    cost: list[float] = field(default_factory=list)
+
+    def add_side(self, s: _Side, q: np.ndarray, fixed: np.ndarray, radius: float, pi: np.ndarray) -> None:
+        """A variable for every value of the side not kept closed, its step within the trust region."""
+        m, k = fixed.shape
         for t in range(m):
             for v in range(k):
                 if fixed[t, v]:
                     continue
                 r = int(s.records[t])
-                var_of[(r, v)] = len(lb)
-                lb.append(max(-radius, -q[r, v]))
-                ub.append(min(radius, 1.0 - q[r, v]))
-                cost.append(float(pi[v]))
+                self.var_of[(r, v)] = len(self.lb)
+                self.lb.append(max(-radius, -q[r, v]))
+                self.ub.append(min(radius, 1.0 - q[r, v]))
+                self.cost.append(float(pi[v]))
+
+
+def _linearised_rows(
+    s: _Side, rows: list, vals: np.ndarray, grads: np.ndarray, keep: list[int], q: np.ndarray,
+    var_of: dict[tuple[int, int], int], budget0: int, nvar: int, pidx: dict, radius: float,
+) -> tuple[list[np.ndarray], list[float]]:
+    """``A_ub`` rows and ``b_ub`` of the kept constraints: linearised log-ratio minus the pair's budget column.
+
+    ``budget0`` is the column of the side's first pair budget.
+    """
+    k = q.shape[1]
+    cols = np.array([[var_of.get((int(r), yy), -1) for yy in range(k)] for r in s.records], dtype=np.int64)
+    free = cols >= 0
+    a = np.zeros((len(keep), nvar))
+    a[:, cols[free]] = grads[keep][:, free]
+    A_rows, b = [], []
+    for row, i in zip(a, keep):
+        j, v, x, y = rows[i]
+        row[budget0 + pidx[(x, y)]] = -1.0
+        col = int(cols[j, v]) if 0 <= v and j < len(s.records) else -1
+        if col >= 0 and q[int(s.records[j]), v] >= 1.0:
+            # a closed value: enforced only once it opens past 1 - _OPEN (big-M, linear in q)
+            big = max(0.0, vals[i]) + float(np.abs(grads[i]).sum()) * radius + 1.0
+            row[col] -= big / _OPEN
+            A_rows.append(row)
+            b.append(big - vals[i])
+            continue
+        A_rows.append(row)
+        b.append(-vals[i])
+    return A_rows, b
+
+
+def _take_step(q: np.ndarray, var_of: dict[tuple[int, int], int], x: np.ndarray) -> np.ndarray:
+    """``q`` moved by the LP's step ``x``, within ``[0, 1]`` and snapped near 0 and 1."""
+    new = q.copy()
+    for (r, v), col in var_of.items():
+        new[r, v] = min(1.0, max(0.0, q[r, v] + x[col]))
+        if q[r, v] >= 1.0 and new[r, v] > 1.0 - _OPEN:
+            new[r, v] = 1.0  # not opened (its constraints were not enforced)
+    new[new < _SNAP] = 0.0
+    new[new > 1.0 - _SNAP] = 1.0
+    return new
+
+
+def _step_lp(
+    chain: KChain, q: np.ndarray, sides: list[_Side], eps: float, radius: float, tau: float
+) -> np.ndarray | None:
+    """Solve one trust-region LP; return the proposed mechanism (or None)."""
+    from scipy.optimize import linprog  # scipy is a dependency; imported where used
+
+    k = chain.k
+    pairs = [(x, y) for x in range(k) for y in range(k) if x != y]
+    pidx = {pr: i for i, pr in enumerate(pairs)}
+    npair = len(pairs)
+    step = _StepVars()
+    blocks = []
+    for s in sides:
+        rows, vals, grads = side_constraints(s.P, q[s.records])
+        fixed = _kept_closed(s, q, rows, vals, eps)
+        keep = _near_active(s, q, rows, vals, fixed, pidx, tau)
+        if keep is None:
+            return None
+        step.add_side(s, q, fixed, radius, chain.stationary)
         blocks.append((s, rows, vals, grads, keep))
-    nq = len(lb)
+    nq = len(step.lb)
     if nq == 0:
         return None
     nvar = nq + npair * len(sides)
     A_rows, b = [], []
     for si, (s, rows, vals, grads, keep) in enumerate(blocks):
-        if not keep:
-            continue
-        # the LP variable of each (record, value) of this side, -1 where fixed
-        cols = np.array([[var_of.get((int(r), yy), -1) for yy in range(k)] for r in s.records], dtype=np.int64)
-        free = cols >= 0
-        a = np.zeros((len(keep), nvar))
-        a[:, cols[free]] = grads[keep][:, free]  # the linearised log-ratio of every kept pattern
-        for row, i in zip(a, keep):
-            j, v, x, y = rows[i]
-            row[nq + si * npair + pidx[(x, y)]] = -1.0
-            col = int(cols[j, v]) if 0 <= v and j < len(s.records) else -1
-            if col >= 0 and q[int(s.records[j]), v] >= 1.0:
-                # a closed value: enforced only once it opens past 1 - _OPEN (big-M, linear in q)
-                big = max(0.0, vals[i]) + float(np.abs(grads[i]).sum()) * radius + 1.0
-                row[col] -= big / _OPEN
-                A_rows.append(row)
-                b.append(big - vals[i])
-                continue
-            A_rows.append(row)
-            b.append(-vals[i])
+        if keep:
+            a_s, b_s = _linearised_rows(s, rows, vals, grads, keep, q, step.var_of, nq + si * npair, nvar, pidx, radius)
+            A_rows += a_s
+            b += b_s
     if len(sides) == 2:
         for i in range(npair):
             a = np.zeros(nvar)
@@ -244,20 +304,13 @@ def _step_lp(chain: KChain, q: np.ndarray, sides: list[_Side], eps: float, radiu
             a[nq + npair + i] = 1.0
             A_rows.append(a)
             b.append(eps)
-    c = np.concatenate([np.array(cost), np.zeros(npair * len(sides))])
-    bounds = list(zip(lb, ub)) + [(0.0, eps)] * (npair * len(sides))
+    c = np.concatenate([np.array(step.cost), np.zeros(npair * len(sides))])
+    bounds = list(zip(step.lb, step.ub)) + [(0.0, eps)] * (npair * len(sides))
     res = linprog(c, A_ub=np.array(A_rows) if A_rows else None, b_ub=np.array(b) if b else None,
                   bounds=bounds, method="highs")
     if res.status != 0 or res.x is None:
         return None
-    new = q.copy()
-    for (r, v), col in var_of.items():
-        new[r, v] = min(1.0, max(0.0, q[r, v] + res.x[col]))
-        if q[r, v] >= 1.0 and new[r, v] > 1.0 - _OPEN:
-            new[r, v] = 1.0  # not opened (its constraints were not enforced)
-    new[new < _SNAP] = 0.0
-    new[new > 1.0 - _SNAP] = 1.0
-    return new
+    return _take_step(q, step.var_of, res.x)
 
 
 def propose_klocal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit: float = 30.0,
