@@ -331,3 +331,23 @@ def test_strong_stationary_time_rule_is_zero_private():
     m = n - 1
     want = sum(float((1 - lam) * lam ** (d - 2)) * (m - d + 1) for d in range(2, m + 1)) / n
     assert mech.utility() == pytest.approx(want, abs=1e-14)
+
+
+def test_hand_written_file_in_the_stated_format():
+    # A scan file written by hand from the format of docs/beyond_local.md §8: the strong stationary
+    # time rule, S[d-1][c][x] = (1 - lam) pi_x / Q(c, x) for d >= 2 (0 at d = 1); it must audit as
+    # 0-private up to the rounding of its doubles, and a one-record change to S must break it.
+    from redactopt.classes_io import audit_dict
+
+    a, b = 0.1, 0.3
+    lam, pi = 1 - a - b, [b / (a + b), a / (a + b)]
+    Q = [[1 - a, a], [b, 1 - b]]
+    rows = [[[0.0, 0.0], [0.0, 0.0]]] + [[[(1 - lam) * pi[x] / Q[c][x] for x in (0, 1)] for c in (0, 1)]] * 4
+    obj = {"format": "redactopt.class-mechanism/1", "class": "scan", "holder": False, "states": ["0", "1"],
+           "chain": {"labels": ["0", "1"], "transition": Q}, "n": 6, "private": [1], "eps": 1e-9,
+           "sides": {"left": None, "right": {"stop": rows}}}
+    rep = audit_dict(obj)
+    assert rep["passed"] and rep["leakage"] < 1e-12
+    rows2 = [r for r in rows]
+    rows2[2] = [[0.5, 0.5], [0.5, 0.5]]
+    assert not audit_dict(dict(obj, sides={"left": None, "right": {"stop": rows2}}))["passed"]
