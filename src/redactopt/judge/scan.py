@@ -27,6 +27,7 @@ ratio's enclosure ``[lo, hi]`` is compared with rational bounds on :math:`e^\eps
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -71,8 +72,12 @@ def _gamma(nops: float) -> float:
 
 
 def exp_enclosure(eps: object) -> tuple[float, float]:
-    r"""Doubles ``(lo, hi)`` with :math:`lo\le e^{\epsilon}\le hi`, from rational Taylor bounds."""
-    e = to_fraction(eps, "eps")
+    r"""Doubles ``(lo, hi)`` with :math:`lo\le e^{\epsilon}\le hi`, from rational Taylor bounds (cached)."""
+    return _exp_enclosure(to_fraction(eps, "eps"))
+
+
+@functools.lru_cache(maxsize=65536)
+def _exp_enclosure(e: Fraction) -> tuple[float, float]:
     lo, hi = exp_bounds(e, max(12, int(3 * float(e)) + 12))
     flo, fhi = float(lo), float(hi)
     if Fraction(flo) > lo:

@@ -271,7 +271,10 @@ class _SideOracle:
                 if rows is not None:  # row (T[x] - E T[y]) mu <= 0: minus its E-derivative is g_{x'} of the event
                     gy = np.append(np.einsum("c,cdv->dv", self.spec.T[y], mu).ravel(), self.spec.T[y] @ rho)
                     slope[j] = E[x, y] * float(np.maximum(sol.y_ub[rows], 0.0) @ gy)
-            self.cache[budgets] = (sol.bound, sol.value, slope, self._dual_data(lp, sol, E))
+            data = self._dual_data(lp, sol, E)
+            bound = math.nextafter(data.base + math.fsum((data.upper * np.maximum(data.r_hi, 0.0)).tolist())
+                                   * (1.0 + 4.0 * U), math.inf)  # as lp_certificate.dual_bound, parts shared
+            self.cache[budgets] = (bound, sol.value, slope, data)
         return self.cache[budgets]
 
     def _bound_solve(self, budgets: tuple) -> tuple[LinearProgram, LPSolution | None]:
@@ -286,7 +289,7 @@ class _SideOracle:
             self.solves += 1
             for presolve in (True, False):
                 try:
-                    return lp, solve_lp(lp, presolve=presolve)
+                    return lp, solve_lp(lp, presolve=presolve, bound=False)
                 except RuntimeError:
                     continue
         return lp, None
