@@ -29,7 +29,7 @@ from redactopt.model.mechanism_classes import CLASSES, as_kchain, local_as_scan
 from redactopt.solvers.owner_lp import BlockInfeasible, block_design, design_owner, max_exact_n, window_bound
 from redactopt.solvers.scan_lp import design_scan
 
-__all__ = ["ClassDesign", "design_class", "compare_classes", "cli_design", "cli_compare"]
+__all__ = ["ClassDesign", "design_class", "compare_classes", "cli_design", "cli_compare", "format_text", "format_compare"]
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,8 @@ def _table_class(chain: object, n: int, eps: float, p: int, holder: bool) -> tup
             d = block_design(kc, n, eps=eps, p=p, holder=holder)
         except BlockInfeasible as exc:
             ub, win = window_bound(kc, n, eps=eps, p=p, holder=holder)
-            cert = Certificate(ub, math.inf, "owner-window-lp", "holder" if holder else "owner")
+            cert = Certificate(ub, math.inf, "holder-window-lp" if holder else "owner-window-lp",
+                               "holder" if holder else "owner")
             return None, -math.inf, math.nan, "none", cert, {"window": win, "block": str(exc)}
     return d.mechanism, d.utility, d.leakage.leakage, d.info["verdict"], d.certificate, d.info
 
@@ -248,3 +249,29 @@ def _chain_of(args: dict) -> MarkovChain | KChain:
         labels = args.get("labels")
         return KChain(args["transition"], labels=tuple(labels) if labels else ())
     return MarkovChain(float(args.get("alpha", 0.01)), float(args.get("beta", 0.8)))
+
+
+def format_text(d: ClassDesign) -> str:
+    """The text ``redactopt design --class CLS`` should print for a design (``--format text``)."""
+    kind = type(d.mechanism).__name__ if not isinstance(d.mechanism, np.ndarray) else "local table"
+    lines = [f"design: class={d.cls}  n={d.n}  p={d.p + 1}  eps={d.eps:g}  states={list(map(str, d.chain.labels))}",
+             f"mechanism   : {kind} (best candidate: {d.info.get('best', d.cls)})",
+             f"utility     : {d.utility:.10f}",
+             f"leakage     : {d.leakage:.15g} (exact, {d.verdict}; eps = {d.eps:g})",
+             f"upper bound : {d.certificate.upper_bound:.10f} ({d.certificate.solver}; valid for all {d.certificate.scope} "
+             "mechanisms)",
+             f"gap         : {d.certificate.gap:.3g}"]
+    if d.certificate.stopped:
+        lines.append("search      : stopped by the time limit; the bound is valid, the gap is what remains")
+    others = {k: v for k, v in d.candidates.items() if k != d.info.get("best")}
+    if others:
+        lines.append("candidates  : " + ", ".join(f"{k} {v:.6f}" for k, v in others.items() if v > -1))
+    return "\n".join(lines)
+
+
+def format_compare(rows: list[dict]) -> str:
+    """The text ``redactopt compare --class ...`` should print for :func:`cli_compare`'s rows."""
+    head = f"{'class':<8} {'utility':>12} {'upper bound':>12} {'gap':>9}  {'leakage':>10}  bound by"
+    body = [f"{r['class']:<8} {r['utility']:>12.8f} {r['upper_bound']:>12.8f} {r['gap']:>9.2e}  {r['leakage']:>10.6f}  "
+            f"{r['solver']}" for r in rows]
+    return "\n".join([head] + body)

@@ -187,7 +187,7 @@ def design_owner(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
     mech, margin, _ = _solve_design(kc, n, p, eps, holder, ())
     status, res = verify_mechanism(mech, eps)
     u = mech.utility()
-    cert = make_certificate(math.nextafter(bound / n, math.inf), u, solver="owner-lp",
+    cert = make_certificate(math.nextafter(bound / n, math.inf), u, solver="holder-lp" if holder else "owner-lp",
                             scope="holder" if holder else "owner")
     return OwnerDesign(mech, u, res, float(eps), cert, {"margin": margin, "seconds": time.monotonic() - t0,
                                                         "verdict": status, "n_lp": n})
@@ -238,6 +238,7 @@ def block_design(chain: object, n: int, *, eps: float, p: int, holder: bool = Fa
     status, res = verify_mechanism(mech, eps)
     u = mech.utility()
     ub, win = window_bound(kc, n, eps=eps, p=p, holder=holder, total=bound_total)
-    cert = make_certificate(ub, u, solver="owner-window-lp", scope="holder" if holder else "owner")
+    cert = make_certificate(ub, u, solver="holder-window-lp" if holder else "owner-window-lp",
+                            scope="holder" if holder else "owner")
     return OwnerDesign(mech, u, res, float(eps), cert, {"block": (start, length), "window": win, "margin": margin,
                                                         "seconds": time.monotonic() - t0, "verdict": status})
