@@ -315,96 +315,115 @@ class _Model:
     """The mixed-integer polynomial program of the module docstring for one ``(n, p, eps)``."""
 
     def __init__(self, chain: MarkovChain, n: int, p: int, eps: float, left: _Side, right: _Side):
-        scip = require("pyscipopt", purpose="the certified global solver")
+        self._scip = require("pyscipopt", purpose="the certified global solver")
         self.chain, self.n, self.p, self.eps = chain, n, p, eps
         self.sides = [s for s in (left, right) if s.m]
-        geo = _Geometry.of(chain)
-        self.geo = geo
-        lo, hi, r1 = geo.lo, geo.hi, geo.r1
-        m = scip.Model("redactopt_global")
+        self.geo = _Geometry.of(chain)
+        m = self._scip.Model("redactopt_global")
         m.hideOutput()
         self.model = m
         self.two_sided = len(self.sides) == 2
-        e = math.exp(eps)
-        start_lo, start_hi = max(1.0 / e, lo), min(e, hi)
-        self.starts = []
-        if self.two_sided:
-            # Valid dominance bounds on the split: a side's ratios never leave [lo, hi],
-            # so raising Lam0 to e/hi (or lowering lam0 to 1/(e lo)) keeps the product
-            # constraint and only relaxes that side.
-            Lam_floor = max(1.0, min(hi, e / hi))
-            lam_ceil = min(1.0, max(lo, 1.0 / (e * lo)))
-            for s in self.sides:
-                lam0 = lo if lam_ceil <= lo else m.addVar(f"lam0_{s.name}", lb=start_lo, ub=lam_ceil)
-                Lam0 = hi if Lam_floor >= hi else m.addVar(f"Lam0_{s.name}", lb=Lam_floor, ub=start_hi)
-                self.starts.append((lam0, Lam0))
-            (lamL, LamL), (lamR, LamR) = self.starts
-            if not isinstance(LamL, float):
-                m.addCons(LamL * LamR <= e, name="budget_max")
-            if not isinstance(lamL, float):
-                # log-concave form: a convex constraint
-                m.addCons(scip.log(lamL) + scip.log(lamR) >= -eps, name="budget_min")
-        else:
-            self.starts = [(start_lo, start_hi)]
-        pi = chain.stationary
+        self.starts = self._start_intervals(eps)
         obj = 0.0
         self.side_vars = []
         for si, s in enumerate(self.sides):
-            lam_prev, Lam_prev = self.starts[si]
-            u_prev = 0.0
-            q, z, u, lam, Lam, mu, nu = [], [], [], [], [], [], []
-            for k in range(s.m):
-                d = k + 1
-                tag = f"{s.name}{d}"
-                qk = [m.addVar(f"q_{tag}_{v}", lb=0.0, ub=1.0) for v in (0, 1)]
-                zk = [
-                    m.addVar(f"z_{tag}_{v}", vtype="B", lb=0.0, ub=1.0 if s.allowed[k, v] else 0.0)
-                    for v in (0, 1)
-                ]
-                for v in (0, 1):
-                    m.chgVarBranchPriority(zk[v], 100)
-                    m.chgVarBranchPriority(qk[v], 10)
-                uk = m.addVar(f"u_{tag}", lb=0.0, ub=1.0)
-                # support and dominance structure
-                for v in (0, 1):
-                    m.addCons(qk[v] + zk[v] >= 1.0, name=f"supp_{tag}_{v}")
-                    m.addCons(qk[v] + uk <= 1.0, name=f"cutq_{tag}_{v}")
-                    m.addCons(uk <= zk[v], name=f"cutz_{tag}_{v}")
-                m.addCons(uk >= zk[0] + zk[1] - 1.0, name=f"cutand_{tag}")
-                if k:
-                    m.addCons(uk >= u_prev, name=f"cutmono_{tag}")
-                # publishing v at distance d needs R_1(v) in I_{d-1}
-                for v in (0, 1):
-                    if not s.allowed[k, v]:
-                        continue
-                    off = 1.0 - zk[v] + u_prev
-                    rv = float(r1[v])
-                    if not isinstance(lam_prev, float):
-                        m.addCons(lam_prev <= rv + (hi - rv) * off, name=f"pub_lo_{tag}_{v}")
-                    elif lam_prev > rv * (1.0 + INFLUENCE_RTOL):  # outward, as Lemma 2
-                        m.chgVarUb(zk[v], 0.0)
-                    if not isinstance(Lam_prev, float):
-                        m.addCons(Lam_prev >= rv - (rv - lo) * off, name=f"pub_hi_{tag}_{v}")
-                    elif Lam_prev < rv * (1.0 - INFLUENCE_RTOL):
-                        m.chgVarUb(zk[v], 0.0)
-                # requirement intervals I_d = phi^{-1}(I_{d-1}) / rho_d
-                lam_k, Lam_k, mu_k, nu_k = self._step(m, tag, qk, lam_prev, Lam_prev, uk)
-                for v in (0, 1):
-                    obj = obj + float(pi[v]) * (1.0 - qk[v])
-                q.append(qk), z.append(zk), u.append(uk), lam.append(lam_k), Lam.append(Lam_k)
-                mu.append(mu_k), nu.append(nu_k)
-                lam_prev, Lam_prev, u_prev = lam_k, Lam_k, uk
-            # all-⊥ pattern: 1 in I_m unless the side has a never-redacted record
-            if not isinstance(lam_prev, float):
-                m.addCons(lam_prev <= 1.0 + (hi - 1.0) * u_prev, name=f"allbot_lo_{s.name}")
-            elif lam_prev > 1.0:
-                m.addCons(u_prev >= 1.0, name=f"allbot_lo_{s.name}")
-            if not isinstance(Lam_prev, float):
-                m.addCons(Lam_prev >= 1.0 - (1.0 - lo) * u_prev, name=f"allbot_hi_{s.name}")
-            elif Lam_prev < 1.0:
-                m.addCons(u_prev >= 1.0, name=f"allbot_hi_{s.name}")
-            self.side_vars.append(dict(q=q, z=z, u=u, lam=lam, Lam=Lam, mu=mu, nu=nu))
+            obj = self._add_side(s, self.starts[si], obj)
         m.setObjective(obj * (1.0 / n), sense="maximize")
+
+    def _start_intervals(self, eps: float) -> list[tuple]:
+        """Each side's start interval ``I_0 = [lam0, Lam0]``: constants, or split variables when two-sided."""
+        m, lo, hi = self.model, self.geo.lo, self.geo.hi
+        e = math.exp(eps)
+        start_lo, start_hi = max(1.0 / e, lo), min(e, hi)
+        if not self.two_sided:
+            return [(start_lo, start_hi)]
+        # Valid dominance bounds on the split: a side's ratios never leave [lo, hi],
+        # so raising Lam0 to e/hi (or lowering lam0 to 1/(e lo)) keeps the product
+        # constraint and only relaxes that side.
+        Lam_floor = max(1.0, min(hi, e / hi))
+        lam_ceil = min(1.0, max(lo, 1.0 / (e * lo)))
+        starts = []
+        for s in self.sides:
+            lam0 = lo if lam_ceil <= lo else m.addVar(f"lam0_{s.name}", lb=start_lo, ub=lam_ceil)
+            Lam0 = hi if Lam_floor >= hi else m.addVar(f"Lam0_{s.name}", lb=Lam_floor, ub=start_hi)
+            starts.append((lam0, Lam0))
+        (lamL, LamL), (lamR, LamR) = starts
+        if not isinstance(LamL, float):
+            m.addCons(LamL * LamR <= e, name="budget_max")
+        if not isinstance(lamL, float):
+            # log-concave form: a convex constraint
+            m.addCons(self._scip.log(lamL) + self._scip.log(lamR) >= -eps, name="budget_min")
+        return starts
+
+    def _add_side(self, s: _Side, start: tuple, obj: object) -> object:
+        """Add one side's records and its all-⊥ pattern; return ``obj`` with the side's utility added."""
+        pi = self.chain.stationary
+        lam_prev, Lam_prev = start
+        u_prev = 0.0
+        q, z, u, lam, Lam, mu, nu = [], [], [], [], [], [], []
+        for k in range(s.m):
+            tag = f"{s.name}{k + 1}"
+            qk, zk, uk = self._add_support(tag, s.allowed[k], u_prev if k else None)
+            self._add_publishing(tag, s.allowed[k], zk, lam_prev, Lam_prev, u_prev)
+            lam_k, Lam_k, mu_k, nu_k = self._step(self.model, tag, qk, lam_prev, Lam_prev, uk)
+            for v in (0, 1):
+                obj = obj + float(pi[v]) * (1.0 - qk[v])
+            q.append(qk), z.append(zk), u.append(uk), lam.append(lam_k), Lam.append(Lam_k)
+            mu.append(mu_k), nu.append(nu_k)
+            lam_prev, Lam_prev, u_prev = lam_k, Lam_k, uk
+        self._add_all_bottom(s.name, lam_prev, Lam_prev, u_prev)
+        self.side_vars.append(dict(q=q, z=z, u=u, lam=lam, Lam=Lam, mu=mu, nu=nu))
+        return obj
+
+    def _add_support(self, tag: str, allowed: np.ndarray, u_prev: object) -> tuple[list, list, object]:
+        """One record's ``q``, support binaries ``z`` and cut indicator ``u`` with the dominance structure."""
+        m = self.model
+        qk = [m.addVar(f"q_{tag}_{v}", lb=0.0, ub=1.0) for v in (0, 1)]
+        zk = [m.addVar(f"z_{tag}_{v}", vtype="B", lb=0.0, ub=1.0 if allowed[v] else 0.0) for v in (0, 1)]
+        for v in (0, 1):
+            m.chgVarBranchPriority(zk[v], 100)
+            m.chgVarBranchPriority(qk[v], 10)
+        uk = m.addVar(f"u_{tag}", lb=0.0, ub=1.0)
+        for v in (0, 1):
+            m.addCons(qk[v] + zk[v] >= 1.0, name=f"supp_{tag}_{v}")
+            m.addCons(qk[v] + uk <= 1.0, name=f"cutq_{tag}_{v}")
+            m.addCons(uk <= zk[v], name=f"cutz_{tag}_{v}")
+        m.addCons(uk >= zk[0] + zk[1] - 1.0, name=f"cutand_{tag}")
+        if u_prev is not None:
+            m.addCons(uk >= u_prev, name=f"cutmono_{tag}")
+        return qk, zk, uk
+
+    def _add_publishing(
+        self, tag: str, allowed: np.ndarray, zk: list, lam_prev: object, Lam_prev: object, u_prev: object
+    ) -> None:
+        """Publishing ``v`` at distance ``d`` needs ``R_1(v)`` in ``I_{d-1}`` (big-M, off beyond the cut)."""
+        m, geo = self.model, self.geo
+        lo, hi = geo.lo, geo.hi
+        for v in (0, 1):
+            if not allowed[v]:
+                continue
+            off = 1.0 - zk[v] + u_prev
+            rv = float(geo.r1[v])
+            if not isinstance(lam_prev, float):
+                m.addCons(lam_prev <= rv + (hi - rv) * off, name=f"pub_lo_{tag}_{v}")
+            elif lam_prev > rv * (1.0 + INFLUENCE_RTOL):  # outward, as Lemma 2
+                m.chgVarUb(zk[v], 0.0)
+            if not isinstance(Lam_prev, float):
+                m.addCons(Lam_prev >= rv - (rv - lo) * off, name=f"pub_hi_{tag}_{v}")
+            elif Lam_prev < rv * (1.0 - INFLUENCE_RTOL):
+                m.chgVarUb(zk[v], 0.0)
+
+    def _add_all_bottom(self, name: str, lam_prev: object, Lam_prev: object, u_prev: object) -> None:
+        """The all-⊥ pattern: 1 in ``I_m`` unless the side has a never-redacted record."""
+        m, lo, hi = self.model, self.geo.lo, self.geo.hi
+        if not isinstance(lam_prev, float):
+            m.addCons(lam_prev <= 1.0 + (hi - 1.0) * u_prev, name=f"allbot_lo_{name}")
+        elif lam_prev > 1.0:
+            m.addCons(u_prev >= 1.0, name=f"allbot_lo_{name}")
+        if not isinstance(Lam_prev, float):
+            m.addCons(Lam_prev >= 1.0 - (1.0 - lo) * u_prev, name=f"allbot_hi_{name}")
+        elif Lam_prev < 1.0:
+            m.addCons(u_prev >= 1.0, name=f"allbot_hi_{name}")
 
     def _step(self, m, tag: str, qk: list, lam_prev, Lam_prev, uk):
         """Add the interval recursion for one record; return its ``(lam, Lam)``.
