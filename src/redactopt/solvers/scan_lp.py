@@ -56,7 +56,7 @@ U = 2.0**-53
 #: Stop probabilities within this of 0 or 1 are snapped before the design is judged.
 SNAP = 1e-9
 #: Budget margins (nats) a design LP is solved below the budget, tried in turn until one verifies.
-MARGINS = (1e-9, 1e-7, 1e-5, 1e-3)
+MARGINS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3)
 
 
 def pairs_of(k: int) -> list[tuple[int, int]]:
@@ -173,10 +173,11 @@ def side_program(spec: SideSpec, W: int, mode: str, E: np.ndarray, first: np.nda
         if not np.any(coef > 0):
             continue  # the pair's constraints are vacuous (every event's ratio is a mediant below E)
         dcoef = 4 * U * (np.abs(spec.T[x]) + E[x, y] * np.abs(spec.T[y]))
+        ev = np.broadcast_to(coef[:, None, None], (k, W, k))
         R = nub + np.arange(W * k).reshape(W, k)
         sub = imu[:, d0:, :]
         urows.append(np.broadcast_to(R[None, d0:], sub.shape).ravel()), ucols.append(sub.ravel())
-        uvals.append(np.broadcast_to(coef[:, None, None], sub.shape).ravel())
+        uvals.append(ev[:, d0:, :].ravel())
         uerrs.append(np.broadcast_to(dcoef[:, None, None], sub.shape).ravel())
         urows.append(np.full(k, nub + W * k)), ucols.append(irho), uvals.append(coef), uerrs.append(dcoef)
         pair_rows[(x, y)] = np.arange(nub, nub + W * k + 1)
@@ -222,13 +223,23 @@ def first_admissible(spec: SideSpec, budgets: tuple) -> np.ndarray:
 
 
 def stop_table(spec: SideSpec, x: np.ndarray, lp: LinearProgram) -> np.ndarray:
-    r"""The Markov rule :math:`S_d(c,v)=\mu^c_d(v)/\nu^c_d(v)` of an LP point, snapped (unreachable states stop)."""
-    mu, nu = x[lp.info["imu"]], x[lp.info["inu"]]
-    mu = np.clip(mu, 0.0, None)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        S = np.where(nu > 1e-300, np.clip(mu / np.where(nu > 1e-300, nu, 1.0), 0.0, 1.0), 1.0)
-    S = np.where(S < SNAP, 0.0, np.where(S > 1.0 - SNAP, 1.0, S))
-    S = np.transpose(S, (1, 0, 2)).copy()  # (d, c, v)
+    r"""The Markov rule of an LP point: :math:`S_d(c,v)=\mu^c_d(v)/\hat\nu^c_d(v)`, snapped (Proposition 3).
+
+    :math:`\hat\nu` is the running law the rule itself produces (propagated distance by distance), not
+    the LP's :math:`\nu`: an LP meets its flow equations only to an absolute tolerance, which is no
+    accuracy at all for a tiny running probability; so the rule reproduces the LP's event
+    probabilities :math:`\mu` wherever they are within the running mass.  Unreachable states stop.
+    """
+    mu = np.clip(x[lp.info["imu"]], 0.0, None)            # (c, d, v)
+    W = mu.shape[1]
+    S = np.ones((W, mu.shape[0], mu.shape[2]))
+    alive = spec.sigma.copy()
+    for d in range(W):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            Sd = np.where(alive > 0, np.clip(mu[:, d, :] / np.where(alive > 0, alive, 1.0), 0.0, 1.0), 1.0)
+        Sd = np.where(Sd < SNAP, 0.0, np.where(Sd > 1.0 - SNAP, 1.0, Sd))
+        S[d] = Sd
+        alive = (alive * (1.0 - Sd)) @ spec.Q
     if lp.info["mode"] == "force":
         S[-1] = 1.0
     return S
@@ -324,13 +335,36 @@ class _SideOracle:
         E = _budget_matrix(k, dict(zip(pairs_of(k), budgets)), upward=False, margin=margin)
         W = self.W if horizon is None else horizon
         first = None if self.spec.holder else first_admissible(self.spec, budgets)
-        lp = side_program(self.spec, W, "exact" if horizon is None and W == self.spec.m else "force", E, first)
-        try:
-            sol = solve_lp(lp, bound=False)
-        except RuntimeError:  # HiGHS gave up on the presolved model: once more without presolve
-            sol = solve_lp(lp, bound=False, presolve=False)
-        self.solves += 1
+        mode = "exact" if horizon is None and W == self.spec.m else "force"
+        lp = side_program(self.spec, W, mode, E, first)
+        scale = None
+        for _ in range(2):  # second pass: each event's rows divided by its probability (relative tolerances)
+            try:
+                sol = solve_lp(_scaled_rows(lp, scale), bound=False)
+            except RuntimeError:  # HiGHS gave up on the presolved model: once more without presolve
+                sol = solve_lp(_scaled_rows(lp, scale), bound=False, presolve=False)
+            self.solves += 1
+            scale = 1.0 / np.clip(_event_mass(self.spec, sol.x, lp), 1e-12, 1.0)
         return stop_table(self.spec, sol.x, lp)
+
+
+def _scaled_rows(lp: LinearProgram, scale: np.ndarray | None) -> LinearProgram:
+    """The same program with each event's privacy rows multiplied by ``scale[event]`` (the feasible set is
+    unchanged; HiGHS's absolute feasibility tolerance becomes relative to each event's probability)."""
+    if scale is None:
+        return lp
+    r = np.ones(lp.A_ub.shape[0])
+    for rows in lp.info["pair_rows"].values():
+        r[rows] = scale
+    return LinearProgram(lp.c, (sp.diags(r) @ lp.A_ub).tocsr(), lp.b_ub * r, lp.A_eq, lp.b_eq, lp.upper,
+                         info=lp.info)
+
+
+def _event_mass(spec: SideSpec, x: np.ndarray, lp: LinearProgram) -> np.ndarray:
+    """Largest likelihood of each event (by distance and value, then "all redacted") at an LP point."""
+    mu, rho = np.clip(x[lp.info["imu"]], 0.0, None), np.clip(x[lp.info["irho"]], 0.0, None)
+    g = np.einsum("xc,cdv->xdv", spec.T, mu).max(axis=0).ravel()
+    return np.append(g, float((spec.T @ rho).max()))
 
 
 def side_optimum(spec: SideSpec, eps: float, W: int | None = None) -> tuple[float, float, np.ndarray]:
@@ -373,7 +407,7 @@ def side_design(orc: _SideOracle, budgets: tuple) -> np.ndarray:
     optimal rule keeps running with geometrically small probability.  So besides the LP's own rule,
     the program is re-solved with a sure stop at the distance where that rule's running probability
     falls below 1e-9, 1e-7, 1e-5 or 1e-3 (a scan of the side, so feasible; every event it leaves has a
-    resolved probability).  The first two margins are always tried, larger ones while nothing passes
+    resolved probability).  The first three margins are always tried, larger ones while nothing passes
     :func:`side_check`; the most useful passing rule is kept.  The last resort redacts the whole side.
     """
     spec = orc.spec
@@ -394,7 +428,7 @@ def side_design(orc: _SideOracle, budgets: tuple) -> np.ndarray:
         for cand in cands:
             if side_check(spec, cand, budgets) and (best is None or side_count(spec, cand) > side_count(spec, best)):
                 best = cand
-        if best is not None and margin >= MARGINS[1]:
+        if best is not None and margin >= MARGINS[2]:
             return best
     return best if best is not None else np.zeros((spec.m, spec.Q.shape[0], spec.Q.shape[0]))
 
@@ -551,9 +585,14 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
         data = {c: (left.dual_data(lb(a)), right.dual_data(rb(a))) for c, a in _corners(lo, hi, free)}
         if any(d is None for pair in data.values() for d in pair):
             return mono
-        inter = interpolated_bound({c: d[0] for c, d in data.items()}, {c: d[1] for c, d in data.items()},
-                                   free, 32 if len(free) == 1 else 8)
-        return min(mono, math.nextafter(inter, math.inf))
+        best = interpolated_bound({c: d[0] for c, d in data.items()}, {c: d[1] for c, d in data.items()},
+                                  free, 32 if len(free) == 1 else 8)
+        if len(free) == 2:  # interpolate along one dimension, bound the other by monotonicity (left at its
+            for f in (0, 1):  # upper end, right at its lower end): no basis change of the other one to span
+                lft = {(b,): data[tuple(b if g == f else 1 for g in (0, 1))][0] for b in (0, 1)}
+                rgt = {(b,): data[tuple(b if g == f else 0 for g in (0, 1))][1] for b in (0, 1)}
+                best = min(best, interpolated_bound(lft, rgt, [free[f]], 32))
+        return min(mono, math.nextafter(best, math.inf))
 
     def value(a: np.ndarray) -> float:
         return left.upper(lb(a))[1] + right.upper(rb(a))[1]
