@@ -165,7 +165,8 @@ def design_class(chain: object, n: int, *, eps: float, p: int = 0, cls: str = "s
     -------
     ClassDesign
         For ``owner`` the better of the owner optimum (or block design) and the scan optimum; for
-        ``holder`` also the owner design and, where the holder LP is too large, the holder scan.  The certificate's bound holds for every
+        ``holder`` also the owner design and, where the holder LP is too large, the holder scan (half
+        the time limit: it is only a candidate).  The certificate's bound holds for every
         mechanism of ``cls`` and is never below the returned utility (a bound below it is an error).
     """
     if cls not in CLASSES:
@@ -188,7 +189,7 @@ def design_class(chain: object, n: int, *, eps: float, p: int = 0, cls: str = "s
     cands["owner-lp" if "n_lp" in info else "owner-block"] = (mech, u, leak, verdict)
     if cls == "holder":
         if n > max_exact_n(as_kchain(chain).k, True):  # below, the holder LP is the optimum itself
-            hs = get("holder-scan", lambda: _scan(chain, n, eps, p, time_limit, tol, holder=True))
+            hs = get("holder-scan", lambda: _scan(chain, n, eps, p, time_limit / 2, tol, holder=True))
             cands["holder-scan"] = (hs.mechanism, hs.utility, hs.leakage, hs.verdict)
         mech, u, leak, verdict, cert, info = get("holder", lambda: _table_class(chain, n, eps, p, holder=True))
         cands["holder-lp" if "n_lp" in info else "holder-block"] = (mech, u, leak, verdict)
