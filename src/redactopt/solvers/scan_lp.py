@@ -449,10 +449,13 @@ def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16)
     k = spec.Q.shape[0]
     b = tuple(Fraction(eps) for _ in pairs_of(k))
     W = min(spec.m, start)
+    E = _budget_matrix(k, dict(zip(pairs_of(k), b)), upward=True)
     while W < spec.m:
-        E = _budget_matrix(k, dict(zip(pairs_of(k), b)), upward=True)
-        ub = solve_lp(side_program(spec, W, "relax", E)).bound
-        lb = solve_lp(side_program(spec, W, "force", E), bound=False).value
+        try:
+            ub = solve_lp(side_program(spec, W, "relax", E)).bound
+            lb = solve_lp(side_program(spec, W, "force", E), bound=False).value
+        except RuntimeError:  # a sure stop at W can be infeasible (too close to p): look further
+            ub, lb = math.inf, -math.inf
         if ub - lb <= tol_count:
             return W
         W = min(spec.m, 2 * W)
