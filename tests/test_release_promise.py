@@ -160,7 +160,8 @@ def test_changing_every_value_inside_the_blocks_changes_no_fit_and_no_design(tmp
     df = _people()
     src = tmp_path / "people.csv"
     df.to_csv(src, index=False)
-    extra = ["--column", "x"] if path == "binary" else ["--protect", "x,light", "--bin", "light:250"]
+    # (the tuple path with its quick window design: the invariance does not depend on the method)
+    extra = ["--column", "x"] if path == "binary" else ["--protect", "x,light", "--bin", "light:250", "--method", "dim"]
     rep, _ = _apply(run, capsys, src, tmp_path / "a.csv", *extra)
     changed = df.copy()
     inside = np.zeros(len(df), dtype=bool)
@@ -317,7 +318,7 @@ def test_order_by_on_the_k_state_path_fits_the_same_chain(tmp_path, run, capsys)
     df = _people()
     df.to_csv(tmp_path / "ordered.csv", index=False)
     df.sample(frac=1.0, random_state=2).to_csv(tmp_path / "shuffled.csv", index=False)
-    extra = ["--protect", "x,light", "--bin", "light:250"]
+    extra = ["--protect", "x,light", "--bin", "light:250", "--method", "dim"]
     rep, _ = _apply(run, capsys, tmp_path / "ordered.csv", tmp_path / "a.csv", *extra)
     rep2, _ = _apply(run, capsys, tmp_path / "shuffled.csv", tmp_path / "b.csv", *extra, "--order-by", "t")
     assert rep2["chain"]["transition"] == rep["chain"]["transition"] and rep2["states"] == rep["states"]
