@@ -45,7 +45,7 @@ import scipy.sparse as sp
 from redactopt.judge.certify import Certificate, make_certificate
 from redactopt.judge.scan import ClassLeakage, exp_enclosure, scan_side_ratios, verify_mechanism
 from redactopt.model.kchain import KChain
-from redactopt.judge.exact import exp_bounds
+from redactopt.judge.exact import ratio_at_most_exp
 from redactopt.model.mechanism_classes import ScanMechanism, as_kchain, occupation, side_chain, side_chain_exact
 from redactopt.solvers.lp_certificate import LinearProgram, LPSolution, dual_parts, solve_lp
 from redactopt.solvers.split_bound import DualData, interpolated_bound
@@ -214,11 +214,11 @@ def first_admissible(spec: SideSpec, budgets: tuple) -> np.ndarray:
     T = side_chain_exact(spec.chain, spec.side)
     ok = np.ones(k, dtype=bool)
     for (x, y), a in zip(pairs_of(k), budgets):
-        lo, _ = exp_bounds(Fraction(a), max(12, int(3 * float(a)) + 12))
         for c in range(k):
             if T[x][c] == 0:
                 continue
-            ok[c] &= T[y][c] > 0 and T[x][c] / T[y][c] <= lo
+            # Taylor terms until decided (a budget may sit 1e-12 above a chain's ratio: the jump)
+            ok[c] &= T[y][c] > 0 and ratio_at_most_exp(T[x][c] / T[y][c], Fraction(a)) is True
     return ok
 
 
@@ -645,6 +645,52 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
     return {"split": np.array(best_a), "value": best_v, "bound": bound, "boxes": boxes, "stopped": stopped}
 
 
+def _snapped_splits(left: SideSpec, right: SideSpec, a: np.ndarray, eps: float) -> list[np.ndarray]:
+    r"""The split and its variants moved onto the near jump budgets, on the side where the jump is taken.
+
+    A side jumps where a first-record event of ratio :math:`\rho=T(x,c)/T(x',c)` becomes admissible
+    (budget :math:`\ge\log\rho`, decided exactly); a search point within 1e-9 nats of such a budget,
+    on the wrong side of it by rounding, is moved to the nearest double on the right side.
+    """
+    F = Fraction(eps)
+    per_pair = []
+    for j, (x, y) in enumerate(pairs_of(left.Q.shape[0])):
+        opts = [float(a[j])]
+        for spec, is_left in ((left, True), (right, False)):
+            T = side_chain_exact(spec.chain, spec.side)
+            for c in range(len(T)):
+                if T[x][c] == 0 or T[y][c] == 0:
+                    continue
+                rho = T[x][c] / T[y][c]
+                t = math.log(float(rho))
+                v = t if is_left else eps - t
+                if 0.0 <= v <= eps and abs(v - a[j]) <= 1e-9:
+                    for _ in range(64):  # nudge by ulps until the event is admissible exactly
+                        bud = Fraction(v) if is_left else F - Fraction(v)
+                        if ratio_at_most_exp(rho, bud) is True:
+                            opts.append(v)
+                            break
+                        v = math.nextafter(v, math.inf if is_left else -math.inf)
+        per_pair.append(sorted(set(opts)))
+    combos = list(itertools.product(*per_pair))[:16]
+    return [np.array(cmb) for cmb in combos]
+
+
+def _two_sided_design(left: _SideOracle, right: _SideOracle, a: np.ndarray, eps: float) -> tuple[np.ndarray, dict]:
+    """Both sides designed at the split (and its snapped variants, :func:`_snapped_splits`): the most useful pair."""
+    best: tuple | None = None
+    for cand in _snapped_splits(left.spec, right.spec, a, eps):
+        if np.any(cand < 0) or np.any(cand > eps):
+            continue
+        tl = side_design(left, tuple(Fraction(float(v)) for v in cand))
+        tr = side_design(right, tuple(Fraction(eps) - Fraction(float(v)) for v in cand))
+        u = side_count(left.spec, tl) + side_count(right.spec, tr)
+        if best is None or u > best[0]:
+            best = (u, cand, {"left": tl, "right": tr})
+    assert best is not None
+    return best[1], best[2]
+
+
 def _assemble(kc: KChain, n: int, p: int, holder: bool, tables: dict) -> ScanMechanism:
     return ScanMechanism(kc, n, p, tables.get("left"), tables.get("right"), holder=holder)
 
@@ -696,9 +742,8 @@ def design_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool =
 
             coupled = coupled_scan_bound(kc, n, eps=eps, p=p)[0] * n
             bound = min(bound, math.nextafter(coupled, math.inf))
+        a, tables = _two_sided_design(orcs["left"], orcs["right"], a, eps)
         split = {pr: float(v) for pr, v in zip(pairs_of(kc.k), a)}
-        tables = {"left": side_design(orcs["left"], tuple(Fraction(float(v)) for v in a)),
-                  "right": side_design(orcs["right"], tuple(Fraction(eps) - Fraction(float(v)) for v in a))}
     mech = _assemble(kc, n, p, holder, tables)
     status, res = verify_mechanism(mech, eps)
     if status != "certified":
