@@ -39,8 +39,7 @@ from redactopt.engine.classes_design import compare_classes  # noqa: E402
 from redactopt.model.chain import MarkovChain  # noqa: E402
 from redactopt.model.kchain import KChain  # noqa: E402
 from redactopt.solvers.coupled_lp import coupled_scan_bound  # noqa: E402
-from redactopt.solvers.owner_lp import block_design, design_owner  # noqa: E402
-from redactopt.solvers.scan_lp import design_scan  # noqa: E402
+from redactopt.engine.class_judge import block_design, design_owner, design_scan  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FIG3_EPS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)

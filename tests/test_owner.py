@@ -22,7 +22,8 @@ from redactopt.judge.scan import owner_leakage, owner_ratio_exact, verify_mechan
 from redactopt.model.chain import MarkovChain
 from redactopt.model.kchain import KChain
 from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, as_kchain
-from redactopt.solvers.owner_lp import BlockInfeasible, block_design, design_owner, window_bound
+from redactopt.engine.class_judge import block_design, design_owner
+from redactopt.solvers.owner_lp import BlockInfeasible, window_bound
 
 
 def brute_ratio(kc: KChain, n: int, p: int, table: np.ndarray, holder: bool) -> Fraction | None:
@@ -191,7 +192,7 @@ def test_window_bound_holds_for_the_exact_optimum():
 
 
 def test_long_sequences_beat_the_scan():
-    from redactopt.solvers.scan_lp import design_scan
+    from redactopt.engine.class_judge import design_scan
 
     chain = MarkovChain(0.01, 0.8)
     for n, p, total in ((20, 0, 7), (20, 10, 9)):

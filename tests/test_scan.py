@@ -24,7 +24,8 @@ from redactopt.model.chain import MarkovChain
 from redactopt.model.kchain import KChain
 from redactopt.model.mechanism_classes import ScanMechanism, as_kchain, local_as_scan
 from redactopt.solvers.lp_certificate import dual_bound, dual_bound_exact
-from redactopt.solvers.scan_lp import SideSpec, _budget_matrix, design_scan, pairs_of, side_program
+from redactopt.engine.class_judge import design_scan
+from redactopt.solvers.scan_lp import SideSpec, _budget_matrix, pairs_of, side_program
 
 
 # --------------------------------------------------------------------------

@@ -2,7 +2,7 @@ r"""Designs in every mechanism class, verified exactly, with certified bounds (i
 
 ``design_class(chain, n, eps=..., p=..., cls=...)`` is the one entry: ``local`` (today's designs,
 :func:`redactopt.engine.design.design` / :func:`redactopt.engine.kdesign.kdesign`), ``scan``
-(:func:`redactopt.solvers.scan_lp.design_scan`), ``owner`` and ``holder`` (the LP over every
+(:func:`redactopt.engine.class_judge.design_scan`), ``owner`` and ``holder`` (the LP over every
 mechanism for small ``n``, the block design with the window bound beyond;
 :mod:`redactopt.solvers.owner_lp`).  The optimisers only propose: every mechanism returned has been
 judged by :func:`redactopt.judge.scan.verify_mechanism` (a local one by its own exact check and, as
@@ -26,8 +26,8 @@ from redactopt.judge.scan import verify_mechanism
 from redactopt.model.chain import MarkovChain
 from redactopt.model.kchain import KChain
 from redactopt.model.mechanism_classes import CLASSES, as_kchain, local_as_scan
-from redactopt.solvers.owner_lp import BlockInfeasible, block_design, design_owner, max_exact_n, window_bound
-from redactopt.solvers.scan_lp import design_scan
+from redactopt.engine.class_judge import block_design, design_owner, design_scan
+from redactopt.solvers.owner_lp import BlockInfeasible, max_exact_n, window_bound
 
 __all__ = ["ClassDesign", "design_class", "compare_classes", "cli_design", "cli_compare", "format_text", "format_compare"]
 

@@ -118,7 +118,8 @@ def _design(chain: Any, n: int, eps: float, p: int, cls: str, time_limit: float)
 
 def _blocks(chain: Any, n: int, eps: float, private: list[int], holder: bool) -> list[BlockMechanism]:
     """Disjoint block designs around several private records, or :class:`MultiplePrivateError`."""
-    from redactopt.solvers.owner_lp import BlockInfeasible, block_design, max_exact_n
+    from redactopt.engine.class_judge import block_design
+    from redactopt.solvers.owner_lp import BlockInfeasible, max_exact_n
 
     kc = as_kchain(chain)
     gaps = [b - a for a, b in zip(private, private[1:])]

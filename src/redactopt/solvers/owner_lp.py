@@ -18,26 +18,29 @@ post-processing of the whole output (a mediant), and the records outside the win
 as randomness whose law depends on the window's records (Markov), so restricted to the window any
 mechanism is a mechanism of the same class for the window problem: :math:`\text{OPT}_n\le
 (\text{OPT}_w\,n_w+n-n_w)/n` (:func:`window_bound`).  *Design*: the LP on a block with its outermost
-records forced published (:func:`block_design`); every record outside is published and cut off.
+records forced published (:func:`propose_block`); every record outside is published and cut off.
+
+This module only proposes: the designs are judged exactly and certified by
+:mod:`redactopt.engine.class_judge` (the judge is passed in as ``accept`` to try the LP's margins).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from redactopt.judge.certify import Certificate, make_certificate
-from redactopt.judge.scan import ClassLeakage, exp_enclosure, verify_mechanism
+from redactopt.judge.scan import exp_enclosure
 from redactopt.model.kchain import KChain
 from redactopt.model.mechanism_classes import (BlockMechanism, OwnerMechanism, as_kchain, record_tuples,
                                                release_masks, row_keys)
 from redactopt.solvers.lp_certificate import LinearProgram, solve_lp
 
-__all__ = ["owner_program", "OwnerDesign", "BlockInfeasible", "design_owner", "window_bound", "block_design", "max_exact_n",
+__all__ = ["owner_program", "OwnerProposal", "BlockInfeasible", "propose_owner", "window_bound", "propose_block", "max_exact_n",
            "fit_window", "MAX_LP_VARIABLES"]
 
 U = 2.0**-53
@@ -129,20 +132,25 @@ class BlockInfeasible(ValueError):
 
 
 @dataclass(frozen=True)
-class OwnerDesign:
-    """A verified owner/holder (or block) mechanism with a certified bound over its class."""
+class OwnerProposal:
+    """An owner/holder (or block) mechanism proposed by the LP, with a proven bound on its class.
+
+    ``bound`` is the bound on the utility (Definition 2) of every mechanism of the class, rounded
+    outward: the LP's verified dual point (:func:`design` sizes) or :func:`window_bound` (blocks).
+    """
 
     mechanism: OwnerMechanism | BlockMechanism
-    utility: float
-    leakage: ClassLeakage
-    eps: float
-    certificate: Certificate
+    bound: float
+    solver: str
     info: dict
 
 
+Accept = Callable[[OwnerMechanism | BlockMechanism], bool]
+
+
 def _solve_design(chain: KChain, n: int, p: int, eps: float, holder: bool,
-                  forced: tuple[int, ...]) -> tuple[OwnerMechanism, float, str]:
-    """Design LPs at the margins until a table verifies exactly; the last resort redacts everything.
+                  forced: tuple[int, ...], accept: Accept) -> tuple[OwnerMechanism, float]:
+    """Design LPs at the margins until the judge ``accept``s a table; the last resort redacts everything.
 
     With ``forced`` positions the program may be infeasible (publishing them for sure may leak more
     than ``eps``): :class:`BlockInfeasible`.
@@ -157,13 +165,12 @@ def _solve_design(chain: KChain, n: int, p: int, eps: float, holder: bool,
                                       f"within eps = {eps}") from exc
             raise
         mech = OwnerMechanism(chain, n, p, _table(lp, sol.x, n), holder=holder)
-        status, _ = verify_mechanism(mech, eps)
-        if status == "certified":
-            return mech, margin, status
+        if accept(mech):
+            return mech, margin
     rows = chain.k ** (n if holder else n - 1)
     T = np.zeros((rows, 2 ** (n - 1)))
     T[:, 0] = 1.0
-    return OwnerMechanism(chain, n, p, T, holder=holder), math.inf, "certified"
+    return OwnerMechanism(chain, n, p, T, holder=holder), math.inf
 
 
 def _bound(chain: KChain, n: int, p: int, eps: float, holder: bool) -> float:
@@ -172,11 +179,12 @@ def _bound(chain: KChain, n: int, p: int, eps: float, holder: bool) -> float:
     return solve_lp(lp).bound
 
 
-def design_owner(chain: object, n: int, *, eps: float, p: int = 0, holder: bool = False) -> OwnerDesign:
-    r"""The exact optimum over every owner (``holder=True``: holder) mechanism of ``n`` records.
+def propose_owner(chain: object, n: int, *, eps: float, p: int = 0, holder: bool = False,
+                  accept: Accept) -> OwnerProposal:
+    r"""The optimum over every owner (``holder=True``: holder) mechanism of ``n`` records, proposed.
 
     The bound is the LP's verified dual point (valid for the exact chain); the design is the LP
-    solved slightly below the budget, snapped and judged by :func:`~redactopt.judge.scan.verify_mechanism`.
+    solved slightly below the budget, snapped, at the first margin whose table ``accept`` passes.
     """
     t0 = time.monotonic()
     kc = as_kchain(chain)
@@ -184,13 +192,9 @@ def design_owner(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
         raise ValueError(f"design_owner: n = {n} exceeds {max_exact_n(kc.k, holder)} for k = {kc.k} "
                          "(use block_design with window_bound)")
     bound = _bound(kc, n, p, eps, holder)
-    mech, margin, _ = _solve_design(kc, n, p, eps, holder, ())
-    status, res = verify_mechanism(mech, eps)
-    u = mech.utility()
-    cert = make_certificate(math.nextafter(bound / n, math.inf), u, solver="holder-lp" if holder else "owner-lp",
-                            scope="holder" if holder else "owner")
-    return OwnerDesign(mech, u, res, float(eps), cert, {"margin": margin, "seconds": time.monotonic() - t0,
-                                                        "verdict": status, "n_lp": n})
+    mech, margin = _solve_design(kc, n, p, eps, holder, (), accept)
+    return OwnerProposal(mech, math.nextafter(bound / n, math.inf), "holder-lp" if holder else "owner-lp",
+                         {"margin": margin, "seconds": time.monotonic() - t0, "n_lp": n})
 
 
 def fit_window(n: int, p: int, total: int) -> tuple[int, int]:
@@ -219,12 +223,12 @@ def window_bound(chain: object, n: int, *, eps: float, p: int, holder: bool = Fa
     return math.nextafter((cnt + (n - length)) / n, math.inf), (start, length)
 
 
-def block_design(chain: object, n: int, *, eps: float, p: int, holder: bool = False,
-                 total: int | None = None, bound_total: int | None = None) -> OwnerDesign:
-    r"""A verified structured design for long sequences: the optimal block mechanism (module docstring).
+def propose_block(chain: object, n: int, *, eps: float, p: int, holder: bool = False,
+                  total: int | None = None, bound_total: int | None = None, accept: Accept) -> OwnerProposal:
+    r"""A structured design for long sequences, proposed: the optimal block mechanism (module docstring).
 
     The block is the window of :func:`fit_window` (``total`` records); where records lie beyond it, its
-    outermost record is always published (the cut).  Its certificate is :func:`window_bound` on
+    outermost record is always published (the cut).  Its bound is :func:`window_bound` on
     ``bound_total`` records (default: the largest the LP allows).  Raises
     :class:`BlockInfeasible` when that boundary is too close to ``p`` to be published for sure.
     """
@@ -233,12 +237,13 @@ def block_design(chain: object, n: int, *, eps: float, p: int, holder: bool = Fa
     start, length = fit_window(n, p, total or max_exact_n(kc.k, holder))
     forced = tuple(t for t in (start, start + length - 1)
                    if t != p and ((t == start and start > 0) or (t == start + length - 1 and t < n - 1)))
-    inner, margin, _ = _solve_design(kc, length, p - start, eps, holder, tuple(t - start for t in forced))
-    mech = BlockMechanism(n, p, start, inner) if length < n else inner
-    status, res = verify_mechanism(mech, eps)
-    u = mech.utility()
+
+    def whole(inner: OwnerMechanism) -> OwnerMechanism | BlockMechanism:
+        return BlockMechanism(n, p, start, inner) if length < n else inner
+
+    inner, margin = _solve_design(kc, length, p - start, eps, holder, tuple(t - start for t in forced),
+                                  lambda m: accept(whole(m)))
     ub, win = window_bound(kc, n, eps=eps, p=p, holder=holder, total=bound_total)
-    cert = make_certificate(ub, u, solver="holder-window-lp" if holder else "owner-window-lp",
-                            scope="holder" if holder else "owner")
-    return OwnerDesign(mech, u, res, float(eps), cert, {"block": (start, length), "window": win, "margin": margin,
-                                                        "seconds": time.monotonic() - t0, "verdict": status})
+    return OwnerProposal(whole(inner), ub, "holder-window-lp" if holder else "owner-window-lp",
+                         {"block": (start, length), "window": win, "margin": margin,
+                          "seconds": time.monotonic() - t0})

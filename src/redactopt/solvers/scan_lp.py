@@ -26,8 +26,9 @@ relaxation, its bound is valid for ``m`` records.  ``force``: stop for sure at `
 non-decreasing, so a box :math:`[a^-,a^+]` of splits is bounded by
 :math:`F_\ell^{UB}(a^+)+F_r^{UB}(\epsilon-a^-)` (branch and bound; boxes are cut at the budgets where a
 side's first record becomes publishable, :math:`\log T(x,c)/T(x',c)`, where :math:`F_s` jumps).
-Every bound is a verified dual point (:mod:`redactopt.solvers.lp_certificate`); every design is judged
-by :func:`redactopt.judge.scan.verify_mechanism`.
+Every bound is a verified dual point (:mod:`redactopt.solvers.lp_certificate`).  This module only
+proposes: :func:`propose_scan` returns the mechanism and the bound, and
+:func:`redactopt.engine.class_judge.design_scan` judges it exactly and certifies it.
 """
 
 from __future__ import annotations
@@ -42,15 +43,14 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
-from redactopt.judge.certify import Certificate, make_certificate
-from redactopt.judge.scan import ClassLeakage, exp_enclosure, scan_side_ratios, verify_mechanism
+from redactopt.judge.scan import exp_enclosure, scan_side_ratios
 from redactopt.model.kchain import KChain
 from redactopt.judge.exact import ratio_at_most_exp
 from redactopt.model.mechanism_classes import ScanMechanism, as_kchain, occupation, side_chain, side_chain_exact
 from redactopt.solvers.lp_certificate import LinearProgram, LPSolution, dual_parts, solve_lp
 from redactopt.solvers.split_bound import DualData, interpolated_bound
 
-__all__ = ["SideSpec", "side_program", "ScanDesign", "design_scan", "side_optimum", "pairs_of"]
+__all__ = ["SideSpec", "side_program", "ScanProposal", "propose_scan", "side_optimum", "pairs_of"]
 
 U = 2.0**-53
 #: Stop probabilities within this of 0 or 1 are snapped before the design is judged.
@@ -463,20 +463,21 @@ def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16)
 
 
 @dataclass(frozen=True)
-class ScanDesign:
-    r"""A verified scan mechanism with a certified upper bound over its class.
+class ScanProposal:
+    r"""A scan mechanism proposed by the LPs, not yet judged, with a proven bound over its class.
 
-    ``certificate.scope`` is ``"scan"`` (or ``"holder-scan"``): the bound holds for every scan
-    mechanism whose two sides decide independently (docs/beyond_local.md, §1).  ``split`` is the
-    left side's budget per ordered pair (the right side has ``eps`` minus it).
+    ``bound`` is the proven upper bound on the expected number of records published by every scan
+    mechanism whose two sides decide independently (``holder``: every holder scan), rounded outward
+    (docs/beyond_local.md, §1); ``fallback`` redacts every record (always private).  ``split`` is the
+    left side's budget per ordered pair (the right side has ``eps`` minus it); ``stopped`` says the
+    split search ran out of time (the bound still holds).
     """
 
     mechanism: ScanMechanism
-    utility: float
-    leakage: ClassLeakage
-    eps: float
-    certificate: Certificate
+    fallback: ScanMechanism
+    bound: float
     split: dict
+    stopped: bool
     info: dict
 
 
@@ -695,9 +696,10 @@ def _assemble(kc: KChain, n: int, p: int, holder: bool, tables: dict) -> ScanMec
     return ScanMechanism(kc, n, p, tables.get("left"), tables.get("right"), holder=holder)
 
 
-def design_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool = False, tol: float = 9e-7,
-                time_limit: float = 10.0, max_boxes: int = 20000) -> ScanDesign:
-    r"""The optimal scan mechanism (holder scan with ``holder=True``) and a proven bound over all of them.
+def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool = False, tol: float = 9e-7,
+                time_limit: float = 10.0, max_boxes: int = 20000) -> ScanProposal:
+    r"""The optimal scan mechanism (holder scan with ``holder=True``) and a proven bound over all of them,
+    proposed for :func:`redactopt.engine.class_judge.design_scan` to judge.
 
     Parameters
     ----------
@@ -711,10 +713,10 @@ def design_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool =
 
     Returns
     -------
-    ScanDesign
-        The design verified by :func:`~redactopt.judge.scan.verify_mechanism` (exact leakage at most
-        ``eps``, decided with outward rounding or in rationals), its utility, and a certificate whose
-        bound is a verified dual point for each side (branch and bound over the split for two sides).
+    ScanProposal
+        The LPs' mechanism (its sides' tables), the all-redacting fallback, and the bound on the
+        expected count: a verified dual point for each side (branch and bound over the split for two
+        sides, also bounded by the coupled-scan LP when the search stops early).
     """
     t0 = time.monotonic()
     kc = as_kchain(chain)
@@ -745,13 +747,6 @@ def design_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool =
         a, tables = _two_sided_design(orcs["left"], orcs["right"], a, eps)
         split = {pr: float(v) for pr, v in zip(pairs_of(kc.k), a)}
     mech = _assemble(kc, n, p, holder, tables)
-    status, res = verify_mechanism(mech, eps)
-    if status != "certified":
-        mech = mech0
-        status, res = verify_mechanism(mech, eps)
-    scope = "holder-scan" if holder else "scan"
-    cert = make_certificate(math.nextafter(bound / n, math.inf), mech.utility(), solver="scan-lp", scope=scope,
-                            stopped=stopped)
     info = {"W": {s: o.W for s, o in orcs.items()}, "lp_solves": sum(o.solves for o in orcs.values()),
-            "boxes": boxes, "seconds": time.monotonic() - t0, "verdict": status}
-    return ScanDesign(mech, mech.utility(), res, float(eps), cert, split, info)
+            "boxes": boxes, "seconds": time.monotonic() - t0}
+    return ScanProposal(mech, mech0, math.nextafter(float(bound), math.inf), split, bool(stopped), info)
