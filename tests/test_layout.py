@@ -69,12 +69,12 @@ def test_python_dash_m_runs_the_cli():
 
 
 def _module_graph():
-    """Module-level imports between redactopt's own modules (src/redactopt)."""
+    """Module-level imports between redactopt's own modules (src/redactopt and the top-level solvers/)."""
     import ast
     from pathlib import Path
 
     here = Path(__file__).resolve().parents[1]
-    roots = {"redactopt": here / "src" / "redactopt"}
+    roots = {"redactopt": here / "src" / "redactopt", "redactopt.solvers": here / "solvers"}
     mods = {}
     for pkg, root in roots.items():
         for f in root.rglob("*.py"):
@@ -110,9 +110,24 @@ def test_no_import_cycles():
             visit(v, [])
 
 
+def test_solvers_live_at_the_top_level():
+    # the design card's layout: solvers/ beside src/, installed as redactopt.solvers
+    from pathlib import Path
+
+    import redactopt.solvers
+
+    here = Path(__file__).resolve().parents[1]
+    assert not (here / "src" / "redactopt" / "solvers").exists()
+    assert (here / "solvers" / "__init__.py").is_file()
+    # an editable install resolves to the top-level folder, a wheel installs it as redactopt/solvers
+    where = Path(redactopt.solvers.__file__).resolve().parent
+    assert where == here / "solvers" or (where.name == "solvers" and where.parent.name == "redactopt")
+
+
 def test_solvers_propose_and_never_judge():
     # solvers return Candidates; only redactopt.engine.design verifies and certifies
     graph = _module_graph()
+    assert any(name.startswith("redactopt.solvers.") for name in graph)
     for name, deps in graph.items():
         if name.startswith("redactopt.solvers"):
             assert "redactopt.judge.certify" not in deps, name
