@@ -118,24 +118,13 @@ def part_fig3(out: Path, quick: bool, time_limit: float, recompute: bool) -> lis
 
 
 def _figure(rows: list[dict], path: Path) -> None:
-    import matplotlib
+    """The sweep as :func:`redactopt.interface.plots.classes_figure` draws it (``compare --class --plot``)."""
+    from redactopt.interface.plots import classes_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    eps = [r["eps"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for c, mark in (("local", "o"), ("scan", "s"), ("owner", "^"), ("holder", "D")):
-        ax.plot(eps, [r[c] for r in rows], marker=mark, label=f"{c} (verified)")
-        ax.plot(eps, [r[f"{c}_ub"] for r in rows], linestyle=":", color=ax.lines[-1].get_color(), linewidth=1)
-    ax.set_xlabel("eps (nats)")
-    ax.set_ylabel("utility (expected fraction published)")
-    ax.set_title("Price of locality, Fig. 3 setting (n = 10, p = 1); dotted: certified bounds")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    long = [{"eps": r["eps"], "class": c, "utility": r[c], "upper_bound": r[f"{c}_ub"]}
+            for r in rows for c in ("local", "scan", "owner", "holder")]
+    fig = classes_figure(long, title="Price of locality, Fig. 3 setting (n = 10, p = 1, α = 0.01, β = 0.8)")
+    save_figure(fig, path, force=True)
 
 
 def part_gap(out: Path, quick: bool, time_limit: float, recompute: bool) -> list[dict]:

@@ -450,3 +450,31 @@ def test_bench_fig3_and_fig4_are_readable():
     assert lines_by_gid(fig3)["series-thm2_bound"].get_zorder() > lines_by_gid(fig3)["series-dim_optimal"].get_zorder()
     assert_readable(fig3, min_points=10, dpi=bench.FIG_DPI)
     assert_readable(bench.fig4_figure(time_limit=30), min_points=10, dpi=bench.FIG_DPI)
+
+
+def test_classes_figure_lines_bands_and_violations():
+    # the Fig. 3 point of docs/beyond_local.md (n = 10, p = 1, alpha = 0.01, beta = 0.8) at two budgets,
+    # values typed in from the price-of-locality table; one row with a leakage above its budget
+    from redactopt.interface.plots import classes_figure
+
+    rows = [{"eps": 0.5, "class": "local", "utility": 0.7384, "upper_bound": 0.7384, "leakage": 0.5},
+            {"eps": 1.0, "class": "local", "utility": 0.7957, "upper_bound": 0.7957, "leakage": 1.0},
+            {"eps": 0.5, "class": "scan", "utility": 0.8716, "upper_bound": 0.8716, "leakage": 0.5},
+            {"eps": 1.0, "class": "scan", "utility": 0.8873, "upper_bound": 0.8873, "leakage": 1.2},
+            {"eps": 0.5, "class": "holder", "utility": 0.8860, "upper_bound": 0.8870},
+            {"eps": 1.0, "class": "holder", "utility": 0.8929, "upper_bound": 0.8929}]
+    fig = classes_figure(rows)
+    ax = fig.axes[0]
+    lines = {ln.get_gid(): ln for ln in ax.lines}
+    assert set(lines) == {"class-local", "class-scan", "class-holder"}
+    assert list(lines["class-scan"].get_xdata()) == [0.5, 1.0]
+    assert list(lines["class-scan"].get_ydata()) == [0.8716, 0.8873]
+    bands = {c.get_gid(): c for c in ax.collections if (c.get_gid() or "").startswith("class-band-")}
+    verts = bands["class-band-holder"].get_paths()[0].vertices
+    assert verts[:, 1].max() == pytest.approx(0.8929) and 0.8870 in verts[:, 1]
+    (viol,) = [c for c in ax.collections if c.get_gid() == "violations"]
+    assert viol.get_offsets().tolist() == [[1.0, 0.8873]]
+    with pytest.raises(ValueError, match="unknown class 'global'"):
+        classes_figure([{"eps": 1, "class": "global", "utility": 0, "upper_bound": 0}])
+    with pytest.raises(ValueError, match="lacks upper_bound"):
+        classes_figure([{"eps": 1, "class": "scan", "utility": 0}])

@@ -11,6 +11,9 @@
   :func:`redactopt.engine.compare.compare_point`): utility against ε for every method, the band
   between the verified optimum and its certified upper bound, and the mechanisms whose exact
   leakage exceeds ε ringed in red — the paper's Fig. 3 for any chain, ``n`` and ``p``.
+* :func:`classes_figure` draws the rows of ``redactopt compare --class`` (or
+  :func:`redactopt.engine.classes_design.compare_classes`) over several ε: the verified utility of
+  every mechanism class (local ⊆ scan ⊆ owner ⊆ holder) with the band up to its certified bound.
 * :func:`save_figure` writes ``.png`` or ``.svg`` through a temporary file and a rename
   (:func:`redactopt.io.atomic_path`); :func:`check_figure_path` refuses a bad path before any
   work, with a one-line message.
@@ -38,7 +41,7 @@ from redactopt.judge.tolerances import LEAKAGE_RTOL
 from redactopt.model.chain import MarkovChain
 from redactopt.model.kchain import KChain
 
-__all__ = ["DesignView", "design_view", "design_figure", "compare_figure", "save_figure", "check_figure_path",
+__all__ = ["DesignView", "design_view", "design_figure", "compare_figure", "classes_figure", "save_figure", "check_figure_path",
            "figure_bytes", "check_writable", "plot_windows", "region_labels", "new_figure", "design_title",
            "FIGURE_FORMATS", "DPI", "MAX_PANELS"]
 
@@ -685,6 +688,87 @@ def compare_figure(table: Any, *, title: str | None = None, columns: int = 3) ->
     if title is not None or len(groups) > 1:
         fig.suptitle(title or "Utility against ε", fontsize=FONT + 1)
     return fig
+
+
+#: Colours and markers of the mechanism classes, smallest class first.
+CLASS_STYLE = {"local": ("#1f4e9c", "o"), "scan": ("#d97a00", "s"), "owner": ("#2e8b57", "^"),
+               "holder": ("#8e44ad", "D")}
+
+
+def classes_figure(rows: Any, *, title: str | None = None) -> Any:
+    r"""Utility against ε for every mechanism class, each with the band up to its certified bound.
+
+    Parameters
+    ----------
+    rows : list of dict or pandas.DataFrame
+        One row per (ε, class) with ``eps``, ``class`` (``local``, ``scan``, ``owner``, ``holder``),
+        ``utility`` (verified, Definition 2) and ``upper_bound`` (certified over the class); with
+        ``leakage`` a mechanism whose exact leakage exceeds ε is ringed in red.  The rows of
+        ``redactopt compare --class ... --format json`` have this shape.
+    title : str, optional
+        The figure's title (default: "Utility of each mechanism class against ε").
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Per class a line with gid ``class-<name>`` (x ε, y the verified utility) and a band
+        ``class-band-<name>`` between it and the certified bound (no mechanism of the class is
+        above the band); ``violations`` rings any mechanism whose leakage exceeds ε.
+    """
+    recs = [dict(r) for r in (rows.to_dict("records") if hasattr(rows, "to_dict") else rows)]
+    if not recs:
+        raise ValueError("classes_figure: no rows")
+    for r in recs:
+        missing = [k for k in ("eps", "class", "utility", "upper_bound") if k not in r]
+        if missing:
+            raise ValueError(f"classes_figure: a row lacks {', '.join(missing)} (columns: {', '.join(r)})")
+    unknown = sorted({str(r["class"]) for r in recs} - set(CLASS_STYLE))
+    if unknown:
+        raise ValueError(f"classes_figure: unknown class {unknown[0]!r} (classes: {', '.join(CLASS_STYLE)})")
+    fig = new_figure(8.0, 5.2)
+    ax = fig.add_subplot(1, 1, 1)
+    vx, vy = [], []
+    for cls, (color, mark) in CLASS_STYLE.items():
+        mine = sorted((r for r in recs if r["class"] == cls), key=lambda r: float(r["eps"]))
+        if not mine:
+            continue
+        e = np.array([float(r["eps"]) for r in mine])
+        u = np.array([float(r["utility"]) for r in mine])
+        ub = np.array([float(r["upper_bound"]) for r in mine])
+        line, = ax.plot(e, u, color=color, marker=mark, lw=1.8, label=f"{cls} (verified)", zorder=3)
+        line.set_gid(f"class-{cls}")
+        band = ax.fill_between(e, u, ub, color=color, alpha=0.18, lw=0, zorder=1)
+        band.set_gid(f"class-band-{cls}")
+        for x_, y_, r in zip(e, u, mine):
+            if r.get("leakage") is not None and float(r["leakage"]) > float(r["eps"]) * (1 + LEAKAGE_RTOL):
+                vx.append(x_)
+                vy.append(y_)
+    if vx:
+        ax.scatter(vx, vy, s=260, facecolors="none", edgecolors="red", linewidths=2.0, zorder=5,
+                   label="leaks more than ε (exact)").set_gid("violations")
+    e_all = np.array(sorted({float(r["eps"]) for r in recs}))
+    if e_all.size > 1 and e_all.max() / e_all.min() >= 4:
+        ax.set_xscale("log")
+        ax.minorticks_off()
+    if e_all.size <= 10:
+        ax.set_xticks(e_all, [f"{v:g}" for v in e_all])
+    ax.tick_params(labelsize=SMALL)
+    ax.grid(True, color="#dddddd", lw=0.6, zorder=0)
+    ax.set_xlabel("privacy budget ε (nats)", fontsize=FONT)
+    ax.set_ylabel("utility (expected fraction published)", fontsize=FONT)
+    ax.set_title(title or "Utility of each mechanism class against ε", fontsize=FONT + 1)
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(_band_patch("#777777"))
+    labels.append("certified band (no mechanism of the class above)")
+    ax.legend(handles, labels, fontsize=SMALL, frameon=False, loc="lower right")
+    return fig
+
+
+def _band_patch(color: str) -> Any:
+    """A legend patch for a band of ``color``."""
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor=color, alpha=0.3, lw=0)
 
 
 # ---------------------------------------------------------------------------
