@@ -133,6 +133,22 @@ def test_kmechanism_roundtrip_and_old_readers_refuse():
     assert chain_from_dict({"labels": ["x", "y"], "transition": [[0.5, 0.5], [0.1, 0.9]]}).labels == ("x", "y")
 
 
+def test_kstate_reader_refuses_adjacent_blocks_like_the_binary_reader():
+    # issue 25: blocks are maximal runs separated by a row published for sure, for every k
+    c = KChain(P3, labels=("lo", "mid", "hi"))
+    d = json.loads(json.dumps(kdesign_to_dict(kdesign(c, 9, eps=1.0, p=4, method="dim"))))
+    (only,) = d["blocks"]
+    rows, s = only["redact_prob"], only["start"]
+    split = [{"start": s, "redact_prob": rows[:1]}, {"start": s + 1, "redact_prob": rows[1:]}]
+    with pytest.raises(ValueError, match="separated by at least one row published with certainty"):
+        kmechanism_from_dict(dict(d, blocks=split))
+    # the same split as a binary file is refused with the same words
+    binary = {"format": "redactopt.mechanism/2", "chain": {"alpha": 0.1, "beta": 0.2}, "n": 9, "private": [5], "eps": 1.0,
+              "blocks": [{"start": 4, "redact_prob": [[0.5, 0.5]]}, {"start": 5, "redact_prob": [[1, 1]]}]}
+    with pytest.raises(ValueError, match="separated by at least one row published with certainty"):
+        mechanism_from_dict(binary)
+
+
 def test_segment_leakage_equals_whole_sequence(rng):
     for _ in range(40):
         c = random_chain(rng, 3)

@@ -122,8 +122,10 @@ def kmechanism_from_dict(d: object, where: str = "mechanism") -> KMechanismFile:
         rows = require_field(b, "redact_prob", f"{where}: blocks[{i}]")
         if isinstance(s, bool) or not isinstance(s, int) or s < 1 or not isinstance(rows, list) or not rows:
             raise ValueError(f"{where}: blocks[{i}] needs a 1-based 'start' and a non-empty 'redact_prob'")
-        if s <= last:
-            raise ValueError(f"{where}: blocks[{i}] starts at row {s}, not after the previous block (sorted, apart)")
+        if i and s <= last + 1:  # the binary reader's rule (io._sparse_rows): blocks are maximal runs
+            raise ValueError(f"{where}: field 'blocks[{i}]' starts at row {s}, but blocks must be sorted and "
+                             f"separated by at least one row published with certainty (the previous block ends "
+                             f"at row {last})")
         if s - 1 + len(rows) > n:
             raise ValueError(f"{where}: blocks[{i}] runs past row n = {n}")
         try:
