@@ -125,6 +125,23 @@ def _solver(method: str) -> Callable[..., Candidate]:
 # --------------------------------------------------------------------------
 # the entry point
 # --------------------------------------------------------------------------
+def _design_of_class(chain: Any, n: int, *, eps: float, p: int, cls: str, time_limit: float,
+                     given: dict[str, bool]) -> Any:
+    """``design(..., cls=...)`` beyond ``local``: :func:`redactopt.engine.classes_design.design_class`."""
+    from redactopt.model.mechanism_classes import CLASSES
+
+    if cls not in CLASSES:
+        raise ValueError(f"cls must be one of {', '.join(CLASSES)}, got {cls!r}")
+    named = [k for k, v in given.items() if v]
+    if named:
+        raise ValueError(f"{named[0]} applies to cls='local' only (cls={cls!r} has its own optimiser)")
+    if isinstance(chain, ChainClass):
+        raise ValueError(f"a class of chains applies to cls='local' only; cls={cls!r} designs for one chain")
+    from redactopt.engine.classes_design import design_class
+
+    return design_class(chain, n, eps=eps, p=p, cls=cls, time_limit=time_limit)
+
+
 def design(
     chain: MarkovChain | ChainClass,
     n: int,
@@ -140,6 +157,7 @@ def design(
     progress: Progress | None = None,
     verbose: bool = False,
     whole: bool = False,
+    cls: str = "local",
 ) -> DesignResult:
     r"""Design a local redaction mechanism with exact leakage at most ``eps``.
 
@@ -195,6 +213,13 @@ def design(
         independent of ``n``; the result is re-verified on all ``n`` records.  For very long
         sequences :func:`redactopt.engine.window.design_sparse` returns the sparse design
         without building ``n`` rows.
+    cls : {"local", "scan", "owner", "holder"}
+        The mechanism class (docs/beyond_local.md).  ``"local"`` (default): everything above.
+        Any other class returns :func:`redactopt.engine.classes_design.design_class`'s
+        :class:`~redactopt.engine.classes_design.ClassDesign` instead of a ``DesignResult``
+        (the best verified mechanism of the class, its exact leakage and a certified bound over
+        the class); ``chain`` may then also be a :class:`~redactopt.model.kchain.KChain`, and only
+        ``time_limit`` of the options above applies.
 
     Returns
     -------
@@ -214,6 +239,11 @@ def design(
         If a solver's bound other than SCIP's lies below a verified utility (a bug, never
         clamped; a refuted SCIP bound is discarded and listed in ``info["refuted_bounds"]``).
     """
+    if cls != "local":
+        return _design_of_class(chain, n, eps=eps, p=p, cls=cls, time_limit=time_limit,
+                                given={"method": method != "optimal", "split": split != "auto", "rng": rng is not None,
+                                       "certify_time": certify_time != 0.0, "options": bool(options),
+                                       "progress": progress is not None, "verbose": verbose, "whole": whole})
     if isinstance(chain, ChainClass):
         return _design_class(chain, n, eps=eps, p=p, method=method, split=split, time_limit=time_limit, rng=rng,
                              certify_time=certify_time, options=options, progress=progress, verbose=verbose,

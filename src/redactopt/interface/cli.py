@@ -31,6 +31,7 @@ from redactopt.engine.tuning import tuned_three_region
 from redactopt.errors import MissingExtraError, PrivacyCheckError, TooLongError, UsageError
 from redactopt.interface import report
 from redactopt.interface.bench import bench_files, run_bench
+from redactopt.interface.cli_classes import add_class_option
 from redactopt.interface.cli_data import add_apply_parser, add_fit_parser
 from redactopt.interface.cli_report import (
     add_plot_option,
@@ -165,7 +166,10 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
             "(the witness), and its utility. Give a mechanism file (format redactopt.mechanism/2, as written "
             "by 'redactopt design --format json', or the older redactopt.mechanism/1), the report of "
             "'redactopt apply' (every designed sequence is audited), '-' for standard input, or build one of "
-            "the paper's mechanisms with --method. Each private record is judged on its block of rows that can "
+            "the paper's mechanisms with --method. A scan, owner or holder mechanism file (format "
+            "redactopt.class-mechanism/1, from 'design --class ... --out') or the report of 'apply --class' is "
+            "judged exactly as well, every mechanism it holds (same verdicts and exit statuses). Each private "
+            "record is judged on its block of rows that can "
             "be redacted and the always-published row on each side, which is exact for the whole sequence. "
             "A file carries its own n, eps, chain and private records and is judged by them; with a file, --eps E "
             "re-judges it against another budget, and --alpha with --beta (both, numbers or LO:HI ranges; one "
@@ -272,8 +276,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         refuse_given(args, ["samples", "confidence", "attack_seed", "time_limit"], "applies to --attack only")
     rng = np.random.default_rng(args.attack_seed)
     if args.mechanism is not None:
+        from redactopt.interface.cli_classes import maybe_class_audit
         from redactopt.interface.cli_k import maybe_kaudit
 
+        cstatus = maybe_class_audit(args)  # a scan/owner/holder mechanism or class release (issue 26)
+        if cstatus is not None:
+            return cstatus
         kstatus = maybe_kaudit(args)  # a k-state file (issue 17)
         if kstatus is not None:
             return kstatus
@@ -334,7 +342,9 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
             "probabilities per record, the utility, the exact leakage (re-verified after rounding), a "
             "certified upper bound on the best achievable utility with the gap (and a line when a time limit "
             "stopped the search before the gap closed), and the paper's mechanisms for comparison. Defaults: "
-            "the paper's Fig. 3 setting (alpha=0.01, beta=0.8, private record 1) and --method optimal."
+            "the paper's Fig. 3 setting (alpha=0.01, beta=0.8, private record 1) and --method optimal. "
+            "--class scan|owner|holder designs in a larger class of mechanisms instead (docs/beyond_local.md): "
+            "the best verified one, its exact leakage and a certified bound over the class."
         ),
     )
     _add_problem_options(ap, required=True, several=True)
@@ -366,11 +376,16 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
                          "certified upper bound than Lemma 2's (default: off); with --transition it also "
                          "replaces SCIP's default 10 s on the default sizes")
     ap.add_argument("--no-compare", action="store_true", help="text format: skip the comparison lines")
+    add_class_option(ap, "design")
     add_quiet(ap)
     ap.set_defaults(func=_cmd_design)
 
 
 def _cmd_design(args: argparse.Namespace) -> int:
+    if args.cls not in (None, "local"):  # a mechanism class beyond local (issue 26)
+        from redactopt.interface.cli_classes import cmd_class_design
+
+        return cmd_class_design(args)
     check_plot(args)
     if args.transition is not None:  # a k-state chain (issue 17)
         from redactopt.interface.cli_k import cmd_kdesign
@@ -451,14 +466,15 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
             "exact leakage), the exact data-independent optimum and Theorem 2's bound, one row for every "
             "combination of the comma-separated lists (an empty item is an error). Rows whose optimum was "
             "stopped by the time limit are named below the table. Example: redactopt compare --n 10 "
-            "--eps 0.25,0.5,1,2,4"
+            "--eps 0.25,0.5,1,2,4. With --class local,scan,owner,holder: one table per point, one row per "
+            "mechanism class (utility, certified bound, gap, exact leakage), binary or --transition chains."
         ),
     )
     ap.add_argument("--n", type=list_of(int, "--n"), required=True, help="number(s) of records")
     ap.add_argument("--eps", type=list_of(float, "--eps"), required=True, help="budget(s), e.g. 0.25,0.5,1")
-    ap.add_argument("--alpha", type=list_of(_range_item("--alpha"), "--alpha"), default=[(DEFAULT_ALPHA,) * 2],
+    ap.add_argument("--alpha", type=list_of(_range_item("--alpha"), "--alpha"), default=None,
                     help=f"alpha value(s) (default {DEFAULT_ALPHA}); an item LO:HI makes that row a class of chains")
-    ap.add_argument("--beta", type=list_of(_range_item("--beta"), "--beta"), default=[(DEFAULT_BETA,) * 2],
+    ap.add_argument("--beta", type=list_of(_range_item("--beta"), "--beta"), default=None,
                     help=f"beta value(s) (default {DEFAULT_BETA}); an item LO:HI makes that row a class of chains")
     add_renamed(ap, "--private", "--p", default=None, metavar="POSITIONS",
                 help="1-based private position(s), one row each: 1,5 or 1-3 (default 1)")
@@ -468,11 +484,24 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     add_plot_option(ap, what="utility against eps for every method (one panel per n, p, alpha, beta)")
     ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                     help=f"seconds per optimiser (default {DEFAULT_TIME_LIMIT:g})")
+    add_class_option(ap, "compare")
+    ap.add_argument("--transition", default=None, metavar='FILE|"p11,p12,...;p21,..."',
+                    help="--class: a k-state chain instead of --alpha/--beta (a JSON file with 'transition' and "
+                         "'labels', or the rows of the matrix, ';' between rows)")
+    ap.add_argument("--labels", default=None, metavar="A,B,...",
+                    help="--transition: the states' names (default: the file's labels, or 0..k-1)")
     add_quiet(ap)
     ap.set_defaults(func=_cmd_compare)
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    if args.cls is not None:  # mechanism classes instead of methods (issue 26)
+        from redactopt.interface.cli_classes import cmd_class_compare
+
+        return cmd_class_compare(args)
+    refuse_given(args, ["transition", "labels"], "applies to --class only (the methods' compare is binary)")
+    args.alpha = args.alpha or [(DEFAULT_ALPHA,) * 2]
+    args.beta = args.beta or [(DEFAULT_BETA,) * 2]
     rename_value(args, "format", {"markdown": "text"})
     fmt = args.format or "text"
     _check_out(args)

@@ -24,6 +24,7 @@ from redactopt.interface.options import (
     parse_positions,
     refuse_given,
 )
+from redactopt.interface.cli_classes import add_class_option
 from redactopt.interface.cli_report import add_html_option, check_html, maybe_write_html
 from redactopt.interface.progress import Bars, progress_enabled
 from redactopt.io import STDIO, stdin_as_file
@@ -135,6 +136,7 @@ def add_apply_parser(sub: argparse._SubParsersAction) -> None:
     _add_columns_options(ap)
     _add_chain_and_design_options(ap)
     _add_output_options(ap)
+    add_class_option(ap, "apply")
     add_format(ap, ["text", "json"], help="summary: text (default) or json")
     add_quiet(ap)
     ap.set_defaults(func=_cmd_apply)
@@ -316,6 +318,10 @@ def _cmd_apply(args: argparse.Namespace) -> int:
     check_html(args)
     if (args.column is None) == (args.protect is None):
         raise UsageError("give exactly one of --column (one column) and --protect COL[,COL...] (several together)")
+    if args.cls not in (None, "local"):  # a scan, owner or holder mechanism (issue 26)
+        from redactopt.interface.cli_classes import cmd_class_apply
+
+        return cmd_class_apply(args)
     if args.categorical or args.transition is not None or args.protect is not None or args.bin:
         from redactopt.interface.cli_k import cmd_kapply  # a k-state chain (issue 17): categories, tuples, bins
 

@@ -54,7 +54,7 @@ from redactopt.release.apply import check_release_paths
 from redactopt.release.pool import pool_map
 from redactopt.release.tables import compression_suffix, csv_delimiter, open_binary, table_format
 
-__all__ = ["kapply_frame", "kapply_table", "kdesign_release", "AUTO_OPTIMAL_MAX", "KAPPLY_METHODS"]
+__all__ = ["kapply_frame", "kapply_table", "kdesign_release", "write_release", "AUTO_OPTIMAL_MAX", "KAPPLY_METHODS"]
 
 AUTO_OPTIMAL_MAX = 4
 KAPPLY_METHODS = ("auto", "dim", "optimal")
@@ -450,8 +450,13 @@ def _protected_columns(table: pd.DataFrame, column: str | None, protect: Any, bi
 
 
 def _kplan_zones(codes: np.ndarray, labels_all: list[str], seqs: list[tuple[Any, np.ndarray]],
-                 privs: list[tuple[int, ...]], plan_for: Any, fit_outside: Any) -> tuple[_KPlan, dict]:
-    """Fit on the rows the release publishes with certainty (:func:`~redactopt.release.zones.choose_zone`) and plan."""
+                 privs: list[tuple[int, ...]], plan_for: Any, fit_outside: Any,
+                 reach_of: Any = _kreach) -> tuple[Any, dict]:
+    """Fit on the rows the release publishes with certainty (:func:`~redactopt.release.zones.choose_zone`) and plan.
+
+    ``reach_of(plan)``: how far from its nearest private record the plan's designs may redact
+    (:func:`_kreach` for local designs; the class releases of :mod:`redactopt.release.class_apply`
+    pass their own)."""
     order = np.concatenate([rows for _, rows in seqs])
     seq_code = np.repeat(np.arange(len(seqs)), [rows.size for _, rows in seqs])
     pos = np.concatenate([np.arange(rows.size) for _, rows in seqs])
@@ -465,7 +470,7 @@ def _kplan_zones(codes: np.ndarray, labels_all: list[str], seqs: list[tuple[Any,
                                sequences=len(seqs), with_triples=False)  # k states: no order test
     fit, kplan, zone = choose_zone(
         tally, fit=fit_outside, plan=plan_for,
-        reach_of=_kreach, total_rows=int(order.size), free_sequences=sum(1 for p in privs if not p))
+        reach_of=reach_of, total_rows=int(order.size), free_sequences=sum(1 for p in privs if not p))
     return kplan, zone.to_dict()
 
 
@@ -629,6 +634,25 @@ def _trimmed(layout: _Layout, written: list[str]) -> _Layout:
     return _Layout(layout.kind, False, None, index, layout.stored_index and index is not None)
 
 
+def write_release(released: pd.DataFrame, table: pd.DataFrame, layout: _Layout, out_path: Path) -> None:
+    """Write a released table (of the input ``table``, read as ``layout``) to ``out_path``: a temporary
+    file renamed when complete, in the input's layout where every column is written."""
+    every = set(map(str, released.columns)) == set(map(str, table.columns))
+    if not every:  # an index that is not one of the written columns is a column not written
+        layout = _trimmed(layout, list(map(str, released.columns)))
+        released = released.reset_index(drop=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
+    os.close(fd)
+    try:
+        os.chmod(tmp, new_file_mode())
+        _write(released, layout, tmp, out_path.name)
+        os.replace(tmp, out_path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], *, column: str | None = None,
                  eps: float, private: object = None, private_column: str | None = None, by: str | None = None,
                  chain: KChain | None = None, method: str = "auto", seed: int | None = None,
@@ -664,20 +688,7 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
                                  simultaneous=simultaneous, workers=workers)
     if fit_on is not None:
         rep["chain"]["fit_rows"]["table"] = str(fit_on)
-    every = set(map(str, released.columns)) == set(map(str, df.columns))
-    if not every:  # an index that is not one of the written columns is a column not written
-        layout = _trimmed(layout, list(map(str, released.columns)))
-        released = released.reset_index(drop=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
-    os.close(fd)
-    try:
-        os.chmod(tmp, new_file_mode())
-        _write(released, layout, tmp, out_path.name)
-        os.replace(tmp, out_path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_release(released, df, layout, out_path)
     rep = {"input": str(input), "output": str(output), "input_format": layout.kind, **rep}
     if report is not None:
         write_json_atomic(report, rep, force=force)
