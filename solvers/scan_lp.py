@@ -749,4 +749,5 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
     mech = _assemble(kc, n, p, holder, tables)
     info = {"W": {s: o.W for s, o in orcs.items()}, "lp_solves": sum(o.solves for o in orcs.values()),
             "boxes": boxes, "seconds": time.monotonic() - t0}
-    return ScanProposal(mech, mech0, math.nextafter(float(bound), math.inf), split, bool(stopped), info)
+    bound = float(bound) if bound == 0 else math.nextafter(float(bound), math.inf)  # 0 only when no record may be published
+    return ScanProposal(mech, mech0, bound, split, bool(stopped), info)

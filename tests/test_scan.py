@@ -352,3 +352,10 @@ def test_hand_written_file_in_the_stated_format():
     rows2 = [r for r in rows]
     rows2[2] = [[0.5, 0.5], [0.5, 0.5]]
     assert not audit_dict(dict(obj, sides={"left": None, "right": {"stop": rows2}}))["passed"]
+
+
+def test_a_lone_private_record_leaks_exactly_nothing_and_the_bound_is_exactly_zero():
+    # n = 1: the only output is "all redacted", of probability 1 under every value of X_p
+    d = design_scan(MarkovChain(0.1, 0.2), 1, eps=1.0, p=0)
+    assert d.leakage.leakage == 0.0 and d.utility == 0.0
+    assert d.certificate.upper_bound == 0.0 and d.certificate.gap == 0.0

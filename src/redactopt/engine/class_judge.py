@@ -89,7 +89,8 @@ def design_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool =
         mech = prop.fallback
         status, res = verify_mechanism(mech, eps)
     u = mech.utility()
-    cert = make_certificate(math.nextafter(prop.bound / n, math.inf), u, solver="scan-lp",
+    ub = 0.0 if prop.bound == 0 else math.nextafter(prop.bound / n, math.inf)
+    cert = make_certificate(ub, u, solver="scan-lp",
                             scope="holder-scan" if holder else "scan", stopped=prop.stopped)
     info = {**prop.info, "seconds": time.monotonic() - t0, "verdict": status}
     return ScanDesign(mech, u, res, float(eps), cert, prop.split, info)

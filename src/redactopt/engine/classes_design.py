@@ -253,20 +253,22 @@ def _chain_of(args: dict) -> MarkovChain | KChain:
 
 
 def format_text(d: ClassDesign) -> str:
-    """The text ``redactopt design --class CLS`` should print for a design (``--format text``)."""
+    """The text ``redactopt design --class CLS`` prints for a design (``--format text``)."""
     kind = type(d.mechanism).__name__ if not isinstance(d.mechanism, np.ndarray) else "local table"
-    lines = [f"design: class={d.cls}  n={d.n}  p={d.p + 1}  eps={d.eps:g}  states={list(map(str, d.chain.labels))}",
-             f"mechanism   : {kind} (best candidate: {d.info.get('best', d.cls)})",
+    best = d.info.get("best") or (max(d.candidates, key=d.candidates.get) if d.candidates else d.cls)
+    scope = "local" if d.certificate.scope == "all" else d.certificate.scope
+    lines = [f"design: class={d.cls}  n={d.n}  p={d.p + 1}  eps={d.eps:g}  states={', '.join(map(str, d.chain.labels))}",
+             f"mechanism   : {kind} (best candidate: {best})",
              f"utility     : {d.utility:.10f}",
              f"leakage     : {d.leakage:.15g} (exact, {d.verdict}; eps = {d.eps:g})",
-             f"upper bound : {d.certificate.upper_bound:.10f} ({d.certificate.solver}; valid for all {d.certificate.scope} "
+             f"upper bound : {d.certificate.upper_bound:.10f} ({d.certificate.solver}; valid for all {scope} "
              "mechanisms)",
              f"gap         : {d.certificate.gap:.3g}"]
     if d.certificate.stopped:
         lines.append("search      : stopped by the time limit; the bound is valid, the gap is what remains")
-    others = {k: v for k, v in d.candidates.items() if k != d.info.get("best")}
+    others = {k: v for k, v in d.candidates.items() if k != best and v > -1}
     if others:
-        lines.append("candidates  : " + ", ".join(f"{k} {v:.6f}" for k, v in others.items() if v > -1))
+        lines.append("candidates  : " + ", ".join(f"{k} {v:.6f}" for k, v in others.items()))
     return "\n".join(lines)
 
 

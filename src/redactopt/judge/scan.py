@@ -263,6 +263,9 @@ def scan_leakage(mech: ScanMechanism) -> ClassLeakage:
     hi = math.inf if math.isinf(top) else math.nextafter(top * (1.0 + 2 * U), math.inf)
     mid = math.sqrt(lo * hi) if math.isfinite(hi) else math.inf
     witness = _scan_witness(mech, left.events[x][y], right.events[x][y])
+    if all(mech.side(name) is None or not np.any(mech.side(name)) for name in ("left", "right")):
+        # nothing is ever released: the only output is all redacted, of probability 1 under every X_p
+        return ClassLeakage(0.0, 1.0, 1.0, pair, witness, mech.chain.labels)
     return ClassLeakage(math.log(mid), max(lo, 1.0), max(hi, 1.0), pair, witness, mech.chain.labels)
 
 
