@@ -68,18 +68,21 @@ class LPSolution:
 
 
 def solve_lp(lp: LinearProgram, *, time_limit: float | None = None, bound: bool = True,
-             presolve: bool = True) -> LPSolution:
+             presolve: bool = True, warm: dict | None = None) -> LPSolution:
     """Solve with HiGHS, then bound the optimum with :func:`dual_bound`.
 
     Uses the ``highspy`` bindings when they are installed (a third of scipy's overhead on small
     programs), scipy's HiGHS interface otherwise; the bound does not depend on which (any dual point
-    is verified the same way).  Raises ``RuntimeError`` when HiGHS reports no optimum.
+    is verified the same way).  ``warm``: a dict kept by the caller across programs of one shape;
+    the last optimal basis of that shape starts the simplex (programs that differ only in their
+    coefficients then take a few iterations instead of hundreds).  It changes the speed, never what
+    is proven.  Raises ``RuntimeError`` when HiGHS reports no optimum.
     """
     opts: dict = {"presolve": "on" if presolve else "off", "primal_feasibility_tolerance": 1e-10,
                   "dual_feasibility_tolerance": 1e-10, "small_matrix_value": 1e-12}
     if time_limit is not None:
         opts["time_limit"] = float(time_limit)
-    x, value, y_ub, y_eq, status = _highspy(lp, opts) if _HIGHSPY is not None else _scipy(lp, opts)
+    x, value, y_ub, y_eq, status = _highspy(lp, opts, warm) if _HIGHSPY is not None else _scipy(lp, opts)
     bnd = dual_bound(lp, y_ub, y_eq) if bound else math.nan
     return LPSolution(x, value, y_ub, y_eq, bnd, status)
 
@@ -116,8 +119,9 @@ def _new_highs() -> object:
     return h
 
 
-def _highspy(lp: LinearProgram, opts: dict) -> tuple:
-    """HiGHS through ``highspy``: rows ``[A_ub; A_eq]``, duals with scipy's sign (``y = -row_dual``)."""
+def _highspy(lp: LinearProgram, opts: dict, warm: dict | None = None) -> tuple:
+    """HiGHS through ``highspy``: rows ``[A_ub; A_eq]``, duals with scipy's sign (``y = -row_dual``);
+    ``warm`` as in :func:`solve_lp` (keyed by the program's shape)."""
     h = _new_highs()
     h.setOptionValue("output_flag", False)
     for key, val in opts.items():
@@ -133,9 +137,16 @@ def _highspy(lp: LinearProgram, opts: dict) -> tuple:
     model.a_matrix_.format_ = _HIGHSPY.MatrixFormat.kColwise
     model.a_matrix_.start_, model.a_matrix_.index_, model.a_matrix_.value_ = A.indptr, A.indices, A.data
     h.passModel(model)
+    shape = A.shape
+    if warm is not None and shape in warm:
+        h.setBasis(warm[shape])
     h.run()
     if h.getModelStatus() != _HIGHSPY.HighsModelStatus.kOptimal:
+        if warm is not None:
+            warm.pop(shape, None)
         raise RuntimeError(f"HiGHS: {h.modelStatusToString(h.getModelStatus())}")
+    if warm is not None:
+        warm[shape] = h.getBasis()
     sol = h.getSolution()
     dual = -np.asarray(sol.row_dual)
     return (np.asarray(sol.col_value), float(-h.getInfo().objective_function_value), dual[:nub], dual[nub:],

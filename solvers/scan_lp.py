@@ -253,6 +253,7 @@ class _SideOracle:
     W: int
     cache: dict = field(default_factory=dict)
     solves: int = 0
+    warm: dict = field(default_factory=dict)  # the bound LPs' last basis (lp_certificate.solve_lp)
 
     @property
     def bound_mode(self) -> str:
@@ -300,7 +301,7 @@ class _SideOracle:
             self.solves += 1
             for presolve in (True, False):
                 try:
-                    return lp, solve_lp(lp, presolve=presolve, bound=False)
+                    return lp, solve_lp(lp, presolve=presolve, bound=False, warm=self.warm if presolve else None)
                 except RuntimeError:
                     continue
         return lp, None

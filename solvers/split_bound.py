@@ -73,14 +73,15 @@ def _side_terms(data: dict, free: list[int], theta: np.ndarray, corners: list) -
     q = np.zeros((theta.shape[0], data[corners[0]].r_hi.shape[0]))
     for ci, c in enumerate(corners):
         d = data[c]
-        term = np.broadcast_to(d.r_hi, q.shape).copy()
-        mag = np.abs(term)
-        for f, p in enumerate(free):
-            step = (theta[:, f] - c[f])[:, None] * dE[f]
-            sv = np.where(step >= 0, d.s[p] * (1 + REL), d.s[p] * (1 - REL))
-            term += sv * step
-            mag += np.abs(sv * step)
-        q += w[:, ci:ci + 1] * (term + REL * mag)
+        # step_f = (theta_f - c_f) dE_f; with s >= 0 the rounded sensitivity s(1 +- REL) of the sign of the step
+        # gives term = r + sum_f s_f step_f + REL sum_f s_f |step_f| and |term| <= |r| + (1 + REL) sum_f s_f |step_f|,
+        # so term + REL |term| <= r + REL |r| + S step + 2 (1 + REL) REL S |step| (products of <= 2 terms: exact to u)
+        step = (theta - np.array(c, dtype=float)) * dE
+        S = d.s[free]
+        lin = step @ S
+        absl = np.abs(step) @ S
+        term = d.r_hi + REL * np.abs(d.r_hi) + lin + (2.0 + 4.0 * REL) * REL * absl
+        q += w[:, ci:ci + 1] * term
     q += np.abs(1.0 - w.sum(axis=1))[:, None] * data[corners[0]].c_abs + 1e-15 * data[corners[0]].c_abs
     return base, q, dE
 
