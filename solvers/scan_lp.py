@@ -253,7 +253,7 @@ class _SideOracle:
     W: int
     cache: dict = field(default_factory=dict)
     solves: int = 0
-    warm: dict = field(default_factory=dict)  # the bound LPs' last basis (lp_certificate.solve_lp)
+    bases: dict = field(default_factory=dict)  # per LP shape: the budgets solved so far and their optimal bases
 
     @property
     def bound_mode(self) -> str:
@@ -301,10 +301,22 @@ class _SideOracle:
             self.solves += 1
             for presolve in (True, False):
                 try:
-                    return lp, solve_lp(lp, presolve=presolve, bound=False, warm=self.warm if presolve else None)
+                    return lp, self._warm_solve(lp, b) if presolve else solve_lp(lp, presolve=False, bound=False)
                 except RuntimeError:
                     continue
         return lp, None
+
+    def _warm_solve(self, lp: LinearProgram, budgets: tuple) -> LPSolution:
+        """The LP started from the optimal basis of the nearest budgets solved before (HiGHS warm start:
+        a few simplex iterations instead of hundreds; the proof does not depend on it)."""
+        here = np.array([float(v) for v in budgets])
+        shape = (lp.A_ub.shape[0] + lp.A_eq.shape[0], lp.c.shape[0])
+        points, bases = self.bases.setdefault(shape, (np.empty((0, here.shape[0])), []))
+        warm = {shape: bases[int(np.abs(points - here).sum(axis=1).argmin())]} if bases else {}
+        sol = solve_lp(lp, bound=False, warm=warm)
+        if shape in warm:
+            self.bases[shape] = (np.vstack([points, here]), bases + [warm[shape]])
+        return sol
 
     def dual_data(self, budgets: tuple) -> DualData | None:
         """The verified dual point's parts at these budgets (:class:`~redactopt.solvers.split_bound.DualData`)."""
@@ -602,17 +614,17 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
     def value(a: np.ndarray) -> float:
         return left.upper(lb(a))[1] + right.upper(rb(a))[1]
 
-    def slack(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """Per free dimension, what the monotone bound loses over the box along it (corner bounds, cached
-        for boxes of at most two free dimensions, where the interpolated bound solved every corner)."""
-        top = left.upper(lb(hi))[0] + right.upper(rb(lo))[0]
-        out = np.zeros(lo.shape[0])
-        for j in np.flatnonzero(hi > lo):
-            h2, l2 = hi.copy(), lo.copy()
-            h2[j], l2[j] = lo[j], hi[j]
-            out[j] = max(top - left.upper(lb(h2))[0] - right.upper(rb(lo))[0],
-                         top - left.upper(lb(hi))[0] - right.upper(rb(l2))[0]) + 1e-12 * (hi[j] - lo[j])
-        return out
+    def best_split(lo: np.ndarray, hi: np.ndarray) -> list[tuple[tuple, float]]:
+        """The children along the dimension whose children bound the box lowest (every free dimension
+        tried: on a plateau of one budget, splitting it does not lower the bound, splitting the other does)."""
+        options = []
+        dims = [int(j) for j in np.flatnonzero(hi - lo > 4 * eta)]
+        for j in dims:
+            onehot = np.zeros(lo.shape[0])
+            onehot[j] = 1.0
+            kids = [(box, box_ub(*box)) for box in _box_split(lo, hi, cuts, eta, onehot)]
+            options.append((max(u for _, u in kids), -float(hi[j] - lo[j]), j, kids))
+        return min(options, key=lambda o: o[:3])[3]
 
     lo, hi, cuts = _split_domain(left.spec, right.spec, eps)
     eta = 1e-11 * max(1.0, eps)
@@ -631,8 +643,7 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
         if float(np.max(bhi - blo)) <= 4 * eta:
             finals.append(-ub)
             continue
-        for clo, chi in _box_split(blo, bhi, cuts, eta, slack(blo, bhi)):
-            ub_child = box_ub(clo, chi)
+        for (clo, chi), ub_child in best_split(blo, bhi):
             free = [int(j) for j in np.flatnonzero(chi > clo)]
             # the interpolated bound solved both sides at every corner: their values cost nothing more
             points = [a for _, a in _corners(clo, chi, free)] if 1 <= len(free) <= 2 else [(clo + chi) / 2]
