@@ -614,22 +614,50 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
     def value(a: np.ndarray) -> float:
         return left.upper(lb(a))[1] + right.upper(rb(a))[1]
 
+    def slack(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Per free dimension, what the monotone bound loses over the box along it (corner bounds, cached
+        for boxes of at most two free dimensions, where the interpolated bound solved every corner)."""
+        top = left.upper(lb(hi))[0] + right.upper(rb(lo))[0]
+        out = np.zeros(lo.shape[0])
+        for j in np.flatnonzero(hi > lo):
+            h2, l2 = hi.copy(), lo.copy()
+            h2[j], l2[j] = lo[j], hi[j]
+            out[j] = max(top - left.upper(lb(h2))[0] - right.upper(rb(lo))[0],
+                         top - left.upper(lb(hi))[0] - right.upper(rb(l2))[0]) + 1e-12 * (hi[j] - lo[j])
+        return out
+
     def best_split(lo: np.ndarray, hi: np.ndarray) -> list[tuple[tuple, float]]:
-        """The children along the dimension whose children bound the box lowest (every free dimension
-        tried: on a plateau of one budget, splitting it does not lower the bound, splitting the other does)."""
-        options = []
+        """The children of a box and their bounds (docs/beyond_local.md, §3).
+
+        With at most two free dimensions every one is tried and the split whose children bound the box
+        lowest on average is taken (on a flat budget a split lowers nothing; a greedy choice by the
+        worst child alone keeps halving one dimension); when no split lowers the worst child by 1 % of
+        the box's excess the relatively widest dimension is cut (a jump the cuts do not list is then
+        left to its sliver).  With more dimensions the one whose corners lose most to the monotone
+        bound is cut (trying all would cost a solve per dimension and child).
+        """
         dims = [int(j) for j in np.flatnonzero(hi - lo > 4 * eta)]
+        if len(dims) > 2:
+            return [(box, box_ub(*box)) for box in _box_split(lo, hi, cuts, eta, slack(lo, hi))]
+        options = []
         for j in dims:
             onehot = np.zeros(lo.shape[0])
             onehot[j] = 1.0
             kids = [(box, box_ub(*box)) for box in _box_split(lo, hi, cuts, eta, onehot)]
-            options.append((max(u for _, u in kids), -float(hi[j] - lo[j]), j, kids))
+            worst = max(u for _, u in kids)
+            options.append((sum(u for _, u in kids) / len(kids), -float(hi[j] - lo[j]), j, kids, worst))
+        parent = box_ub(lo, hi)
+        if len(options) > 1 and min(o[4] for o in options) > parent - 0.01 * max(parent - best_ref[0], 1e-300):
+            span = hi0 - lo0
+            return max(options, key=lambda o: (hi[o[2]] - lo[o[2]]) / max(span[o[2]], 1e-300))[3]
         return min(options, key=lambda o: o[:3])[3]
 
     lo, hi, cuts = _split_domain(left.spec, right.spec, eps)
     eta = 1e-11 * max(1.0, eps)
     share = 0.2 if int(np.sum(hi > lo)) <= 2 else 0.5
     best_v, best_a = _seed(value, lo, hi, eps, time.monotonic() + share * max(0.0, deadline - time.monotonic()))
+    best_ref = [best_v]
+    lo0, hi0 = lo.copy(), hi.copy()
     heap, finals, count, boxes = [(-box_ub(lo, hi), 0, lo, hi)], [], 1, 1
     stopped = False
     while heap:
@@ -651,6 +679,7 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
                 v = value(point)
                 if v > best_v:
                     best_v, best_a = v, tuple(point)
+                    best_ref[0] = best_v
             count += 1
             boxes += 1
             heapq.heappush(heap, (-ub_child, count, clo, chi))
