@@ -413,7 +413,7 @@ def _running(spec: SideSpec, S: np.ndarray) -> np.ndarray:
     return run
 
 
-def side_design(orc: _SideOracle, budgets: tuple) -> np.ndarray:
+def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf) -> np.ndarray:
     """A verified stop table for one side at these budgets (docs/beyond_local.md, §3, "Designs").
 
     An LP's absolute tolerances do not fix the ratios of events whose probability is tiny, and the
@@ -422,7 +422,22 @@ def side_design(orc: _SideOracle, budgets: tuple) -> np.ndarray:
     falls below 1e-9, 1e-7, 1e-5 or 1e-3 (a scan of the side, so feasible; every event it leaves has a
     resolved probability).  The first three margins are always tried, larger ones while nothing passes
     :func:`side_check`; the most useful passing rule is kept.  The last resort redacts the whole side.
+
+    ``loss``: when the kept rule publishes more than this below the relaxation's value at ``W`` (a sure
+    stop at ``W`` can cost more at small budgets than at the whole budget that chose ``W``), the side is
+    designed again on a window twice as long (up to the whole side) and the better rule kept.
     """
+    best = _side_design(orc, budgets)
+    spec = orc.spec
+    while orc.W < spec.m and orc.upper(budgets)[1] - side_count(spec, best) > loss:
+        orc = _SideOracle(spec, min(spec.m, 2 * orc.W))
+        wider = _side_design(orc, budgets)
+        if side_count(spec, wider) > side_count(spec, best):
+            best = wider
+    return best
+
+
+def _side_design(orc: _SideOracle, budgets: tuple) -> np.ndarray:
     spec = orc.spec
     best: np.ndarray | None = None
     for margin in MARGINS:
@@ -456,22 +471,28 @@ def side_count(spec: SideSpec, S: np.ndarray) -> float:
 def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16) -> int:
     """The truncation ``W`` of a side: doubled until the relaxation's bound and a forced stop at ``W`` agree within ``tol_count``.
 
-    Judged at the whole budget for every pair; the final certificate is computed honestly whatever
-    the choice (a larger ``W`` only tightens it).
+    Judged for every pair at the whole budget, then at a half, a quarter and an eighth of it (a split
+    leaves a side less than the whole budget, where a sure stop at ``W`` costs more) as long as ``W``
+    stays at most 32 or the whole budget's ``W`` (longer windows at small budgets would slow every
+    bound LP of the split search more than they tighten it); the final certificate is computed
+    honestly whatever the choice (a larger ``W`` only tightens it).
     """
     k = spec.Q.shape[0]
-    b = tuple(Fraction(eps) for _ in pairs_of(k))
     W = min(spec.m, start)
-    E = _budget_matrix(k, dict(zip(pairs_of(k), b)), upward=True)
-    while W < spec.m:
-        try:
-            ub = solve_lp(side_program(spec, W, "relax", E)).bound
-            lb = solve_lp(side_program(spec, W, "force", E), bound=False).value
-        except RuntimeError:  # a sure stop at W can be infeasible (too close to p): look further
-            ub, lb = math.inf, -math.inf
-        if ub - lb <= tol_count:
-            return W
-        W = min(spec.m, 2 * W)
+    cap = spec.m
+    for share in (1, 2, 4, 8):
+        b = tuple(Fraction(eps) / share for _ in pairs_of(k))
+        E = _budget_matrix(k, dict(zip(pairs_of(k), b)), upward=True)
+        while W < min(spec.m, cap):
+            try:
+                ub = solve_lp(side_program(spec, W, "relax", E)).bound
+                lb = solve_lp(side_program(spec, W, "force", E), bound=False).value
+            except RuntimeError:  # a sure stop at W can be infeasible (too close to p): look further
+                ub, lb = math.inf, -math.inf
+            if ub - lb <= tol_count:
+                break
+            W = min(spec.m, cap, 2 * W)
+        cap = max(W, 32)
     return W
 
 
@@ -718,14 +739,15 @@ def _snapped_splits(left: SideSpec, right: SideSpec, a: np.ndarray, eps: float) 
     return [np.array(cmb) for cmb in combos]
 
 
-def _two_sided_design(left: _SideOracle, right: _SideOracle, a: np.ndarray, eps: float) -> tuple[np.ndarray, dict]:
+def _two_sided_design(left: _SideOracle, right: _SideOracle, a: np.ndarray, eps: float,
+                      loss: float = math.inf) -> tuple[np.ndarray, dict]:
     """Both sides designed at the split (and its snapped variants, :func:`_snapped_splits`): the most useful pair."""
     best: tuple | None = None
     for cand in _snapped_splits(left.spec, right.spec, a, eps):
         if np.any(cand < 0) or np.any(cand > eps):
             continue
-        tl = side_design(left, tuple(Fraction(float(v)) for v in cand))
-        tr = side_design(right, tuple(Fraction(eps) - Fraction(float(v)) for v in cand))
+        tl = side_design(left, tuple(Fraction(float(v)) for v in cand), loss)
+        tr = side_design(right, tuple(Fraction(eps) - Fraction(float(v)) for v in cand), loss)
         u = side_count(left.spec, tl) + side_count(right.spec, tr)
         if best is None or u > best[0]:
             best = (u, cand, {"left": tl, "right": tr})
@@ -772,12 +794,13 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
         (s, orc), = orcs.items()
         b = tuple(Fraction(eps) for _ in range(K))
         bound, split, boxes, stopped = orc.upper(b)[0], {}, 0, False
-        tables = {s: side_design(orc, b)}
+        tables = {s: side_design(orc, b, tol * n / 4)}
     elif not orcs:
         bound, split, boxes, stopped, tables = 0.0, {}, 0, False, {}
     else:
         # the split search gets 85 % of the time: the two sides' designs and the judge follow it
-        bb = _branch_and_bound(orcs["left"], orcs["right"], eps, tol * n, t0 + 0.85 * time_limit, max_boxes)
+        # the target gap tol * n is shared: 3/4 to the split search, 1/16 to each side's design
+        bb = _branch_and_bound(orcs["left"], orcs["right"], eps, 0.75 * tol * n, t0 + 0.85 * time_limit, max_boxes)
         a = bb["split"]
         bound, boxes, stopped = bb["bound"], bb["boxes"], bb["stopped"]
         if stopped and not holder:  # every scan is a coupled scan: that LP's bound holds too
@@ -785,7 +808,7 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
 
             coupled = coupled_scan_bound(kc, n, eps=eps, p=p)[0] * n
             bound = min(bound, math.nextafter(coupled, math.inf))
-        a, tables = _two_sided_design(orcs["left"], orcs["right"], a, eps)
+        a, tables = _two_sided_design(orcs["left"], orcs["right"], a, eps, tol * n / 16)
         split = {pr: float(v) for pr, v in zip(pairs_of(kc.k), a)}
     mech = _assemble(kc, n, p, holder, tables)
     info = {"W": {s: o.W for s, o in orcs.items()}, "lp_solves": sum(o.solves for o in orcs.values()),
