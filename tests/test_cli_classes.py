@@ -135,6 +135,23 @@ def test_compare_text_table(run, capsys):
     assert [round(float(ln.split()[1]), 4) for ln in lines[2:]] == [0.2936, 0.2936]
 
 
+def test_compare_class_plot_draws_each_class_against_eps(run, capsys, tmp_path):
+    # Example 1's chain at two budgets: the verified utilities on the figure are the table's
+    fig = tmp_path / "classes.svg"
+    assert run(["compare", "--class", "local,scan", "--n", "2", "--alpha", "0.25", "--beta", "0.5",
+                "--eps", "0.5,1", "--format", "json", "--out", str(tmp_path / "rows.json"), "--plot", str(fig)]) == 0
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    svg = fig.read_text()
+    assert 'id="class-local"' in svg and 'id="class-scan"' in svg and 'id="class-band-scan"' in svg
+    a = math.exp(-0.5)
+    p2 = (0.5 * a - 0.25) / (0.75 - 0.5 * a)
+    assert [round(r["utility"], 4) for r in rows if r["eps"] == 0.5] == [round((1.0 - p2) / 3.0, 4)] * 2
+    # several settings cannot share one figure: refused before any design, nothing written
+    assert run(["compare", "--class", "scan", "--n", "2,3", "--eps", "0.5", "--plot", str(tmp_path / "x.png")]) == 2
+    _one_line_error(capsys.readouterr().err, "compare", "one --n")
+    assert not (tmp_path / "x.png").exists()
+
+
 def test_classes_grow_along_the_chain_at_the_fig3_point(run, capsys):
     # n = 10, p = 1, alpha = 0.01, beta = 0.8, eps = 0.5: local 0.7384 (the paper's setting, certified),
     # scan 0.8716 (issue 26, computed outside the project), owner 0.8734

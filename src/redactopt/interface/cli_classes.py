@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from redactopt.errors import PrivacyCheckError, UsageError
+from redactopt.interface.cli_report import check_plot
 from redactopt.interface.options import EXIT_FAIL, EXIT_OK, parse_positions, refuse_given
 from redactopt.interface.report import positions_text, witness_text
 from redactopt.io import STDIO, check_input_path, check_output_path, write_output
@@ -56,7 +57,8 @@ def add_class_option(ap: argparse.ArgumentParser, command: str) -> None:
         ap.add_argument("--class", dest="cls", type=class_list, default=None, metavar="CLS[,CLS...]",
                         help="compare mechanism classes instead of methods: one row per class of local,scan,"
                              "owner,holder (in that order), each the best verified design of the class with "
-                             f"its certified bound; one --n, --eps and --private per table ({kinds})")
+                             f"its certified bound; one --n, --eps and --private per table; --plot FILE draws every "
+                             f"class against eps for one chain, --n and --private ({kinds})")
         return
     what = {"design": "design the best verified mechanism of this class, with a certified bound over the "
                       "class (binary --alpha/--beta or k-state --transition chains; one private record). With "
@@ -190,7 +192,6 @@ def cmd_class_compare(args: argparse.Namespace) -> int:
     from redactopt.interface.options import rename_value
     from redactopt.interface.report import rows_csv
 
-    refuse_given(args, ["plot"], "draws the methods' compare; not available with --class")
     rename_value(args, "format", {"markdown": "text"})
     fmt = args.format or "text"
     if args.out is not None and args.out != STDIO:
@@ -204,6 +205,11 @@ def cmd_class_compare(args: argparse.Namespace) -> int:
         if p >= check_n(n, "--n"):
             raise UsageError(f"--private: position {p + 1} is outside the {n} records")
         check_eps(eps, "--eps")
+    if args.plot is not None:
+        if len(args.n) * len(chains) * len(privates) > 1:
+            raise UsageError("--plot with --class draws every class against eps for one chain, one --n and one "
+                             "--private; give one of each (and several --eps)")
+        check_plot(args)
     rows, blocks = [], []
     for n, (chain_args, shown), p, eps in points:
         got = cli_compare({**chain_args, "n": n, "eps": eps, "private": p + 1, "classes": ",".join(args.cls),
@@ -216,6 +222,11 @@ def cmd_class_compare(args: argparse.Namespace) -> int:
     write_output(text, args.out, force=args.force)
     if args.out is not None and args.out != STDIO:
         print(f"wrote {args.out}")
+    if args.plot is not None:
+        from redactopt.interface.plots import classes_figure, save_figure
+
+        path = save_figure(classes_figure(rows), args.plot, force=bool(args.force))
+        print(f"wrote {path}", file=sys.stderr if fmt != "text" and args.out in (None, STDIO) else sys.stdout)
     return EXIT_OK
 
 
