@@ -70,7 +70,6 @@ from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import (
     DesignResult,
     SparseDesign,
-    extended_block,
     finalize,
     finalize_sparse,
     merge_blocks,
@@ -78,6 +77,7 @@ from redactopt.judge.certify import (
 from redactopt.judge.classes import nominal_bound
 from redactopt.judge.leakage import leakage, side_extremes, side_pattern_products
 from redactopt.judge.lemma2 import leakage_ceiling, lemma2_upper_bound
+from redactopt.judge.segments import extended_block, segment_groups
 from redactopt.judge.tolerances import round_up, safe_budget
 from redactopt.model.chain import MarkovChain
 from redactopt.model.classes import ChainClass
@@ -506,23 +506,6 @@ def combine_max(
 # --------------------------------------------------------------------------
 # joint local improvement
 # --------------------------------------------------------------------------
-def _segments(q: np.ndarray, priv: Sequence[int]) -> list[tuple[int, int, list[int]]]:
-    """Groups of private records sharing the stretch between two always-published records.
-
-    Returns ``(lo, hi, members)`` with ``lo``/``hi`` the always-published rows bounding the
-    stretch (or the sequence ends), inclusive.
-    """
-    n = q.shape[0]
-    published = np.flatnonzero(~q.any(axis=1))
-    groups: dict[tuple[int, int], list[int]] = {}
-    for p in priv:
-        k = int(np.searchsorted(published, p))
-        lo = int(published[k - 1]) if k > 0 else 0
-        hi = int(published[k]) if k < published.size else n - 1
-        groups.setdefault((lo, hi), []).append(int(p))
-    return [(lo, hi, members) for (lo, hi), members in sorted(groups.items())]
-
-
 class _EdgeLeakage:
     r"""The leakage about private record ``p`` of a segment while only row ``t`` changes.
 
@@ -708,7 +691,7 @@ def improve_locally(
     gained = 0.0
     evaluations = 0
     changed = 0
-    for lo, hi, members in _segments(q, priv):
+    for lo, hi, members in segment_groups(q, priv):
         seg = q[lo : hi + 1]  # a view: edits land in q
         ok = _SegmentCheck(chain, eps, lo, members)
         if not ok.full(seg, exact=True):  # the start must itself be valid

@@ -31,6 +31,7 @@ from redactopt.engine.ladder import judge_candidate
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import DesignResult, finalize, snap, verify
 from redactopt.judge.lemma2 import lemma2_upper_bound
+from redactopt.judge.segments import first_published
 from redactopt.judge.tolerances import safe_budget
 from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.influence import low_value, pointwise_influence, regions
@@ -460,8 +461,7 @@ def _side_grids(structures: list[_Structure], s: int) -> list[np.ndarray]:
         p, base = st.p, st.base
         rows = base[:p][::-1] if s == 0 else base[p + 1:]
         idx = (p - 1 - st.med[0]) if s == 0 else (st.med[1] - p - 1)
-        cut = np.flatnonzero(~rows.any(axis=1))
-        m = int(cut[0]) + 1 if cut.size else rows.shape[0]
+        m = min(first_published(rows) + 1, rows.shape[0])
         key = (rows[:m].tobytes(), idx[idx < m].tobytes())
         if key not in keys:
             keys[key] = len(rows_of)
@@ -485,8 +485,7 @@ def _side_grids(structures: list[_Structure], s: int) -> list[np.ndarray]:
         p, base = st.p, st.base
         rows = base[:p][::-1] if s == 0 else base[p + 1:]
         idx = (p - 1 - st.med[0]) if s == 0 else (st.med[1] - p - 1)
-        cut = np.flatnonzero(~rows.any(axis=1))
-        m = int(cut[0]) + 1 if cut.size else rows.shape[0]
+        m = min(first_published(rows) + 1, rows.shape[0])
         order.append(out[keys[(rows[:m].tobytes(), idx[idx < m].tobytes())]])
     return order
 

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from redactopt._validate import check_eps, check_private, check_redact_prob
-from redactopt.judge.certify import SparseRows, extended_block, verify
+from redactopt.judge.certify import SparseRows, verify
 from redactopt.judge.exact import MAX_EXACT_N, ExactCertificate, certify_exact
 from redactopt.judge.leakage import LeakageResult, check_mechanism, leakage
+from redactopt.judge.segments import Segment, block_segments
 from redactopt.model.chain import MarkovChain
 from redactopt.model.classes import ChainClass
 
@@ -45,36 +46,17 @@ def as_sparse(redact_prob: object) -> SparseRows:
                       tuple(np.ascontiguousarray(q[s:e]) for s, e in zip(starts.tolist(), ends.tolist())))
 
 
-class Segment(NamedTuple):
-    """Rows ``lo..`` of a sequence (a block and its always-published neighbours) and the private records in it."""
-
-    lo: int
-    rows: np.ndarray
-    private: list[int]
-
-
 def segments(redact_prob: object, private: object) -> Iterator[Segment]:
     """The segment of every block that holds private records (docs/mathematics.md, §8).
 
-    Yields :class:`Segment` ``(lo, rows, private)``: the block extended by its
-    always-published neighbour on each side (where the sequence has one,
-    :func:`~redactopt.judge.certify.extended_block`), and the 0-based private records in
+    Yields :class:`~redactopt.judge.segments.Segment` ``(lo, rows, private)``: the block
+    extended by its always-published neighbour on each side (where the sequence has one,
+    :func:`~redactopt.judge.segments.extended_block`), and the 0-based private records in
     it, sorted.  Checks on a segment are exact for the whole sequence.  A private record
     outside every block would be published: ``ValueError``.
     """
     rows = as_sparse(redact_prob)
-    priv = check_private(private, rows.n)
-    seen = 0
-    for start, block in zip(rows.starts, rows.blocks):
-        lo, ext, mine = extended_block(rows.n, start, block, priv)
-        if mine:
-            seen += len(mine)
-            yield Segment(lo, ext, mine)
-    if seen < len(priv):
-        inside = {p for s, b in zip(rows.starts, rows.blocks) for p in priv if s <= p < s + b.shape[0]}
-        p = next(p for p in priv if p not in inside)
-        raise ValueError(f"private record {p + 1} lies outside every block of rows that can be redacted: "
-                         "it would be published (infinite leakage)")
+    return block_segments(rows, check_private(private, rows.n))
 
 
 class WitnessRuns(Sequence):

@@ -8,7 +8,7 @@ carries a valid upper bound on the optimal utility, so the gap is known.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +18,7 @@ import numpy as np
 from redactopt._validate import check_eps, check_n, check_private
 from redactopt.errors import BoundError, PrivacyCheckError
 from redactopt.judge.exact import MAX_EXACT_N, certify_exact
+from redactopt.judge.segments import extended_block, longest_segment, private_segments
 from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.tolerances import LEAKAGE_RTOL, SNAP_TOL, UTILITY_ATOL, boundary_zone
 from redactopt.model.chain import MarkovChain
@@ -33,6 +34,8 @@ __all__ = [
     "SparseRows",
     "finalize_sparse",
     "extended_block",
+    "longest_segment",
+    "private_segments",
     "merge_blocks",
     "finalize",
     "make_certificate",
@@ -275,24 +278,6 @@ def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...]
                                                           eps).status == "certified")
 
 
-def private_segments(q: np.ndarray, private: Sequence[int]) -> list[tuple[int, int]]:
-    """The *segment* of each private record: its first and last rows (0-based, inclusive), the nearest rows
-    published with certainty on each side (or the sequence's ends) — beyond them nothing changes a
-    likelihood ratio (docs/mathematics.md §8)."""
-    published = np.flatnonzero(~q.any(axis=1))
-    out = []
-    for p in private:
-        k = int(np.searchsorted(published, p))
-        out.append((int(published[k - 1]) if k > 0 else 0,
-                    int(published[k]) if k < published.size else q.shape[0] - 1))
-    return out
-
-
-def longest_segment(q: np.ndarray, private: Sequence[int]) -> int:
-    """The most records in the segment of a private record (:func:`private_segments`); ``q.shape[0]`` at most."""
-    return max((hi - lo + 1 for lo, hi in private_segments(q, private)), default=q.shape[0])
-
-
 def zone_verdict(leak: float, eps: float, zone: float, q: np.ndarray, private: Sequence[int],
                  certify_segment: Callable[[np.ndarray, int], bool]) -> bool:
     """Whether a float leakage ``leak`` proves the mechanism ``q`` private, for every chain model.
@@ -470,23 +455,6 @@ def _trim_blocks(starts: list[int], blocks: list[np.ndarray], tol: float) -> tup
             out_s.append(s + int(nz[0]))
             out_b.append(np.ascontiguousarray(q[nz[0] : nz[-1] + 1]))
     return out_s, out_b
-
-
-def extended_block(n: int, start: int, block: np.ndarray,
-                   private: tuple[int, ...]) -> tuple[int, np.ndarray, list[int]]:
-    """A block with its always-published neighbour on each side, and the private records in it.
-
-    Returns ``(lo, ext, mine)``: ``ext`` (a new array) holds rows ``lo..`` of the sequence
-    (the block plus a zero row on each side, where the sequence has one) and ``mine`` the
-    0-based indices of the sorted ``private`` that lie in the block.  Checks and
-    improvements on ``ext`` hold for the whole sequence (see :func:`finalize_sparse`).
-    """
-    end = start + block.shape[0] - 1
-    mine = list(private[bisect_left(private, start) : bisect_right(private, end)])
-    lo, hi = max(0, start - 1), min(n - 1, end + 1)
-    ext = np.zeros((hi - lo + 1, 2))
-    ext[start - lo : start - lo + block.shape[0]] = block
-    return lo, ext, mine
 
 
 def finalize_sparse(

@@ -11,20 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from redactopt.judge.exact import MAX_EXACT_N
 from redactopt.judge.kcertify import kboundary_zone
 from redactopt.judge.kexact import certify_kexact
-from redactopt.judge.kleakage import check_kmechanism, kleakage_segment, kutility, segment
+from redactopt.judge.kleakage import check_kmechanism, kleakage_segment, kutility
+from redactopt.judge.segments import segment
 from redactopt.model.kchain import KChain
 
 __all__ = ["kaudit", "ksegment"]
 
-
-def ksegment(q: np.ndarray, p: int) -> tuple[int, int]:
-    """0-based inclusive rows ``(lo, hi)`` of private record ``p``'s segment (:func:`redactopt.judge.kleakage.segment`)."""
-    return segment(q, p)
+#: The segment of a private record (:func:`redactopt.judge.segments.segment`; the old name).
+ksegment = segment
 
 
 def kaudit(chain: KChain, redact_prob: object, *, private: object, eps: float, method: str = "file",
@@ -58,7 +55,7 @@ def kaudit(chain: KChain, redact_prob: object, *, private: object, eps: float, m
     if exact or undecided:
         statuses = []
         for p in priv:
-            a, b = ksegment(q, p)
+            a, b = segment(q, p)
             if b - a + 1 > MAX_EXACT_N:
                 statuses.append("too long")
                 continue

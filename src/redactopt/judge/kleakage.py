@@ -53,6 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from redactopt._validate import check_private, check_redact_prob
+from redactopt.judge.segments import segment
 from redactopt.model.kchain import KChain
 
 __all__ = [
@@ -400,16 +401,6 @@ def side_output(side: SidePairs, j: int, v: int) -> np.ndarray:
     out[j] = v
     out[j + 1 :] = _continuation(side.P, side.q[j + 1 :], v)
     return out
-
-
-def segment(q: np.ndarray, p: int) -> tuple[int, int]:
-    """0-based inclusive rows ``(lo, hi)`` of private record ``p``'s segment: up to and including the
-    nearest always-published rows (all zeros) on each side, or the ends of the sequence."""
-    published = np.flatnonzero(~q.any(axis=1))
-    i = int(np.searchsorted(published, p))
-    lo = int(published[i - 1]) if i > 0 else 0
-    hi = int(published[i]) if i < published.size else q.shape[0] - 1
-    return lo, hi
 
 
 # --------------------------------------------------------------------------
