@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from redactopt._validate import check_eps, check_index, check_n
+from redactopt.model.chain import check_problem
 from redactopt.model.kchain import KChain
 from redactopt.model.kinfluence import KINFLUENCE_RTOL, kinfluence_atol, side_matrix
 from redactopt.solvers.base import Candidate
@@ -43,11 +43,8 @@ _SAFE_MIN = 1e-290
 
 
 def check_kproblem(chain: KChain, n: object, eps: object, p: object) -> tuple[int, float, int]:
-    """Validate a k-state design problem; ``p`` is 0-based."""
-    if not isinstance(chain, KChain):
-        raise TypeError(f"chain must be a KChain, got {type(chain).__name__}")
-    n = check_n(n)
-    return n, check_eps(eps), check_index(p, n, "p")
+    """Validate a design problem on a chain of any number of states (:func:`redactopt.model.chain.check_problem`)."""
+    return check_problem(chain, n, eps, p, two_state=False)
 
 
 def side_window_terms(chain: KChain, m: int, side: str, eps: float) -> tuple[np.ndarray, np.ndarray]:

@@ -65,6 +65,40 @@ def counts_outside(values, private, radius, sequences=None, k=2):
     return C, rows
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--chain-form", choices=("binary", "matrix"), default="binary",
+                     help="matrix: every MarkovChain(a, b) a test builds is the same exact chain given as a "
+                          "2x2 transition matrix (redactopt.model.chain.Chain), not a MarkovChain")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "markov_constructor: tests of the MarkovChain constructor itself "
+                                       "(its repr, pickle and speed; skipped with --chain-form matrix)")
+    if config.getoption("--chain-form") == "matrix":
+        from fractions import Fraction
+
+        from redactopt._validate import check_probability_open
+        from redactopt.model.chain import Chain, MarkovChain
+
+        def as_matrix(cls: type, alpha: object, beta: object) -> Chain:
+            a, b = (Fraction(check_probability_open(v, name)) for v, name in ((alpha, "alpha"), (beta, "beta")))
+            return Chain([[1 - a, a], [b, 1 - b]], labels=(0, 1))  # not a MarkovChain: __init__ is skipped
+
+        MarkovChain.__new__ = as_matrix  # type: ignore[method-assign]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--chain-form") == "matrix":
+        skip = pytest.mark.skip(reason="tests the MarkovChain constructor itself, not a chain")
+        for item in items:
+            if "markov_constructor" in item.keywords:
+                item.add_marker(skip)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"chain form: {config.getoption('--chain-form')}"
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261130)

@@ -392,8 +392,13 @@ def test_kdesign_bad_input():
         kdesign(c, 5, eps=1.0, method="3r")
     with pytest.raises(ValueError, match="time_limit"):
         kdesign(c, 5, eps=1.0, time_limit=0)
-    with pytest.raises(TypeError, match="KChain"):
-        kdesign(MarkovChain(0.4, 0.3), 5, eps=1.0)
+    # a MarkovChain is the two-state Chain (issue 25): designed as the same exact chain given as a matrix
+    binary = kdesign(MarkovChain(0.4, 0.3), 5, eps=1.0)
+    matrix = kdesign(KChain.from_binary(MarkovChain(0.4, 0.3)), 5, eps=1.0)
+    assert binary.utility == matrix.utility
+    assert np.array_equal(np.asarray(binary.redact_prob), np.asarray(matrix.redact_prob))
+    with pytest.raises(TypeError, match="chain"):
+        kdesign((0.4, 0.3), 5, eps=1.0)
     with pytest.raises(ValueError, match="eps"):
         kdesign(c, 5, eps=-1.0)
     for bad in (-1.0, float("nan")):

@@ -58,7 +58,7 @@ from typing import Any
 
 from redactopt.engine.joint import bound_table_keys, bound_tables, design_joint_sparse
 from redactopt.judge.certify import SparseDesign, finalize_sparse
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import MarkovChain, is_two_state
 from redactopt.model.classes import ChainClass
 from redactopt.model.influence import delta_star
 
@@ -71,7 +71,7 @@ MapFn = Callable[[Callable[[Any], Any], list], list]
 
 def chain_spec(chain: Hashable) -> dict[str, Any]:
     """The file form of a key's chain: ``{"alpha", "beta"}`` or the class's ``to_dict()`` under ``"class"``."""
-    if isinstance(chain, MarkovChain):
+    if is_two_state(chain):
         return {"alpha": chain.alpha, "beta": chain.beta}
     if isinstance(chain, ChainClass):
         return {"class": chain.to_dict()}
@@ -79,7 +79,7 @@ def chain_spec(chain: Hashable) -> dict[str, Any]:
 
 
 def _chains(chain: Hashable) -> tuple[MarkovChain, ...]:
-    if isinstance(chain, MarkovChain):
+    if is_two_state(chain):
         return (chain,)
     if isinstance(chain, ChainClass):
         return chain.deciding()

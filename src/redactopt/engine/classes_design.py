@@ -23,7 +23,7 @@ import numpy as np
 
 from redactopt.judge.certify import Certificate, make_certificate
 from redactopt.judge.scan import verify_mechanism
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import MarkovChain, is_two_state
 from redactopt.model.kchain import KChain
 from redactopt.model.mechanism_classes import CLASSES, as_kchain, local_as_scan
 from redactopt.engine.class_judge import block_design, design_owner, design_scan
@@ -79,7 +79,7 @@ class ClassDesign:
 
 def _local(chain: object, n: int, eps: float, p: int, time_limit: float) -> ClassDesign:
     """Today's certified local design, re-judged as its scan completion by this module's judge."""
-    if isinstance(chain, MarkovChain):
+    if is_two_state(chain):
         from redactopt.engine.design import design
 
         res = design(chain, n, eps=eps, p=p, time_limit=time_limit)

@@ -79,7 +79,7 @@ from redactopt.judge.leakage import leakage, side_extremes, side_pattern_product
 from redactopt.judge.lemma2 import leakage_ceiling, lemma2_upper_bound
 from redactopt.judge.segments import extended_block, segment_groups
 from redactopt.judge.tolerances import round_up, safe_budget
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import MarkovChain, is_two_state
 from redactopt.model.classes import ChainClass
 from redactopt.model.influence import delta_star, side_log_ratio_envelope
 from redactopt.solvers.frontier import side_bound, side_tables
@@ -105,8 +105,8 @@ JOINT_METHODS: tuple[str, ...] = ("auto",) + METHODS
 AUTO_CALIBRATED_MAX = 3
 
 def _check_chain(chain: object) -> MarkovChain:
-    if not isinstance(chain, MarkovChain):
-        raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
+    if not is_two_state(chain):
+        raise TypeError(f"chain must be a two-state chain (MarkovChain), got {chain!r}")
     return chain
 
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from redactopt.io import STDIO, atomic_path, check_output_path
 from redactopt.judge.tolerances import LEAKAGE_RTOL
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import MarkovChain, is_two_state
 from redactopt.model.kchain import KChain
 
 __all__ = ["DesignView", "design_view", "design_figure", "compare_figure", "classes_figure", "save_figure", "check_figure_path",
@@ -278,7 +278,7 @@ def region_labels(view: DesignView, t: np.ndarray) -> np.ndarray:
     """
     from redactopt.model.influence import region_letters
 
-    if not isinstance(view.chain, MarkovChain):
+    if not is_two_state(view.chain):
         raise ValueError("regions are defined for a binary chain only")
     t = np.asarray(t, dtype=np.int64)
     priv = np.asarray(sorted(view.private), dtype=np.int64)
@@ -356,7 +356,7 @@ def design_title(view: DesignView) -> str:
 
 def _draw_regions(ax: Any, view: DesignView, t: np.ndarray) -> set[str]:
     """Region bands behind a binary panel (runs merged); returns the letters drawn."""
-    if isinstance(view.chain, MarkovChain):
+    if is_two_state(view.chain):
         letters = region_labels(view, t)
     else:
         letters = np.where(np.isin(t, view.private), "P", "")
@@ -416,7 +416,7 @@ def _influence(view: DesignView, reach: int) -> tuple[np.ndarray, dict[str, np.n
     """
     d = np.arange(1, reach + 1)
     chain = view.chain
-    if isinstance(chain, MarkovChain):
+    if is_two_state(chain):
         from redactopt.model.influence import pointwise_influence
 
         return d, {f"X_t = {view.states[x]}": np.asarray(pointwise_influence(chain, d, x)) for x in (0, 1)}

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 from redactopt._validate import check_real
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import MarkovChain, is_two_state
 
 __all__ = ["ChainClass", "implied_by", "parse_range"]
 
@@ -109,15 +109,15 @@ class ChainClass:
         a, b = _interval(alpha, "alpha"), _interval(beta, "beta")
         if nominal is None:
             nominal = MarkovChain(0.5 * (a[0] + a[1]), 0.5 * (b[0] + b[1]))
-        elif not (isinstance(nominal, MarkovChain) and a[0] <= nominal.alpha <= a[1] and b[0] <= nominal.beta <= b[1]):
+        elif not (is_two_state(nominal) and a[0] <= nominal.alpha <= a[1] and b[0] <= nominal.beta <= b[1]):
             raise ValueError(f"nominal chain must be a MarkovChain inside the box, got {nominal!r}")
         return cls(a, b, (), nominal)
 
     @classmethod
     def of(cls, chains: object, *, nominal: MarkovChain | None = None) -> "ChainClass":
-        """The finite set of ``chains`` (MarkovChain objects)."""
+        """The finite set of ``chains`` (two-state chains: MarkovChain objects or 2 x 2 matrices)."""
         items = tuple(chains)  # type: ignore[arg-type]
-        if not items or not all(isinstance(c, MarkovChain) for c in items):
+        if not items or not all(is_two_state(c) for c in items):
             raise TypeError("chains must be a non-empty collection of MarkovChain")
         nominal = items[0] if nominal is None else nominal
         if nominal not in items:
@@ -157,7 +157,7 @@ class ChainClass:
         return tuple(kept)
 
     def __contains__(self, chain: object) -> bool:
-        if not isinstance(chain, MarkovChain):
+        if not is_two_state(chain):
             return False
         if self.chains:
             return chain in self.chains
