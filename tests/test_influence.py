@@ -154,3 +154,130 @@ def test_regions_fig3_setting():
     assert "".join(reg.labels) == "PMMSSSSSSS"
     assert reg.low_value == 0
     assert regions(MarkovChain(0.8, 0.01), 10, 0, 0.0, 1.0).low_value == 1
+
+
+# --------------------------------------------------------------------------
+# one influence API for every chain (issue 25)
+# --------------------------------------------------------------------------
+from redactopt.model.chain import Chain  # noqa: E402
+from redactopt.model.influence import (  # noqa: E402
+    pair_log_ratios,
+    provably_above,
+    side_log_ratio_maxima,
+    window_terms,
+)
+from redactopt.model.kinfluence import kdelta_star, kmax_influence, kpointwise_influence  # noqa: E402
+
+P3_IRREVERSIBLE = [[0.1, 0.8, 0.1], [0.1, 0.1, 0.8], [0.8, 0.1, 0.1]]
+
+
+def _exact_power(rows: list[list[Fraction]], d: int) -> list[list[Fraction]]:
+    k = len(rows)
+    out = [[Fraction(int(i == j)) for j in range(k)] for i in range(k)]
+    for _ in range(d):
+        out = [[sum(out[i][m] * rows[m][j] for m in range(k)) for j in range(k)] for i in range(k)]
+    return out
+
+
+def _terms_by_hand(rows: list[list[Fraction]], d: int) -> np.ndarray:
+    """ell(d)[x, x'] = max_v log P^d[x, v] / P^d[x', v], from rational powers (every entry positive)."""
+    Pd = _exact_power(rows, d)
+    k = len(rows)
+    return np.array([[0.0 if x == y else max(math.log(Pd[x][v] / Pd[y][v]) for v in range(k)) for y in range(k)]
+                     for x in range(k)])
+
+
+def _matrix_form(a: float, b: float, labels=(0, 1)) -> Chain:
+    A, B = Fraction(a), Fraction(b)
+    return Chain([[1 - A, A], [B, 1 - B]], labels=labels)
+
+
+@pytest.mark.parametrize("a,b", CHAINS)
+def test_matrix_form_gives_the_binary_influences_bit_for_bit(a, b):
+    binary, matrix = MarkovChain(a, b), _matrix_form(a, b, labels=("no", "yes"))
+    d = np.arange(1, 90)
+    for x in (0, 1):
+        assert np.array_equal(pointwise_influence(matrix, d, x), pointwise_influence(binary, d, x))
+    assert np.array_equal(max_influence(matrix, d), max_influence(binary, d))
+    for side in ("left", "right"):
+        assert np.array_equal(pointwise_influence(matrix, 5, side=side), pointwise_influence(binary, 5, side=side))
+        assert np.array_equal(window_terms(matrix, 40, side), window_terms(binary, 40, side))
+    for eps in (0.05, 0.5, 2.0):
+        assert delta_star(matrix, eps) == delta_star(binary, eps) == delta_star(matrix, eps, side="left")
+
+
+@pytest.mark.parametrize("a,b", [(0.2, 0.3), (0.6, 0.7), (0.05, 0.1)])
+def test_two_state_window_terms_by_hand(a, b):
+    A, B = Fraction(a), Fraction(b)
+    rows = [[1 - A, A], [B, 1 - B]]
+    t = window_terms(MarkovChain(a, b), 12)
+    assert t.shape == (13, 2, 2) and not t[12].any()
+    for d in range(1, 13):
+        assert t[d - 1] == pytest.approx(_terms_by_hand(rows, d), rel=1e-10, abs=1e-13)
+    ell = side_log_ratio_maxima(MarkovChain(a, b), 12)
+    assert np.array_equal(t[:12, 0, 1], ell[:, 0]) and np.array_equal(t[:12, 1, 0], ell[:, 1])
+    r = pair_log_ratios(MarkovChain(a, b), 3)
+    assert r.shape == (3, 2, 2, 2)
+    assert r[1, 0, 0, 1] == pytest.approx(math.log(_exact_power(rows, 2)[0][0] / _exact_power(rows, 2)[1][0]))
+
+
+def test_three_states_by_hand_and_both_sides():
+    c = Chain(P3_IRREVERSIBLE)
+    assert not c.is_reversible
+    rows = [list(r) for r in c.exact]
+    rev = [list(r) for r in c.reversed().exact]
+    for d in (1, 2, 5):
+        right, left = _terms_by_hand(rows, d), _terms_by_hand(rev, d)
+        assert window_terms(c, 6, "right")[d - 1] == pytest.approx(right, rel=1e-10, abs=1e-13)
+        assert window_terms(c, 6, "left")[d - 1] == pytest.approx(left, rel=1e-10, abs=1e-13)
+        per_value = [max(math.log(_exact_power(rows, d)[x][v] / _exact_power(rows, d)[y][v])
+                         for x in range(3) for y in range(3) if x != y) for v in range(3)]
+        assert pointwise_influence(c, d) == pytest.approx(per_value, rel=1e-10)
+        assert pointwise_influence(c, [d, d + 1], 2)[0] == pytest.approx(per_value[2], rel=1e-10)
+        assert max_influence(c, d) == pytest.approx(max(per_value), rel=1e-10)
+    # a set {p - 2, p + 3}: max over pairs of the left term at 2 and the right term at 3
+    want = max(_terms_by_hand(rev, 2)[x, y] + _terms_by_hand(rows, 3)[x, y]
+               for x in range(3) for y in range(3) if x != y)
+    assert set_max_influence(c, 10, [8, 13, 20]) == pytest.approx(want, rel=1e-10)
+    assert set_max_influence(c, 10, [10]) == math.inf and set_max_influence(c, 10, []) == 0.0
+
+
+def test_three_state_delta_star_is_the_later_side():
+    c = Chain(P3_IRREVERSIBLE)
+    for eps in (0.1, 0.5, 1.0):
+        left, right = delta_star(c, eps, side="left"), delta_star(c, eps, side="right")
+        for side, d in (("left", left), ("right", right)):
+            assert max_influence(c, d, side=side) <= eps
+            assert d == 1 or max_influence(c, d - 1, side=side) > eps
+        assert delta_star(c, eps) == max(left, right)
+        assert kdelta_star(c, eps, "left") == left and kdelta_star(c, eps) == right
+
+
+def test_old_k_names_are_the_one_api():
+    c = Chain(P3_IRREVERSIBLE)
+    assert np.array_equal(kpointwise_influence(c, 3, "left"), pointwise_influence(c, 3, side="left"))
+    assert kmax_influence(c, 3) == max_influence(c, 3)
+
+
+def test_a_two_state_chain_with_an_impossible_transition_uses_the_matrix_kernel():
+    c = Chain([[0.5, 0.5], [1.0, 0.0]])  # beta = 1: state 1 is always followed by 0
+    assert c.k == 2 and not c.binary and c.beta == 1.0
+    assert pointwise_influence(c, 1, 1) == math.inf  # X_{p+1} = 1 rules X_p = 1 out
+    rows = [list(r) for r in c.exact]
+    assert pointwise_influence(c, 2, 0) == pytest.approx(
+        max(math.log(_exact_power(rows, 2)[x][0] / _exact_power(rows, 2)[y][0]) for x, y in ((0, 1), (1, 0))))
+    with pytest.raises(ValueError, match="binary record"):
+        regions(c, 5, 2, 0.5, 0.5)
+
+
+def test_regions_refuse_more_states():
+    with pytest.raises(ValueError, match="3R regions are defined through the two values of a binary record"):
+        regions(Chain(P3_IRREVERSIBLE), 5, 2, 0.5, 0.5)
+
+
+def test_provably_above_with_and_without_the_product_error():
+    assert not provably_above(1.0 + 5e-10, 1.0) and provably_above(1.0 + 2e-9, 1.0)
+    # with the matrix-product error of distance 10 on 3 states (4 * 11 * 3 ulps + 1e-15)
+    band = 1.0 * 1e-9 + 4 * 11 * 3 * 2.0**-52 + 1e-15
+    assert not provably_above(1.0 + band * 0.999, 1.0, delta=10, k=3)
+    assert provably_above(1.0 + band * 1.001, 1.0, delta=10, k=3)
