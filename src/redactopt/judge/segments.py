@@ -49,9 +49,16 @@ def first_published(rows: np.ndarray) -> int:
 
     ``rows`` are one side of a private record ordered by distance (nearest first): the side's
     patterns end at that row, so an evaluator needs rows ``0..first_published(rows)`` only.
+    Searched in doubling chunks, so the cost is that of the distance to the row, not of the side.
     """
-    cut = published_rows(rows)
-    return int(cut[0]) if cut.size else int(rows.shape[0])
+    m, lo, size = rows.shape[0], 0, 64
+    while lo < m:
+        hi = min(m, lo + size)
+        cut = published_rows(rows[lo:hi])
+        if cut.size:
+            return lo + int(cut[0])
+        lo, size = hi, 2 * size
+    return int(m)
 
 
 def _bounds(published: np.ndarray, n: int, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
