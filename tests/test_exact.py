@@ -86,3 +86,96 @@ def test_plain_and_exact_audit_judge_the_same_doubles(tmp_path, capsys, rows):
     exact = json.loads(capsys.readouterr().out)
     assert plain["passed"] and exact["passed"] and exact["exact"]["status"] == "certified"
     assert exact["exact"]["leakage"] == 0.0 == plain["leakage"]
+
+
+# --------------------------------------------------------------------------
+# one rational evaluator for every chain (issue 25)
+# --------------------------------------------------------------------------
+from fractions import Fraction  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from redactopt.judge.exact import exact_leakage, exact_leakage_bruteforce  # noqa: E402
+from redactopt.model.chain import Chain  # noqa: E402
+
+
+def _old_binary_ratio(a, b, rows, p):
+    """The binary evaluator of every version before issue 25, kept as the reference."""
+    A, B = Fraction(a), Fraction(b)
+    P = [[1 - A, A], [B, 1 - B]]
+    rows = [(Fraction(r[0]), Fraction(r[1])) for r in rows]
+
+    def side(rs):
+        if not rs:
+            return [Fraction(1)]
+        out, U = [], [[Fraction(1), Fraction(0)], [Fraction(0), Fraction(1)]]
+        for q0, q1 in rs:
+            M = [[U[x][0] * P[0][v] + U[x][1] * P[1][v] for v in (0, 1)] for x in (0, 1)]
+            out += [M[0][v] / M[1][v] for v, qv in ((0, q0), (1, q1)) if qv < 1]
+            if q0 == 0 and q1 == 0:
+                return out
+            U = [[M[x][0] * q0, M[x][1] * q1] for x in (0, 1)]
+        return out + [(U[0][0] + U[0][1]) / (U[1][0] + U[1][1])]
+
+    left, right = side(rows[:p][::-1]), side(rows[p + 1 :])
+    return max(max(left) * max(right), 1 / (min(left) * min(right)))
+
+
+def _random_rows(rng, n, k, p):
+    q = rng.random((n, k))
+    u = rng.random((n, k))
+    q[u < 0.2], q[u > 0.8] = 0.0, 1.0
+    q[rng.random(n) < 0.15] = 0.0
+    q[p] = 1.0
+    return q
+
+
+def test_one_evaluator_gives_the_binary_ratios_for_every_form_of_the_chain(rng):
+    for _ in range(150):
+        a, b = (float(v) for v in rng.uniform(0.01, 0.99, 2))
+        n = int(rng.integers(1, 12))
+        p = int(rng.integers(0, n))
+        q = _random_rows(rng, n, 2, p).tolist()
+        want = _old_binary_ratio(a, b, q, p)
+        A, B = Fraction(a), Fraction(b)
+        for chain in (MarkovChain(a, b), Chain([[1 - A, A], [B, 1 - B]], labels=("u", "v"))):
+            res = exact_leakage(chain, q, p)
+            assert res.ratio == want and res.leakage == math.log(want.numerator) - math.log(want.denominator)
+            assert res.pair in ((0, 1), (1, 0))
+            cert = certify_exact(chain, q, [p], 1.0)
+            assert cert.ratio == want and cert.status == certify_exact(a, b, q, [p], 1.0).status
+        assert exact_leakage_ratio(a, b, q, p) == want
+        if n <= 7:  # the matrix kernel's enumeration agrees with the two-state kernel
+            assert exact_leakage_bruteforce(MarkovChain(a, b), q, p).ratio == want
+
+
+def test_three_states_with_published_rows_against_enumeration(rng):
+    P = [[Fraction(1, 10), Fraction(7, 10), Fraction(2, 10)], [Fraction(2, 10), Fraction(1, 10), Fraction(7, 10)],
+         [Fraction(7, 10), Fraction(2, 10), Fraction(1, 10)]]
+    c = Chain(P)
+    for _ in range(25):
+        n = int(rng.integers(1, 7))
+        p = int(rng.integers(0, n))
+        q = _random_rows(rng, n, 3, p).tolist()
+        assert exact_leakage(c, q, p).ratio == exact_leakage_bruteforce(c, q, p).ratio  # (ties: either pair)
+
+
+def test_a_float_given_matrix_is_judged_as_the_chain_it_stands_for():
+    rows = [[0.7, 0.3], [0.3, 0.7]]  # 0.7 + 0.3 is not exactly 1: each row divided by its exact sum
+    c = Chain(rows, labels=(0, 1))
+    s = Fraction(0.7) + Fraction(0.3)
+    A = Fraction(0.3) / s  # the exact alpha (and beta) of this chain, not the double 0.3
+    assert A != Fraction(0.3) and c.exact == ((Fraction(0.7) / s, A), (A, Fraction(0.7) / s))
+    q = [[0.5, 0.2], [1, 1], [0.1, 0.9]]
+    assert exact_leakage(c, q, 1).ratio == _old_binary_ratio(A, A, q, 1)
+    assert certify_exact(c, q, [1], 2.0).ratio == _old_binary_ratio(A, A, q, 1)
+    assert certify_exact(c, q, [1], 2.0).ratio != exact_leakage_ratio(0.3, 0.3, q, 1)
+
+
+def test_certificate_names_the_worst_record_and_pair():
+    c = MarkovChain(0.2, 0.4)
+    q = [[0.3, 0.0], [1, 1], [0.0, 0.0], [0.9, 0.5], [1, 1], [0.2, 0.1]]
+    cert = certify_exact(c, q, [4, 1], 1.0)
+    r1, r4 = _old_binary_ratio(0.2, 0.4, q, 1), _old_binary_ratio(0.2, 0.4, q, 4)
+    assert cert.ratio == max(r1, r4) and cert.worst == (1 if r1 >= r4 else 4)
+    assert cert.private == (1, 4) and cert.pair == exact_leakage(c, q, cert.worst).pair

@@ -246,6 +246,6 @@ def exact_audit(chain: MarkovChain | ChainClass, redact_prob: object, *, private
             raise ValueError(f"exact rational audits are limited to segments of {MAX_EXACT_N} records; private "
                              f"record {seg.private[0] + 1} lies in one of {m} (its block of rows that can be "
                              "redacted and the always-published row on each side)")
-        certs.append(certify_exact(chain.alpha, chain.beta, seg.rows.tolist(), [p - seg.lo for p in seg.private],
+        certs.append(certify_exact(chain, seg.rows.tolist(), [p - seg.lo for p in seg.private],
                                    eps))
     return max(certs, key=lambda c: c.ratio)

@@ -274,8 +274,7 @@ def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...]
     # the longest segment, not with n (a window design embedded in 10^4 records is judged as on its window)
     zone = boundary_zone(eps, longest_segment(np.asarray(redact_prob), private))
     return res, zone_verdict(res.leakage, eps, zone, np.asarray(redact_prob), private,
-                             lambda seg, p: certify_exact(chain.alpha, chain.beta, seg.tolist(), [p],
-                                                          eps).status == "certified")
+                             lambda seg, p: certify_exact(chain, seg.tolist(), [p], eps).status == "certified")
 
 
 def zone_verdict(leak: float, eps: float, zone: float, q: np.ndarray, private: Sequence[int],
