@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -427,3 +428,63 @@ def test_kstate_lemma2_bound_is_rounded_outward_like_the_binary_one():
     assert Fraction(kb) >= Fraction(1, 2) and kb - 0.5 <= 1e-15
     # a budget below the neighbour's influence: nothing may be published, the bound is exactly 0
     assert klemma2_upper_bound(k, 2, eps=1e-6, private=[0]) == 0.0
+
+
+# --------------------------------------------------------------------------
+# one Lemma 2 for every chain (issue 25): cost independent of n, rounded outward
+# --------------------------------------------------------------------------
+def _counts_over_every_record(chain, n, eps, private):
+    """Lemma 2's counts the old O(n k) way: every record against every private record, both whole sides."""
+    allowed = np.ones((n, chain.k), dtype=bool)
+    for p in private:
+        allowed[p] = False
+        if p > 0:
+            allowed[:p] &= kpublishable(chain, p, eps=eps, side="left")[::-1]
+        if p < n - 1:
+            allowed[p + 1 :] &= kpublishable(chain, n - 1 - p, eps=eps, side="right")
+    return tuple(int(c) for c in allowed.sum(axis=0))
+
+
+def test_lemma2_stretches_equal_every_record(rng):
+    from redactopt.judge.lemma2 import lemma2_counts
+
+    for _ in range(30):
+        k = int(rng.integers(3, 5))
+        c = random_chain(rng, k, zero_frac=0.15)
+        n = int(rng.integers(5, 160))
+        eps = float(rng.choice([0.3, 1.0, 3.0]))
+        private = sorted(set(rng.integers(0, n, size=int(rng.integers(1, 4))).tolist()))
+        try:
+            want = _counts_over_every_record(c, n, eps, private)
+        except ValueError:  # Delta* beyond the search limit: skip such a chain
+            continue
+        assert lemma2_counts((c,), n, eps=eps, private=private) == want
+        bound = klemma2_upper_bound(c, n, eps=eps, private=private)
+        exact = sum(Fraction(float(pi)) * cnt for pi, cnt in zip(c.stationary, want)) / n
+        assert Fraction(bound) >= exact  # rounded outward, never below its exact value
+        assert bound - float(exact) <= 8 * k * 2.0**-52
+
+
+def test_lemma2_of_a_matrix_chain_is_the_binary_bound():
+    from redactopt.judge.lemma2 import lemma2_upper_bound
+
+    for a, b in ((0.01, 0.8), (0.003, 0.012), (0.6, 0.7)):
+        binary = MarkovChain(a, b)
+        matrix = KChain.from_binary(binary, labels=("x", "y"))
+        for n, private in ((1000, [500]), (10**6, [3, 400_000, 999_999])):
+            assert lemma2_upper_bound(matrix, n, eps=1.0, private=private) == \
+                lemma2_upper_bound(binary, n, eps=1.0, private=private)
+
+
+def test_lemma2_cost_does_not_grow_with_n():
+    import time
+
+    from redactopt.judge import lemma2 as l2
+
+    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
+    l2._PUBLISHABLE.clear()
+    klemma2_upper_bound(c, 10**3, eps=1.0, private=[500])  # tables built once
+    t = time.perf_counter()
+    for n in (10**4, 10**6, 10**8):
+        klemma2_upper_bound(c, n, eps=1.0, private=[n // 2])
+    assert time.perf_counter() - t < 0.5  # the old (n, k) array alone needed ~3 GB at n = 10^8
