@@ -91,10 +91,6 @@ def test_plain_and_exact_audit_judge_the_same_doubles(tmp_path, capsys, rows):
 # --------------------------------------------------------------------------
 # one rational evaluator for every chain (issue 25)
 # --------------------------------------------------------------------------
-from fractions import Fraction  # noqa: E402
-
-import numpy as np  # noqa: E402
-
 from redactopt.judge.exact import exact_leakage, exact_leakage_bruteforce  # noqa: E402
 from redactopt.model.chain import Chain  # noqa: E402
 

@@ -285,3 +285,55 @@ def test_region_certificates_bound_what_any_private_mechanism_publishes():
     r0 = s.regions[0]
     m = r0.stop - r0.start + 1
     assert r0.upper_bound < m * lemma2_upper_bound(chain, m, eps=1.0, private=[100 - r0.start]) - 1.0
+
+
+# --------------------------------------------------------------------------
+# one certify / verify / finalize for every chain (issue 25)
+# --------------------------------------------------------------------------
+def test_three_state_blocks_verify_as_the_dense_array():
+    from redactopt.model.chain import Chain
+
+    c = Chain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]], labels=("a", "b", "c"))
+    n = 5000
+    rng = np.random.default_rng(5)
+    parts = []
+    for p in (100, 4000):
+        blk = np.minimum(1.0, 0.6 + 0.4 * rng.random((9, 3)))
+        blk[4] = 1.0
+        parts.append((p - 4, blk))
+    sparse = finalize_sparse(c, n, parts, private=[100, 4000], eps=8.0, method="hand", upper_bound=1.0,
+                             solver="none")
+    assert isinstance(sparse.redact_prob, SparseRows) and sparse.redact_prob.shape == (n, 3)
+    dense = np.asarray(sparse.redact_prob)
+    assert dense.shape == (n, 3)
+    full = finalize(c, dense, private=[100, 4000], eps=8.0, method="hand", upper_bound=1.0, solver="none")
+    assert full.leakage == pytest.approx(sparse.leakage, rel=1e-12)
+    assert full.utility == pytest.approx(sparse.utility, rel=1e-12)
+    assert sparse.per_private == pytest.approx([leakage(c, dense, 100).leakage, leakage(c, dense, 4000).leakage],
+                                               rel=1e-12)
+    assert full.witness.witness_output()[100] is None and set(full.witness.witness_output()) <= {"a", "b", "c", None}
+
+
+def test_finalize_judges_the_chain_not_its_form():
+    from fractions import Fraction
+
+    from redactopt.model.chain import Chain
+
+    A, B = Fraction(0.2), Fraction(0.3)
+    q = np.array([[0.3, 0.9], [1.0, 1.0], [0.5, 0.0], [0.0, 0.0]])
+    eps = leakage(MarkovChain(0.2, 0.3), q, 1).leakage + 0.5
+    a = finalize(MarkovChain(0.2, 0.3), q, private=[1], eps=eps, method="hand", upper_bound=1.0, solver="none")
+    b = finalize(Chain([[1 - A, A], [B, 1 - B]], labels=("x", "y")), q, private=[1], eps=eps, method="hand",
+                 upper_bound=1.0, solver="none")
+    assert (a.leakage, a.utility) == (b.leakage, b.utility)
+    assert b.witness.witness_output()[1] is None and b.witness.labels == ("x", "y")
+
+
+def test_band_of_each_kernel_by_hand():
+    from redactopt.judge.tolerances import boundary_zone, chain_zone
+    from redactopt.model.chain import Chain
+
+    assert boundary_zone(1.0, 84) == 1e-9 + 1e-15 * 100  # the binary kernel: 1e-15 per record
+    assert boundary_zone(1.0, 84, 3) == 1e-9 + 4 * 3 * 2.0**-52 * 100  # the matrix kernel: 4 k ulps per record
+    assert chain_zone(MarkovChain(0.2, 0.3), 1.0, 84) == boundary_zone(1.0, 84)
+    assert chain_zone(Chain([[0.5, 0.5], [1.0, 0.0]]), 1.0, 84) == boundary_zone(1.0, 84, 2)

@@ -26,11 +26,11 @@ from typing import Literal
 import numpy as np
 
 from redactopt._validate import check_real
-from redactopt.engine.ladder import Rules, run_ladder
+from redactopt.engine.ladder import judge_candidate
 from redactopt.judge.certify import choose_bound
-from redactopt.judge.kcertify import KDesignResult, kfinalize, ksafe_budget, kverify
-from redactopt.judge.kleakage import check_kmechanism, kutility
-from redactopt.judge.klemma2 import klemma2_upper_bound, kpublishable
+from redactopt.judge.kcertify import KDesignResult, kfinalize, ksafe_budget
+from redactopt.judge.kleakage import kutility
+from redactopt.judge.klemma2 import klemma2_upper_bound
 from redactopt.model.kchain import KChain
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.kdim import check_kproblem
@@ -105,29 +105,8 @@ def _binary_candidate(chain: KChain, n: int, *, eps: float, p: int, time_limit: 
                      info={"binary_method": res.method, "binary_utility": res.utility})
 
 
-# --------------------------------------------------------------------------
-# the repair ladder
-# --------------------------------------------------------------------------
-def _lemma2_closed(chain: KChain, q: np.ndarray, p: int, eps: float) -> np.ndarray:
-    """Close every value Lemma 2 forbids (a proof: no eps-private mechanism publishes it)."""
-    q = q.copy()
-    n = q.shape[0]
-    if p > 0:
-        q[:p] = np.where(kpublishable(chain, p, eps=eps, side="left")[::-1], q[:p], 1.0)
-    if p < n - 1:
-        q[p + 1 :] = np.where(kpublishable(chain, n - 1 - p, eps=eps, side="right"), q[p + 1 :], 1.0)
-    return q
-
-
-def kjudge_candidate(chain: KChain, cand: Candidate, *, eps: float,
-                     p: int) -> tuple[np.ndarray | None, float, dict, list[str]]:
-    """The best exactly verified proposal of a candidate: the binary path's repair ladder
-    (:func:`redactopt.engine.ladder.run_ladder`) with the k-state exact check, Lemma 2 and utility."""
-    rules = Rules(verify=lambda q: kverify(chain, q, (p,), eps),
-                  check=lambda q: check_kmechanism(chain, q, (p,))[0],
-                  lemma2_closed=lambda q: _lemma2_closed(chain, q, p, eps),
-                  utility=lambda q: kutility(chain, q))
-    return run_ladder(rules, cand, eps=eps, p=p)
+#: The repair ladder of every chain (:func:`redactopt.engine.ladder.judge_candidate`; the old name).
+kjudge_candidate = judge_candidate
 
 
 # --------------------------------------------------------------------------

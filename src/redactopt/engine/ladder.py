@@ -21,7 +21,7 @@ from redactopt._search import bisect_boundary
 from redactopt.judge.certify import snap_variants, verify
 from redactopt.judge.leakage import check_mechanism, utility
 from redactopt.judge.lemma2 import publishable
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import Chain
 from redactopt.solvers.base import Candidate
 
 __all__ = ["Rules", "judge_candidate", "run_ladder"]
@@ -83,7 +83,7 @@ def _pushed(rules: Rules, q: np.ndarray) -> np.ndarray | None:
     return at(bisect_boundary(ok, good, bad, steps=steps))
 
 
-def _lemma2_closed(chain: MarkovChain, q: np.ndarray, p: int, eps: float) -> np.ndarray:
+def _lemma2_closed(chain: Chain, q: np.ndarray, p: int, eps: float) -> np.ndarray:
     """Repair without loss: redact always every value Lemma 2 forbids (decided exactly).
 
     A value published with positive probability whose pointwise influence exceeds ``eps``
@@ -91,12 +91,11 @@ def _lemma2_closed(chain: MarkovChain, q: np.ndarray, p: int, eps: float) -> np.
     redacts it always: closing it costs nothing a private mechanism could have.
     """
     q = q.copy()
-    for side, sign in ((slice(None, p), -1), (slice(p + 1, None), 1)):
-        rows = np.arange(q.shape[0])[side]
+    for rows, side in ((np.arange(0, p), "left"), (np.arange(p + 1, q.shape[0]), "right")):
         if not rows.size:
             continue
         d = np.abs(rows - p)
-        allowed = publishable(chain, int(d.max()), upper=eps, lower=eps)[d - 1]
+        allowed = publishable(chain, int(d.max()), eps=eps, side=side)[d - 1]
         q[rows] = np.where(allowed, q[rows], 1.0)
     return q
 
@@ -131,11 +130,11 @@ def _closed(rules: Rules, q: np.ndarray, p: int) -> np.ndarray:
     return q
 
 
-def judge_candidate(chain: MarkovChain, cand: Candidate, *, eps: float,
+def judge_candidate(chain: Chain, cand: Candidate, *, eps: float,
                     p: int) -> tuple[np.ndarray | None, float, dict, list[str]]:
-    """The single repair and fallback ladder (:func:`run_ladder`) for the binary chain."""
+    """The single repair and fallback ladder (:func:`run_ladder`) for any chain."""
     rules = Rules(verify=lambda q: verify(chain, q, (p,), eps),
-                  check=lambda q: check_mechanism(q, (p,))[0],
+                  check=lambda q: check_mechanism(q, (p,), k=chain.k)[0],
                   lemma2_closed=lambda q: _lemma2_closed(chain, q, p, eps),
                   utility=lambda q: utility(chain, q))
     return run_ladder(rules, cand, eps=eps, p=p)

@@ -20,8 +20,8 @@ from redactopt.errors import BoundError, PrivacyCheckError
 from redactopt.judge.exact import MAX_EXACT_N, certify_exact
 from redactopt.judge.segments import extended_block, longest_segment, private_segments
 from redactopt.judge.lemma2 import lemma2_upper_bound
-from redactopt.judge.tolerances import LEAKAGE_RTOL, SNAP_TOL, UTILITY_ATOL, boundary_zone
-from redactopt.model.chain import MarkovChain
+from redactopt.judge.tolerances import LEAKAGE_RTOL, SNAP_TOL, UTILITY_ATOL, chain_zone
+from redactopt.model.chain import Chain
 from redactopt.model.classes import ChainClass
 from redactopt.judge.leakage import LeakageResult, check_mechanism, leakage, max_leakage, utility
 
@@ -78,9 +78,8 @@ class Certificate:
 
 @dataclass(frozen=True)
 class VerifiedDesign:
-    """What every verified design holds, whatever the chain model (binary :class:`DesignResult`,
-    k-state :class:`~redactopt.judge.kcertify.KDesignResult`): the stored mechanism, its
-    private records, exact utility and leakage with a witness, and certificates."""
+    """What every verified design holds (:class:`DesignResult`, whatever the chain): the stored
+    mechanism, its private records, exact utility and leakage with a witness, and certificates."""
 
     chain: Any
     redact_prob: np.ndarray
@@ -107,8 +106,9 @@ class VerifiedDesign:
 class DesignResult(VerifiedDesign):
     """A verified mechanism with its exact utility, exact leakage and certificate.
 
-    ``private`` holds 0-based indices; ``leakage`` is the exact leakage of
-    ``redact_prob`` exactly as stored (after snapping), the worst over ``private``.
+    ``redact_prob`` is ``(n, k)`` (column ``x`` is state ``chain.labels[x]``); ``private`` holds
+    0-based indices; ``leakage`` is the exact leakage of ``redact_prob`` exactly as stored
+    (after snapping), the worst over ``private``.
     ``certificate`` bounds the utility of every local redaction mechanism;
     ``class_certificate``, when a solver derived one, bounds a named class only (e.g. the
     exact optimum over data-independent mechanisms for ``method="dim"``).  With a
@@ -117,7 +117,7 @@ class DesignResult(VerifiedDesign):
     chain), while ``utility`` and the certificate are measured at ``chain``.
     """
 
-    chain: MarkovChain
+    chain: Chain
     witness: LeakageResult
     chain_class: ChainClass | None = None
 
@@ -187,7 +187,7 @@ def make_certificate(upper_bound: float, utility_: float, *, solver: str, scope:
 
 
 def finalize(
-    chain: MarkovChain,
+    chain: Chain,
     redact_prob: object,
     *,
     private: object,
@@ -220,7 +220,7 @@ def finalize(
     """
     eps = check_eps(eps)
     for q in snap_variants(np.asarray(redact_prob, dtype=float), tol):
-        q, priv = check_mechanism(q, private)
+        q, priv = check_mechanism(q, private, k=chain.k)
         res, ok = verify(chain, q, priv, eps)
         for other in (chain_class.deciding() if chain_class is not None else ()):
             r, good = verify(other, q, priv, eps)
@@ -254,7 +254,7 @@ def finalize(
     )
 
 
-def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...], eps: float,
+def verify(chain: Chain, redact_prob: np.ndarray, private: tuple[int, ...], eps: float,
            worst: LeakageResult | None = None) -> tuple[LeakageResult, bool]:
     """Exact leakage (worst over ``private``) and whether it is *provably* at most ``eps``.
 
@@ -272,8 +272,9 @@ def verify(chain: MarkovChain, redact_prob: np.ndarray, private: tuple[int, ...]
     res = worst if worst is not None else max_leakage(chain, redact_prob, private)
     # the evaluator stops at the first row published with certainty on each side: its rounding grows with
     # the longest segment, not with n (a window design embedded in 10^4 records is judged as on its window)
-    zone = boundary_zone(eps, longest_segment(np.asarray(redact_prob), private))
-    return res, zone_verdict(res.leakage, eps, zone, np.asarray(redact_prob), private,
+    q = np.asarray(redact_prob, dtype=float)
+    zone = chain_zone(chain, eps, longest_segment(q, private))
+    return res, zone_verdict(res.leakage, eps, zone, q, private,
                              lambda seg, p: certify_exact(chain, seg.tolist(), [p], eps).status == "certified")
 
 
@@ -303,17 +304,18 @@ def zone_verdict(leak: float, eps: float, zone: float, q: np.ndarray, private: S
 # sparse designs: long sequences that redact only near their private records
 # --------------------------------------------------------------------------
 class SparseRows:
-    """A read-only ``(n, 2)`` redaction table that is zero outside a few blocks of rows.
+    """A read-only ``(n, k)`` redaction table that is zero outside a few blocks of rows.
 
-    ``starts[i]`` is the 0-based first row of ``blocks[i]`` (an ``(m_i, 2)`` array); the
-    blocks are sorted and separated by at least one zero row.  Memory is that of the
-    blocks, whatever ``n``.  ``numpy.asarray`` gives the dense array; :meth:`chunks`
-    yields it piece by piece (the apply report streams it that way).
+    ``starts[i]`` is the 0-based first row of ``blocks[i]`` (an ``(m_i, k)`` array); the
+    blocks are sorted and separated by at least one zero row.  ``k`` is the blocks' width
+    (``k`` when there are none; 2 by default).  Memory is that of the blocks, whatever ``n``.
+    ``numpy.asarray`` gives the dense array; :meth:`chunks` yields it piece by piece (the apply
+    report streams it that way).
     """
 
-    def __init__(self, n: int, starts: tuple[int, ...], blocks: tuple[np.ndarray, ...]) -> None:
+    def __init__(self, n: int, starts: tuple[int, ...], blocks: tuple[np.ndarray, ...], k: int = 2) -> None:
         self.n, self.starts, self.blocks = int(n), tuple(int(s) for s in starts), tuple(blocks)
-        self.shape = (self.n, 2)
+        self.shape = (self.n, int(self.blocks[0].shape[1]) if self.blocks else int(k))
         self.ndim = 2
 
     def __len__(self) -> int:
@@ -322,7 +324,7 @@ class SparseRows:
     def rows(self, a: int, b: int) -> np.ndarray:
         """Dense rows ``a..b-1`` (a new array); finds the overlapping blocks by bisection."""
         a, b = max(0, int(a)), min(self.n, int(b))
-        out = np.zeros((max(0, b - a), 2))
+        out = np.zeros((max(0, b - a), self.shape[1]))
         i = max(0, bisect_right(self.starts, a) - 1)  # the last block starting at or before a
         while i < len(self.starts) and self.starts[i] < b:
             s, blk = self.starts[i], self.blocks[i]
@@ -380,7 +382,7 @@ class SparseDesign:
     outside them.
     """
 
-    chain: MarkovChain
+    chain: Chain
     redact_prob: SparseRows
     private: tuple[int, ...]
     eps: float
@@ -414,14 +416,15 @@ class SparseDesign:
 
 
 def merge_blocks(n: int, parts: list[tuple[int, np.ndarray]]) -> tuple[list[int], list[np.ndarray]]:
-    """Blocks sorted, overlapping or touching ones merged (elementwise maximum)."""
+    """Blocks sorted, overlapping or touching ones merged (elementwise maximum); every block as wide as the first."""
     parts = sorted(((int(s), np.asarray(b, dtype=float)) for s, b in parts), key=lambda x: x[0])
+    width = parts[0][1].shape[-1] if parts and parts[0][1].ndim == 2 else 2
     starts: list[int] = []
     ends: list[int] = []
     members: list[list[tuple[int, np.ndarray]]] = []
     for s, b in parts:
         e = s + b.shape[0] - 1
-        if s < 0 or e >= n or b.ndim != 2 or b.shape[1] != 2:
+        if s < 0 or e >= n or b.ndim != 2 or b.shape[1] != width:
             raise ValueError(f"block at row {s} with shape {b.shape} does not fit in {n} records")
         if starts and s <= ends[-1] + 1:
             ends[-1] = max(ends[-1], e)
@@ -432,7 +435,7 @@ def merge_blocks(n: int, parts: list[tuple[int, np.ndarray]]) -> tuple[list[int]
             members.append([(s, b)])
     blocks = []
     for s, e, ms in zip(starts, ends, members):
-        blk = np.zeros((e - s + 1, 2))
+        blk = np.zeros((e - s + 1, width))
         for a, b in ms:
             np.maximum(blk[a - s : a - s + b.shape[0]], b, out=blk[a - s : a - s + b.shape[0]])
         blocks.append(blk)
@@ -457,7 +460,7 @@ def _trim_blocks(starts: list[int], blocks: list[np.ndarray], tol: float) -> tup
 
 
 def finalize_sparse(
-    chain: MarkovChain,
+    chain: Chain,
     n: int,
     parts: list[tuple[int, np.ndarray]],
     *,
@@ -512,7 +515,7 @@ def finalize_sparse(
         lo, ext, mine = extended_block(n, s, blk, priv)
         if not mine:
             continue
-        ext, rel = check_mechanism(ext, [p - lo for p in mine])
+        ext, rel = check_mechanism(ext, [p - lo for p in mine], k=chain.k)
         for judge_chain in chains:
             results = [leakage(judge_chain, ext, p) for p in rel]
             everything = bool(np.all(ext == 1.0))  # the whole sequence redacted: leakage exactly 0
@@ -533,7 +536,7 @@ def finalize_sparse(
     pi = chain.stationary
     u = 1.0 - sum(float((b @ pi).sum()) for b in blocks) / n
     cert = make_certificate(upper_bound, u, solver=solver, scope=scope, stopped=stopped)
-    rows = SparseRows(n, tuple(starts), tuple(blocks))
+    rows = SparseRows(n, tuple(starts), tuple(blocks), k=chain.k)
     if regions is None:
         regions = []
         for s, blk in zip(starts, blocks):

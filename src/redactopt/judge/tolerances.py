@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["SNAP_TOL", "LEAKAGE_RTOL", "BOUNDARY_RTOL", "LEAKAGE_ATOL_PER_RECORD", "boundary_zone", "safe_budget",
-           "UTILITY_ATOL", "round_up"]
+__all__ = ["SNAP_TOL", "LEAKAGE_RTOL", "BOUNDARY_RTOL", "LEAKAGE_ATOL_PER_RECORD", "MATRIX_ULPS_PER_STATE",
+           "boundary_zone", "chain_zone", "safe_budget", "UTILITY_ATOL", "round_up"]
 
 #: Probabilities within this distance of 0 or 1 are snapped to 0 or 1 before the exact check
 #: ("support matters": a 1e-9 that was meant as 0 creates outputs that leak).
@@ -28,22 +28,39 @@ BOUNDARY_RTOL = 1e-9
 LEAKAGE_ATOL_PER_RECORD = 1e-15
 
 
-def boundary_zone(eps: float, n: int) -> float:
+#: Rounding of the matrix kernel (:mod:`redactopt.judge.kernelk`) per record and state: each step of its
+#: k x k prefix products loses at most about ``k`` ulps in each of the two likelihoods of a ratio.
+MATRIX_ULPS_PER_STATE = 4.0
+
+_ULP = 2.0**-52
+
+
+def boundary_zone(eps: float, n: int, k: int | None = None) -> float:
     """Half-width of the band around ``eps`` in which a float leakage of ``n`` records decides nothing.
 
     Within it :func:`redactopt.judge.certify.verify` decides in rational arithmetic (or
-    refuses); outside it the float leakage is provably on the right side of ``eps``.
+    refuses); outside it the float leakage is provably on the right side of ``eps``.  The band
+    is that of the kernel that computed the leakage: ``k=None`` for the binary kernel
+    (:data:`LEAKAGE_ATOL_PER_RECORD` per record), the number of states for the matrix kernel
+    (:data:`MATRIX_ULPS_PER_STATE` ``* k`` ulps per record).  Either way plus
+    :data:`BOUNDARY_RTOL` relative.
     """
-    return eps * BOUNDARY_RTOL + LEAKAGE_ATOL_PER_RECORD * (n + 16)
+    per_record = LEAKAGE_ATOL_PER_RECORD if k is None else MATRIX_ULPS_PER_STATE * k * _ULP
+    return eps * BOUNDARY_RTOL + per_record * (n + 16)
 
 
-def safe_budget(eps: float, n: int) -> float:
+def chain_zone(chain: object, eps: float, n: int) -> float:
+    """:func:`boundary_zone` of the kernel that judges ``chain``: binary chains the 2x2 one, others the matrix one."""
+    return boundary_zone(eps, n, None if chain.binary else chain.k)  # type: ignore[attr-defined]
+
+
+def safe_budget(eps: float, n: int, k: int | None = None) -> float:
     """What optimisers that search up to the budget (bisection and the like) aim at.
 
-    Twice the boundary zone below ``eps``, so their answers are decided by the float check
-    and rounding can never decide them.
+    Twice the boundary zone below ``eps`` (:func:`boundary_zone` of the same kernel), so their
+    answers are decided by the float check and rounding can never decide them.
     """
-    return eps - 2.0 * boundary_zone(eps, n)
+    return eps - 2.0 * boundary_zone(eps, n, k)
 
 #: Rounding error allowed in a float utility (a mean of n terms in [0, 1]) when it is compared
 #: with an upper bound: a bound within this of a verified utility is consistent; further below,
