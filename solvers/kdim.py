@@ -15,8 +15,8 @@ terms (:math:`O(D k^3)` for the ``D`` distances that matter).
 
 **Outward and inward** (as :mod:`redactopt.solvers.dim`).  A window is excluded only if its
 computed leakage exceeds ``eps`` by more than its error bound (relative
-:data:`~redactopt.model.kinfluence.KINFLUENCE_RTOL` plus the absolute bound
-:func:`~redactopt.model.kinfluence.kinfluence_atol` of the longest distance; the proposal, whose
+:data:`~redactopt.model.influence.INFLUENCE_RTOL` plus the absolute bound
+:func:`~redactopt.model.influence.influence_atol` of the longest distance; the proposal, whose
 count bounds the exact window optimum), and the fallback is the best window whose computed leakage
 is below ``eps`` by the same margin.  Terms beyond the distance ``D`` where every
 :math:`\ell` has fallen below :math:`10^{-9}\epsilon` are replaced by 0 (outward) or by the value
@@ -31,7 +31,7 @@ import numpy as np
 
 from redactopt.model.chain import check_problem
 from redactopt.model.kchain import KChain
-from redactopt.model.kinfluence import KINFLUENCE_RTOL, kinfluence_atol, side_matrix
+from redactopt.model.influence import INFLUENCE_RTOL, influence_atol, side_matrix
 from redactopt.solvers.base import Candidate
 
 __all__ = ["kdim_enumerate", "kdim_windows", "side_window_terms", "check_kproblem", "SCOPE"]
@@ -154,7 +154,7 @@ def kdim_enumerate(chain: KChain, n: int, *, eps: float, p: int, time_limit: flo
     low_l, high_l = side_window_terms(chain, m_l, "left", eps)
     low_r, high_r = side_window_terms(chain, m_r, "right", eps)
     # the error bound of the largest distance covers every window (outward and inward both stay sound)
-    slack = eps * KINFLUENCE_RTOL + float(kinfluence_atol(n, k))
+    slack = eps * INFLUENCE_RTOL + float(influence_atol(n, k))
     i, j, count = _best(low_l, low_r, m_l, m_r, eps + slack)
     ii, jj, _ = _best(high_l, high_r, m_l, m_r, eps - slack)
     q, info = _window(n, p, i, j, low_l.shape[0], low_r.shape[0], k)
@@ -228,7 +228,7 @@ def kdim_windows(chain: KChain, n: int, *, eps: float, private: tuple[int, ...])
         return q
     _, high_l = side_window_terms(chain, n - 1, "left", eps)
     _, high_r = side_window_terms(chain, n - 1, "right", eps)
-    budget = eps - (eps * KINFLUENCE_RTOL + float(kinfluence_atol(n, k)))
+    budget = eps - (eps * INFLUENCE_RTOL + float(influence_atol(n, k)))
     # start from each record's own window optimum (vectorised enumeration), then merge overlaps
     clusters, wins = [], []
     for p in sorted(private):

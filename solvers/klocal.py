@@ -17,7 +17,7 @@ gradient is a ratio of prefix and suffix products:
 Each step linearises every near-active constraint at the current mechanism and solves the linear
 programme "largest utility gain within a trust region, with a free budget split per ordered pair"
 (HiGHS via :func:`scipy.optimize.linprog`); the step is kept only if the **exact** leakage
-(:func:`redactopt.judge.kleakage.kleakage`) of the new mechanism is within the budget and the
+(:func:`redactopt.judge.leakage.leakage`) of the new mechanism is within the budget and the
 utility rose, otherwise the trust region shrinks.  So every iterate is exactly feasible and
 the utility never falls; it is a local method (no optimality claim, ``status="local"``).
 
@@ -45,10 +45,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from redactopt.judge.kleakage import kleakage, kutility
-from redactopt.judge.klemma2 import kpublishable
+from redactopt.judge.leakage import leakage, utility
+from redactopt.judge.lemma2 import publishable
 from redactopt.model.kchain import KChain
-from redactopt.model.kinfluence import side_matrix
+from redactopt.model.influence import side_matrix
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.kdim import check_kproblem, kdim_enumerate
 
@@ -362,7 +362,7 @@ def propose_klocal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit:
         q = np.zeros((n, k))
         q[p - window[0] : p + window[1] + 1] = 1.0
     q[p] = 1.0
-    if kleakage(chain, q, p).leakage > target:
+    if leakage(chain, q, p).leakage > target:
         q = np.ones((n, k))
     # the sides: records that can be redacted plus the first always-published record
     red = np.flatnonzero(q.max(axis=1) > 0.0)
@@ -372,7 +372,7 @@ def propose_klocal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit:
         sides.append(_Side(chain, "left", np.arange(p - 1, max(lo - 1, 0) - 1, -1)))
     if p < n - 1:
         sides.append(_Side(chain, "right", np.arange(p + 1, min(hi + 1, n - 1) + 1)))
-    u = kutility(chain, q)
+    u = utility(chain, q)
     radius, tau, margin = 0.25, 2.0, 0.0
     it = accepted = 0
     stopped = False
@@ -388,11 +388,11 @@ def propose_klocal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit:
             else:
                 radius /= 2.0
             continue
-        nu = kutility(chain, new)
+        nu = utility(chain, new)
         if nu <= u + 1e-12:
             radius /= 2.0
             continue
-        lk = kleakage(chain, new, p).leakage
+        lk = leakage(chain, new, p).leakage
         if lk <= target:
             q, u = new, nu
             accepted += 1
@@ -416,7 +416,7 @@ def opening_starts(chain: KChain, n: int, *, eps: float, p: int, budget: float) 
     from (which values are published, which redacted).  Each start here publishes exactly one value
     ``v`` at one record ``r`` within the data-independent radius or just beyond it (where that
     start redacts everything), for every ``(r, v)`` that Lemma 2 leaves publishable
-    (:func:`redactopt.judge.klemma2.kpublishable`) and whose exact leakage is within ``budget``.
+    (:func:`redactopt.judge.lemma2.publishable`) and whose exact leakage is within ``budget``.
     """
     dim = kdim_enumerate(chain, n, eps=eps, p=p)
     dl, dr = dim.info["delta_left"], dim.info["delta_right"]
@@ -428,16 +428,16 @@ def opening_starts(chain: KChain, n: int, *, eps: float, p: int, budget: float) 
     cells: list[tuple[int, int]] = []
     reach_l, reach_r = min(dl + 1, wl), min(dr + 1, wr)  # the radius and the first record beyond it
     if reach_l > 0:
-        ok = kpublishable(chain, reach_l, eps=eps, side="left")
+        ok = publishable(chain, reach_l, eps=eps, side="left")
         cells += [(p - 1 - d, int(v)) for d in range(reach_l) for v in np.flatnonzero(ok[d])]
     if reach_r > 0:
-        ok = kpublishable(chain, reach_r, eps=eps, side="right")
+        ok = publishable(chain, reach_r, eps=eps, side="right")
         cells += [(p + 1 + d, int(v)) for d in range(reach_r) for v in np.flatnonzero(ok[d])]
     starts = []
     for r, v in cells:
         q = base.copy()
         q[r, v] = 0.0
-        if kleakage(chain, q, p).leakage <= budget:
+        if leakage(chain, q, p).leakage <= budget:
             starts.append(q)
     return starts
 
@@ -469,7 +469,7 @@ def propose_kmultistart(chain: KChain, n: int, *, eps: float, p: int = 0, time_l
             stopped = True
             break
         runs.append(propose_klocal(chain, n, eps=eps, p=p, time_limit=left, budget=target, start=q0))
-    utils = [kutility(chain, c.redact_prob) for c in runs]
+    utils = [utility(chain, c.redact_prob) for c in runs]
     order = np.argsort(utils)[::-1]
     best = runs[int(order[0])]
     others = tuple(runs[int(i)].redact_prob for i in order[1:]) + first.fallbacks

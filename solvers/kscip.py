@@ -42,7 +42,7 @@ a private mechanism of the model whose utility is lower by at most ``Q_FLOOR``. 
 claimed bound adds ``Q_FLOOR``.
 
 **Soundness of the bound (outward).**  Lemma 2 fixes ``z = 0`` only where
-:func:`redactopt.judge.klemma2.kpublishable` proves the value unpublishable; the budget
+:func:`redactopt.judge.lemma2.publishable` proves the value unpublishable; the budget
 :math:`e^\epsilon` and the bounds :math:`P^t` are enlarged by a relative 1e-9 (plus 1e-12) for the
 rounding of the float chain; SCIP's feasibility tolerance only relaxes.  So the model is a
 relaxation of the exact problem and SCIP's dual bound (plus :data:`~redactopt.solvers.scip_global.DUAL_MARGIN`) bounds every
@@ -60,10 +60,10 @@ import numpy as np
 
 from redactopt._optional import require
 from redactopt._validate import check_real
-from redactopt.judge.kleakage import kleakage, kutility
-from redactopt.judge.klemma2 import kpublishable
+from redactopt.judge.leakage import leakage, utility
+from redactopt.judge.lemma2 import publishable
 from redactopt.model.kchain import KChain
-from redactopt.model.kinfluence import side_matrix
+from redactopt.model.influence import side_matrix
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.kdim import check_kproblem, kdim_enumerate
 from redactopt.solvers.scip_global import quiet_stderr, claimed_bound
@@ -127,7 +127,7 @@ class _KModel:
         k, m, scip = self.k, self.model, self._scip
         P = side_matrix(self.chain, name)
         ms = len(recs)
-        allowed = kpublishable(self.chain, ms, eps=self.eps, side=name)
+        allowed = publishable(self.chain, ms, eps=self.eps, side=name)
         pi = self.chain.stationary
         Pt = np.eye(k)
         A_prev = None  # None: identity
@@ -259,7 +259,7 @@ class _KModel:
                         m.setSolVal(sol, sv["A"][t][x][y], float(A[x, y]))
             ratios.append(qs)
         if self.two_sided:
-            from redactopt.judge.kleakage import side_pairs
+            from redactopt.judge.kernelk import side_pairs
 
             best = [side_pairs(sv["P"], qs).best for sv, qs in zip(self.vars, ratios)]
             total = best[0] + best[1]
@@ -334,8 +334,8 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
         return Candidate(np.ones((1, k)), "global", "optimal", upper_bound=0.0, bound_solver="closed-form")
     dim = kdim_enumerate(chain, n, eps=eps, p=p)
     offered = [dim.fallbacks[0]] + [np.asarray(s, dtype=float) for s in starts]
-    verified = [s for s in offered if kleakage(chain, s, p).leakage <= eps * (1.0 - 1e-9)]
-    start_u = max((kutility(chain, s) for s in verified), default=0.0)
+    verified = [s for s in offered if leakage(chain, s, p).leakage <= eps * (1.0 - 1e-9)]
+    start_u = max((utility(chain, s) for s in verified), default=0.0)
     mod = _KModel(chain, n, p, eps)
     m = mod.model
     m.setParam("limits/time", max(0.5, float(time_limit)))

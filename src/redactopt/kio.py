@@ -22,7 +22,7 @@ import numpy as np
 
 from redactopt._validate import check_eps
 from redactopt.io import StoredMechanism, load_json, private_positions, require_field
-from redactopt.judge.kleakage import check_kmechanism
+from redactopt.judge.leakage import check_mechanism
 from redactopt.model.kchain import KChain
 
 __all__ = ["KFORMAT", "KREPORT_FORMAT", "KMechanismFile", "kmechanism_to_dict", "kmechanism_from_dict",
@@ -78,7 +78,7 @@ def kmechanism_to_dict(chain: KChain, redact_prob: np.ndarray, *, private: objec
 
 
 def kdesign_to_dict(res: Any) -> dict[str, Any]:
-    """:func:`kmechanism_to_dict` of a :class:`~redactopt.judge.kcertify.KDesignResult`, with its certificate."""
+    """:func:`kmechanism_to_dict` of a :class:`~redactopt.judge.certify.DesignResult`, with its certificate."""
     return kmechanism_to_dict(res.chain, res.redact_prob, private=res.private, eps=res.eps, method=res.method,
                               utility=res.utility, leakage=res.leakage, certificate=res.certificate.to_dict())
 
@@ -139,7 +139,7 @@ def kmechanism_from_dict(d: object, where: str = "mechanism") -> KMechanismFile:
     priv = private_positions(d, n, where)
     try:
         eps = check_eps(require_field(d, "eps", where))
-        q, privt = check_kmechanism(chain, q, priv)
+        q, privt = check_mechanism(q, priv, k=chain.k)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: {exc}") from None
     method = d.get("method", "unknown")

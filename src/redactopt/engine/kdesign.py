@@ -4,10 +4,10 @@ Solvers propose (:class:`redactopt.solvers.base.Candidate`): the data-independen
 (:mod:`redactopt.solvers.kdim`), the successive-LP local design (:mod:`redactopt.solvers.klocal`;
 on small problems from several starts, :func:`~redactopt.solvers.klocal.propose_kmultistart`)
 and the SCIP global optimum (:mod:`redactopt.solvers.kscip`).  :func:`kdesign` snaps every proposal,
-verifies it exactly (:func:`redactopt.judge.kcertify.kverify`), repairs what fails — always toward
+verifies it exactly (:func:`redactopt.judge.certify.verify`), repairs what fails — always toward
 *more* redaction, which never raises the leakage (post-processing, docs/mathematics.md §4; the
 argument holds for any number of states) — picks the best verified design and certifies it with
-the smallest valid bound it has: Lemma 2's (:func:`redactopt.judge.klemma2.klemma2_upper_bound`)
+the smallest valid bound it has: Lemma 2's (:func:`redactopt.judge.lemma2.lemma2_upper_bound`)
 and SCIP's dual bound.
 
 The paper's three-region (3R) and Markov-quilt (MQ) mechanisms have no k-state form: 3R's regions
@@ -27,10 +27,10 @@ import numpy as np
 
 from redactopt._validate import check_real
 from redactopt.engine.ladder import judge_candidate
-from redactopt.judge.certify import choose_bound
-from redactopt.judge.kcertify import KDesignResult, kfinalize, ksafe_budget
-from redactopt.judge.kleakage import kutility
-from redactopt.judge.klemma2 import klemma2_upper_bound
+from redactopt.judge.certify import DesignResult, choose_bound, finalize
+from redactopt.judge.leakage import utility
+from redactopt.judge.lemma2 import lemma2_upper_bound
+from redactopt.judge.tolerances import safe_budget
 from redactopt.model.kchain import KChain
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.kdim import check_kproblem
@@ -113,7 +113,7 @@ kjudge_candidate = judge_candidate
 # the entry point
 # --------------------------------------------------------------------------
 def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = "optimal",
-            time_limit: float = 60.0, certify_time: float = 0.0, verbose: bool = False) -> KDesignResult:
+            time_limit: float = 60.0, certify_time: float = 0.0, verbose: bool = False) -> DesignResult:
     r"""Design a local redaction mechanism on a k-state chain with exact leakage at most ``eps``.
 
     Parameters
@@ -142,7 +142,7 @@ def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = 
 
     Returns
     -------
-    KDesignResult
+    DesignResult
         Verified exactly (rational arithmetic near ``eps``), with the smallest valid upper bound
         on the utility of every eps-private local redaction mechanism (Lemma 2's, SCIP's dual
         bound) and, for ``dim``, the exact optimum over data-independent mechanisms as its class
@@ -157,7 +157,7 @@ def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = 
         raise ValueError(f"method must be one of {', '.join(KMETHODS)}, got {method!r}")
     if time_limit <= 0.0:
         raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
-    target = ksafe_budget(eps, n, chain.k)
+    target = safe_budget(eps, n, chain.k)
     runs = [method] if method != "optimal" else ["dim", "local"]
     if method == "optimal" and binary_equivalent(chain) is not None:
         runs.append("binary")  # k = 2: the binary path's optimum and certificate (same exact chain)
@@ -168,7 +168,7 @@ def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = 
             runs[runs.index("local")] = "multistart"  # small: the local search from several structures
         runs.append("global")
         global_time = certify_time if certify_time > 0.0 else min(KGLOBAL_SECONDS, time_limit)
-    bounds: list[tuple[float, str, bool]] = [(klemma2_upper_bound(chain, n, eps=eps, private=p), "lemma2", False)]
+    bounds: list[tuple[float, str, bool]] = [(lemma2_upper_bound(chain, n, eps=eps, private=p), "lemma2", False)]
     class_bound = None
     best: tuple[np.ndarray | None, float, dict] = (None, -1.0, {})
     summary: dict = {}
@@ -196,11 +196,11 @@ def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = 
     q = best[0]
     if q is None:  # full redaction of the window is always private
         q = np.ones((n, chain.k))
-        best = (q, kutility(chain, q), {"solver": "full-redaction"})
+        best = (q, utility(chain, q), {"solver": "full-redaction"})
     (ub, solver, stopped), refuted = choose_bound(bounds, best[1])
     info = dict(best[2], candidates=summary)
     if refuted:
         info["refuted_bounds"] = refuted
     label = method if method != "optimal" else f"optimal (best candidate: {best[2].get('solver')})"
-    return kfinalize(chain, q, private=p, eps=eps, method=label, upper_bound=ub, solver=solver,
+    return finalize(chain, q, private=p, eps=eps, method=label, upper_bound=ub, solver=solver,
                      stopped=stopped, info=info, class_bound=class_bound if method == "dim" else None)

@@ -420,7 +420,7 @@ def _influence(view: DesignView, reach: int) -> tuple[np.ndarray, dict[str, np.n
         from redactopt.model.influence import pointwise_influence
 
         return d, {f"X_t = {view.states[x]}": np.asarray(pointwise_influence(chain, d, x)) for x in (0, 1)}
-    from redactopt.model.kinfluence import pair_log_ratios
+    from redactopt.model.influence import pair_log_ratios
 
     assert isinstance(chain, KChain)
     sides = ("right",) if chain.is_reversible else ("right", "left")

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from redactopt.judge.exact import MAX_EXACT_N
-from redactopt.judge.kcertify import kboundary_zone
-from redactopt.judge.kexact import certify_kexact
-from redactopt.judge.kleakage import check_kmechanism, kleakage_segment, kutility
+from redactopt.judge.exact import MAX_EXACT_N, certify_exact
+from redactopt.judge.leakage import check_mechanism, leakage_segment, utility
 from redactopt.judge.segments import segment
-from redactopt.model.kchain import KChain
+from redactopt.judge.tolerances import boundary_zone
+from redactopt.model.chain import Chain, check_chain
 
 __all__ = ["kaudit", "ksegment"]
 
@@ -24,7 +23,7 @@ __all__ = ["kaudit", "ksegment"]
 ksegment = segment
 
 
-def kaudit(chain: KChain, redact_prob: object, *, private: object, eps: float, method: str = "file",
+def kaudit(chain: Chain, redact_prob: object, *, private: object, eps: float, method: str = "file",
            exact: bool = False) -> dict[str, Any]:
     """Exact leakage of a k-state mechanism about every private record, the worst witness and a verdict.
 
@@ -32,17 +31,17 @@ def kaudit(chain: KChain, redact_prob: object, *, private: object, eps: float, m
     ``witness`` (labels or ``None`` for ⊥, record 1 first), ``pair`` (the labels the witness tells apart: it favours the first),
     ``witness_private`` (1-based), ``per_private``, and with ``exact`` the rational verdict.
     """
-    q, priv = check_kmechanism(chain, redact_prob, private)
+    q, priv = check_mechanism(redact_prob, private, k=check_chain(chain).k)
     per = []
     worst = None
     for p in priv:
         lo, hi = segment(q, p)
-        res = kleakage_segment(chain, q, p)
+        res = leakage_segment(chain, q, p)
         per.append({"private": p + 1, "leakage": res.leakage, "segment": [lo + 1, hi + 1]})
         if worst is None or res.leakage > worst[0].leakage:
             worst = (res, lo, hi)
     res, lo, hi = worst  # type: ignore[misc]
-    zone = kboundary_zone(eps, hi - lo + 1, chain.k)
+    zone = boundary_zone(eps, hi - lo + 1, chain.k)
     passed = res.leakage <= eps - zone
     undecided = not passed and res.leakage <= eps + zone
     rep: dict[str, Any] = {
@@ -50,7 +49,7 @@ def kaudit(chain: KChain, redact_prob: object, *, private: object, eps: float, m
         "chain": chain.to_dict(), "private": [p + 1 for p in priv], "eps": float(eps), "leakage": res.leakage,
         "witness_private": res.p + 1,
         "witness": [None if v is None else str(v) for v in res.witness_output()],
-        "pair": [str(s) for s in res.pair_labels], "utility": kutility(chain, q), "per_private": per,
+        "pair": [str(s) for s in res.pair_labels], "utility": utility(chain, q), "per_private": per,
     }
     if exact or undecided:
         statuses = []
@@ -59,7 +58,7 @@ def kaudit(chain: KChain, redact_prob: object, *, private: object, eps: float, m
             if b - a + 1 > MAX_EXACT_N:
                 statuses.append("too long")
                 continue
-            statuses.append(certify_kexact(chain, q[a : b + 1].tolist(), [p - a], eps).status)
+            statuses.append(certify_exact(chain, q[a : b + 1].tolist(), [p - a], eps).status)
         status = "certified" if all(s == "certified" for s in statuses) else (
             "violated" if any(s == "violated" for s in statuses) else "undecided")
         if exact:

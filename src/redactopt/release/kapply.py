@@ -13,7 +13,7 @@ overlap) the exact data-independent window that keeps every member within the bu
 maximum — private for every one of them, because redacting more never raises the leakage
 (post-processing).  ``auto`` is ``optimal`` for up to
 :data:`AUTO_OPTIMAL_MAX` private records and ``dim`` beyond.  The combined mechanism is verified
-exactly about every private record (:func:`redactopt.judge.kcertify.kverify`) before anything is
+exactly about every private record (:func:`redactopt.judge.certify.verify`) before anything is
 drawn.
 
 **Draws** are exact Bernoulli draws of ``q[t, x_t]`` (:func:`redactopt.release.bits.bernoulli_exact`):
@@ -39,8 +39,8 @@ from redactopt.engine.kdesign import kdesign
 from redactopt.solvers.kdim import kdim_windows
 from redactopt.errors import PrivacyCheckError
 from redactopt.io import check_input_path, new_file_mode, write_json_atomic
-from redactopt.judge.kcertify import kverify
-from redactopt.judge.kleakage import kleakage_segment, kutility
+from redactopt.judge.certify import verify
+from redactopt.judge.leakage import leakage_segment, utility
 from redactopt.kio import KREPORT_FORMAT, kmechanism_to_dict
 from redactopt.model.kchain import KChain
 from redactopt.release.bits import bernoulli_exact, bit_source
@@ -75,7 +75,7 @@ def kdesign_release(chain: KChain, n: int, *, eps: float, private: tuple[int, ..
             res = kdesign(chain, n, eps=eps, p=p, method="optimal", time_limit=time_limit)
             q = np.maximum(q, res.redact_prob)
     q[list(private)] = 1.0
-    res, ok = kverify(chain, q, private, eps)
+    res, ok = verify(chain, q, private, eps)
     if not ok:
         raise PrivacyCheckError(f"combined design leaks {res.leakage:.12g} > eps={eps:.12g}")
     what = ("the exact data-independent window per cluster of private records" if per == "dim"
@@ -285,13 +285,13 @@ def _kplan(chain: KChain, fit: KChainFit | None, labels_all: list[str], codes: n
         made = run(_design_job, [(plain, m, eps, priv, method, time_limit) for m, priv in keys])
     mechs: list[dict[str, Any]] = []
     for (m, priv), (q, how) in zip(keys, made):
-        per_private = [kleakage_segment(chain, q, p) for p in priv]
+        per_private = [leakage_segment(chain, q, p) for p in priv]
         w = max(per_private, key=lambda r: r.leakage)
-        _, ok = kverify(chain, q, priv, eps, worst=w)  # judged here too, on this process's chain
+        _, ok = verify(chain, q, priv, eps, worst=w)  # judged here too, on this process's chain
         if not ok:
             raise PrivacyCheckError(f"the design for {m} records, private {[p + 1 for p in priv]}, leaks "
                                     f"{w.leakage:.12g} > eps={eps:.12g}")
-        u = kutility(chain, q)
+        u = utility(chain, q)
         mech = kmechanism_to_dict(chain, q, private=priv, eps=eps, method=how["method"], utility=u, leakage=w.leakage)
         mechs.append({"q": q, "how": how, "per_private": per_private, "worst": w, "utility": u, "mech": mech})
     return _KPlan(chain, fit, state_of, keys, mechs)
