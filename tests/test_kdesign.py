@@ -146,6 +146,40 @@ def test_kdim_k2_equals_binary(rng):
         assert np.array_equal(c1.redact_prob, c2.redact_prob) and c1.upper_bound == c2.upper_bound
 
 
+def _exact_window_term(a: Fraction, b: Fraction, d: int) -> np.ndarray:
+    """Lemma 1's ``l(d)[x, x']`` of the chain [[1-a, a], [b, 1-b]] by hand: P^d = Pi + lam^d (I - Pi)
+    in rationals, each log-ratio as log1p of the exact ratio minus one (full precision near 0)."""
+    lam_d = (1 - a - b) ** d
+    pi = (b / (a + b), a / (a + b))
+    Pd = [[pi[v] + lam_d * ((x == v) - pi[v]) for v in (0, 1)] for x in (0, 1)]
+    out = np.zeros((2, 2))
+    for x, y in ((0, 1), (1, 0)):
+        out[x, y] = max(math.log1p(float(Pd[x][v] / Pd[y][v] - 1)) for v in (0, 1))
+    return out
+
+
+@pytest.mark.parametrize("a,b", [("3/1000", "12/1000"), ("1/100", "4/5"), ("9/10", "7/10"), ("1/2", "1/2")])
+def test_kdim_binary_terms_by_hand(a, b):
+    # issue 25: a two-state chain's window terms come from the closed form (as fast as the binary dim),
+    # with the same choices as the matrix loop: the terms up to the first D where all are <= 1e-9 eps,
+    # then one choice standing for every farther distance (0 outward, l(D) inward), then "none"
+    from redactopt.solvers.kdim import side_window_terms
+
+    A, B = Fraction(a), Fraction(b)
+    chain = KChain([[1 - A, A], [B, 1 - B]])
+    assert chain.binary
+    eps, m = 1.0, 3000
+    for side in ("left", "right"):
+        low, high = side_window_terms(chain, m, side, eps)
+        want = [_exact_window_term(A, B, d) for d in range(1, low.shape[0] - 1)]
+        D = next(d for d, t in enumerate(want, 1) if np.all(t <= 1e-9 * eps))
+        assert low.shape == high.shape == (D + 2, 2, 2)
+        assert D == len(want)  # the cut is at the first such distance
+        assert np.allclose(low[:D], want, rtol=1e-12, atol=0) and np.all(low[D:] == 0.0)
+        assert np.allclose(high[D], want[-1], rtol=1e-12, atol=0) and np.all(high[D + 1] == 0.0)
+        assert np.all(np.diff(high, axis=0) <= 0.0)  # the inward envelope never rises
+
+
 # --------------------------------------------------------------------------
 # the local optimiser's gradients and designs
 # --------------------------------------------------------------------------
