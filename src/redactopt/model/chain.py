@@ -321,13 +321,24 @@ class Chain:
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}: a chain is immutable")
 
+    def _identity(self) -> tuple:
+        """What equality compares, built once: the labels, the shape and doubles of the matrix, and its
+        exact rationals as ``(numerator, denominator)`` pairs (tuples of ints and floats compare in C;
+        comparing ``Fraction`` objects cost about 10 us per chain, paid by every cache lookup that meets
+        the same chain given in another form)."""
+        key = self.__dict__.get("_identity_key")
+        if key is None:
+            key = (self.labels, self.transition.shape, tuple(self.transition.ravel().tolist()),
+                   tuple((f.numerator, f.denominator) for row in self.exact for f in row))
+            self.__dict__["_identity_key"] = key
+        return key
+
     def __eq__(self, other: object) -> bool:
         if self is other:
             return True
         if not isinstance(other, Chain):
             return NotImplemented
-        return (self.labels == other.labels and self.transition.shape == other.transition.shape
-                and bool(np.array_equal(self.transition, other.transition)) and self.exact == other.exact)
+        return self._identity() == other._identity()
 
     def __hash__(self) -> int:
         h = self._hash
