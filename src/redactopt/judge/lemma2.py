@@ -77,18 +77,23 @@ def publishable(chain: Chain, m: int, *, eps: float | None = None, upper: float 
         raise ValueError("one budget per direction (upper != lower) is defined for binary chains only")
     if m <= 0:
         return np.zeros((0, chain.k), dtype=bool)
+    return _table(chain, int(m), upper, lower, side)[: int(m)].copy()
+
+
+def _table(chain: Chain, m: int, upper: float, lower: float, side: str) -> np.ndarray:
+    """:func:`publishable`'s memoised table (validated arguments, ``m >= 1``): at least ``m`` rows, shared, not copied."""
     # each distance is judged on its own, so a longer table's first m rows are this one:
     # memoised by chain, budgets and side, grown by doubling (release plans bound hundreds of regions)
     key = (chain, float(upper), float(lower), side if not chain.binary else "right")
     table = _PUBLISHABLE.get(key)
     if table is None or table.shape[0] < m:
-        size = max(int(m), 2 * (0 if table is None else table.shape[0]))
+        size = max(m, 2 * (0 if table is None else table.shape[0]))
         table = _publishable(chain, size, upper, lower) if chain.binary else _matrix_publishable(chain, size,
                                                                                                 upper, side)
         if len(_PUBLISHABLE) >= 256:
             _PUBLISHABLE.clear()
         _PUBLISHABLE[key] = table
-    return table[: int(m)].copy()
+    return table
 
 
 #: :func:`publishable` tables by (chain, upper, lower, side).
@@ -199,8 +204,12 @@ def lemma2_counts(judges: Sequence[Chain], n: int, *, eps: float, private: objec
     eps = check_eps(eps)
     priv = check_private(private, n)
     k = check_chain(judges[0]).k
+    for c in judges[1:]:
+        check_chain(c)
+    # binary chains are reversible: both sides read one table, within one reach (one pass per record)
+    symmetric = all(c.binary for c in judges)
     left = max(_side_reach(c, eps, "left", n) for c in judges)
-    right = max(_side_reach(c, eps, "right", n) for c in judges)
+    right = left if symmetric else max(_side_reach(c, eps, "right", n) for c in judges)
     groups: list[list[int]] = []
     for p in priv:
         if groups and p - groups[-1][-1] <= left + right + 1:
@@ -214,11 +223,12 @@ def lemma2_counts(judges: Sequence[Chain], n: int, *, eps: float, private: objec
         allowed = np.ones((t.size, k), dtype=bool)
         allowed[np.asarray(g) - lo] = False
         for p in g:
-            for side, mask in (("left", t < p), ("right", t > p)):
-                d = np.abs(t[mask] - p)
-                for c in judges:
-                    if d.size:
-                        allowed[mask] &= publishable(c, int(d.max()), eps=eps, side=side)[d - 1]
+            dist = np.abs(t - p)
+            for side, mask in ((("right", dist > 0),) if symmetric else (("left", t < p), ("right", t > p))):
+                d = dist[mask]
+                if d.size:
+                    for c in judges:
+                        allowed[mask] &= _table(c, int(d.max()), eps, eps, side)[d - 1]
         counts -= (~allowed).sum(axis=0)
     return tuple(int(c) for c in counts)
 
