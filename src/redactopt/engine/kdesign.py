@@ -203,4 +203,4 @@ def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = 
         info["refuted_bounds"] = refuted
     label = method if method != "optimal" else f"optimal (best candidate: {best[2].get('solver')})"
     return finalize(chain, q, private=p, eps=eps, method=label, upper_bound=ub, solver=solver,
-                     stopped=stopped, info=info, class_bound=class_bound if method == "dim" else None)
+                    stopped=stopped, info=info, class_bound=class_bound if method == "dim" else None)
