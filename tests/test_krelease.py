@@ -388,3 +388,31 @@ def test_private_past_the_end_is_one_message_on_both_paths(run, tmp_path, capsys
     argv = ["apply", str(src), "--column", "occ", "--private", "2,9", "--eps", "1", "--out", str(tmp_path / "o.csv")]
     assert run(argv + (["--categorical"] if categorical else [])) == 2
     assert "--private: position 9 is outside the sequence (positions 1..5)" in capsys.readouterr().err
+
+
+def test_kaudit_decides_each_record_in_the_band_of_its_own_segment():
+    # The float leakage of a record is off by up to the band of *its* segment (the evaluator's rounding grows
+    # with the rows it reads).  A: the worst record, on a 3-row segment, just below eps by more than that
+    # segment's band.  B: a slightly smaller leakage on a segment of 10^6 rows (its neighbours redacted with
+    # probability 1e-10, so no row is published with certainty), inside the band of that segment: no float
+    # proves B private and its segment is too long for the rational check, so the audit must not pass.
+    from redactopt.judge.tolerances import boundary_zone
+
+    c = KChain(P3)
+    n = 1_000_010
+    q = np.zeros((n, 3))
+    q[1] = 1.0  # A = row 1: rows 0 and 2 published with certainty
+    q[4 : n - 4] = 1e-10
+    b = n // 2
+    q[b] = 1.0
+    la, lb = kleakage(c, q, 1).leakage, kleakage(c, q, b).leakage
+    assert lb <= la and la - lb < 1e-9  # B no higher than the worst (A: ties go to the first)
+    eps = la * (1 + 1.5e-9)
+    short, long_ = boundary_zone(eps, 3, 3), boundary_zone(eps, n - 6, 3)
+    assert la <= eps - short and lb > eps - long_  # A decided by its float, B inside its band
+    rep = kaudit(c, q, private=[1, b], eps=eps)
+    assert [e["segment"] for e in rep["per_private"]] == [[1, 3], [4, n - 3]]
+    assert not rep["passed"]
+    # with eps above both bands every record is decided by its float, without the rational check
+    rep = kaudit(c, q, private=[1, b], eps=la * (1 + 1e-6))
+    assert rep["passed"]
