@@ -6,7 +6,7 @@ chain), so with nearest published distances ``a`` (left) and ``b`` (right)
 
 .. math:: \mathcal L(a,b)=\max_{x\ne x'}\big[\ell_\ell(a)[x,x']+\ell_r(b)[x,x']\big],
 
-with the window terms :math:`\ell_s` of :func:`redactopt.model.kinfluence.window_terms` (the left
+with the window terms :math:`\ell_s` of :func:`redactopt.model.influence.window_terms` (the left
 side on the time-reversed chain; a side with nothing published contributes 0).  The best mechanism
 publishes everything beyond those records: a window of redacted records around ``p``.  Every
 :math:`\ell_s(d)[x,x']` is non-increasing in ``d``, so for each left choice the feasible right
@@ -39,7 +39,7 @@ __all__ = ["kdim_enumerate", "kdim_windows", "side_window_terms", "check_kproble
 
 SCOPE = "data-independent"
 
-#: Positive entries of a computed P^d below this are not trusted (see judge.klemma2).
+#: Positive entries of a computed P^d below this are not trusted (see judge.lemma2).
 _SAFE_MIN = 1e-290
 
 
