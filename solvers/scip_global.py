@@ -64,7 +64,8 @@ and :math:`(1/B_\ell)(1/B_r)\ge e^{-\epsilon}`: an exact budget split, no grid.
 **What it proposes.**  The solution is read with ``q = 1`` wherever ``z = 0`` and
 ``q = 0`` beyond the cut; the structured incumbent it started from is the fallback, and
 SCIP's dual bound (plus :data:`DUAL_MARGIN` for its feasibility tolerance) the upper
-bound.  Nothing is judged here: :func:`redactopt.engine.design.design` snaps, verifies
+bound.  The model's budget is ``eps +`` :data:`BUDGET_SLACK`, so that no mechanism private at
+``eps`` sits on its boundary.  Nothing is judged here: :func:`redactopt.engine.design.design` snaps, verifies
 exactly, repairs (if SCIP's tolerance let a requirement slip) or falls back.
 """
 
@@ -89,13 +90,21 @@ from redactopt.judge.lemma2 import publishable
 from redactopt.model.influence import INFLUENCE_RTOL
 from redactopt.solvers.base import Candidate
 
-__all__ = ["propose_global", "claimed_bound", "DUAL_MARGIN", "MIN_CLAIM_ENTRY"]
+__all__ = ["propose_global", "claimed_bound", "DUAL_MARGIN", "BUDGET_SLACK", "MIN_CLAIM_ENTRY"]
 
 #: Safety margin (utility units) added to SCIP's dual bound for its feasibility tolerance.
 DUAL_MARGIN = 1e-7
 
 #: SCIP feasibility tolerance (all model quantities are O(1)).
 _FEASTOL = 1e-9
+
+#: SCIP solves the model at ``eps + BUDGET_SLACK`` (nats; ten feasibility tolerances on the ratio scale).
+#: The optimum is non-decreasing in the budget, so the dual bound at the larger budget bounds every
+#: mechanism at ``eps``, and none of those lies on the model's boundary, where SCIP's tolerances could cut
+#: it off: at ``eps`` itself SCIP excluded a window whose leakage is exactly ``eps`` and "proved" 0.3
+#: below its utility 0.4 (MarkovChain(0.875, 0.875), n = 5, p = 3, eps = log(25/7), found by
+#: ``tests/test_boundary.py``).  A solution above ``eps`` is repaired by the judge (pushed toward redaction).
+BUDGET_SLACK = 1e-8
 
 #: SCIP's dual bound is not claimed on a chain with a positive transition probability below this:
 #: a red-team scan found a binary chain with beta = 1.5e-7 (alpha = 4.1e-4, n = 4, eps = 10) where
@@ -594,7 +603,7 @@ def propose_global(
     start_q, start_label = _incumbent(chain, n, p, eps, left, right)
     start_u = utility(chain, start_q)
     info: dict = {"start": start_label, "start_utility": start_u}
-    mod = _Model(chain, n, p, eps, left, right)
+    mod = _Model(chain, n, p, eps + BUDGET_SLACK, left, right)  # Lemma 2's values (left, right) stay those at eps
     m = mod.model
     m.setParam("limits/time", max(0.5, float(time_limit)))
     m.setParam("limits/gap", float(gap_limit))

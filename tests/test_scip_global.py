@@ -403,3 +403,23 @@ def test_a_refuted_scip_bound_is_discarded_not_used(monkeypatch):
     kd = kdesign(KChain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]]), 4, eps=1.0, p=1, method="optimal")
     assert kd.utility > 0.2 and kd.certificate.upper_bound >= kd.utility and kd.certificate.solver != "scip"
     assert "0.001" in kd.info["refuted_bounds"][0]
+
+
+def test_a_window_exactly_at_eps_is_not_cut_off():
+    # found by tests/test_boundary.py (slow): alpha = beta = 7/8, n = 5, p = 3 and eps = log(25/7), the
+    # leakage of publishing records 0 and 1 (nothing nearer to p on the left, nothing on the right):
+    # lambda = -3/4, (P^2)_{00} / (P^2)_{10} = (1 + lambda^2) / (1 - lambda^2) = 25/7 exactly.  That window is
+    # private (utility 2/5) and SCIP's dual bound at eps itself was 0.3: the model is now solved with a slack.
+    from fractions import Fraction
+
+    from redactopt.judge.exact import certify_exact
+
+    chain = MarkovChain(0.875, 0.875)
+    eps = math.log(25 / 7)
+    window = [[0, 0], [0, 0], [1, 1], [1, 1], [1, 1]]
+    assert certify_exact(Fraction(7, 8), Fraction(7, 8), window, [3], eps).status == "certified"
+    res = design(chain, 5, eps=eps, p=3, method="global")
+    assert res.certificate.upper_bound >= 2 / 5 - 1e-12
+    assert res.utility == pytest.approx(2 / 5, abs=1e-9)
+    assert certify_exact(Fraction(7, 8), Fraction(7, 8), np.asarray(res.redact_prob).tolist(), [3],
+                         eps).status == "certified"
