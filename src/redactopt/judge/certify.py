@@ -459,6 +459,66 @@ def _trim_blocks(starts: list[int], blocks: list[np.ndarray], tol: float) -> tup
     return out_s, out_b
 
 
+def _verify_blocks(chains: list[Chain], n: int, starts: list[int], blocks: list[np.ndarray], priv: tuple[int, ...],
+                   eps: float, method: str) -> tuple[dict[int, float], tuple[LeakageResult, int]]:
+    """Every private record judged exactly on its block extended by the always-published record on each
+    side, at every chain of ``chains``: ``(leakage per private record, (worst result, its offset))``.
+
+    Raises :class:`PrivacyCheckError` when a private record lies outside every block or a leakage
+    exceeds ``eps`` (:func:`finalize_sparse`).
+    """
+    per: dict[int, float] = {}
+    worst: tuple[LeakageResult, int] | None = None
+    all_ok = True
+    for s, blk in zip(starts, blocks):
+        lo, ext, mine = extended_block(n, s, blk, priv)
+        if not mine:
+            continue
+        ext, rel = check_mechanism(ext, [p - lo for p in mine], k=chains[0].k)
+        for judge_chain in chains:
+            results = [leakage(judge_chain, ext, p) for p in rel]
+            everything = bool(np.all(ext == 1.0))  # the whole sequence redacted: leakage exactly 0
+            for p, r in zip(mine, results):
+                per[p] = max(per.get(p, 0.0), 0.0 if everything else r.leakage)
+            block_worst = max(results, key=lambda r: r.leakage)
+            _, ok = verify(judge_chain, ext, rel, eps, worst=block_worst)
+            all_ok &= ok
+            if worst is None or block_worst.leakage > worst[0].leakage:
+                worst = (block_worst, lo)
+    missing = [p + 1 for p in priv if p not in per]
+    if missing:
+        raise PrivacyCheckError(f"{method}: private record {missing[0]} would be published (infinite leakage)")
+    assert worst is not None
+    if not all_ok:
+        raise PrivacyCheckError(
+            f"{method}: exact leakage {worst[0].leakage:.12g} exceeds eps={eps:.12g} after snapping")
+    return per, worst
+
+
+def _region_certificates(chain: Chain, rows: SparseRows, starts: list[int], blocks: list[np.ndarray],
+                         priv: tuple[int, ...], eps: float,
+                         regions: list[tuple[int, int, float, str]] | None) -> list[RegionCertificate]:
+    """The bounds of :func:`finalize_sparse`'s regions (default: Lemma 2 on each block with its two
+    neighbours), each checked against what the design publishes there (:class:`BoundError` below it)."""
+    n, pi = rows.n, chain.stationary
+    if regions is None:
+        regions = []
+        for s, blk in zip(starts, blocks):
+            lo, hi = max(0, s - 1), min(n - 1, s + blk.shape[0])
+            mine = [p - lo for p in priv if lo <= p <= hi]
+            m = hi - lo + 1
+            bound = m * lemma2_upper_bound(chain, m, eps=eps, private=mine) if mine else float(m)
+            regions.append((lo, hi, bound, "lemma2"))
+    certs = []
+    for lo, hi, bound, name in regions:
+        published = float(((1.0 - rows.rows(lo, hi + 1)) @ pi).sum())
+        if not bound >= published - UTILITY_ATOL * (hi - lo + 1):
+            raise BoundError(f"{name} bound {bound!r} on rows {lo + 1}..{hi + 1} is below what the design "
+                             f"publishes there ({published!r})")
+        certs.append(RegionCertificate(int(lo), int(hi), published, float(bound), name))
+    return certs
+
+
 def finalize_sparse(
     chain: Chain,
     n: int,
@@ -508,50 +568,12 @@ def finalize_sparse(
     priv = check_private(private, n)
     starts, blocks = _trim_blocks(*merge_blocks(n, list(parts)), tol)
     chains = list(dict.fromkeys((chain,) + (chain_class.deciding() if chain_class is not None else ())))
-    per: dict[int, float] = {}
-    worst: tuple[LeakageResult, int] | None = None
-    all_ok = True
-    for s, blk in zip(starts, blocks):
-        lo, ext, mine = extended_block(n, s, blk, priv)
-        if not mine:
-            continue
-        ext, rel = check_mechanism(ext, [p - lo for p in mine], k=chain.k)
-        for judge_chain in chains:
-            results = [leakage(judge_chain, ext, p) for p in rel]
-            everything = bool(np.all(ext == 1.0))  # the whole sequence redacted: leakage exactly 0
-            for p, r in zip(mine, results):
-                per[p] = max(per.get(p, 0.0), 0.0 if everything else r.leakage)
-            block_worst = max(results, key=lambda r: r.leakage)
-            _, ok = verify(judge_chain, ext, rel, eps, worst=block_worst)
-            all_ok &= ok
-            if worst is None or block_worst.leakage > worst[0].leakage:
-                worst = (block_worst, lo)
-    missing = [p + 1 for p in priv if p not in per]
-    if missing:
-        raise PrivacyCheckError(f"{method}: private record {missing[0]} would be published (infinite leakage)")
-    assert worst is not None
-    if not all_ok:
-        raise PrivacyCheckError(
-            f"{method}: exact leakage {worst[0].leakage:.12g} exceeds eps={eps:.12g} after snapping")
+    per, worst = _verify_blocks(chains, n, starts, blocks, priv, eps, method)
     pi = chain.stationary
     u = 1.0 - sum(float((b @ pi).sum()) for b in blocks) / n
     cert = make_certificate(upper_bound, u, solver=solver, scope=scope, stopped=stopped)
     rows = SparseRows(n, tuple(starts), tuple(blocks), k=chain.k)
-    if regions is None:
-        regions = []
-        for s, blk in zip(starts, blocks):
-            lo, hi = max(0, s - 1), min(n - 1, s + blk.shape[0])
-            mine = [p - lo for p in priv if lo <= p <= hi]
-            m = hi - lo + 1
-            bound = m * lemma2_upper_bound(chain, m, eps=eps, private=mine) if mine else float(m)
-            regions.append((lo, hi, bound, "lemma2"))
-    certs = []
-    for lo, hi, bound, name in regions:
-        published = float(((1.0 - rows.rows(lo, hi + 1)) @ pi).sum())
-        if not bound >= published - UTILITY_ATOL * (hi - lo + 1):
-            raise BoundError(f"{name} bound {bound!r} on rows {lo + 1}..{hi + 1} is below what the design "
-                             f"publishes there ({published!r})")
-        certs.append(RegionCertificate(int(lo), int(hi), published, float(bound), name))
+    certs = _region_certificates(chain, rows, starts, blocks, priv, eps, regions)
     for b in blocks:
         b.setflags(write=False)
     return SparseDesign(
