@@ -228,10 +228,8 @@ def cmd_kfit(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------
 # apply
 # --------------------------------------------------------------------------
-def cmd_kapply(args: argparse.Namespace) -> int:
-    """``redactopt apply INPUT --column NAME --categorical|--transition T (--private LIST | --private-column C [--by B]) --eps E --out OUT``."""
-    from redactopt.release.kapply import KAPPLY_METHODS, kapply_table
-
+def _kapply_refusals(args: argparse.Namespace, methods: tuple[str, ...]) -> None:
+    """The options a categorical release does not take, refused in one line each (before any work)."""
     refuse_given(args, ["alpha", "beta"], "applies to binary columns; a categorical column takes --transition")
     refuse_given(args, ["chunk_rows"], "is not available for categorical columns (the column is read at once)")
     refuse_given(args, ["robust"], "is not available for categorical columns (the guarantee covers the fitted or "
@@ -243,14 +241,66 @@ def cmd_kapply(args: argparse.Namespace) -> int:
                          "sequence and one mechanism per distinct design)")
     if args.backend != "memory":
         raise UsageError("--backend dask is not available for categorical columns")
-    if args.method not in KAPPLY_METHODS:
+    if args.method not in methods:
         raise UsageError(f"--method {args.method} has no k-state form; categorical columns take "
-                         f"{', '.join(KAPPLY_METHODS)}")
+                         f"{', '.join(methods)}")
     if STDIO in (args.out,):
         raise UsageError("--out -: categorical releases are written to a file (.csv, .tsv or .parquet)")
+
+
+def _kapply_summary(rep: dict, args: argparse.Namespace) -> dict:
+    """What ``apply --format json`` prints for a categorical release."""
+    return {
+        "output": args.out, "rows": rep["rows"], "redacted": rep["utility"]["redacted"], "states": rep["states"],
+        "chain": {"source": rep["chain"]["source"], "transition": rep["chain"]["transition"]},
+        "eps": rep["eps"], "method": rep["method"],
+        "leakage": {"max": rep["leakage"]["max"], "private_records": len(rep["private"]),
+                    "pair": rep["leakage"]["pair"]},
+        "utility": {k: rep["utility"][k] for k in ("expected", "realised")}, "blocks": rep.get("blocks"),
+        "sequences": len(rep["sequences"]) if "sequences" in rep else 1,
+        "designs": len(rep["designs"]) if "designs" in rep else 1,
+        "randomness": rep["randomness"]["source"], "label": rep["label"], "warnings": rep["warnings"],
+        "report": args.report, "columns": rep["columns"], "fit_rows": rep["chain"].get("fit_rows"),
+        "summary": rep["summary"],
+    }
+
+
+def _kapply_text(rep: dict, args: argparse.Namespace) -> str:
+    """What ``apply`` prints (text) for a categorical release."""
+    from redactopt.interface.cli_data import release_lines
+
+    lines = [f"wrote     : {args.out}  ({rep['rows']} rows, {rep['utility']['redacted']} redacted)",
+             f"states    : {', '.join(rep['states'])}  (column{'s' if args.protect else ''} "
+             f"'{args.protect or args.column}')",
+             f"chain     : {rep['chain']['source']}; P = " + "; ".join(
+                 ",".join(f"{v:.4g}" for v in row) for row in rep["chain"]["transition"]),
+             f"eps       : {rep['eps']:g}   method: {rep['method']}",
+             f"leakage   : {rep['leakage']['max']:.10g}  (exact, worst over {len(rep['private'])} private "
+             f"record(s); pair {rep['leakage']['pair'][0]} vs {rep['leakage']['pair'][1]})",
+             f"utility   : expected {rep['utility']['expected']:.6g}  realised {rep['utility']['realised']:.6g}",
+             (f"blocks    : {rep['blocks']}" if "blocks" in rep else
+              f"sequences : {len(rep['sequences'])} (by '{rep['by']}'), "
+              f"{sum(1 for q in rep['sequences'] if q['private'])} with private records, "
+              f"{len(rep['designs'])} distinct design(s); worst in sequence "
+              f"{rep['leakage']['witness_sequence']}"),
+             f"randomness: {rep['randomness']['source']}"]
+    if rep["label"]:
+        lines.append(f"label     : {rep['label']}")
+    lines += [f"warning   : {w}" for w in rep["warnings"]]
+    lines += release_lines(rep["columns"], rep["chain"].get("fit_rows"), rep["summary"])
+    if args.report:
+        lines.append(f"report    : {args.report}")
+    return "\n".join(lines)
+
+
+def cmd_kapply(args: argparse.Namespace) -> int:
+    """``redactopt apply INPUT --column NAME --categorical|--transition T (--private LIST | --private-column C [--by B]) --eps E --out OUT``."""
+    from redactopt.release.kapply import KAPPLY_METHODS, kapply_table
+
+    _kapply_refusals(args, KAPPLY_METHODS)
     chain = read_transition(args.transition) if args.transition else None
     private = parse_positions(args.private) if args.private is not None else None
-    from redactopt.interface.cli_data import keep_option, release_lines
+    from redactopt.interface.cli_data import keep_option
 
     try:
         with stdin_as_file(args.input) as path:
@@ -264,44 +314,8 @@ def cmd_kapply(args: argparse.Namespace) -> int:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL
     rep["input"] = str(args.input)
-    summary = {
-        "output": args.out, "rows": rep["rows"], "redacted": rep["utility"]["redacted"], "states": rep["states"],
-        "chain": {"source": rep["chain"]["source"], "transition": rep["chain"]["transition"]},
-        "eps": rep["eps"], "method": rep["method"],
-        "leakage": {"max": rep["leakage"]["max"], "private_records": len(rep["private"]),
-                    "pair": rep["leakage"]["pair"]},
-        "utility": {k: rep["utility"][k] for k in ("expected", "realised")}, "blocks": rep.get("blocks"),
-        "sequences": len(rep["sequences"]) if "sequences" in rep else 1,
-        "designs": len(rep["designs"]) if "designs" in rep else 1,
-        "randomness": rep["randomness"]["source"], "label": rep["label"], "warnings": rep["warnings"],
-        "report": args.report, "columns": rep["columns"], "fit_rows": rep["chain"].get("fit_rows"),
-        "summary": rep["summary"],
-    }
-    if (args.format or "text") == "json":
-        text = json.dumps(summary, indent=2)
-    else:
-        lines = [f"wrote     : {args.out}  ({rep['rows']} rows, {rep['utility']['redacted']} redacted)",
-                 f"states    : {', '.join(rep['states'])}  (column{'s' if args.protect else ''} "
-                 f"'{args.protect or args.column}')",
-                 f"chain     : {rep['chain']['source']}; P = " + "; ".join(
-                     ",".join(f"{v:.4g}" for v in row) for row in rep["chain"]["transition"]),
-                 f"eps       : {rep['eps']:g}   method: {rep['method']}",
-                 f"leakage   : {rep['leakage']['max']:.10g}  (exact, worst over {len(rep['private'])} private "
-                 f"record(s); pair {rep['leakage']['pair'][0]} vs {rep['leakage']['pair'][1]})",
-                 f"utility   : expected {rep['utility']['expected']:.6g}  realised {rep['utility']['realised']:.6g}",
-                 (f"blocks    : {rep['blocks']}" if "blocks" in rep else
-                  f"sequences : {len(rep['sequences'])} (by '{rep['by']}'), "
-                  f"{sum(1 for q in rep['sequences'] if q['private'])} with private records, "
-                  f"{len(rep['designs'])} distinct design(s); worst in sequence "
-                  f"{rep['leakage']['witness_sequence']}"),
-                 f"randomness: {rep['randomness']['source']}"]
-        if rep["label"]:
-            lines.append(f"label     : {rep['label']}")
-        lines += [f"warning   : {w}" for w in rep["warnings"]]
-        lines += release_lines(rep["columns"], rep["chain"].get("fit_rows"), rep["summary"])
-        if args.report:
-            lines.append(f"report    : {args.report}")
-        text = "\n".join(lines)
+    text = json.dumps(_kapply_summary(rep, args), indent=2) if (args.format or "text") == "json" else \
+        _kapply_text(rep, args)
     stdout_taken = args.report == STDIO
     if not (stdout_taken and args.quiet):
         print(text, file=sys.stderr if stdout_taken else sys.stdout)
