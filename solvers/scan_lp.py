@@ -599,23 +599,31 @@ def _seed(value: object, lo: np.ndarray, hi: np.ndarray, eps: float, deadline: f
     return best_v, best_a
 
 
-def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_count: float,
-                      deadline: float, max_boxes: int) -> dict:
-    r"""Branch and bound over the split (module docstring): the best split found and a proven bound over all splits.
+class _SplitBoxes:
+    r"""Bounds and values of boxes of budget splits between the two sides (:func:`_branch_and_bound`).
 
-    A box's bound :math:`F_\ell^{UB}(a^+)+F_r^{UB}(\epsilon-a^-)` is valid because both sides are
-    non-decreasing in their budgets; boxes are cut :math:`\pm\eta` around the budgets where a side
-    jumps (:func:`_split_domain`), so every other box sees continuous sides and closes.
+    A box's monotone bound :math:`F_\ell^{UB}(a^+)+F_r^{UB}(\epsilon-a^-)` is valid because both sides
+    are non-decreasing in their budgets; with at most two free dimensions the interpolated dual bound
+    (:mod:`redactopt.solvers.split_bound`) is taken too, whichever is lower.
     """
-    F = Fraction(eps)
 
-    def lb(a: np.ndarray) -> tuple:
+    def __init__(self, left: _SideOracle, right: _SideOracle, eps: float) -> None:
+        self.left, self.right, self.F = left, right, Fraction(eps)
+        self.lo0, self.hi0, self.cuts = _split_domain(left.spec, right.spec, eps)
+        self.eta = 1e-11 * max(1.0, eps)
+        self.best = -math.inf  # the best value found so far (set by the search)
+
+    def lb(self, a: np.ndarray) -> tuple:
         return tuple(Fraction(float(v)) for v in a)
 
-    def rb(a: np.ndarray) -> tuple:
-        return tuple(F - Fraction(float(v)) for v in a)
+    def rb(self, a: np.ndarray) -> tuple:
+        return tuple(self.F - Fraction(float(v)) for v in a)
 
-    def box_ub(lo: np.ndarray, hi: np.ndarray) -> float:
+    def value(self, a: np.ndarray) -> float:
+        return self.left.upper(self.lb(a))[1] + self.right.upper(self.rb(a))[1]
+
+    def ub(self, lo: np.ndarray, hi: np.ndarray) -> float:
+        left, right, lb, rb = self.left, self.right, self.lb, self.rb
         mono = math.nextafter(left.upper(lb(hi))[0] + right.upper(rb(lo))[0], math.inf)
         free = [int(j) for j in np.flatnonzero(hi > lo)]
         if not 1 <= len(free) <= 2:
@@ -632,12 +640,10 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
                 best = min(best, interpolated_bound(lft, rgt, [free[f]], 32))
         return min(mono, math.nextafter(best, math.inf))
 
-    def value(a: np.ndarray) -> float:
-        return left.upper(lb(a))[1] + right.upper(rb(a))[1]
-
-    def slack(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    def slack(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Per free dimension, what the monotone bound loses over the box along it (corner bounds, cached
         for boxes of at most two free dimensions, where the interpolated bound solved every corner)."""
+        left, right, lb, rb = self.left, self.right, self.lb, self.rb
         top = left.upper(lb(hi))[0] + right.upper(rb(lo))[0]
         out = np.zeros(lo.shape[0])
         for j in np.flatnonzero(hi > lo):
@@ -647,7 +653,7 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
                          top - left.upper(lb(hi))[0] - right.upper(rb(l2))[0]) + 1e-12 * (hi[j] - lo[j])
         return out
 
-    def best_split(lo: np.ndarray, hi: np.ndarray) -> list[tuple[tuple, float]]:
+    def split(self, lo: np.ndarray, hi: np.ndarray) -> list[tuple[tuple, float]]:
         """The children of a box and their bounds (docs/beyond_local.md, §3).
 
         With at most two free dimensions every one is tried and the split whose children bound the box
@@ -657,29 +663,37 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
         left to its sliver).  With more dimensions the one whose corners lose most to the monotone
         bound is cut (trying all would cost a solve per dimension and child).
         """
+        eta, cuts = self.eta, self.cuts
         dims = [int(j) for j in np.flatnonzero(hi - lo > 4 * eta)]
         if len(dims) > 2:
-            return [(box, box_ub(*box)) for box in _box_split(lo, hi, cuts, eta, slack(lo, hi))]
+            return [(box, self.ub(*box)) for box in _box_split(lo, hi, cuts, eta, self.slack(lo, hi))]
         options = []
         for j in dims:
             onehot = np.zeros(lo.shape[0])
             onehot[j] = 1.0
-            kids = [(box, box_ub(*box)) for box in _box_split(lo, hi, cuts, eta, onehot)]
+            kids = [(box, self.ub(*box)) for box in _box_split(lo, hi, cuts, eta, onehot)]
             worst = max(u for _, u in kids)
             options.append((sum(u for _, u in kids) / len(kids), -float(hi[j] - lo[j]), j, kids, worst))
-        parent = box_ub(lo, hi)
-        if len(options) > 1 and min(o[4] for o in options) > parent - 0.01 * max(parent - best_ref[0], 1e-300):
-            span = hi0 - lo0
+        parent = self.ub(lo, hi)
+        if len(options) > 1 and min(o[4] for o in options) > parent - 0.01 * max(parent - self.best, 1e-300):
+            span = self.hi0 - self.lo0
             return max(options, key=lambda o: (hi[o[2]] - lo[o[2]]) / max(span[o[2]], 1e-300))[3]
         return min(options, key=lambda o: o[:3])[3]
 
-    lo, hi, cuts = _split_domain(left.spec, right.spec, eps)
-    eta = 1e-11 * max(1.0, eps)
+
+def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_count: float,
+                      deadline: float, max_boxes: int) -> dict:
+    r"""Branch and bound over the split (module docstring): the best split found and a proven bound over all splits.
+
+    Boxes are bounded by :class:`_SplitBoxes` and cut :math:`\pm\eta` around the budgets where a side
+    jumps (:func:`_split_domain`), so every other box sees continuous sides and closes.
+    """
+    sb = _SplitBoxes(left, right, eps)
+    lo, hi, eta = sb.lo0.copy(), sb.hi0.copy(), sb.eta
     share = 0.2 if int(np.sum(hi > lo)) <= 2 else 0.5
-    best_v, best_a = _seed(value, lo, hi, eps, time.monotonic() + share * max(0.0, deadline - time.monotonic()))
-    best_ref = [best_v]
-    lo0, hi0 = lo.copy(), hi.copy()
-    heap, finals, count, boxes = [(-box_ub(lo, hi), 0, lo, hi)], [], 1, 1
+    best_v, best_a = _seed(sb.value, lo, hi, eps, time.monotonic() + share * max(0.0, deadline - time.monotonic()))
+    sb.best = best_v
+    heap, finals, count, boxes = [(-sb.ub(lo, hi), 0, lo, hi)], [], 1, 1
     stopped = False
     while heap:
         ub, _, blo, bhi = heap[0]
@@ -692,15 +706,15 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
         if float(np.max(bhi - blo)) <= 4 * eta:
             finals.append(-ub)
             continue
-        for (clo, chi), ub_child in best_split(blo, bhi):
+        for (clo, chi), ub_child in sb.split(blo, bhi):
             free = [int(j) for j in np.flatnonzero(chi > clo)]
             # the interpolated bound solved both sides at every corner: their values cost nothing more
             points = [a for _, a in _corners(clo, chi, free)] if 1 <= len(free) <= 2 else [(clo + chi) / 2]
             for point in points:
-                v = value(point)
+                v = sb.value(point)
                 if v > best_v:
                     best_v, best_a = v, tuple(point)
-                    best_ref[0] = best_v
+                    sb.best = best_v
             count += 1
             boxes += 1
             heapq.heappush(heap, (-ub_child, count, clo, chi))
