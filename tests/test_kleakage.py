@@ -387,3 +387,19 @@ def test_bad_mechanisms():
         kleakage(c, np.zeros((3, 3)), 0)
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         kleakage(c, [[1, 1, 1], [0.5, 2.0, 0.0]], 0)
+
+
+def test_kaudit_witness_lists_a_label_or_none_per_record():
+    # the file format: record 1 first, None for ⊥, the state's label as text otherwise
+    from redactopt.judge.kaudit import kaudit
+    from redactopt.model.chain import Chain
+
+    chain = Chain([[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.3, 0.3, 0.4]], labels=("lo", "mid", "hi"))
+    q = np.zeros((30, 3))
+    q[10:20] = 0.5
+    q[15] = 1.0
+    rep = kaudit(chain, q, private=[15], eps=3.0)
+    w = rep["witness"]
+    assert len(w) == 30 and w[15] is None
+    assert all(v in ("lo", "mid", "hi") for i, v in enumerate(w) if not 10 <= i < 20)  # published for sure
+    assert set(w) <= {None, "lo", "mid", "hi"}

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from redactopt.judge.exact import MAX_EXACT_N, certify_exact
 from redactopt.judge.leakage import check_mechanism, leakage_segment, utility
 from redactopt.judge.segments import segment
@@ -21,6 +23,13 @@ __all__ = ["kaudit", "ksegment"]
 
 #: The segment of a private record (:func:`redactopt.judge.segments.segment`; the old name).
 ksegment = segment
+
+
+def _labels_text(res: Any) -> list:
+    """The witness as text labels and ``None`` (⊥), record 1 first (one table lookup per record)."""
+    table = np.empty(len(res.labels) + 1, dtype=object)
+    table[1:] = [str(s) for s in res.labels]
+    return table[np.asarray(res.witness).astype(np.int64) + 1].tolist()
 
 
 def kaudit(chain: Chain, redact_prob: object, *, private: object, eps: float, method: str = "file",
@@ -51,7 +60,7 @@ def kaudit(chain: Chain, redact_prob: object, *, private: object, eps: float, me
         "method": method, "n": int(q.shape[0]), "k": chain.k, "states": [str(s) for s in chain.labels],
         "chain": chain.to_dict(), "private": [p + 1 for p in priv], "eps": float(eps), "leakage": res.leakage,
         "witness_private": res.p + 1,
-        "witness": [None if v is None else str(v) for v in res.witness_output()],
+        "witness": _labels_text(res),
         "pair": [str(s) for s in res.pair_labels], "utility": utility(chain, q), "per_private": per,
     }
     if exact or undecided:

@@ -109,7 +109,10 @@ class LeakageResult:
 
     def witness_output(self) -> list:
         """The witness as a list of state labels and ``None`` (⊥), record 1 first."""
-        return [None if v < 0 else self.labels[int(v)] for v in self.witness.tolist()]
+        w = np.asarray(self.witness)
+        table = np.empty(len(self.labels) + 1, dtype=object)  # index 0: ⊥ (-1 + 1), then the labels
+        table[1:] = list(self.labels)
+        return table[w.astype(np.int64) + 1].tolist()
 
 
 # --------------------------------------------------------------------------
