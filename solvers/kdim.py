@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from redactopt.model.chain import check_problem
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 from redactopt.model.influence import INFLUENCE_RTOL, influence_atol, side_matrix, window_terms
 from redactopt.solvers.base import Candidate
 

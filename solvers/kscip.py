@@ -62,7 +62,7 @@ from redactopt._optional import require
 from redactopt._validate import check_real
 from redactopt.judge.leakage import leakage, utility
 from redactopt.judge.lemma2 import publishable
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 from redactopt.model.influence import side_matrix
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.kdim import check_kproblem, kdim_enumerate

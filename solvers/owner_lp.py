@@ -35,9 +35,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from redactopt.judge.scan import exp_enclosure
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 from redactopt.model.mechanism_classes import (BlockMechanism, OwnerMechanism, as_kchain, record_tuples,
-                                               release_masks, row_keys)
+                                               release_masks, row_keys, tuple_probabilities)
 from redactopt.solvers.lp_certificate import LinearProgram, solve_lp
 
 __all__ = ["owner_program", "OwnerProposal", "BlockInfeasible", "propose_owner", "window_bound", "propose_block", "max_exact_n",
@@ -62,12 +62,7 @@ def max_exact_n(k: int, holder: bool) -> int:
 def _probabilities(chain: KChain, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``Pr(x)`` of every record tuple (from the exact chain, correctly rounded entries), ``pi`` and the tuples."""
     pi = np.array([float(v) for v in chain.exact_stationary()])
-    P = np.array([[float(v) for v in r] for r in chain.exact_transition()])
-    X = record_tuples(chain.k, n)
-    pr = pi[X[:, 0]].copy()
-    for t in range(n - 1):
-        pr *= P[X[:, t], X[:, t + 1]]
-    return pr, pi, X
+    return tuple_probabilities(chain, n), pi, record_tuples(chain.k, n)
 
 
 def owner_program(chain: KChain, n: int, p: int, E: float, *, holder: bool = False,

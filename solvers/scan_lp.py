@@ -44,7 +44,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from redactopt.judge.scan import exp_enclosure, scan_side_ratios
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 from redactopt.judge.exact import ratio_at_most_exp
 from redactopt.model.mechanism_classes import ScanMechanism, as_kchain, occupation, side_chain, side_chain_exact
 from redactopt.solvers.lp_certificate import LinearProgram, LPSolution, dual_parts, solve_lp

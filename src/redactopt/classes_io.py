@@ -34,7 +34,7 @@ import numpy as np
 
 from redactopt.io import require_field
 from redactopt.kio import chain_from_dict
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism
 
 __all__ = ["CLASS_FORMAT", "mechanism_to_dict", "mechanism_from_dict", "design_to_dict", "is_class_mechanism",

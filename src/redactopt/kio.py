@@ -23,7 +23,7 @@ import numpy as np
 from redactopt._validate import check_eps
 from redactopt.io import StoredMechanism, load_json, private_positions, require_field
 from redactopt.judge.leakage import check_mechanism
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 
 __all__ = ["KFORMAT", "KREPORT_FORMAT", "KMechanismFile", "kmechanism_to_dict", "kmechanism_from_dict",
            "read_kmechanisms", "is_kstate", "chain_from_dict"]

@@ -24,7 +24,7 @@ import numpy as np
 from redactopt.judge.certify import Certificate, make_certificate
 from redactopt.judge.scan import verify_mechanism
 from redactopt.model.chain import MarkovChain, is_two_state
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 from redactopt.model.mechanism_classes import CLASSES, as_kchain, local_as_scan
 from redactopt.engine.class_judge import block_design, design_owner, design_scan
 from redactopt.solvers.owner_lp import BlockInfeasible, max_exact_n, window_bound

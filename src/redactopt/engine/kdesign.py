@@ -31,7 +31,7 @@ from redactopt.judge.certify import DesignResult, choose_bound, finalize
 from redactopt.judge.leakage import utility
 from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.tolerances import safe_budget
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.kdim import check_kproblem
 from redactopt.solvers.kscip import KGLOBAL_MAX_EPS

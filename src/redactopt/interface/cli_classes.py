@@ -107,7 +107,7 @@ def _point_chain(args: argparse.Namespace, *, labels: tuple[str, ...] | None = N
     chain = MarkovChain(a[0], b[0])
     if labels is None:
         return chain
-    from redactopt.model.kchain import KChain
+    from redactopt.model.chain import Chain as KChain
 
     return KChain.from_binary(chain, labels=labels)
 

@@ -23,7 +23,7 @@ from redactopt.errors import PrivacyCheckError, UsageError
 from redactopt.interface.options import EXIT_FAIL, EXIT_OK, parse_positions, refuse_given
 from redactopt.interface.report import positions_text, witness_text
 from redactopt.io import STDIO, check_input_path, stdin_as_file, write_output
-from redactopt.model.kchain import KChain, parse_transition
+from redactopt.model.chain import Chain as KChain, parse_transition
 
 __all__ = ["read_transition", "cmd_kdesign", "cmd_kfit", "cmd_kapply", "maybe_kaudit", "kaudit_text", "KDESIGN_METHODS"]
 

@@ -39,7 +39,7 @@ import numpy as np
 from redactopt.io import STDIO, atomic_path, check_output_path
 from redactopt.judge.tolerances import LEAKAGE_RTOL
 from redactopt.model.chain import MarkovChain, is_two_state
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 
 __all__ = ["DesignView", "design_view", "design_figure", "compare_figure", "classes_figure", "save_figure", "check_figure_path",
            "figure_bytes", "check_writable", "plot_windows", "region_labels", "new_figure", "design_title",

@@ -36,7 +36,7 @@ from typing import Literal
 import numpy as np
 
 from redactopt.judge.exact import exp_bounds, ratio_at_most_exp, to_fraction
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 from redactopt.model.mechanism_classes import (BlockMechanism, OwnerMechanism, ScanMechanism, record_tuples,
                                                row_keys, side_chain, side_chain_exact)
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from redactopt._validate import check_index, check_n
 from redactopt.model.chain import MarkovChain
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 
 __all__ = [
     "CLASSES",

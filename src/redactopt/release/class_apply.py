@@ -31,27 +31,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from redactopt._validate import check_eps
 from redactopt.classes_io import mechanism_from_dict
 from redactopt.errors import PrivacyCheckError
 from redactopt.io import check_input_path, write_json_atomic
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism
 from redactopt.release.apply import check_release_paths, fit_rows_text
 from redactopt.release.class_release import ClassRelease, MultiplePrivateError, draw, release_sequence
-from redactopt.release.columns import output_columns
 from redactopt.release.data import parse_binary, sequence_key
 from redactopt.release.disclosure import Disclosure, plain_summary
 from redactopt.release.kapply import (
     TUPLE_SEP,
-    _kfit_on,
-    _kfit_outside,
-    _kplan_zones,
-    _ordered_sequences,
-    _private_flags,
-    _protected_columns,
     _released_column,
-    protected_states,
+    plan_chain,
+    prepare_table,
     read_table,
     write_release,
 )
@@ -280,51 +273,24 @@ def class_apply_frame(table: pd.DataFrame, *, cls: str, eps: float, column: str 
     if cls not in RELEASE_CLASSES:
         raise ValueError(f"cls must be one of {', '.join(RELEASE_CLASSES)}, got {cls!r} (local releases: "
                          "redactopt.apply_table)")
-    if not isinstance(table, pd.DataFrame):
-        raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
-    cols, bins_ = _protected_columns(table, column, protect, bins)
-    eps = check_eps(eps)
-    if len(table) == 0:
-        raise ValueError("no data rows")
-    for c in (by, order_by):
-        if c is not None and c not in table.columns:
-            raise ValueError(f"column {c!r} not found; the columns are {list(map(str, table.columns))}")
-    if binary:
-        table = _binary_column(table, cols[0])
-    written_cols, _ = output_columns(list(map(str, table.columns)), protected=cols, by=by, order_by=order_by,
-                                     private_column=private_column, keep=keep)
-    flags = _private_flags(table, private, private_column, by)
-    space, values_out = protected_states(table, cols, bins_)
-    seqs = _ordered_sequences(table, by, order_by)
-    codes, uniq = pd.factorize(pd.Series(space.row_states()), sort=False)
-    labels_all = [str(u) for u in uniq]
-    first_row = np.unique(codes, return_index=True)[1]
-    privs = [tuple(int(i) for i in np.flatnonzero(flags[rows])) for _, rows in seqs]
+    prep = prepare_table(table, column=column, protect=protect, bins=bins, eps=eps, by=by, order_by=order_by,
+                         private=private, private_column=private_column, keep=keep,
+                         convert=(lambda t, cols: _binary_column(t, cols[0])) if binary else None)
     if cls == "scan":  # refused before any design or fit
-        _one_private_each(seqs, privs)
-    fit_kw = dict(confidence=confidence, smoothing=smoothing)
+        _one_private_each(prep.seqs, prep.privs)
 
     def plan_for(fit: KChainFit | KChain) -> _ClassPlan:
         ch = fit if isinstance(fit, KChain) else fit.chain()
-        return _class_plan(ch, None if isinstance(fit, KChain) else fit, labels_all, codes, seqs, privs, eps=eps,
-                           cls=cls, seed=seed, time_limit=time_limit)
+        return _class_plan(ch, None if isinstance(fit, KChain) else fit, prep.labels, prep.codes, prep.seqs,
+                           prep.privs, eps=prep.eps, cls=cls, seed=seed, time_limit=time_limit)
 
-    if chain is not None:
-        if not isinstance(chain, KChain):
-            raise TypeError(f"chain must be a KChain, got {type(chain).__name__}")
-        plan, fit_source = plan_for(chain), {"source": "given"}
-    elif fit_on is not None:
-        fitted = _kfit_on(_binary_column(fit_on, cols[0]) if binary else fit_on, cols, bins_, by, order_by, **fit_kw)
-        plan = plan_for(fitted)
-        fit_source = {"source": "fit-on", "table": "<table>", "rows": fitted.records,
-                      "transitions": int(fitted.counts.sum()), "sequences": fitted.sequences}
-    else:
-        plan, fit_source = _kplan_zones(codes, labels_all, seqs, privs, plan_for,
-                                        lambda out: _kfit_outside(out, space, first_row, labels_all, len(seqs),
-                                                                  **fit_kw), reach_of=_ClassPlan.reach)
-    return _class_released(table, plan, seqs, privs, codes, flags, cls=cls, eps=eps, seed=seed, cols=cols,
-                           bins=bins_, values_out=values_out, written_cols=written_cols, by=by, order_by=order_by,
-                           fit_source=fit_source)
+    if fit_on is not None and binary:
+        fit_on = _binary_column(fit_on, prep.cols[0])
+    plan, fit_source = plan_chain(prep, plan_for, chain=chain, fit_on=fit_on,
+                                  fit_kw=dict(confidence=confidence, smoothing=smoothing), reach_of=_ClassPlan.reach)
+    return _class_released(prep.table, plan, prep.seqs, prep.privs, prep.codes, prep.flags, cls=cls, eps=prep.eps,
+                           seed=seed, cols=prep.cols, bins=prep.bins, values_out=prep.values_out,
+                           written_cols=prep.written_cols, by=by, order_by=order_by, fit_source=fit_source)
 
 
 def class_apply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], *, cls: str, eps: float,

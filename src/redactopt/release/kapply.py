@@ -42,7 +42,7 @@ from redactopt.io import check_input_path, new_file_mode, write_json_atomic
 from redactopt.judge.certify import verify
 from redactopt.judge.leakage import leakage_segment, utility
 from redactopt.kio import KREPORT_FORMAT, kmechanism_to_dict
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 from redactopt.release.bits import bernoulli_exact, bit_source
 from redactopt.release.data import sequence_key
 from redactopt.release.columns import Bins, output_columns, parse_bins, parse_columns, read_kind
@@ -388,6 +388,56 @@ def kapply_frame(table: pd.DataFrame, *, column: str | None = None, eps: float, 
         are deterministic, so the release is the same for every value — unless an optimiser stops
         at ``time_limit``: what it found by then depends on the machine's speed and load.
     """
+    prep = prepare_table(table, column=column, protect=protect, bins=bins, eps=eps, by=by, order_by=order_by,
+                         private=private, private_column=private_column, keep=keep)
+    fit_kw = dict(confidence=confidence, simultaneous=simultaneous, smoothing=smoothing)
+    design = dict(eps=prep.eps, method=method, time_limit=time_limit, workers=workers)
+
+    def plan_for(fit: KChainFit | KChain) -> _KPlan:
+        ch = fit if isinstance(fit, KChain) else fit.chain()
+        return _kplan(ch, None if isinstance(fit, KChain) else fit, prep.labels, prep.codes, prep.seqs, prep.privs,
+                      **design)
+
+    kplan, fit_source = plan_chain(prep, plan_for, chain=chain, fit_on=fit_on, fit_kw=fit_kw)
+    return _kreleased(prep.table, kplan, prep.seqs, prep.privs, prep.codes, prep.flags, seed=seed, cols=prep.cols,
+                      bins=prep.bins, values_out=prep.values_out, written_cols=prep.written_cols, kept=prep.kept,
+                      by=by, order_by=order_by, fit_source=fit_source, private_column=private_column)
+
+
+@dataclass(frozen=True)
+class PreparedTable:
+    """A table checked and coded for a categorical release (:func:`prepare_table`): the protected
+    columns and bins, the columns written, the private flags, the state space, the ordered sequences,
+    every row's state code with the labels, a row holding each state and the private positions per
+    sequence."""
+
+    table: pd.DataFrame
+    eps: float
+    cols: list[str]
+    bins: dict[str, Bins]
+    by: str | None
+    order_by: str | None
+    written_cols: list[str]
+    kept: list[str]
+    flags: np.ndarray
+    space: Any
+    values_out: Any
+    seqs: list[tuple[Any, np.ndarray]]
+    codes: np.ndarray
+    labels: list[str]
+    first_row: np.ndarray
+    privs: list[tuple[int, ...]]
+
+
+def prepare_table(table: pd.DataFrame, *, column: str | None, protect: Any, bins: Any, eps: float,
+                  by: str | None, order_by: str | None, private: object, private_column: str | None,
+                  keep: Any, convert: Any = None) -> PreparedTable:
+    """Check a table for a categorical release and code its rows (every check before any fit or design).
+
+    ``convert(table, cols)``, when given, rewrites the protected column after the columns are checked
+    (the class releases' 0/1 column).  Shared by :func:`kapply_frame` and
+    :func:`redactopt.release.class_apply.class_apply_frame`.
+    """
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
     cols, bins_ = _protected_columns(table, column, protect, bins)
@@ -397,38 +447,35 @@ def kapply_frame(table: pd.DataFrame, *, column: str | None = None, eps: float, 
     for c in (by, order_by):
         if c is not None and c not in table.columns:
             raise ValueError(f"column {c!r} not found; the columns are {list(map(str, table.columns))}")
+    if convert is not None:
+        table = convert(table, cols)
     written_cols, kept = output_columns(list(map(str, table.columns)), protected=cols, by=by, order_by=order_by,
                                         private_column=private_column, keep=keep)
     flags = _private_flags(table, private, private_column, by)
     space, values_out = protected_states(table, cols, bins_)
     seqs = _ordered_sequences(table, by, order_by)
     codes, uniq = pd.factorize(pd.Series(space.row_states()), sort=False)
-    labels_all = [str(u) for u in uniq]
-    first_row = np.unique(codes, return_index=True)[1]  # a row holding each state
-    privs = [tuple(int(i) for i in np.flatnonzero(flags[rows])) for _, rows in seqs]
-    fit_kw = dict(confidence=confidence, simultaneous=simultaneous, smoothing=smoothing)
-    design = dict(eps=eps, method=method, time_limit=time_limit, workers=workers)
+    return PreparedTable(table, eps, cols, bins_, by, order_by, written_cols, kept, flags, space, values_out, seqs,
+                         codes, [str(u) for u in uniq], np.unique(codes, return_index=True)[1],  # a row per state
+                         [tuple(int(i) for i in np.flatnonzero(flags[rows])) for _, rows in seqs])
 
-    def plan_for(fit: KChainFit | KChain) -> _KPlan:
-        ch = fit if isinstance(fit, KChain) else fit.chain()
-        return _kplan(ch, None if isinstance(fit, KChain) else fit, labels_all, codes, seqs, privs, **design)
 
+def plan_chain(prep: PreparedTable, plan_for: Any, *, chain: KChain | None, fit_on: pd.DataFrame | None,
+               fit_kw: dict, reach_of: Any = None) -> tuple[Any, dict]:
+    """``plan_for`` at the chain given, fitted on ``fit_on`` (a separate public table, already converted),
+    or fitted on the rows the release publishes with certainty (:func:`_kplan_zones`); the plan and
+    where its chain came from."""
     if chain is not None:
         if not isinstance(chain, KChain):
             raise TypeError(f"chain must be a KChain, got {type(chain).__name__}")
-        kplan, fit_source = plan_for(chain), {"source": "given"}
-    elif fit_on is not None:
-        fitted = _kfit_on(fit_on, cols, bins_, by, order_by, **fit_kw)
-        kplan = plan_for(fitted)
-        fit_source = {"source": "fit-on", "table": "<table>", "rows": fitted.records,
-                      "transitions": int(fitted.counts.sum()), "sequences": fitted.sequences}
-    else:
-        kplan, fit_source = _kplan_zones(codes, labels_all, seqs, privs, plan_for,
-                                         lambda out: _kfit_outside(out, space, first_row, labels_all, len(seqs),
-                                                                   **fit_kw))
-    return _kreleased(table, kplan, seqs, privs, codes, flags, seed=seed, cols=cols, bins=bins_,
-                      values_out=values_out, written_cols=written_cols, kept=kept, by=by, order_by=order_by,
-                      fit_source=fit_source, private_column=private_column)
+        return plan_for(chain), {"source": "given"}
+    if fit_on is not None:
+        fitted = _kfit_on(fit_on, prep.cols, prep.bins, prep.by, prep.order_by, **fit_kw)
+        return plan_for(fitted), {"source": "fit-on", "table": "<table>", "rows": fitted.records,
+                                  "transitions": int(fitted.counts.sum()), "sequences": fitted.sequences}
+    return _kplan_zones(prep.codes, prep.labels, prep.seqs, prep.privs, plan_for,
+                        lambda out: _kfit_outside(out, prep.space, prep.first_row, prep.labels, len(prep.seqs),
+                                                  **fit_kw), reach_of=reach_of or _kreach)
 
 
 def _protected_columns(table: pd.DataFrame, column: str | None, protect: Any, bins: Any,

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain as KChain
 from redactopt.release.fit import normal_quantile, wilson_bounds
 
 __all__ = ["KChainFit", "kfit_sequences", "kfit_counts", "encode_labels", "MIN_VISITS"]
