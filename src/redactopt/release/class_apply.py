@@ -33,10 +33,9 @@ import pandas as pd
 
 from redactopt.classes_io import mechanism_from_dict
 from redactopt.errors import PrivacyCheckError
-from redactopt.io import check_input_path, write_json_atomic
 from redactopt.model.chain import Chain as KChain
 from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism
-from redactopt.release.apply import check_release_paths, fit_rows_text
+from redactopt.release.apply import fit_rows_text
 from redactopt.release.class_release import ClassRelease, MultiplePrivateError, draw, release_sequence
 from redactopt.release.data import parse_binary, sequence_key
 from redactopt.release.disclosure import Disclosure, plain_summary
@@ -45,11 +44,9 @@ from redactopt.release.kapply import (
     _released_column,
     plan_chain,
     prepare_table,
-    read_table,
-    write_release,
+    release_file,
 )
 from redactopt.release.kfit import KChainFit
-from redactopt.release.tables import table_format
 
 __all__ = ["CLASS_REPORT_FORMAT", "RELEASE_CLASSES", "class_apply_frame", "class_apply_table", "mechanism_reach",
            "is_class_report"]
@@ -302,21 +299,6 @@ def class_apply_table(input: str | os.PathLike[str], output: str | os.PathLike[s
     renamed, never overwritten without ``force``, never in a missing directory; the input is never
     modified; everything is checked before anything is written.
     """
-    if "-" in (str(input), str(output)):
-        raise ValueError("class releases read and write files, not standard input or output")
-    src, out_path, _ = check_release_paths(input, output, report, private=kw.get("private"),
-                                           private_column=kw.get("private_column"), by=kw.get("by"), force=force)
-    for path in (src, out_path):
-        table_format(path)  # a name whose format is unknown is refused before anything is read
-    public = None
-    if fit_on is not None:
-        public, _ = read_table(check_input_path(fit_on))
-    df, layout = read_table(src)
-    released, rep = class_apply_frame(df, cls=cls, eps=eps, fit_on=public, **kw)
-    if fit_on is not None:
-        rep["chain"]["fit_rows"]["table"] = str(fit_on)
-    write_release(released, df, layout, out_path)
-    rep = {"input": str(input), "output": str(output), "input_format": layout.kind, **rep}
-    if report is not None:
-        write_json_atomic(report, rep, force=force)
-    return rep
+    return release_file(input, output, report, force=force, fit_on=fit_on, what="class",
+                        private=kw.get("private"), private_column=kw.get("private_column"), by=kw.get("by"),
+                        release=lambda df, public: class_apply_frame(df, cls=cls, eps=eps, fit_on=public, **kw))

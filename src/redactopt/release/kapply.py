@@ -716,10 +716,28 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
     public table (a file) to fit the chain on.  With ``keep="all"`` the input's layout (its header as
     written, a row id without a name, a stored index) is kept; otherwise only the written columns are.
     """
+    return release_file(input, output, report, force=force, fit_on=fit_on, what="categorical",
+                        private=private, private_column=private_column, by=by,
+                        release=lambda df, public: kapply_frame(
+                            df, column=column, eps=eps, private=private, private_column=private_column, by=by,
+                            chain=chain, method=method, protect=protect, bins=bins, keep=keep, order_by=order_by,
+                            fit_on=public, seed=seed, time_limit=time_limit, confidence=confidence,
+                            smoothing=smoothing, simultaneous=simultaneous, workers=workers))
+
+
+def release_file(input: str | os.PathLike[str], output: str | os.PathLike[str],
+                 report: str | os.PathLike[str] | None, *, force: bool, fit_on: str | os.PathLike[str] | None,
+                 what: str, private: object, private_column: str | None, by: str | None,
+                 release: Any) -> dict[str, Any]:
+    """A release of a file: ``release(table, public table or None)`` gives ``(released table, report)``.
+
+    The binary path's checks come first — the input is never the output or the report, the report is
+    not the output, existing files need ``force``, a name of unknown format is refused — all before
+    anything is read or written; the release is written to a temporary file and renamed.  Shared by
+    :func:`kapply_table` and :func:`redactopt.release.class_apply.class_apply_table`.
+    """
     if "-" in (str(input), str(output)):
-        raise ValueError("categorical releases read and write files, not standard input or output")
-    # the binary path's checks: the input is never the output or the report, the report is not
-    # the output, existing files need force — all before anything is read or written
+        raise ValueError(f"{what} releases read and write files, not standard input or output")
     src, out_path, _ = check_release_paths(input, output, report, private=private, private_column=private_column,
                                            by=by, force=force)
     for path in (src, out_path):
@@ -728,11 +746,7 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
     if fit_on is not None:
         public, _ = read_table(check_input_path(fit_on))
     df, layout = read_table(src)
-    released, rep = kapply_frame(df, column=column, eps=eps, private=private, private_column=private_column, by=by,
-                                 chain=chain, method=method, protect=protect, bins=bins, keep=keep,
-                                 order_by=order_by, fit_on=public,
-                                 seed=seed, time_limit=time_limit, confidence=confidence, smoothing=smoothing,
-                                 simultaneous=simultaneous, workers=workers)
+    released, rep = release(df, public)
     if fit_on is not None:
         rep["chain"]["fit_rows"]["table"] = str(fit_on)
     write_release(released, df, layout, out_path)
