@@ -38,10 +38,11 @@ from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, Sc
 from redactopt.release.apply import fit_rows_text
 from redactopt.release.class_release import ClassRelease, MultiplePrivateError, draw, release_sequence
 from redactopt.release.data import parse_binary, sequence_key
-from redactopt.release.disclosure import Disclosure, plain_summary
+from redactopt.release.disclosure import plain_summary
 from redactopt.release.kapply import (
     TUPLE_SEP,
     _released_column,
+    describe_columns,
     plan_chain,
     prepare_table,
     release_file,
@@ -185,19 +186,10 @@ def _class_released(table: pd.DataFrame, plan: _ClassPlan, seqs: list[tuple[Any,
     out = table[written_cols].copy()
     for c in cols:
         out[c] = _released_column(values_out[c].astype(object) if c in bins else table[c], mask)
-    roles = {c: ("by" if c == by else "order-by" if c == order_by else "kept") for c in written_cols if c not in cols}
-    disclosure = Disclosure(roles, [str(s) for s in plan.chain.labels], n)
-    known = state_idx >= 0
-    disclosure.add({c: table[c].to_numpy() for c in roles}, np.where(known, state_idx, 0), known & ~mask,
-                   np.arange(n))
     rep = _class_report(plan, entries, flags, mask, expected, cls=cls, eps=eps, seed=seed,
                         column=TUPLE_SEP.join(cols), by=by)
-    rep["columns"] = {"protected": cols, "written": written_cols, "not_covered": disclosure.figures(),
-                      "dropped": [str(c) for c in table.columns if c not in written_cols],
-                      "bins": [b.to_dict() for b in bins.values()]}
-    rep["chain"]["fit_rows"] = fit_source
-    if order_by is not None:
-        rep["order"] = {"by": order_by}
+    describe_columns(rep, table, plan.chain.labels, state_idx, mask, cols=cols, bins=bins, written_cols=written_cols,
+                     by=by, order_by=order_by, fit_source=fit_source)
     model = f"{plan.chain.k}-state Markov chain of the report" + (" (given)" if fit_source.get("source") == "given"
                                                                   else "")
     rep["summary"] = plain_summary(eps=eps, protected=cols, private_records=len(rep["private"]),

@@ -478,6 +478,26 @@ def plan_chain(prep: PreparedTable, plan_for: Any, *, chain: KChain | None, fit_
                                                   **fit_kw), reach_of=reach_of or _kreach)
 
 
+def describe_columns(rep: dict, table: pd.DataFrame, labels: Any, state_idx: np.ndarray, mask: np.ndarray, *,
+                     cols: list[str], bins: dict[str, Bins], written_cols: list[str], by: str | None,
+                     order_by: str | None, fit_source: dict) -> None:
+    """The report's columns (protected, written, dropped, bins and, for every other written column, what
+    it reveals about the protected state on the released rows: :class:`~redactopt.release.disclosure.Disclosure`),
+    where the chain was fitted and the order.  Shared by categorical and class releases."""
+    n = len(table)
+    roles = {c: ("by" if c == by else "order-by" if c == order_by else "kept") for c in written_cols if c not in cols}
+    disclosure = Disclosure(roles, [str(s) for s in labels], n)
+    known = state_idx >= 0
+    disclosure.add({c: table[c].to_numpy() for c in roles}, np.where(known, state_idx, 0), known & ~mask,
+                   np.arange(n))
+    rep["columns"] = {"protected": cols, "written": written_cols, "not_covered": disclosure.figures(),
+                      "dropped": [str(c) for c in table.columns if c not in written_cols],
+                      "bins": [b.to_dict() for b in bins.values()]}
+    rep["chain"]["fit_rows"] = fit_source
+    if order_by is not None:
+        rep["order"] = {"by": order_by}
+
+
 def _protected_columns(table: pd.DataFrame, column: str | None, protect: Any, bins: Any,
                        ) -> tuple[list[str], dict[str, Bins]]:
     """The protected columns (``column`` or ``protect``, exactly one) and the bins, checked against the table."""
@@ -557,18 +577,9 @@ def _kreleased(table: pd.DataFrame, plan: _KPlan, seqs: list[tuple[Any, np.ndarr
     out = table[written_cols].copy()
     for c in cols:
         out[c] = _released_column(values_out[c].astype(object) if c in bins else table[c], mask)
-    roles = {c: ("by" if c == by else "order-by" if c == order_by else "kept") for c in written_cols if c not in cols}
-    disclosure = Disclosure(roles, [str(s) for s in chain.labels], n)
-    known = state_idx >= 0
-    disclosure.add({c: table[c].to_numpy() for c in roles}, np.where(known, state_idx, 0), known & ~mask,
-                   np.arange(n))
     rep = _kreport(plan, seqs, rows_of, worst, flags, mask, expected, seed=seed, column=TUPLE_SEP.join(cols), by=by)
-    rep["columns"] = {"protected": cols, "written": written_cols, "not_covered": disclosure.figures(),
-                      "dropped": [str(c) for c in table.columns if c not in written_cols],
-                      "bins": [b.to_dict() for b in bins.values()]}
-    rep["chain"]["fit_rows"] = fit_source
-    if order_by is not None:
-        rep["order"] = {"by": order_by}
+    describe_columns(rep, table, chain.labels, state_idx, mask, cols=cols, bins=bins, written_cols=written_cols,
+                     by=by, order_by=order_by, fit_source=fit_source)
     rep["summary"] = _ksummary(rep, plan, cols, fit_source)
     return out, rep
 
