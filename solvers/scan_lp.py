@@ -653,8 +653,8 @@ class _SplitBoxes:
                          top - left.upper(lb(hi))[0] - right.upper(rb(l2))[0]) + 1e-12 * (hi[j] - lo[j])
         return out
 
-    def split(self, lo: np.ndarray, hi: np.ndarray) -> list[tuple[tuple, float]]:
-        """The children of a box and their bounds (docs/beyond_local.md, §3).
+    def split(self, lo: np.ndarray, hi: np.ndarray, parent: float) -> list[tuple[tuple, float]]:
+        """The children of a box whose bound is ``parent``, and their bounds (docs/beyond_local.md, §3).
 
         With at most two free dimensions every one is tried and the split whose children bound the box
         lowest on average is taken (on a flat budget a split lowers nothing; a greedy choice by the
@@ -674,7 +674,6 @@ class _SplitBoxes:
             kids = [(box, self.ub(*box)) for box in _box_split(lo, hi, cuts, eta, onehot)]
             worst = max(u for _, u in kids)
             options.append((sum(u for _, u in kids) / len(kids), -float(hi[j] - lo[j]), j, kids, worst))
-        parent = self.ub(lo, hi)
         if len(options) > 1 and min(o[4] for o in options) > parent - 0.01 * max(parent - self.best, 1e-300):
             span = self.hi0 - self.lo0
             return max(options, key=lambda o: (hi[o[2]] - lo[o[2]]) / max(span[o[2]], 1e-300))[3]
@@ -706,7 +705,7 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
         if float(np.max(bhi - blo)) <= 4 * eta:
             finals.append(-ub)
             continue
-        for (clo, chi), ub_child in sb.split(blo, bhi):
+        for (clo, chi), ub_child in sb.split(blo, bhi, -ub):
             free = [int(j) for j in np.flatnonzero(chi > clo)]
             # the interpolated bound solved both sides at every corner: their values cost nothing more
             points = [a for _, a in _corners(clo, chi, free)] if 1 <= len(free) <= 2 else [(clo + chi) / 2]
