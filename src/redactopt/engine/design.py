@@ -14,7 +14,6 @@ it (``info["refuted_bounds"]``) and the next valid bound certifies.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -29,42 +28,18 @@ from redactopt.judge.classes import nominal_bound
 from redactopt.judge.lemma2 import leakage_ceiling, lemma2_upper_bound
 from redactopt.judge.leakage import leakage
 from redactopt.judge.tolerances import safe_budget
-from redactopt.model.chain import MarkovChain, check_problem
+from redactopt.engine.registry import METHODS, SOLVERS, portfolio, solver_for
+from redactopt.model.chain import Chain, MarkovChain, check_problem
 from redactopt.model.classes import ChainClass
 from redactopt.paper.mechanisms import default_split, markov_quilt, three_region
-from redactopt.solvers.base import Candidate
+from redactopt.solvers.base import Candidate, Problem, Solver
 
-__all__ = ["METHODS", "SOLVERS", "design", "global_solver_applies", "resolve_split", "solver_budget"]
+__all__ = ["METHODS", "SOLVERS", "design", "resolve_split", "solver_budget"]
 
-Method = Literal["optimal", "frontier", "3r", "3r-calibrated", "mq", "dim", "dim-milp", "global", "sgp"]
-
-#: method -> (module, function) of the optimiser that proposes for it (imported on first use:
-#: CVXPY, OR-Tools and SCIP are heavy).  Every one has the signature of
-#: :mod:`redactopt.solvers.base`.
-SOLVERS: dict[str, tuple[str, str]] = {
-    "frontier": ("redactopt.solvers.frontier", "propose_frontier"),
-    "3r-calibrated": ("redactopt.engine.tuning", "calibrated_three_region"),
-    "dim": ("redactopt.solvers.dim", "dim_enumerate"),
-    "dim-milp": ("redactopt.solvers.dim", "dim_milp"),
-    "global": ("redactopt.solvers.scip_global", "propose_global"),
-    "sgp": ("redactopt.solvers.sgp", "propose_sgp"),
-}
+Method = Literal["optimal", "frontier", "3r", "3r-calibrated", "mq", "dim", "dim-milp", "global", "sgp", "local"]
 
 #: The paper's mechanisms as printed: judged strictly (refused above eps, never repaired).
 _PAPER = {"3r": three_region, "mq": markov_quilt}
-
-METHODS: tuple[str, ...] = ("optimal", "frontier", "3r", "3r-calibrated", "mq", "dim", "dim-milp", "global", "sgp")
-
-#: What ``method="optimal"`` runs: the certified side-frontier optimum and two cheap
-#: structured designs as independent candidates (the best verified one wins).
-OPTIMAL_RUNS = ("frontier", "dim", "3r-calibrated")
-
-#: ``method="optimal"`` also runs the global solver (SCIP) where it closes its gap within
-#: seconds, for at most this long: one-sided n <= 12, two-sided n <= 6.  Its dual bound is
-#: then tighter than the frontier's grid bound (1e-7 against about 1e-5).
-GLOBAL_MAX_ONE_SIDED = 12
-GLOBAL_MAX_TWO_SIDED = 6
-GLOBAL_SECONDS = 5.0
 
 
 #: The optimisers compute with :math:`e^\epsilon`; a budget above this one is handed to them as this
@@ -90,10 +65,6 @@ def solver_budget(chain: MarkovChain, n: int, p: int, eps: float) -> tuple[float
     return min(cap, SOLVER_MAX_EPS), cap <= SOLVER_MAX_EPS
 
 
-def global_solver_applies(n: int, p: int) -> bool:
-    """Whether ``method="optimal"`` also runs the global solver (small problems)."""
-    return n <= (GLOBAL_MAX_ONE_SIDED if p in (0, n - 1) else GLOBAL_MAX_TWO_SIDED)
-
 #: ``progress(stage, done, total)``: the optimisers of a design done so far (the interface draws it).
 Progress = Callable[[str, int, int], None]
 
@@ -115,11 +86,6 @@ def _parse_float(s: str) -> float:
         return float(s)
     except ValueError:
         raise ValueError(f"split must be 'auto', 'half' or a number (eps_left), got {s!r}") from None
-
-
-def _solver(method: str) -> Callable[..., Candidate]:
-    module, name = SOLVERS[method]
-    return getattr(importlib.import_module(module), name)
 
 
 # --------------------------------------------------------------------------
@@ -248,10 +214,10 @@ def design(
         return _design_class(chain, n, eps=eps, p=p, method=method, split=split, time_limit=time_limit, rng=rng,
                              certify_time=certify_time, options=options, progress=progress, verbose=verbose,
                              whole=whole)
-    n, eps, p = check_problem(chain, n, eps, p)
+    n, eps, p = check_problem(chain, n, eps, p, two_state=False)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if not whole:
+    if not whole and chain.binary:
         from redactopt.engine.window import covers, design_sparse  # builds on this module
 
         if not covers(chain, n, eps, p):
@@ -270,6 +236,10 @@ def design(
     lemma2 = lemma2_upper_bound(chain, n, eps=eps, private=[p])
 
     if method in _PAPER:
+        if not chain.binary:
+            raise ValueError(f"method {method!r} is the paper's mechanism for a binary chain (its regions and "
+                             f"quilts are built on the two values of a record, Eqs. 1-2); this chain has {chain.k} "
+                             "states: use 'optimal' or 'dim'")
         el = None if eps_left == "auto" else eps_left
         if method == "3r" and eps_left == "auto":  # the paper's choice: Theorem 1's best split, judged below
             el = tuned_three_region(chain, n, eps=eps, p=p, private=False).eps_left
@@ -277,36 +247,37 @@ def design(
         return finalize(chain, mech.redact_prob, private=[p], eps=eps, method=method, upper_bound=lemma2,
                         solver="lemma2", info=dict(mech.info))
 
-    runs: list[tuple[str, dict[str, Any]]] = []
     eps_solve, bounds_hold = solver_budget(chain, n, p, eps)
     if eps_left not in (None, "auto") and eps_solve < eps:
         eps_left *= eps_solve / eps  # type: ignore[operator]  # the same split of the budget solved for
     if eps_left is None:  # "half": the paper's default split
         eps_left = default_split(n, p, eps_solve)[0]
-    calibrated_opts = {} if eps_left == "auto" else {"eps_left": eps_left}
+    calibrated = {} if eps_left == "auto" else {"eps_left": eps_left}
+    problem = Problem(chain, n, eps_solve, p, time_limit=tl, certify_time=ct)
     if method != "optimal":
-        runs.append((method, dict(calibrated_opts if method == "3r-calibrated" else {}, **(options or {}))))
+        s = solver_for(method, problem)
+        runs = [(s, dict(calibrated if method == "3r-calibrated" else {}, **(options or {})))]
     else:
-        runs += [(name, calibrated_opts if name == "3r-calibrated" else {}) for name in OPTIMAL_RUNS]
-        if ct > 0 or global_solver_applies(n, p):
-            runs.append(("global", {"time_limit": max(ct, min(tl, GLOBAL_SECONDS))}))
-    return _judge_runs(chain, n, eps, p, method, runs, lemma2, tl, rng, progress, verbose,
-                       eps_solve=eps_solve, bounds_hold=bounds_hold)
+        runs = [(s, dict(opts, **(calibrated if s.method == "3r-calibrated" else {}))) for s, opts in portfolio(problem)]
+    return _judge_runs(problem, eps, method, runs, lemma2, rng, progress, verbose, bounds_hold=bounds_hold)
 
 
-def _judge_runs(chain: MarkovChain, n: int, eps: float, p: int, method: str, runs: list[tuple[str, dict]],
-                lemma2: float, time_limit: float, rng: np.random.Generator | None, progress: Progress | None,
-                verbose: bool, *, eps_solve: float, bounds_hold: bool) -> DesignResult:
-    """Run the optimisers (at ``eps_solve``, :func:`solver_budget`), judge every proposal at ``eps``,
-    certify the best with the smallest valid bound (the optimisers' only where ``bounds_hold``)."""
+def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solver, dict]],
+                lemma2: float, rng: np.random.Generator | None, progress: Progress | None,
+                verbose: bool, *, bounds_hold: bool) -> DesignResult:
+    """Run the solvers on ``problem`` (its budget is :func:`solver_budget`'s), judge every proposal at
+    ``eps``, certify the best with the smallest valid bound (the solvers' only where ``bounds_hold``)."""
+    chain, n, p = problem.chain, problem.n, problem.p
     judged: list[tuple[Candidate, np.ndarray, float, dict]] = []
     refused: list[str] = []
-    for i, (name, opts) in enumerate(runs):
+    for i, (solver, opts) in enumerate(runs):
         if progress is not None:
             progress("design", i, len(runs))
-        kw = dict(time_limit=time_limit, verbose=verbose, rng=rng)
+        kw: dict[str, Any] = dict(time_limit=problem.time_limit, verbose=verbose, rng=rng)
+        if solver.takes_starts:
+            kw.update(starts=tuple(j[1] for j in judged))
         kw.update(opts)
-        cand = _solver(name)(chain, n, eps=eps_solve, p=p, **kw)
+        cand = solver.propose(problem, **kw)
         if not bounds_hold:
             cand = dataclasses.replace(cand, upper_bound=None)
         q, u, how, why = judge_candidate(chain, cand, eps=eps, p=p)
@@ -317,11 +288,11 @@ def _judge_runs(chain: MarkovChain, n: int, eps: float, p: int, method: str, run
         progress("design", len(runs), len(runs))
     if not judged:
         # every proposal failed: full redaction leaks nothing and is always a valid answer
-        q = np.ones((n, 2))
+        q = np.ones((n, chain.k))
         return finalize(chain, q, private=[p], eps=eps, method=method, upper_bound=lemma2, solver="lemma2",
                         info={"fallback": "all records redacted", "refused": refused})
     cand, q, top, how = max(judged, key=lambda j: j[2])
-    (bound, solver, stopped), refuted = choose_bound(
+    (bound, solver_name, stopped), refuted = choose_bound(
         [(lemma2, "lemma2", False)] + [(c.upper_bound, c.bound_solver or c.solver, c.status == "time_limit")
                                        for c, *_ in judged if c.upper_bound is not None and c.bound_scope == "all"],
         top)
@@ -336,7 +307,7 @@ def _judge_runs(chain: MarkovChain, n: int, eps: float, p: int, method: str, run
     if refuted:
         info["refuted_bounds"] = refuted
     return finalize(chain, q, private=[p], eps=eps, method=method, upper_bound=bound,
-                    solver=solver, info=info, tol=0.0, stopped=stopped, class_bound=class_bound)
+                    solver=solver_name, info=info, tol=0.0, stopped=stopped, class_bound=class_bound)
 
 
 def _design_class(chain_class: ChainClass, n: int, *, eps: float, p: int, **kw: Any) -> DesignResult:

@@ -21,7 +21,7 @@ import numpy as np
 
 from redactopt.errors import PrivacyCheckError, UsageError
 from redactopt.interface.options import EXIT_FAIL, EXIT_OK, parse_positions, refuse_given
-from redactopt.interface.report import positions_text, witness_text
+from redactopt.interface.report import method_text, positions_text, witness_text
 from redactopt.io import STDIO, check_input_path, stdin_as_file, write_output
 from redactopt.model.chain import Chain as KChain, parse_transition
 
@@ -96,7 +96,7 @@ def kdesign_text(res: Any, dim: Any | None) -> str:
     wit = witness_text(res.witness.witness_output())
     a, b = res.witness.pair_labels
     lines += [
-        f"method      : {res.method}",
+        f"method      : {method_text(res)}",
         f"utility     : {res.utility:.10g}",
         f"leakage     : {res.leakage:.15g} (exact, re-verified after rounding; eps = {res.eps:g})",
         f"witness     : {wit}",

@@ -127,12 +127,16 @@ def stopped_text(gap: float) -> str:
     return f"stopped by the time limit; remaining gap {gap:.3g} (raise --time-limit to narrow it)"
 
 
+def method_text(res: DesignResult | SparseDesign) -> str:
+    """The method of a design and the solver whose proposal won (``optimal``: the best candidate)."""
+    src = res.info.get("source")
+    return res.method + (f" ({'best candidate' if res.method == 'optimal' else 'solver'}: {src})" if src else "")
+
+
 def _summary(res: DesignResult | SparseDesign) -> list[tuple[str, str]]:
     c = res.certificate
-    src = res.info.get("source")
     rows = [
-        ("method", res.method + (f" ({'best candidate' if res.method == 'optimal' else 'solver'}: {src})"
-                                 if src else "")),
+        ("method", method_text(res)),
         ("utility", f"{res.utility:.10g}"),
         ("leakage", f"{res.leakage:.15g} (exact, re-verified after rounding; eps = {res.eps:g})"),
         ("upper bound", f"{c.upper_bound:.10g} ({c.solver}; valid for {c.scope} local redaction mechanisms"
