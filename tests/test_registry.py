@@ -1,0 +1,78 @@
+"""One design for every chain: the solver table (engine/registry.py) and the two ways to give a binary chain."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from redactopt.engine.design import design
+from redactopt.errors import PrivacyCheckError
+from redactopt.engine.registry import SOLVERS, portfolio, solver_for
+from redactopt.judge.leakage import leakage_bruteforce
+from redactopt.model.chain import Chain, MarkovChain
+from redactopt.solvers.base import Problem
+
+K3 = Chain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
+
+
+def _methods(problem: Problem) -> list[str]:
+    return [s.method for s, _ in portfolio(problem)]
+
+
+def test_portfolio_follows_the_chain():
+    b = MarkovChain(0.1, 0.2)
+    assert _methods(Problem(b, 10, 1.0, 0)) == ["frontier", "dim", "3r-calibrated", "global"]
+    assert _methods(Problem(b, 100, 1.0, 50)) == ["frontier", "dim", "3r-calibrated"]
+    assert _methods(Problem(b, 100, 1.0, 50, certify_time=3.0)) == ["frontier", "dim", "3r-calibrated", "global"]
+    assert _methods(Problem(K3, 100, 1.0, 50)) == ["dim", "local"]
+    assert _methods(Problem(K3, 4, 1.0, 3)) == ["dim", "multistart", "global"]
+    # beyond the k-state SCIP model's range (10 nats) it is left out and the local search runs alone
+    assert _methods(Problem(K3, 4, 11.0, 3)) == ["dim", "local"]
+
+
+def test_first_accepting_solver_serves_a_method():
+    b, k = Problem(MarkovChain(0.1, 0.2), 10, 1.0, 3), Problem(K3, 10, 1.0, 3)
+    assert solver_for("dim", b).module.endswith(".dim") and solver_for("dim", k).module.endswith(".kdim")
+    assert solver_for("global", b).module.endswith("scip_global") and solver_for("global", k).module.endswith("kscip")
+    for m in ("frontier", "sgp", "dim-milp", "3r-calibrated"):
+        with pytest.raises(ValueError, match="two-state chain.*3 states"):
+            solver_for(m, k)
+    with pytest.raises(ValueError, match="beyond the global model's range"):
+        solver_for("global", Problem(K3, 10, 11.0, 3))
+    with pytest.raises(ValueError, match="method must be one of"):
+        solver_for("nope", b)
+    assert all(s.accepts(k) for s in SOLVERS if not s.two_state and s.max_eps > 1.0)
+
+
+@pytest.mark.parametrize("method", ["optimal", "frontier", "dim", "3r-calibrated", "3r", "mq", "local"])
+@pytest.mark.parametrize("n,p,a,b,eps", [(6, 2, 0.1, 0.3, 1.0), (10, 0, 0.01, 0.8, 0.5), (9, 8, 0.4, 0.05, 2.0)])
+def test_binary_as_a_matrix_gives_identical_numbers(method, n, p, a, b, eps):
+    """The same chain given as MarkovChain(alpha, beta) and as its 2x2 matrix: the same design, to the bit."""
+    m = MarkovChain(a, b)
+    c = Chain([[1 - a, a], [b, 1 - b]])
+    assert c.binary
+
+    def run(chain):
+        try:
+            return design(chain, n, eps=eps, p=p, method=method)
+        except PrivacyCheckError as exc:  # the paper's 3R / MQ as printed may leak more than eps
+            return str(exc)
+
+    rm, rc = run(m), run(c)
+    if isinstance(rm, str) or isinstance(rc, str):
+        assert rm == rc and method in ("3r", "mq")
+        return
+    assert np.array_equal(rm.redact_prob, rc.redact_prob)
+    assert rm.utility == rc.utility and rm.leakage == rc.leakage
+    assert rm.certificate.upper_bound == rc.certificate.upper_bound
+
+
+def test_kstate_design_checked_by_enumeration():
+    """A 3-state design through the one design(): its leakage recomputed over all 4^5 outputs."""
+    res = design(K3, 5, eps=1.0, p=2)
+    brute = leakage_bruteforce(K3, res.redact_prob, 2).leakage
+    assert brute <= 1.0 + 1e-12 and brute == pytest.approx(res.leakage, rel=1e-9)
+    assert res.certificate.upper_bound >= res.utility
+    for m in ("3r", "mq"):
+        with pytest.raises(ValueError, match="paper's mechanism for a binary chain"):
+            design(K3, 5, eps=1.0, p=2, method=m)
