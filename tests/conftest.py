@@ -24,13 +24,14 @@ def random_mechanism(rng: np.random.Generator, n: int, p: int) -> np.ndarray:
 def dense_redact_prob(mech: dict) -> np.ndarray:
     """The ``(n, 2)`` table of a mechanism file object, read by hand from its JSON.
 
-    ``redactopt.mechanism/2`` lists blocks ``{"start": 1-based row, "redact_prob": rows}``
-    and publishes every other record; ``/1`` lists every row.
+    ``redactopt.mechanism/3`` (and ``/2``, ``kmechanism/1``) list blocks ``{"start": 1-based row,
+    "redact_prob": rows}`` and publish every other record; ``/1`` lists every row.
     """
     if mech["format"] == "redactopt.mechanism/1":
         return np.array(mech["redact_prob"], dtype=float)
-    assert mech["format"] == "redactopt.mechanism/2", mech["format"]
-    q = np.zeros((mech["n"], 2))
+    assert mech["format"] in ("redactopt.mechanism/3", "redactopt.mechanism/2", "redactopt.kmechanism/1"), \
+        mech["format"]
+    q = np.zeros((mech["n"], len(mech.get("states", (0, 1)))))
     for b in mech["blocks"]:
         q[b["start"] - 1 : b["start"] - 1 + len(b["redact_prob"])] = b["redact_prob"]
     return q

@@ -36,7 +36,7 @@ def test_design_json_roundtrips_through_audit(tmp_path, capsys):
     out = tmp_path / "mech.json"
     assert main(["design", "--n", "10", "--eps", "1", "--method", "dim", "--format", "json", "--out", str(out)]) == 0
     d = json.loads(out.read_text())
-    assert d["format"] == "redactopt.mechanism/2" and d["private"] == [1] and d["n"] == 10
+    assert d["format"] == "redactopt.mechanism/3" and d["private"] == [1] and d["n"] == 10
     assert set(d["certificate"]) >= {"upper_bound", "gap", "solver"}
     mf = read_mechanism(out)
     assert d["leakage"] == pytest.approx(leakage_bruteforce(FIG3, mf.redact_prob, 0).leakage, abs=1e-12)

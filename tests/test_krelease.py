@@ -122,13 +122,13 @@ def test_kmechanism_roundtrip_and_old_readers_refuse():
     assert np.array_equal(mf.redact_prob, res.redact_prob) and mf.private == (4,) and mf.chain == c
     # every record outside the blocks is published
     assert sum(len(b["redact_prob"]) for b in d["blocks"]) == int(res.redact_prob.any(axis=1).sum())
-    with pytest.raises(ValueError, match="redactopt.kmechanism/1"):
-        mechanism_from_dict(d)  # the binary reader names the format it refuses
+    with pytest.raises(ValueError, match="given as a 3-state matrix"):
+        mechanism_from_dict(d)  # the binary reader says why it refuses
     bad = dict(d, states=["a", "b", "c"])
     with pytest.raises(ValueError, match="states"):
         kmechanism_from_dict(bad)
     bad = dict(d, blocks=[{"start": 1, "redact_prob": [[0.5, 0.5]]}])
-    with pytest.raises(ValueError, match="rows of 3 numbers"):
+    with pytest.raises(ValueError, match=r"shape \(n, 3\) \(one column per state\)"):
         kmechanism_from_dict(bad)
     assert chain_from_dict({"labels": ["x", "y"], "transition": [[0.5, 0.5], [0.1, 0.9]]}).labels == ("x", "y")
 

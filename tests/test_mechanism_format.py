@@ -50,7 +50,7 @@ def test_v2_lists_the_blocks_and_reads_back_without_densifying(rng, tmp_path):
     n = 10**8
     res = design_joint_sparse(chain, n, eps=1.0, private=[10, 5 * 10**7, n - 3], method="dim")
     d = design_to_dict(res)
-    assert d["format"] == FORMAT == "redactopt.mechanism/2" and "redact_prob" not in d
+    assert d["format"] == FORMAT == "redactopt.mechanism/3" and d["states"] == ["0", "1"] and "redact_prob" not in d
     assert len(json.dumps(d)) < 100_000
     assert [b["start"] - 1 for b in d["blocks"]] == list(res.redact_prob.starts)
     for b, blk in zip(d["blocks"], res.redact_prob.blocks):
@@ -152,11 +152,32 @@ def test_bad_v2_files_exit_2_one_line(tmp_path, capsys, name):
         mechanism_from_dict(d)
 
 
-def test_unknown_format_names_both_known_ones():
-    d = {"format": "redactopt.mechanism/3", "chain": {"alpha": 0.1, "beta": 0.2}, "n": 1, "private": [1],
+def test_unknown_format_names_every_known_one():
+    d = {"format": "redactopt.mechanism/4", "chain": {"alpha": 0.1, "beta": 0.2}, "n": 1, "private": [1],
          "eps": 1, "blocks": []}
-    with pytest.raises(ValueError, match="'redactopt.mechanism/2' or 'redactopt.mechanism/1'"):
+    with pytest.raises(ValueError, match="'redactopt.mechanism/3', 'redactopt.mechanism/2', "
+                                         "'redactopt.kmechanism/1', 'redactopt.mechanism/1'"):
         mechanism_from_dict(d)
+
+
+def test_every_earlier_format_reads_as_the_same_mechanism():
+    """One mechanism written as /3, /2 and /1 by hand: the three parse to the same rows, chain and claims."""
+    blocks = [{"start": 2, "redact_prob": [[0.5, 0.25], [1, 1], [0, 0.75]]}]
+    dense = [[0, 0], [0.5, 0.25], [1, 1], [0, 0.75], [0, 0]]
+    common = {"chain": {"alpha": 0.1, "beta": 0.2}, "n": 5, "private": [3], "eps": 1.5, "method": "m",
+              "utility": 0.4, "leakage": 1.25}
+    v3 = dict(common, format="redactopt.mechanism/3", states=["0", "1"], blocks=blocks)
+    v2 = dict(common, format="redactopt.mechanism/2", blocks=blocks)
+    v1 = dict(common, format="redactopt.mechanism/1", redact_prob=dense)
+    got = [mechanism_from_dict(v) for v in (v3, v2, v1)]
+    for m in got:
+        assert np.array_equal(np.asarray(m.redact_prob), np.array(dense, dtype=float))
+        assert m.chain == MarkovChain(0.1, 0.2) and m.private == (2,) and m.eps == 1.5
+        assert (m.method, m.utility, m.leakage) == ("m", 0.4, 1.25)
+    with pytest.raises(ValueError, match="'states' must list the chain's labels"):
+        mechanism_from_dict(dict(v3, states=["1", "0"]))
+    with pytest.raises(ValueError, match="must be \\[1, 1\\]"):
+        mechanism_from_dict(dict(v3, blocks=[{"start": 2, "redact_prob": [[0.5, 0.25], [1, 0.5], [0, 0.75]]}]))
 
 
 def test_old_readers_refuse_v2_by_its_format_field():

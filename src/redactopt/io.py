@@ -4,13 +4,21 @@ Files count records from 1 (``private`` is 1-based); the Python API counts from 
 
 Mechanism files (docs/commands.md, "Mechanism file"):
 
-* ``redactopt.mechanism/2`` (written since 0.2): ``blocks``, a sorted list of
-  ``{"start": first row, "redact_prob": rows}`` separated by at least one row; every record
-  outside a block is published with certainty.  Its size grows with the blocks, not with
-  ``n``, and an audit re-verifies it block by block (:mod:`redactopt.judge.audit`) without
-  ever building ``n`` rows.  Readers of ``/1`` check the ``format`` field, so they refuse a
-  ``/2`` file with a message naming both formats.
+* ``redactopt.mechanism/3`` (written since 0.4), one format for every chain: ``states`` (the
+  labels as text, the column order of every row), ``chain`` — ``{"alpha", "beta"}`` for a
+  binary chain given that way, ``{"labels", "transition"}`` (rows, doubles or exact fractions
+  as text) for any other — ``n``, ``private`` (1-based), ``eps``, ``blocks``: a sorted list of
+  ``{"start": first row, "redact_prob": rows of k numbers}`` separated by at least one row;
+  every record outside a block is published with certainty.  Its size grows with the blocks,
+  not with ``n``, and an audit re-verifies it block by block (:mod:`redactopt.judge.audit`)
+  without ever building ``n`` rows.  ``method``, ``utility``, ``leakage`` (exact), optional
+  ``certificate`` and ``chain_class``.
+* ``redactopt.mechanism/2`` (0.2-0.3): ``/3`` for binary chains without ``states``; still read.
+* ``redactopt.kmechanism/1`` (0.3): ``/3`` for chains given as a matrix; still read.
 * ``redactopt.mechanism/1``: ``redact_prob`` with one row per record; still read.
+
+Readers check the ``format`` field first, so an older reader refuses a newer file with a
+message naming the formats it knows.
 
 Conventions for every file redactopt reads or writes (the command line relies on them):
 
@@ -40,7 +48,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from redactopt._validate import check_eps, check_redact_prob
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import Chain, MarkovChain
 from redactopt.model.classes import ChainClass
 from redactopt.judge.audit import as_sparse
 from redactopt.engine.cache import placed_pieces
@@ -49,7 +57,13 @@ from redactopt.judge.leakage import check_mechanism
 
 __all__ = [
     "FORMAT",
+    "FORMAT_BLOCKS",
     "FORMAT_DENSE",
+    "FORMAT_KSTATE",
+    "MECHANISM_FORMATS",
+    "chain_to_dict",
+    "chain_from_dict",
+    "is_matrix_file",
     "REPORT_FORMAT",
     "REPORT_FORMATS",
     "STDIO",
@@ -71,10 +85,16 @@ __all__ = [
     "stdin_as_file",
 ]
 
-#: The mechanism file format redactopt writes: blocks of rows, everything else published.
-FORMAT = "redactopt.mechanism/2"
+#: The mechanism file format redactopt writes, for every chain: blocks of rows, everything else published.
+FORMAT = "redactopt.mechanism/3"
+#: The binary blocks format of 0.2-0.3 (still read, and written on request).
+FORMAT_BLOCKS = "redactopt.mechanism/2"
+#: The k-state blocks format of 0.3 (still read).
+FORMAT_KSTATE = "redactopt.kmechanism/1"
 #: The first mechanism file format, one row per record: still read (and written on request).
 FORMAT_DENSE = "redactopt.mechanism/1"
+#: Every mechanism format redactopt reads.
+MECHANISM_FORMATS = (FORMAT, FORMAT_BLOCKS, FORMAT_KSTATE, FORMAT_DENSE)
 #: The report ``apply`` writes: every distinct design once (``shapes``, ``/2`` mechanism files of their
 #: sub-problems) and per sequence the groups placing them, inline or in a columnar file beside it.
 REPORT_FORMAT = "redactopt.release.apply-report/3"
@@ -128,33 +148,74 @@ def _finite_or_none(x: float | None) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def chain_to_dict(chain: Chain) -> dict[str, Any]:
+    """The ``chain`` field: ``{"alpha", "beta"}`` for a :class:`MarkovChain`, else ``{"labels", "transition"}``."""
+    if isinstance(chain, MarkovChain):
+        return {"alpha": chain.alpha, "beta": chain.beta}
+    return chain.to_dict()
+
+
+def chain_from_dict(d: object, where: str = "chain") -> Chain:
+    """The chain of a ``chain`` field: a :class:`MarkovChain` from ``alpha``/``beta``, any other
+    :class:`Chain` from ``{"labels": [...], "transition": rows}`` (a fit report works too)."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: expected an object with alpha and beta, or labels and transition")
+    try:
+        if "transition" not in d:
+            return MarkovChain(require_field(d, "alpha", where), require_field(d, "beta", where))
+        labels = d.get("labels")
+        return Chain(d["transition"], labels=tuple(str(v) for v in labels) if labels is not None else ())
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def is_matrix_file(d: object) -> bool:
+    """Whether a parsed mechanism object is one of a chain given as a matrix (the categorical path reads
+    it: ``redactopt.kmechanism/1``, or ``/3`` whose ``chain`` has a ``transition``)."""
+    if not isinstance(d, dict):
+        return False
+    chain = d.get("chain")
+    return d.get("format") == FORMAT_KSTATE or (d.get("format") == FORMAT and isinstance(chain, dict)
+                                                 and "transition" in chain)
+
+
 def mechanism_to_dict(
-    chain: MarkovChain,
+    chain: Chain,
     redact_prob: np.ndarray | SparseRows,
     *,
     private: tuple[int, ...] | list[int],
     eps: float,
     method: str,
-    utility: float,
-    leakage: float,
+    utility: float | None,
+    leakage: float | None,
     format: str = FORMAT,
+    certificate: dict | None = None,
 ) -> dict[str, Any]:
     """The mechanism file object (docs/commands.md, "Mechanism file") of a mechanism (``private`` given 0-based).
 
-    ``format`` is :data:`FORMAT` (``blocks``: the maximal runs of rows that can be
-    redacted, or the blocks of a :class:`~redactopt.judge.certify.SparseRows`) or
-    :data:`FORMAT_DENSE` (one row per record, for readers of ``redactopt.mechanism/1``).
+    ``format`` is :data:`FORMAT` (every chain: ``states``, ``chain`` and ``blocks``, the maximal
+    runs of rows that can be redacted, or the blocks of a
+    :class:`~redactopt.judge.certify.SparseRows`), or for a binary chain one of the older
+    :data:`FORMAT_BLOCKS` and :data:`FORMAT_DENSE` (one row per record, for readers of
+    ``redactopt.mechanism/1``).
     """
-    rows = as_sparse(redact_prob)
-    d: dict[str, Any] = {"format": format, "chain": {"alpha": chain.alpha, "beta": chain.beta}, "n": rows.n,
-                         "private": [int(p) + 1 for p in private], "eps": float(eps)}
+    rows = as_sparse(redact_prob, k=chain.k)
+    priv = [private] if isinstance(private, (int, np.integer)) else list(private)
+    if format != FORMAT and not isinstance(chain, MarkovChain):
+        raise ValueError(f"format {format!r} holds a binary chain given by alpha and beta; {chain!r} needs {FORMAT!r}")
+    d: dict[str, Any] = {"format": format}
     if format == FORMAT:
+        d["states"] = [str(v) for v in chain.labels]
+    d.update({"chain": chain_to_dict(chain), "n": rows.n, "private": [int(p) + 1 for p in priv], "eps": float(eps)})
+    if format in (FORMAT, FORMAT_BLOCKS):
         d["blocks"] = [{"start": s + 1, "redact_prob": b.tolist()} for s, b in zip(rows.starts, rows.blocks)]
     elif format == FORMAT_DENSE:
         d["redact_prob"] = np.asarray(rows).tolist()
     else:
-        raise ValueError(f"format must be {FORMAT!r} or {FORMAT_DENSE!r}, got {format!r}")
+        raise ValueError(f"format must be {FORMAT!r}, {FORMAT_BLOCKS!r} or {FORMAT_DENSE!r}, got {format!r}")
     d.update({"method": method, "utility": _finite_or_none(utility), "leakage": _finite_or_none(leakage)})
+    if certificate is not None:
+        d["certificate"] = certificate
     return d
 
 
@@ -181,8 +242,8 @@ def _int_field(value: object, name: str, where: str, lo: int, hi: int | None = N
     return value
 
 
-def _sparse_rows(d: dict, n: int, where: str) -> SparseRows:
-    """The ``blocks`` of a ``redactopt.mechanism/2`` object, checked."""
+def _sparse_rows(d: dict, n: int, where: str, k: int = 2) -> SparseRows:
+    """The ``blocks`` of a mechanism object (rows of ``k`` numbers), checked."""
     raw = require_field(d, "blocks", where)
     if not isinstance(raw, list):
         raise ValueError(f"{where}: field 'blocks' must be a list of objects with 'start' and 'redact_prob'")
@@ -194,7 +255,7 @@ def _sparse_rows(d: dict, n: int, where: str) -> SparseRows:
             raise ValueError(f"{where}: field '{name}' must be an object with 'start' and 'redact_prob'")
         s = _int_field(require_field(b, "start", f"{where}: {name}"), f"{name}.start", where, 1, n) - 1
         try:
-            rows = check_redact_prob(require_field(b, "redact_prob", f"{where}: {name}"), f"{name}.redact_prob")
+            rows = check_redact_prob(require_field(b, "redact_prob", f"{where}: {name}"), f"{name}.redact_prob", k=k)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{where}: field '{name}.redact_prob': {exc}") from None
         if s <= end + 1:
@@ -216,10 +277,11 @@ def _check_private_rows(rows: SparseRows, priv: list[int], where: str) -> None:
         i = int(np.searchsorted(rows.starts, p, side="right")) - 1
         if i < 0 or p >= rows.starts[i] + rows.blocks[i].shape[0]:
             raise ValueError(f"{where}: private record {p + 1} lies outside every block: it would be published "
-                             "(infinite leakage); private rows must be [1, 1]")
+                             "(infinite leakage); private rows must be all ones")
         row = rows.blocks[i][p - rows.starts[i]]
-        if not (row[0] == 1.0 and row[1] == 1.0):
-            raise ValueError(f"{where}: row {p + 1} is a private record and must be [1, 1] (always redacted), "
+        if not bool(np.all(row == 1.0)):
+            ones = ", ".join(["1"] * row.size)
+            raise ValueError(f"{where}: row {p + 1} is a private record and must be [{ones}] (always redacted), "
                              f"got {row.tolist()}")
 
 
@@ -236,20 +298,42 @@ def private_positions(d: dict, n: int, where: str) -> list[int]:
     return priv
 
 
-def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
-    """Validate and parse a mechanism object (``redactopt.mechanism/1`` or ``/2``); errors name the field."""
+@dataclass(frozen=True)
+class _Parsed:
+    """The fields of any mechanism object, checked (``private`` 0-based, sorted)."""
+
+    chain: Chain
+    rows: np.ndarray | SparseRows
+    private: tuple[int, ...]
+    eps: float
+    method: str
+    utility: float | None
+    leakage: float | None
+    certificate: dict | None
+
+
+def parse_mechanism(d: object, where: str = "mechanism") -> _Parsed:
+    """Validate any mechanism object (:data:`MECHANISM_FORMATS`); errors name the field.
+
+    Dense rows for ``/1``, :class:`~redactopt.judge.certify.SparseRows` for the blocks formats.
+    """
     if not isinstance(d, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}")
     fmt = require_field(d, "format", where)
-    if fmt not in (FORMAT_DENSE, FORMAT):
-        raise ValueError(f"{where}: field 'format' must be {FORMAT!r} or {FORMAT_DENSE!r}, got {fmt!r}")
-    chain_d = require_field(d, "chain", where)
-    if not isinstance(chain_d, dict):
+    if fmt not in MECHANISM_FORMATS:
+        raise ValueError(f"{where}: field 'format' must be one of {', '.join(map(repr, MECHANISM_FORMATS))}, "
+                         f"got {fmt!r}")
+    raw = require_field(d, "chain", where)
+    if fmt in (FORMAT_DENSE, FORMAT_BLOCKS) and not (isinstance(raw, dict) and "transition" not in raw):
         raise ValueError(f"{where}: field 'chain' must be an object with alpha and beta")
-    try:
-        chain = MarkovChain(require_field(chain_d, "alpha", where + ".chain"), require_field(chain_d, "beta", where + ".chain"))
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: field 'chain': {exc}") from None
+    if fmt == FORMAT_KSTATE and not (isinstance(raw, dict) and "transition" in raw):
+        raise ValueError(f"{where}: field 'chain' must be an object with labels and transition")
+    chain = chain_from_dict(raw, f"{where}: field 'chain'")
+    if fmt in (FORMAT, FORMAT_KSTATE):
+        states = require_field(d, "states", where)
+        if not isinstance(states, list) or [str(v) for v in states] != [str(v) for v in chain.labels]:
+            raise ValueError(f"{where}: field 'states' must list the chain's labels in order "
+                             f"{[str(v) for v in chain.labels]}")
     n = _int_field(require_field(d, "n", where), "n", where, 1)
     q: np.ndarray | SparseRows
     if fmt == FORMAT_DENSE:
@@ -258,7 +342,7 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{where}: field 'redact_prob': {exc}") from None
     else:
-        q = _sparse_rows(d, n, where)
+        q = _sparse_rows(d, n, where, k=chain.k)
     priv = private_positions(d, n, where)
     try:
         eps = check_eps(require_field(d, "eps", where))
@@ -283,7 +367,21 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
     for key, val in (("utility", util), ("leakage", leak)):
         if val is not None and (isinstance(val, bool) or not isinstance(val, (int, float))):
             raise ValueError(f"{where}: field '{key}' must be a number or null, got {val!r}")
-    return MechanismFile(chain, q, privt, eps, method, util, leak, cert, _chain_class(d.get("chain_class"), where))
+    return _Parsed(chain, q, privt, eps, method, util, leak, cert)
+
+
+def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
+    """A mechanism object of a binary chain (``redactopt.mechanism/1``, ``/2``, ``/3``), parsed and checked.
+
+    Rows stay sparse (never ``n`` rows) for the blocks formats.  A chain given as a matrix is read by
+    the categorical path (:func:`redactopt.kio.kmechanism_from_dict`); here it is refused in one line.
+    """
+    m = parse_mechanism(d, where)
+    if not isinstance(m.chain, MarkovChain):
+        raise ValueError(f"{where}: the chain is given as a {m.chain.k}-state matrix (states "
+                         f"{[str(v) for v in m.chain.labels]}); it is read as a categorical mechanism")
+    return MechanismFile(m.chain, m.rows, m.private, m.eps, m.method, m.utility, m.leakage, m.certificate,
+                         _chain_class(d.get("chain_class"), where))  # type: ignore[union-attr]
 
 
 def _chain_class(raw: object, where: str) -> ChainClass | None:

@@ -1,15 +1,11 @@
-"""k-state mechanism files: ``"format": "redactopt.kmechanism/1"`` (issue 17).
+"""Mechanism files of chains given as a matrix (the categorical path of ``apply``/``audit``).
 
-The k-state variant of the sparse mechanism file (docs/commands.md, "Mechanism file"): ``states`` (the
-labels, as text, column order of every row), ``chain`` {``labels``, ``transition`` (rows of
-``k``)}, ``n``, ``private`` (1-based), ``eps``, ``blocks`` — a sorted list of
-``{"start": first row (1-based), "redact_prob": rows of k numbers [Pr(⊥ | X_t = state 1), ...]}``
-separated by at least one row; **every record outside a block is published with certainty** —
-``method``, ``utility``, ``leakage`` (exact) and optional ``certificate``.  The format name is new,
-so readers of the binary formats (which check ``format``) refuse it with a message naming it.
+There is one mechanism format for every chain, ``redactopt.mechanism/3`` (:mod:`redactopt.io`, which
+parses it); a file whose ``chain`` is a matrix (``{"labels", "transition"}``) — and the older
+``redactopt.kmechanism/1`` — is read here as a :class:`KMechanismFile` with dense ``(n, k)`` rows.
 
-The report of a k-state ``apply`` (``"format": "redactopt.release.kapply-report/1"``) carries one
-such object under ``mechanism`` (one sequence), or a list ``designs`` of them with ``sequences``
+The report of a categorical ``apply`` (``"format": "redactopt.release.kapply-report/1"``) carries one
+mechanism object under ``mechanism`` (one sequence), or a list ``designs`` of them with ``sequences``
 naming each sequence's design (``--by``); :func:`read_kmechanisms` reads all of these.
 """
 
@@ -20,26 +16,27 @@ from typing import Any
 
 import numpy as np
 
-from redactopt._validate import check_eps
-from redactopt.io import StoredMechanism, load_json, private_positions, require_field
-from redactopt.judge.leakage import check_mechanism
+from redactopt.io import (FORMAT, FORMAT_KSTATE, StoredMechanism, chain_from_dict, is_matrix_file, load_json,
+                          mechanism_to_dict, parse_mechanism, require_field)
+from redactopt.judge.certify import SparseRows
 from redactopt.model.chain import Chain as KChain
 
 __all__ = ["KFORMAT", "KREPORT_FORMAT", "KMechanismFile", "kmechanism_to_dict", "kmechanism_from_dict",
            "read_kmechanisms", "is_kstate", "chain_from_dict"]
 
-KFORMAT = "redactopt.kmechanism/1"
+#: The format categorical mechanisms are written in (the one format of every chain).
+KFORMAT = FORMAT
 KREPORT_FORMAT = "redactopt.release.kapply-report/1"
 
 
 def is_kstate(d: object) -> bool:
-    """Whether a parsed JSON object is a k-state mechanism file or k-state apply report."""
-    return isinstance(d, dict) and d.get("format") in (KFORMAT, KREPORT_FORMAT)
+    """Whether a parsed JSON object is a mechanism of a chain given as a matrix, or a categorical apply report."""
+    return is_matrix_file(d) or (isinstance(d, dict) and d.get("format") == KREPORT_FORMAT)
 
 
 @dataclass(frozen=True)
 class KMechanismFile(StoredMechanism):
-    """A parsed k-state mechanism file; ``private`` is 0-based, ``redact_prob`` dense ``(n, k)``.
+    """A parsed mechanism of a chain given as a matrix; ``private`` is 0-based, ``redact_prob`` dense ``(n, k)``.
 
     ``utility``, ``leakage`` and ``certificate`` are what the file *claims*; audits recompute them.
     """
@@ -48,33 +45,14 @@ class KMechanismFile(StoredMechanism):
     redact_prob: np.ndarray
 
 
-def _blocks(q: np.ndarray) -> list[dict[str, Any]]:
-    rows = np.flatnonzero(q.any(axis=1))
-    out = []
-    if rows.size:
-        cuts = np.flatnonzero(np.diff(rows) > 1)
-        starts = np.concatenate([[0], cuts + 1])
-        ends = np.concatenate([cuts, [rows.size - 1]])
-        for a, b in zip(starts, ends):
-            lo, hi = int(rows[a]), int(rows[b])
-            out.append({"start": lo + 1, "redact_prob": q[lo : hi + 1].tolist()})
-    return out
-
-
 def kmechanism_to_dict(chain: KChain, redact_prob: np.ndarray, *, private: object, eps: float, method: str,
                        utility: float | None = None, leakage: float | None = None,
                        certificate: dict | None = None) -> dict[str, Any]:
-    """The mechanism-file object of a k-state mechanism (``private`` 0-based here, 1-based in the file)."""
-    q = np.asarray(redact_prob, dtype=float)
-    priv = [private] if isinstance(private, int) else list(private)  # type: ignore[arg-type]
-    d: dict[str, Any] = {
-        "format": KFORMAT, "states": [str(s) for s in chain.labels], "chain": chain.to_dict(), "n": int(q.shape[0]),
-        "private": [int(p) + 1 for p in priv], "eps": float(eps), "blocks": _blocks(q), "method": method,
-        "utility": utility, "leakage": leakage,
-    }
-    if certificate is not None:
-        d["certificate"] = certificate
-    return d
+    """The ``redactopt.mechanism/3`` object of a mechanism on a chain given as a matrix (``private`` 0-based)."""
+    if not isinstance(chain, KChain) or type(chain) is not KChain:
+        chain = KChain(chain.to_dict()["transition"], labels=chain.labels)  # a MarkovChain written as its matrix
+    return mechanism_to_dict(chain, np.asarray(redact_prob, dtype=float), private=private, eps=eps, method=method,
+                             utility=utility, leakage=leakage, certificate=certificate)
 
 
 def kdesign_to_dict(res: Any) -> dict[str, Any]:
@@ -83,74 +61,16 @@ def kdesign_to_dict(res: Any) -> dict[str, Any]:
                               utility=res.utility, leakage=res.leakage, certificate=res.certificate.to_dict())
 
 
-def chain_from_dict(d: object, where: str = "chain") -> KChain:
-    """A :class:`KChain` from ``{"labels": [...], "transition": rows}`` (a fit report works too)."""
-    if not isinstance(d, dict):
-        raise ValueError(f"{where}: expected an object with 'labels' and 'transition'")
-    rows = require_field(d, "transition", where)
-    labels = d.get("labels")
-    try:
-        return KChain(rows, labels=tuple(str(s) for s in labels) if labels is not None else ())
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: {exc}") from None
-
-
 def kmechanism_from_dict(d: object, where: str = "mechanism") -> KMechanismFile:
-    """Validate and parse a ``redactopt.kmechanism/1`` object; errors name the field."""
-    if not isinstance(d, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}")
-    fmt = require_field(d, "format", where)
-    if fmt != KFORMAT:
-        raise ValueError(f"{where}: field 'format' must be {KFORMAT!r}, got {fmt!r}")
-    chain = chain_from_dict(require_field(d, "chain", where), where + ": field 'chain'")
-    states = require_field(d, "states", where)
-    if not isinstance(states, list) or [str(s) for s in states] != [str(s) for s in chain.labels]:
-        raise ValueError(f"{where}: field 'states' must list the chain's labels in order {list(map(str, chain.labels))}")
-    n = require_field(d, "n", where)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"{where}: field 'n' must be an integer >= 1, got {n!r}")
-    k = chain.k
-    q = np.zeros((n, k))
-    blocks = require_field(d, "blocks", where)
-    if not isinstance(blocks, list):
-        raise ValueError(f"{where}: field 'blocks' must be a list")
-    last = 0
-    for i, b in enumerate(blocks):
-        if not isinstance(b, dict):
-            raise ValueError(f"{where}: blocks[{i}] must be an object with start and redact_prob")
-        s = require_field(b, "start", f"{where}: blocks[{i}]")
-        rows = require_field(b, "redact_prob", f"{where}: blocks[{i}]")
-        if isinstance(s, bool) or not isinstance(s, int) or s < 1 or not isinstance(rows, list) or not rows:
-            raise ValueError(f"{where}: blocks[{i}] needs a 1-based 'start' and a non-empty 'redact_prob'")
-        if i and s <= last + 1:  # the binary reader's rule (io._sparse_rows): blocks are maximal runs
-            raise ValueError(f"{where}: field 'blocks[{i}]' starts at row {s}, but blocks must be sorted and "
-                             f"separated by at least one row published with certainty (the previous block ends "
-                             f"at row {last})")
-        if s - 1 + len(rows) > n:
-            raise ValueError(f"{where}: blocks[{i}] runs past row n = {n}")
-        try:
-            arr = np.asarray(rows, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError(f"{where}: blocks[{i}].redact_prob must hold rows of {k} numbers") from None
-        if arr.ndim != 2 or arr.shape[1] != k:
-            raise ValueError(f"{where}: blocks[{i}].redact_prob must hold rows of {k} numbers (one per state)")
-        q[s - 1 : s - 1 + len(rows)] = arr
-        last = s - 1 + len(rows)
-    priv = private_positions(d, n, where)
-    try:
-        eps = check_eps(require_field(d, "eps", where))
-        q, privt = check_mechanism(q, priv, k=chain.k)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: {exc}") from None
-    method = d.get("method", "unknown")
-    cert = d.get("certificate")
-    if cert is not None and not isinstance(cert, dict):
-        raise ValueError(f"{where}: field 'certificate' must be an object")
-    util, leak = d.get("utility"), d.get("leakage")
-    for key, val in (("utility", util), ("leakage", leak)):
-        if val is not None and (isinstance(val, bool) or not isinstance(val, (int, float))):
-            raise ValueError(f"{where}: field '{key}' must be a number or null, got {val!r}")
-    return KMechanismFile(chain, q, privt, eps, str(method), util, leak, cert)
+    """Validate and parse a mechanism object of a chain given as a matrix (``/3`` or ``kmechanism/1``)."""
+    if not is_matrix_file(d):
+        fmt = d.get("format") if isinstance(d, dict) else None
+        raise ValueError(f"{where}: field 'format' must be {FORMAT!r} with a chain given as a matrix "
+                         f"(or the older {FORMAT_KSTATE!r}), got {fmt!r}")
+    m = parse_mechanism(d, where)
+    rows = m.rows
+    q = np.asarray(rows, dtype=float) if isinstance(rows, SparseRows) else rows
+    return KMechanismFile(m.chain, q, m.private, m.eps, m.method, m.utility, m.leakage, m.certificate)
 
 
 def read_kmechanisms(path: str) -> list[tuple[Any, KMechanismFile]]:

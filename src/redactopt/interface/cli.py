@@ -163,8 +163,8 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
         help="exact leakage, witness output and utility of a mechanism; PASS/FAIL",
         description=(
             "Compute the exact leakage L(X_p -> Y) (Definition 1) of a mechanism, an output that attains it "
-            "(the witness), and its utility. Give a mechanism file (format redactopt.mechanism/2, as written "
-            "by 'redactopt design --format json', or the older redactopt.mechanism/1), the report of "
+            "(the witness), and its utility. Give a mechanism file (format redactopt.mechanism/3, as written "
+            "by 'redactopt design --format json', or the older /2, /1 and redactopt.kmechanism/1), the report of "
             "'redactopt apply' (every designed sequence is audited), '-' for standard input, or build one of "
             "the paper's mechanisms with --method. A scan, owner or holder mechanism file (format "
             "redactopt.class-mechanism/1, from 'design --class ... --out') or the report of 'apply --class' is "

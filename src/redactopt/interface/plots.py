@@ -38,6 +38,7 @@ import numpy as np
 
 from redactopt.io import STDIO, atomic_path, check_output_path
 from redactopt.judge.tolerances import LEAKAGE_RTOL
+from redactopt.judge.certify import SparseRows
 from redactopt.model.chain import MarkovChain, is_two_state
 from redactopt.model.chain import Chain as KChain
 
@@ -117,40 +118,17 @@ def _blocks_of_dense(q: np.ndarray) -> tuple[tuple[int, ...], tuple[np.ndarray, 
     return tuple(int(a) for a, _ in runs), tuple(np.array(q[a:b], dtype=float) for a, b in runs)
 
 
-def _blocks_of_dict(d: dict, n: int, k: int, where: str) -> tuple[tuple[int, ...], tuple[np.ndarray, ...]]:
-    if d.get("format") == "redactopt.mechanism/1":
-        return _blocks_of_dense(np.asarray(d["redact_prob"], dtype=float).reshape(n, k))
-    starts, blocks = [], []
-    for i, b in enumerate(d.get("blocks") or []):
-        arr = np.asarray(b.get("redact_prob"), dtype=float)
-        s = b.get("start")
-        if arr.ndim != 2 or arr.shape[1] != k or not isinstance(s, int) or not 1 <= s <= n - arr.shape[0] + 1:
-            raise ValueError(f"{where}: blocks[{i}] must start inside the {n} records and hold rows of {k} numbers")
-        starts.append(s - 1)
-        blocks.append(arr)
-    return tuple(starts), tuple(blocks)
-
-
 def _view_of_dict(d: dict, where: str = "mechanism") -> DesignView:
-    """A mechanism file object: ``redactopt.mechanism/1``, ``/2`` or ``redactopt.kmechanism/1``."""
-    fmt = d.get("format")
-    if fmt not in ("redactopt.mechanism/1", "redactopt.mechanism/2", "redactopt.kmechanism/1"):
-        raise ValueError(f"{where}: not a mechanism (format {fmt!r})")
-    try:
-        n = int(d["n"])
-        if fmt == "redactopt.kmechanism/1":
-            from redactopt.kio import chain_from_dict
+    """A mechanism file object of any format (:func:`redactopt.io.parse_mechanism` reads and checks it)."""
+    from redactopt.io import parse_mechanism
 
-            chain: MarkovChain | KChain = chain_from_dict(d["chain"], f"{where}: chain")
-            states = tuple(str(s) for s in d.get("states", chain.labels))
-        else:
-            chain = MarkovChain(float(d["chain"]["alpha"]), float(d["chain"]["beta"]))
-            states = ("0", "1")
-        private = tuple(sorted(int(p) - 1 for p in d["private"]))
-        eps = float(d["eps"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: {exc}") from None
-    starts, blocks = _blocks_of_dict(d, n, len(states), where)
+    m = parse_mechanism(d, where)
+    chain, n, private, eps = m.chain, int(d["n"]), m.private, m.eps
+    states = tuple(str(s) for s in chain.labels)
+    if isinstance(m.rows, SparseRows):
+        starts, blocks = tuple(m.rows.starts), tuple(np.asarray(b, dtype=float) for b in m.rows.blocks)
+    else:
+        starts, blocks = _blocks_of_dense(np.asarray(m.rows, dtype=float))
     cert = d.get("certificate") or {}
     deciding = _deciding(d["chain_class"], where) if d.get("chain_class") is not None else ()
     return DesignView(n=n, states=states, starts=starts, blocks=blocks, private=private, eps=eps,

@@ -6,7 +6,7 @@ published with certainty is observed without noise, so by the Markov property ev
 beyond it cancels from every likelihood ratio of Definition 1: the leakage, the witness
 and the verdict computed on the segment are those of the whole sequence
 (docs/mathematics.md, §8).  A dense ``(n, 2)`` array and a
-:class:`~redactopt.judge.certify.SparseRows` (the ``redactopt.mechanism/2`` file format)
+:class:`~redactopt.judge.certify.SparseRows` (the ``redactopt.mechanism/3`` file format)
 are audited the same way, in time and memory that grow with the blocks, not with ``n``.
 """
 
@@ -29,16 +29,16 @@ from redactopt.model.classes import ChainClass
 __all__ = ["audit", "exact_audit", "as_sparse", "segments", "Segment", "WitnessRuns"]
 
 
-def as_sparse(redact_prob: object) -> SparseRows:
+def as_sparse(redact_prob: object, k: int = 2) -> SparseRows:
     """The mechanism as :class:`~redactopt.judge.certify.SparseRows` (validated).
 
-    A dense ``(n, 2)`` array becomes its maximal runs of rows that can be redacted (rows
+    A dense ``(n, k)`` array becomes its maximal runs of rows that can be redacted (rows
     with a positive entry); every other row is published with certainty.  A
     ``SparseRows`` is returned as it is.
     """
     if isinstance(redact_prob, SparseRows):
         return redact_prob
-    q = check_redact_prob(redact_prob)
+    q = check_redact_prob(redact_prob, k=k)
     nz = q.any(axis=1)
     edges = np.flatnonzero(np.diff(np.r_[0, nz.astype(np.int8), 0]))
     starts, ends = edges[0::2], edges[1::2]

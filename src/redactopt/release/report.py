@@ -5,7 +5,7 @@ utility with a certified upper bound, the worst exact leakage, where the randomn
 from, how many designs were computed and reused (``designs``), and ``shapes``: every
 distinct design once — its key (:class:`~redactopt.engine.cache.DesignKey`), its mechanism
 on its sub-problem in the sparse mechanism file format (:mod:`redactopt.io`,
-``redactopt.mechanism/2``), the exact leakage about each of its private records and its
+``redactopt.mechanism/3``), the exact leakage about each of its private records and its
 region certificates.  Per sequence: its private records, their exact leakage (the placed
 shape's, which placing does not change: :mod:`redactopt.engine.cache`), the rows that can
 be redacted, the groups (a shape id, the first private record, the records always
@@ -103,7 +103,7 @@ def _sequence_row(plan: ReleasePlan, c: int, redacted: int) -> dict[str, Any]:
 
 
 def _sequence_mechanism(plan: ReleasePlan, c: int) -> dict[str, Any]:
-    """The whole mechanism of sequence ``c`` as a ``redactopt.mechanism/2`` object, with its certificate."""
+    """The whole mechanism of sequence ``c`` as a ``redactopt.mechanism/3`` object, with its certificate."""
     per = plan.per_private(c)
     n = int(plan.n[c])
     d = mechanism_to_dict(plan.chain, plan.sparse_rows(c), private=plan.private_of(c), eps=plan.eps,
