@@ -271,14 +271,29 @@ def test_cli_design_audit_roundtrip(run, tmp_path, capsys):
     assert "redact_prob_mid" in capsys.readouterr().out
 
 
+def test_two_ways_to_give_a_binary_chain(run, capsys):
+    """--alpha/--beta and --transition of the same 2x2 matrix: the same design (every method, 3R and local too)."""
+    for method in ("optimal", "3r-calibrated", "local", "dim"):
+        outs = []
+        for chain in (["--alpha", "0.25", "--beta", "0.5"], ["--transition", "0.75,0.25;0.5,0.5"]):
+            assert run(["design", *chain, "--n", "7", "--eps", "1", "--private", "3", "--method", method,
+                        "--format", "json"]) == 0
+            outs.append(json.loads(capsys.readouterr().out))
+        a, b = outs
+        assert a["blocks"] == b["blocks"] and a["utility"] == b["utility"] and a["leakage"] == b["leakage"]
+        assert a["chain"] == {"alpha": 0.25, "beta": 0.5} and b["chain"]["transition"] == [[0.75, 0.25], [0.5, 0.5]]
+
+
 @pytest.mark.parametrize("argv, msg", [
     (["design", "--transition", "0.5,0.4;0.2,0.8", "--n", "5", "--eps", "1"], "row 0 sums to"),
     (["design", "--transition", "0.5,0.5;0.2", "--n", "5", "--eps", "1"], "square"),
     (["design", "--transition", "1,0;0.2,0.8", "--n", "5", "--eps", "1"], "reducible"),
     (["design", "--transition", "0,1;1,0", "--n", "5", "--eps", "1"], "periodic"),
-    (["design", "--transition", "0.5,0.5;0.5,0.5", "--n", "5", "--eps", "1", "--method", "3r"], "no k-state form"),
+    (["design", "--transition", "0.5,0.3,0.2;0.2,0.5,0.3;0.3,0.2,0.5", "--n", "5", "--eps", "1", "--method", "3r"],
+     "no k-state form"),
     (["design", "--transition", "0.5,0.5;0.5,0.5", "--n", "5", "--eps", "1", "--alpha", "0.1"], "--alpha"),
-    (["design", "--n", "5", "--eps", "1", "--method", "local"], "needs --transition"),
+    (["design", "--transition", "0.5,0.3,0.2;0.2,0.5,0.3;0.3,0.2,0.5", "--n", "5", "--eps", "1", "--private", "2,4"],
+     "protects one private record"),
     (["design", "--transition", "0.5,0.5;0.5,0.5", "--labels", "a,b,c", "--n", "5", "--eps", "1"], "--labels"),
     (["fit", "x.csv", "--column", "a", "--smoothing", "none"], "--smoothing"),
 ])

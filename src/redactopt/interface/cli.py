@@ -41,6 +41,7 @@ from redactopt.interface.cli_report import (
     maybe_plot_design,
 )
 from redactopt.interface.options import (
+    read_transition,
     EXIT_FAIL,
     EXIT_INTERNAL,
     EXIT_OK,
@@ -76,6 +77,8 @@ DEFAULT_ATTACK_LIMIT = 600.0
 
 #: 3R's budget split applies to these design methods (the others have no split).
 SPLIT_METHODS = ("optimal", "3r", "3r-calibrated")
+#: ``design --transition`` on more than two states: the methods with a k-state form.
+KSTATE_METHODS = ("optimal", "dim", "local", "global")
 
 
 # ---------------------------------------------------------------------------
@@ -348,15 +351,16 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     _add_problem_options(ap, required=True, several=True)
-    ap.add_argument("--method", choices=list(METHODS) + ["auto", "local"], default="optimal",
+    ap.add_argument("--method", choices=list(METHODS) + ["auto"], default="optimal",
                     help="optimal (default: best verified of the side-frontier optimum, calibrated 3R, DIM and, on "
                          "small problems, SCIP; several private records: the per-record optima combined and every "
                          "candidate of auto), 3r (paper, as printed), 3r-calibrated, mq (Algorithm 1), dim (exact "
                          "window optimum), global (PySCIPOpt only), sgp (CVXPY only), auto (apply's joint design: "
-                         "joint windows, the footnote's maximum, local improvement); with --transition: optimal, "
-                         "dim, local (successive linear programming) or global")
+                         "joint windows, the footnote's maximum, local improvement), local (successive linear "
+                         "programming); a --transition of more than two states: optimal, dim, local or global")
     ap.add_argument("--transition", default=None, metavar='FILE|"p11,p12,...;p21,..."',
-                    help="a k-state chain instead of --alpha/--beta: a JSON file with 'transition' and 'labels' (e.g. "
+                    help="the chain as a matrix instead of --alpha/--beta (any number of states; a 2x2 matrix "
+                         "designs exactly as its --alpha/--beta): a JSON file with 'transition' and 'labels' (e.g. "
                          "the output of 'fit --categorical --format json') or the rows of the matrix, ';' between rows")
     ap.add_argument("--labels", default=None, metavar="A,B,...",
                     help="--transition: the states' names (default: the file's labels, or 0..k-1)")
@@ -387,15 +391,14 @@ def _cmd_design(args: argparse.Namespace) -> int:
 
         return cmd_class_design(args)
     check_plot(args)
-    if args.transition is not None:  # a k-state chain (issue 17)
-        from redactopt.interface.cli_k import cmd_kdesign
-
-        return cmd_kdesign(args)
-    refuse_given(args, ["labels"], "applies to --transition only")
-    if args.method == "local":
-        raise UsageError("--method local is the k-state local design: it needs --transition")
     rename_value(args, "format", {"table": "text"})
     fmt = args.format or "text"
+    matrix = args.transition is not None  # the chain given as a matrix: any number of states
+    if matrix:
+        refuse_given(args, ["alpha", "beta"], "cannot be combined with --transition (the matrix is the chain)")
+        refuse_given(args, ["split"], "has no effect with --transition (it splits 3R's budget, a binary mechanism)")
+    else:
+        refuse_given(args, ["labels"], "applies to --transition only")
     if args.method not in SPLIT_METHODS:
         refuse_given(args, ["split"], f"has no effect with --method {args.method} (it splits 3R's budget: "
                                       f"{', '.join(SPLIT_METHODS)})")
@@ -403,11 +406,18 @@ def _cmd_design(args: argparse.Namespace) -> int:
         refuse_given(args, ["certify_time"], "applies to --method optimal only")
     if fmt != "text":
         refuse_given(args, ["no_compare"], "applies to --format text only")
-    chain = _chain(args)
+    chain = read_transition(args.transition, args.labels) if matrix else _chain(args)
     n = check_n(args.n, "--n")
     private = parse_positions(DEFAULT_PRIVATE if args.private is None else args.private, n)
     if len(private) > 1:
+        if matrix:
+            raise UsageError(f"--private: with --transition this command protects one private record, got "
+                             f"{len(private)} positions (the joint design of several is binary; 'apply' designs "
+                             "categorical releases for several)")
         refuse_given(args, ["split", "certify_time"], "applies to one private record (several are designed jointly)")
+    if matrix and args.method not in KSTATE_METHODS and not chain.binary:
+        raise UsageError(f"--method {args.method} has no k-state form (it is built on the two values of a binary "
+                         f"record); with a {chain.k}-state --transition use one of {', '.join(KSTATE_METHODS)}")
     _check_out(args)
     # a bar on stderr for designs longer than a second; none for JSON going to a pipe
     shown = progress_enabled(args.quiet) and not (fmt == "json" and not sys.stdout.isatty())
@@ -420,7 +430,12 @@ def _cmd_design(args: argparse.Namespace) -> int:
     if fmt == "json":
         _write_output(json.dumps(design_to_dict(res), indent=2), args.out, args.force)
     elif fmt == "csv":
-        _write_chunks(report.design_csv(res), args.out, args.force)
+        _write_chunks(report.design_csv(res) if isinstance(res.chain, MarkovChain) else [report.states_csv(res)],
+                      args.out, args.force)
+    elif not isinstance(res.chain, MarkovChain):  # a chain given as a matrix: its states' labels
+        dim = None if args.no_compare else (
+            res if args.method == "dim" else design(chain, n, eps=args.eps, p=private[0], method="dim", whole=True))
+        _write_output(report.states_table(res, dim), args.out, args.force)
     else:
         several = len(private) > 1
         alts = None if args.no_compare or several else report.alternatives_for(res, time_limit=args.time_limit)
@@ -440,6 +455,8 @@ def _design_for(args: argparse.Namespace, chain: MarkovChain | ChainClass, n: in
     kw = dict(method=args.method, split="auto" if args.split is None else args.split, time_limit=args.time_limit,
               certify_time=args.certify_time or 0.0, progress=bars)
     base = chain.nominal if isinstance(chain, ChainClass) else chain
+    if not isinstance(base, MarkovChain):  # a chain given as a matrix: design() takes every chain
+        return design(chain, n, eps=args.eps, p=private[0], whole=not chain.binary, **kw)  # type: ignore[arg-type]
     if covers(base, n, args.eps, private[0]):
         return design(chain, n, eps=args.eps, p=private[0], **kw)  # type: ignore[arg-type]
     return design_sparse(chain, n, eps=args.eps, p=private[0], **kw)

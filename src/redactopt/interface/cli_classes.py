@@ -91,7 +91,7 @@ def several_private_why(cls: str, command: str) -> str:
 def _point_chain(args: argparse.Namespace, *, labels: tuple[str, ...] | None = None) -> Any:
     """The chain of ``--transition`` (a KChain) or of ``--alpha``/``--beta`` numbers (the design's defaults)."""
     from redactopt.interface.cli import DEFAULT_ALPHA, DEFAULT_BETA
-    from redactopt.interface.cli_k import read_transition
+    from redactopt.interface.options import read_transition
     from redactopt.model.chain import MarkovChain
     from redactopt.model.classes import parse_range
 
@@ -166,7 +166,7 @@ def _compare_chains(args: argparse.Namespace) -> list[tuple[dict[str, Any], dict
     if args.transition is not None:
         if args.alpha is not None or args.beta is not None:
             raise UsageError("--alpha/--beta cannot be combined with --transition (the matrix is the chain)")
-        from redactopt.interface.cli_k import read_transition
+        from redactopt.interface.options import read_transition
 
         kc = read_transition(args.transition, args.labels).to_dict()
         shown = ";".join(",".join(str(v) for v in row) for row in kc["transition"])

@@ -1,5 +1,6 @@
-"""k-state chains on the command line (issue 17): ``design --transition``, ``fit --categorical``,
-``apply --categorical`` / ``--transition`` and ``audit`` of k-state files.
+"""Categorical columns on the command line: ``fit --categorical``, ``apply --categorical`` /
+``--transition`` and ``audit`` of mechanisms whose chain is given as a matrix (``design --transition``
+is the one ``design`` of :mod:`redactopt.interface.cli`).
 
 The commands' parsers live in :mod:`redactopt.interface.cli` and :mod:`redactopt.interface.cli_data`;
 each hands over to this module when a k-state option (or file) is given, so the binary path is
@@ -20,55 +21,12 @@ from typing import Any
 import numpy as np
 
 from redactopt.errors import PrivacyCheckError, UsageError
-from redactopt.interface.options import EXIT_FAIL, EXIT_OK, parse_positions, refuse_given
+from redactopt.interface.options import EXIT_FAIL, EXIT_OK, parse_positions, read_transition, refuse_given
 from redactopt.interface.report import method_text, positions_text, witness_text
 from redactopt.io import STDIO, check_input_path, stdin_as_file, write_output
 from redactopt.model.chain import Chain as KChain, parse_transition
 
-__all__ = ["read_transition", "cmd_kdesign", "cmd_kfit", "cmd_kapply", "maybe_kaudit", "kaudit_text", "KDESIGN_METHODS"]
-
-#: ``design --transition`` methods (the paper's 3R and MQ have no k-state form).
-KDESIGN_METHODS = ("optimal", "dim", "local", "global")
-
-
-def _labels(text: str | None, k: int | None = None) -> tuple[str, ...] | None:
-    if text is None:
-        return None
-    items = [s.strip() for s in text.split(",")]
-    if any(not s for s in items):
-        raise UsageError(f"--labels: empty label in {text!r}")
-    if k is not None and len(items) != k:
-        raise UsageError(f"--labels names {len(items)} states, the matrix has {k}")
-    return tuple(items)
-
-
-def read_transition(value: str, labels: str | None = None) -> KChain:
-    """The chain of ``--transition FILE|"p11,p12,...;p21,..."`` (and ``--labels a,b,...``).
-
-    A file is JSON with ``transition`` (rows) and optionally ``labels`` — the output of
-    ``redactopt fit --categorical --format json`` and the ``chain`` of a k-state mechanism file
-    both work; an inline matrix has rows separated by ``;``.
-    """
-    if os.path.exists(value) or value.endswith(".json"):
-        path = check_input_path(value)
-        try:
-            d = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise UsageError(f"--transition {value}: cannot read a JSON matrix: {str(exc).splitlines()[0]}") from None
-        if isinstance(d, dict) and "transition" not in d and isinstance(d.get("chain"), dict):
-            d = d["chain"]
-        if not isinstance(d, dict) or "transition" not in d:
-            raise UsageError(f"--transition {value}: expected a JSON object with 'transition' (rows) and 'labels'")
-        rows, file_labels = d["transition"], d.get("labels")
-        labs = _labels(labels, len(rows) if isinstance(rows, list) else None) or (
-            tuple(str(s) for s in file_labels) if file_labels is not None else None)
-    else:
-        rows = parse_transition(value, "--transition")
-        labs = _labels(labels, len(rows))
-    try:
-        return KChain(rows, labels=labs or ())
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"--transition: {exc}") from None
+__all__ = ["cmd_kfit", "cmd_kapply", "maybe_kaudit", "kaudit_text"]
 
 
 def _out(text: str, out: str | None, force: bool) -> None:
@@ -78,105 +36,6 @@ def _out(text: str, out: str | None, force: bool) -> None:
 # --------------------------------------------------------------------------
 # design
 # --------------------------------------------------------------------------
-def kdesign_text(res: Any, dim: Any | None) -> str:
-    """The design table with one column per state label, then utility, leakage, bound, comparison."""
-    labels = [str(s) for s in res.chain.labels]
-    p = res.private[0]
-    head = f"design: n={res.n}  p={p + 1}  k={res.chain.k}  states={','.join(labels)}  eps={res.eps:g}"
-    w = max(10, max(len(s) for s in labels) + 6)
-    lines = [head, "", "   pos   dist" + "".join(f"Pr(⊥|{s})".rjust(w + 1) for s in labels)]
-    q = np.asarray(res.redact_prob)
-    shown = np.flatnonzero(q.any(axis=1))
-    last = int(shown.max()) + 2 if shown.size else 1
-    for t in range(min(res.n, max(last, p + 2))):
-        lines.append(f"{t + 1:6d} {abs(t - p):6d}" + "".join(f"{v:.6g}".rjust(w + 1) for v in q[t]))
-    if res.n > max(last, p + 2):
-        lines.append("   ...  (every later record is published)")
-    c = res.certificate
-    wit = witness_text(res.witness.witness_output())
-    a, b = res.witness.pair_labels
-    lines += [
-        f"method      : {method_text(res)}",
-        f"utility     : {res.utility:.10g}",
-        f"leakage     : {res.leakage:.15g} (exact, re-verified after rounding; eps = {res.eps:g})",
-        f"witness     : {wit}",
-        f"              attains log Pr(y | X_p={a}) / Pr(y | X_p={b})",
-        f"upper bound : {c.upper_bound:.10g} ({c.solver}; valid for all local redaction mechanisms)",
-        f"gap         : {c.gap:.3g}",
-    ]
-    if c.stopped:
-        lines.append("search      : stopped by the time limit; remaining gap above")
-    if dim is not None:
-        lines += ["", "comparison (exact utility and leakage):",
-                  f"  DIM optimum (exact window)   utility {dim.utility:<10.6g} leakage {dim.leakage:10.6g}  ok",
-                  "  3R and MQ                    no k-state form (the paper's regions and quilt are binary)"]
-    return "\n".join(lines)
-
-
-def kdesign_csv(res: Any) -> str:
-    """The design as CSV (labels quoted where they hold commas, quotes or line breaks)."""
-    import csv
-    import io
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["pos", "dist"] + [f"redact_prob_{s}" for s in res.chain.labels])
-    p = res.private[0]
-    for t, r in enumerate(np.asarray(res.redact_prob)):
-        w.writerow([t + 1, abs(t - p)] + [repr(float(v)) for v in r])
-    return buf.getvalue().rstrip("\n")
-
-
-def cmd_kdesign(args: argparse.Namespace) -> int:
-    """``redactopt design --transition ...``."""
-    from redactopt.engine.kdesign import kdesign
-    from redactopt.kio import kdesign_to_dict
-
-    refuse_given(args, ["alpha", "beta"], "cannot be combined with --transition (the matrix is the chain)")
-    refuse_given(args, ["split"], "has no effect with --transition (3R has no k-state form)")
-    if args.method not in KDESIGN_METHODS:
-        raise UsageError(f"--method {args.method} has no k-state form; with --transition use one of "
-                         f"{', '.join(KDESIGN_METHODS)}")
-    if args.method != "optimal":
-        refuse_given(args, ["certify_time"], "applies to --method optimal only")
-    fmt = args.format or "text"
-    if fmt == "table":
-        fmt = "text"
-    if fmt != "text":
-        refuse_given(args, ["no_compare"], "applies to --format text only")
-    chain = read_transition(args.transition, args.labels)
-    from redactopt._validate import check_n
-
-    n = check_n(args.n, "--n")
-    pos = parse_positions("1" if args.private is None else args.private, n)
-    if len(pos) != 1:
-        raise UsageError(f"--private: this command protects one private record, got {len(pos)} positions")
-    if args.out is not None and args.out != STDIO:
-        from redactopt.io import check_output_path
-
-        check_output_path(args.out, force=args.force)
-    try:
-        res = kdesign(chain, n, eps=args.eps, p=pos[0], method=args.method, time_limit=args.time_limit,
-                      certify_time=args.certify_time or 0.0)
-    except PrivacyCheckError as exc:
-        sys.stderr.write(f"redactopt design: privacy check failed: {exc}\n")
-        return EXIT_FAIL
-    if fmt == "json":
-        text = json.dumps(kdesign_to_dict(res), indent=2)
-    elif fmt == "csv":
-        text = kdesign_csv(res)
-    else:
-        dim = None
-        if not args.no_compare:
-            dim = res if args.method == "dim" else kdesign(chain, n, eps=args.eps, p=pos[0], method="dim")
-        text = kdesign_text(res, dim)
-    _out(text, args.out, args.force)
-    from redactopt.interface.cli_report import maybe_plot_design
-
-    maybe_plot_design(args, res)
-    return EXIT_OK
-
-
 # --------------------------------------------------------------------------
 # fit
 # --------------------------------------------------------------------------

@@ -22,7 +22,9 @@ from typing import Any, NoReturn
 
 from redactopt.errors import UsageError
 
+
 __all__ = [
+    "read_transition",
     "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_INTERNAL",
     "Parser", "add_renamed", "merge_renamed", "rename_value", "refuse_given", "flag", "show_required",
     "parse_positions", "list_of", "add_quiet", "add_format",
@@ -226,3 +228,52 @@ def list_of(kind: Callable[[str], Any], name: str) -> Callable[[str], list[Any]]
             why = str(exc) if kind not in (int, float) and str(exc) else f"{name} must be a comma-separated list, got {text!r}"
             raise argparse.ArgumentTypeError(why) from None
     return parse
+
+
+# ---------------------------------------------------------------------------
+# --transition: a chain given as a matrix
+# ---------------------------------------------------------------------------
+def _labels(text: str | None, k: int | None = None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    items = [s.strip() for s in text.split(",")]
+    if any(not s for s in items):
+        raise UsageError(f"--labels: empty label in {text!r}")
+    if k is not None and len(items) != k:
+        raise UsageError(f"--labels names {len(items)} states, the matrix has {k}")
+    return tuple(items)
+
+
+def read_transition(value: str, labels: str | None = None) -> Any:
+    """The chain of ``--transition FILE|"p11,p12,...;p21,..."`` (and ``--labels a,b,...``).
+
+    A file is JSON with ``transition`` (rows) and optionally ``labels`` — the output of
+    ``redactopt fit --categorical --format json`` and the ``chain`` of a k-state mechanism file
+    both work; an inline matrix has rows separated by ``;``.
+    """
+    import json
+    import os
+
+    from redactopt.io import check_input_path
+    from redactopt.model.chain import Chain as KChain, parse_transition
+
+    if os.path.exists(value) or value.endswith(".json"):
+        path = check_input_path(value)
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UsageError(f"--transition {value}: cannot read a JSON matrix: {str(exc).splitlines()[0]}") from None
+        if isinstance(d, dict) and "transition" not in d and isinstance(d.get("chain"), dict):
+            d = d["chain"]
+        if not isinstance(d, dict) or "transition" not in d:
+            raise UsageError(f"--transition {value}: expected a JSON object with 'transition' (rows) and 'labels'")
+        rows, file_labels = d["transition"], d.get("labels")
+        labs = _labels(labels, len(rows) if isinstance(rows, list) else None) or (
+            tuple(str(s) for s in file_labels) if file_labels is not None else None)
+    else:
+        rows = parse_transition(value, "--transition")
+        labs = _labels(labels, len(rows))
+    try:
+        return KChain(rows, labels=labs or ())
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--transition: {exc}") from None

@@ -384,3 +384,52 @@ def audit_text(report: dict[str, Any]) -> str:
         verdict = "FAIL: not certified exactly"
     lines.append(f"result    : {verdict}")
     return "\n".join(lines)
+
+
+def states_table(res: Any, dim: Any | None) -> str:
+    """A design on a chain given as a matrix: one column per state label, then utility, leakage, bound and
+    the exact window optimum for comparison (the paper's 3R and MQ have no k-state form)."""
+    labels = [str(s) for s in res.chain.labels]
+    p = res.private[0]
+    head = f"design: n={res.n}  p={p + 1}  k={res.chain.k}  states={','.join(labels)}  eps={res.eps:g}"
+    w = max(10, max(len(s) for s in labels) + 6)
+    lines = [head, "", "   pos   dist" + "".join(f"Pr(⊥|{s})".rjust(w + 1) for s in labels)]
+    q = np.asarray(res.redact_prob)
+    shown = np.flatnonzero(q.any(axis=1))
+    last = int(shown.max()) + 2 if shown.size else 1
+    for t in range(min(res.n, max(last, p + 2))):
+        lines.append(f"{t + 1:6d} {abs(t - p):6d}" + "".join(f"{v:.6g}".rjust(w + 1) for v in q[t]))
+    if res.n > max(last, p + 2):
+        lines.append("   ...  (every later record is published)")
+    c = res.certificate
+    wit = witness_text(res.witness.witness_output())
+    a, b = res.witness.pair_labels
+    lines += [
+        f"method      : {method_text(res)}",
+        f"utility     : {res.utility:.10g}",
+        f"leakage     : {res.leakage:.15g} (exact, re-verified after rounding; eps = {res.eps:g})",
+        f"witness     : {wit}",
+        f"              attains log Pr(y | X_p={a}) / Pr(y | X_p={b})",
+        f"upper bound : {c.upper_bound:.10g} ({c.solver}; valid for all local redaction mechanisms)",
+        f"gap         : {c.gap:.3g}",
+    ]
+    if c.stopped:
+        lines.append("search      : stopped by the time limit; remaining gap above")
+    if dim is not None:
+        lines += ["", "comparison (exact utility and leakage):",
+                  f"  DIM optimum (exact window)   utility {dim.utility:<10.6g} leakage {dim.leakage:10.6g}  ok",
+                  "  3R and MQ                    " + (
+                      f"compared with --alpha {res.chain.alpha:.17g} --beta {res.chain.beta:.17g} (the same chain)"
+                      if res.chain.binary else "no k-state form (the paper's regions and quilt are binary)")]
+    return "\n".join(lines)
+
+
+def states_csv(res: Any) -> str:
+    """The design as CSV (labels quoted where they hold commas, quotes or line breaks)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["pos", "dist"] + [f"redact_prob_{s}" for s in res.chain.labels])
+    p = res.private[0]
+    for t, r in enumerate(np.asarray(res.redact_prob)):
+        w.writerow([t + 1, abs(t - p)] + [repr(float(v)) for v in r])
+    return buf.getvalue().rstrip("\n")
