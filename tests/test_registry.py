@@ -76,3 +76,22 @@ def test_kstate_design_checked_by_enumeration():
     for m in ("3r", "mq"):
         with pytest.raises(ValueError, match="paper's mechanism for a binary chain"):
             design(K3, 5, eps=1.0, p=2, method=m)
+
+
+def test_top_level_api_designs_writes_and_reads_every_chain(tmp_path):
+    """The top level: one Chain, design, leakage and the file round trip, for 3 states and for binary."""
+    import json
+
+    import redactopt as r
+
+    for chain, n, p in ((r.Chain(K3.to_dict()["transition"], labels=("a", "b", "c")), 5, 2),
+                        (r.MarkovChain(0.1, 0.3), 6, 2)):
+        res = r.design(chain, n, eps=1.0, p=p)
+        f = tmp_path / "m.json"
+        f.write_text(json.dumps(r.design_to_dict(res)))
+        back = r.read_mechanism(f)
+        assert back.chain == chain and back.private == (p,)
+        assert np.array_equal(np.asarray(back.redact_prob), np.asarray(res.redact_prob))
+        assert r.leakage(chain, np.asarray(back.redact_prob), p).leakage == pytest.approx(res.leakage, rel=1e-12)
+    assert not [name for name in r.__all__ if name.startswith("k")]  # no k-prefixed public name
+    assert {"Chain", "design", "leakage", "audit", "apply_table", "apply_frame", "read_mechanism"} <= set(r.__all__)

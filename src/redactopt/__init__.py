@@ -1,4 +1,4 @@
-"""redactopt: design, prove and apply local redaction mechanisms for correlated data.
+"""redactopt: design, prove and apply redaction mechanisms for correlated data (any number of states).
 
 The Python API counts records from 0 (numpy); the CLI and files count from 1 (the paper).
 
@@ -13,7 +13,7 @@ Layers, each importing only from the ones before it:
 * ``redactopt.interface`` — the command line, reports and the paper benchmarks.
 """
 
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import Chain, MarkovChain
 from redactopt.model.influence import (
     Regions,
     delta_star,
@@ -47,13 +47,15 @@ from redactopt.engine.joint import design_joint, design_joint_sparse
 from redactopt.engine.tuning import frontier_split, tuned_three_region
 from redactopt.engine.window import design_sparse
 from redactopt.release.fit import fit_chain
+from redactopt.io import design_to_dict, mechanism_to_dict, read_mechanism, read_mechanisms
 from redactopt import _legacy, datasets
 
 _legacy.install({"design": _design_module, "audit": _audit_module})
 
-__version__ = "0.1.0"
+__version__ = "0.4.0"
 
 __all__ = [
+    "Chain",
     "MarkovChain",
     "Regions",
     "delta_star",
@@ -82,6 +84,10 @@ __all__ = [
     "frontier_split",
     "tuned_three_region",
     "fit_chain",
+    "design_to_dict",
+    "mechanism_to_dict",
+    "read_mechanism",
+    "read_mechanisms",
     "audit",
     "apply_table",
     "apply_frame",

@@ -420,9 +420,17 @@ def load_json(path: str | os.PathLike[str]) -> tuple[Any, str]:
         raise ValueError(f"{where}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
 
 
-def read_mechanism(path: str | os.PathLike[str]) -> MechanismFile:
-    """Read and validate a mechanism JSON file (``-``: standard input)."""
+def read_mechanism(path: str | os.PathLike[str]) -> StoredMechanism:
+    """Read and validate a mechanism JSON file of any chain and format (``-``: standard input).
+
+    A binary chain given by ``alpha``/``beta`` gives a :class:`MechanismFile` (rows kept sparse), a
+    chain given as a matrix a :class:`~redactopt.kio.KMechanismFile` (dense ``(n, k)`` rows).
+    """
     d, where = load_json(path)
+    if is_matrix_file(d):
+        from redactopt.kio import kmechanism_from_dict  # builds on this module
+
+        return kmechanism_from_dict(d, where=where)
     return mechanism_from_dict(d, where=where)
 
 
