@@ -298,21 +298,7 @@ def private_positions(d: dict, n: int, where: str) -> list[int]:
     return priv
 
 
-@dataclass(frozen=True)
-class _Parsed:
-    """The fields of any mechanism object, checked (``private`` 0-based, sorted)."""
-
-    chain: Chain
-    rows: np.ndarray | SparseRows
-    private: tuple[int, ...]
-    eps: float
-    method: str
-    utility: float | None
-    leakage: float | None
-    certificate: dict | None
-
-
-def parse_mechanism(d: object, where: str = "mechanism") -> _Parsed:
+def parse_mechanism(d: object, where: str = "mechanism") -> StoredMechanism:
     """Validate any mechanism object (:data:`MECHANISM_FORMATS`); errors name the field.
 
     Dense rows for ``/1``, :class:`~redactopt.judge.certify.SparseRows` for the blocks formats.
@@ -367,7 +353,7 @@ def parse_mechanism(d: object, where: str = "mechanism") -> _Parsed:
     for key, val in (("utility", util), ("leakage", leak)):
         if val is not None and (isinstance(val, bool) or not isinstance(val, (int, float))):
             raise ValueError(f"{where}: field '{key}' must be a number or null, got {val!r}")
-    return _Parsed(chain, q, privt, eps, method, util, leak, cert)
+    return StoredMechanism(chain, q, privt, eps, method, util, leak, cert)
 
 
 def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
@@ -380,7 +366,7 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
     if not isinstance(m.chain, MarkovChain):
         raise ValueError(f"{where}: the chain is given as a {m.chain.k}-state matrix (states "
                          f"{[str(v) for v in m.chain.labels]}); it is read as a categorical mechanism")
-    return MechanismFile(m.chain, m.rows, m.private, m.eps, m.method, m.utility, m.leakage, m.certificate,
+    return MechanismFile(m.chain, m.redact_prob, m.private, m.eps, m.method, m.utility, m.leakage, m.certificate,
                          _chain_class(d.get("chain_class"), where))  # type: ignore[union-attr]
 
 

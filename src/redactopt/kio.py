@@ -68,7 +68,7 @@ def kmechanism_from_dict(d: object, where: str = "mechanism") -> KMechanismFile:
         raise ValueError(f"{where}: field 'format' must be {FORMAT!r} with a chain given as a matrix "
                          f"(or the older {FORMAT_KSTATE!r}), got {fmt!r}")
     m = parse_mechanism(d, where)
-    rows = m.rows
+    rows = m.redact_prob
     q = np.asarray(rows, dtype=float) if isinstance(rows, SparseRows) else rows
     return KMechanismFile(m.chain, q, m.private, m.eps, m.method, m.utility, m.leakage, m.certificate)
 

@@ -125,10 +125,10 @@ def _view_of_dict(d: dict, where: str = "mechanism") -> DesignView:
     m = parse_mechanism(d, where)
     chain, n, private, eps = m.chain, int(d["n"]), m.private, m.eps
     states = tuple(str(s) for s in chain.labels)
-    if isinstance(m.rows, SparseRows):
-        starts, blocks = tuple(m.rows.starts), tuple(np.asarray(b, dtype=float) for b in m.rows.blocks)
+    if isinstance(m.redact_prob, SparseRows):
+        starts, blocks = tuple(m.redact_prob.starts), tuple(np.asarray(b, dtype=float) for b in m.redact_prob.blocks)
     else:
-        starts, blocks = _blocks_of_dense(np.asarray(m.rows, dtype=float))
+        starts, blocks = _blocks_of_dense(np.asarray(m.redact_prob, dtype=float))
     cert = d.get("certificate") or {}
     deciding = _deciding(d["chain_class"], where) if d.get("chain_class") is not None else ()
     return DesignView(n=n, states=states, starts=starts, blocks=blocks, private=private, eps=eps,
