@@ -245,24 +245,30 @@ def _audit_one(chain: MarkovChain | ChainClass, q: np.ndarray, private: tuple[in
                         "ratio_digits": len(str(cert.ratio.denominator))}
         passed = passed and cert.status == "certified"
     if args.attack:
-        p = rep["witness_private"] - 1  # the worst private record of the exact audit
-        samples = 200_000 if args.samples is None else args.samples
-        limit = DEFAULT_ATTACK_LIMIT if args.time_limit is None else args.time_limit
-        try:
-            with Bars(progress_enabled(args.quiet), unit="chains") as bars:
-                res = attack(chain, q, p=p, samples=samples,
-                             confidence=0.95 if args.confidence is None else args.confidence, rng=rng,
-                             progress=lambda done, total: bars("attack", done, total), max_seconds=limit)
-        except TooLongError as exc:
-            raise UsageError(f"--attack would take about {_duration(exc.seconds)} ({samples} chains per value "
-                             f"of X_p); lower --samples or raise --time-limit (now {limit:g} s)") from None
-        rep["attack"] = {"private": p + 1, "lower_bound": res.lower_bound, "confidence": res.confidence,
-                         "samples": res.samples, "max_observed": res.max_observed,
-                         "event_prob_favoured": res.event_prob_favoured,
-                         "event_prob_other": res.event_prob_other,
-                         "violation_shown": bool(res.lower_bound > rep["eps"])}
+        rep["attack"] = attack_entry(chain, q, rep["witness_private"] - 1, rep["eps"], args, rng)
     rep["passed"] = bool(passed)
     return rep
+
+
+def attack_entry(chain: Any, q: Any, p: int, eps: float, args: argparse.Namespace,
+                 rng: np.random.Generator) -> dict[str, Any]:
+    """``audit --attack``: the Bayes-optimal adversary on private record ``p`` (0-based; the worst of the
+    exact audit), any chain; its statistically valid lower bound and what it observed."""
+    samples = 200_000 if args.samples is None else args.samples
+    limit = DEFAULT_ATTACK_LIMIT if args.time_limit is None else args.time_limit
+    try:
+        with Bars(progress_enabled(args.quiet), unit="chains") as bars:
+            res = attack(chain, q, p=p, samples=samples,
+                         confidence=0.95 if args.confidence is None else args.confidence, rng=rng,
+                         progress=lambda done, total: bars("attack", done, total), max_seconds=limit)
+    except TooLongError as exc:
+        raise UsageError(f"--attack would take about {_duration(exc.seconds)} ({samples} chains per value "
+                         f"of X_p); lower --samples or raise --time-limit (now {limit:g} s)") from None
+    labels = [str(v) for v in getattr(chain, "labels", (0, 1))]
+    return {"private": p + 1, "lower_bound": res.lower_bound, "confidence": res.confidence,
+            "samples": res.samples, "max_observed": res.max_observed,
+            "event_prob_favoured": res.event_prob_favoured, "event_prob_other": res.event_prob_other,
+            "pair": [labels[res.favoured], labels[res.other]], "violation_shown": bool(res.lower_bound > eps)}
 
 
 def _duration(seconds: float) -> str:

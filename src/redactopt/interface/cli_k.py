@@ -200,6 +200,12 @@ def kaudit_text(rep: dict[str, Any]) -> str:
              f"utility   : {rep['utility']:.10g}"]
     if "exact" in rep:
         lines.append(f"exact     : {rep['exact']['status']} (rational arithmetic on the doubles)")
+    if "attack" in rep:
+        at = rep["attack"]
+        lines.append(f"attack    : leakage >= {at['lower_bound']:.6g} with confidence {at['confidence']:g} "
+                     f"(private record {at['private']}; {at['samples']} chains per value of X_p; event favouring "
+                     f"X_p={at['pair'][0]} over {at['pair'][1]}; largest observed |log ratio| "
+                     f"{at['max_observed']:.6g})" + ("  -> violation shown" if at["violation_shown"] else ""))
     verdict = "PASS" if rep["passed"] else ("FAIL: leakage exceeds eps" if rep["leakage"] > rep["eps"]
                                             else "FAIL: not certified exactly")
     lines.append(f"result    : {verdict}")
@@ -237,12 +243,15 @@ def maybe_kaudit(args: argparse.Namespace) -> int | None:
         raise UsageError("give either a mechanism file or --method, not both")
     refuse_given(args, ["n", "private", "reading", "split", "alpha", "beta"],
                  "applies to --method only: a k-state mechanism file carries its own chain, n and private records")
-    refuse_given(args, ["attack", "samples", "confidence", "attack_seed", "time_limit"],
-                 "is not available for k-state mechanisms (audit --exact certifies them in rational arithmetic)")
+    from redactopt.interface.cli import attack_entry
+
+    rng = np.random.default_rng(args.attack_seed)
     reports = []
     for tag, mf in kmechanisms_of(d, where):
         eps = mf.eps if args.eps is None else args.eps
         rep = kaudit(mf.chain, mf.redact_prob, private=mf.private, eps=eps, method=mf.method, exact=bool(args.exact))
+        if args.attack:
+            rep["attack"] = attack_entry(mf.chain, mf.redact_prob, rep["witness_private"] - 1, eps, args, rng)
         if tag is not None:
             rep["sequences"] = tag
         reports.append(rep)

@@ -1,18 +1,21 @@
 r"""The attacker's view: a statistically valid *lower* bound on the leakage from samples.
 
 The Bayes-optimal adversary knows the chain and the mechanism and computes, for an output
-``y``, the log-likelihood ratio :math:`\Lambda(y)=\log\Pr(y\mid X_p=0)/\Pr(y\mid X_p=1)` by a
-forward pass (the posterior log-odds of :math:`X_p` minus the prior log-odds).  For any
-event :math:`E` of outputs, :math:`\epsilon`-privacy implies
-:math:`\Pr(Y\in E\mid X_p=x)\le e^\epsilon\Pr(Y\in E\mid X_p=\bar x)`, hence
+``y`` and two values :math:`x\ne x'` of the private record, the log-likelihood ratio
+:math:`\Lambda(y)=\log\Pr(y\mid X_p=x)/\Pr(y\mid X_p=x')` by a forward pass
+(:func:`~redactopt.judge.leakage.log_likelihood_ratios`).  For any event :math:`E` of outputs,
+:math:`\epsilon`-privacy implies :math:`\Pr(Y\in E\mid X_p=x)\le e^\epsilon\Pr(Y\in E\mid X_p=x')`,
+hence
 
-.. math:: \mathcal L \ge \log\frac{\Pr(Y\in E\mid X_p=x)}{\Pr(Y\in E\mid X_p=\bar x)} .
+.. math:: \mathcal L \ge \log\frac{\Pr(Y\in E\mid X_p=x)}{\Pr(Y\in E\mid X_p=x')} .
 
-The attack draws chains conditioned on :math:`X_p=0` and on :math:`X_p=1`, applies the
-mechanism, picks the event :math:`E=\{\pm\Lambda(y)\ge\tau\}` on a *selection* half of the
-samples, and bounds both probabilities on the other half with Clopper–Pearson intervals
-(Bonferroni over the two directions), so that the reported bound holds with the stated
-confidence whatever the selection did.
+The attack draws chains conditioned on each value of :math:`X_p`, applies the mechanism, and
+for every pair of values picks the event :math:`E=\{\pm\Lambda(y)\ge\tau\}` on a *selection*
+half of the samples, and bounds both probabilities on the other half with Clopper–Pearson
+intervals (Bonferroni over the :math:`k(k-1)` ordered pairs — the two directions of a binary
+record), so that the reported bound holds with the stated confidence whatever the selection
+did.  Chains on any number of states: the records after ``p`` follow the transition matrix, the
+records before it the time-reversed one (a two-state chain is reversible, so both are ``P``).
 
 **Only what can leak is sampled.**  Records published with certainty are observed without
 noise, so by the Markov property everything beyond the nearest one on each side of
@@ -43,7 +46,7 @@ from redactopt._validate import check_index
 from redactopt.errors import TooLongError
 from redactopt.judge.audit import as_sparse, segments
 from redactopt.judge.leakage import check_mechanism, log_likelihood_ratios
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import Chain, check_chain
 
 __all__ = ["AttackResult", "attack", "sample_outputs", "BATCH_CELLS"]
 
@@ -68,13 +71,20 @@ class AttackResult:
     event_prob_favoured: float
     event_prob_other: float
     max_observed: float
+    other: int = -1  #: the value the event is compared under (binary: ``1 - favoured``)
 
 
 def _walk(x: np.ndarray, P: np.ndarray, ts: range, step: int, rng: np.random.Generator) -> None:
-    """Continue the chains of ``x`` over records ``ts`` (each from its neighbour ``t - step``)."""
+    """Continue the chains of ``x`` over records ``ts`` (each from its neighbour ``t - step``, one uniform
+    per sample and record) with the ``(k, k)`` matrix ``P`` of that direction."""
     samples = x.shape[0]
-    for t in ts:  # the stationary chain is reversible: backward steps use P too
-        x[:, t] = rng.random(samples) < P[x[:, t - step], 1]
+    if P.shape[0] == 2:  # two states: one comparison per cell
+        for t in ts:
+            x[:, t] = rng.random(samples) < P[x[:, t - step], 1]
+        return
+    cum = np.cumsum(P, axis=1)[:, :-1]  # the last state takes the rest (no rounding past 1)
+    for t in ts:
+        x[:, t] = (rng.random(samples)[:, None] >= cum[x[:, t - step]]).sum(axis=1)
 
 
 def _redacted(x: np.ndarray, q: np.ndarray, a: int, b: int, rng: np.random.Generator) -> np.ndarray:
@@ -82,24 +92,30 @@ def _redacted(x: np.ndarray, q: np.ndarray, a: int, b: int, rng: np.random.Gener
     return rng.random((x.shape[0], b - a)) < q[np.arange(a, b)[None, :], x[:, a:b]]
 
 
-def _segment_chains(P: np.ndarray, q: np.ndarray, p: int, xp: int, samples: int, rng: np.random.Generator,
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def _matrices(chain: Chain) -> tuple[np.ndarray, np.ndarray]:
+    """The transition matrices forward (after ``p``) and backward (before it: the time reversal)."""
+    P = chain.transition_matrix
+    return P, (P if chain.k == 2 else chain.reversed_matrix())
+
+
+def _segment_chains(PP: tuple[np.ndarray, np.ndarray], q: np.ndarray, p: int, xp: int, samples: int,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Chains on the records of ``q`` given ``X_p = xp`` (right side, then left side), then which are redacted."""
     x = np.empty((samples, q.shape[0]), dtype=np.int8)
     x[:, p] = xp
-    _walk(x, P, range(p + 1, q.shape[0]), 1, rng)
-    _walk(x, P, range(p - 1, -1, -1), -1, rng)
+    _walk(x, PP[0], range(p + 1, q.shape[0]), 1, rng)
+    _walk(x, PP[1], range(p - 1, -1, -1), -1, rng)
     return x, _redacted(x, q, 0, q.shape[0], rng)
 
 
-def _extend(P: np.ndarray, q: np.ndarray, lo: int, x_seg: np.ndarray, mask_seg: np.ndarray,
+def _extend(PP: tuple[np.ndarray, np.ndarray], q: np.ndarray, lo: int, x_seg: np.ndarray, mask_seg: np.ndarray,
             rng: np.random.Generator) -> np.ndarray:
     """Outputs of every record: the segment's (starting at row ``lo``) and the others', drawn from ``rng``."""
     n, hi = q.shape[0], lo + x_seg.shape[1] - 1
     x = np.empty((x_seg.shape[0], n), dtype=np.int8)
     x[:, lo : hi + 1] = x_seg
-    _walk(x, P, range(hi + 1, n), 1, rng)
-    _walk(x, P, range(lo - 1, -1, -1), -1, rng)
+    _walk(x, PP[0], range(hi + 1, n), 1, rng)
+    _walk(x, PP[1], range(lo - 1, -1, -1), -1, rng)
     mask = np.zeros(x.shape, dtype=bool)
     mask[:, lo : hi + 1] = mask_seg
     mask[:, hi + 1 :] = _redacted(x, q, hi + 1, n, rng)
@@ -108,7 +124,7 @@ def _extend(P: np.ndarray, q: np.ndarray, lo: int, x_seg: np.ndarray, mask_seg: 
     return x
 
 
-def sample_outputs(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples: int,
+def sample_outputs(chain: Chain, q: np.ndarray, p: int, xp: int, samples: int,
                    rng: np.random.Generator, *, segment: tuple[int, int] | None = None,
                    rest_rng: np.random.Generator | None = None) -> np.ndarray:
     """Outputs of the mechanism on chains conditioned on ``X_p = xp``; -1 is ⊥ (``(samples, n)`` int8).
@@ -120,12 +136,12 @@ def sample_outputs(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples: 
     of ``sample_outputs(chain, q[lo:hi + 1], p - lo, xp, samples, rng)``.
     """
     lo, hi = (0, q.shape[0] - 1) if segment is None else segment
-    P = chain.transition_matrix
-    x, mask = _segment_chains(P, q[lo : hi + 1], p - lo, xp, samples, rng)
+    PP = _matrices(chain)
+    x, mask = _segment_chains(PP, q[lo : hi + 1], p - lo, xp, samples, rng)
     if segment is None:
         x[mask] = -1
         return x
-    return _extend(P, q, lo, x, mask, rng if rest_rng is None else rest_rng)
+    return _extend(PP, q, lo, x, mask, rng if rest_rng is None else rest_rng)
 
 
 def _batch_sizes(samples: int, n: int) -> list[int]:
@@ -133,28 +149,34 @@ def _batch_sizes(samples: int, n: int) -> list[int]:
     return [min(size, samples - a) for a in range(0, samples, size)]
 
 
-def _sampled_ratios(chain: MarkovChain, q: np.ndarray, p: int, xp: int, samples: int, lo: int, cells: int,
+def _sampled_ratios(chain: Chain, q: np.ndarray, p: int, xp: int, samples: int, lo: int, cells: int,
                     rng: np.random.Generator, tick: Callable[[int], None], *,
-                    rest_rng: np.random.Generator | None = None) -> np.ndarray:
-    """:math:`\\Lambda(y)` of ``samples`` outputs drawn given ``X_p = xp``.
+                    rest_rng: np.random.Generator | None = None) -> dict[int, np.ndarray]:
+    """:math:`\\Lambda_{a,b}(y)` (``a < b``, the pair of ``xp`` and each other value) of ``samples`` outputs
+    drawn given ``X_p = xp``: one array per other value.
 
     The segment (``cells`` records from row ``lo``) is drawn in batches of at most
     :data:`BATCH_CELLS` cells; with ``rest_rng`` the other records of ``q`` are drawn from
     it, in smaller batches when the whole sequence would exceed :data:`BATCH_CELLS`.
     """
-    P = chain.transition_matrix
-    out = np.empty(samples)
+    PP = _matrices(chain)
+    others = [v for v in range(chain.k) if v != xp]
+    out = {v: np.empty(samples) for v in others}
+
+    def ratios(y: np.ndarray, at: int) -> None:
+        for v in others:
+            out[v][at : at + y.shape[0]] = log_likelihood_ratios(chain, q, p, y, pair=(min(xp, v), max(xp, v)))
+
     a = 0
     for m in _batch_sizes(samples, cells):
-        x, mask = _segment_chains(P, q[lo : lo + cells], p - lo, xp, m, rng)
+        x, mask = _segment_chains(PP, q[lo : lo + cells], p - lo, xp, m, rng)
         if rest_rng is None:
             x[mask] = -1
-            out[a : a + m] = log_likelihood_ratios(chain, q, p, x)
+            ratios(x, a)
         else:
             b = 0
             for k in _batch_sizes(m, q.shape[0]):
-                y = _extend(P, q, lo, x[b : b + k], mask[b : b + k], rest_rng)
-                out[a + b : a + b + k] = log_likelihood_ratios(chain, q, p, y)
+                ratios(_extend(PP, q, lo, x[b : b + k], mask[b : b + k], rest_rng), a + b)
                 b += k
         a += m
         tick(m)
@@ -173,7 +195,7 @@ def _cp_upper(k: int, n: int, a: float) -> float:
     return 1.0 if k == n else float(beta_dist.ppf(1 - a, k + 1, n - k))
 
 
-def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 100_000,
+def attack(chain: Chain, redact_prob: object, *, p: int, samples: int = 100_000,
            confidence: float = 0.95, rng: np.random.Generator | None = None,
            progress: Callable[[int, int], None] | None = None, max_seconds: float | None = None,
            restrict: bool = True) -> AttackResult:
@@ -181,8 +203,10 @@ def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 10
 
     Parameters
     ----------
+    chain : Chain
+        Any number of states (a ``MarkovChain`` or a matrix chain).
     redact_prob : array_like or SparseRows
-        The mechanism, ``(n, 2)`` (a :class:`~redactopt.judge.certify.SparseRows` is never
+        The mechanism, ``(n, k)`` (a :class:`~redactopt.judge.certify.SparseRows` is never
         densified unless ``restrict=False``).
     p : int
         0-based private index.
@@ -202,10 +226,11 @@ def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 10
         docstring).  ``False`` samples every record: the same lower bound for the same
         ``rng``, at the cost of the whole sequence.
     """
-    rows = as_sparse(redact_prob)
+    check_chain(chain)
+    rows = as_sparse(redact_prob, k=chain.k)
     p = check_index(p, rows.n, "p")
-    if rows.rows(p, p + 1)[0].tolist() != [1.0, 1.0]:
-        raise ValueError(f"redact_prob row {p} (0-based) is the private record and must be [1, 1] "
+    if not bool(np.all(rows.rows(p, p + 1)[0] == 1.0)):
+        raise ValueError(f"redact_prob row {p} (0-based) is the private record and must be all ones "
                          f"(always redacted), got {rows.rows(p, p + 1)[0].tolist()}")
     seg = next(segments(rows, [p]))
     cells = seg.rows.shape[0]  # records per chain that can matter; batches are sized by them
@@ -215,10 +240,10 @@ def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 10
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
     rng = np.random.default_rng() if rng is None else rng
     if restrict:
-        q, (p_q,) = check_mechanism(seg.rows, p - seg.lo, "p")
+        q, (p_q,) = check_mechanism(seg.rows, p - seg.lo, "p", k=chain.k)
         lo, rest_rng = 0, None
     else:  # the segment from rng, as when restricted; the rest from a child (spawning draws nothing)
-        q, (p_q,) = check_mechanism(np.asarray(rows), p, "p")
+        q, (p_q,) = check_mechanism(np.asarray(rows), p, "p", k=chain.k)
         lo, rest_rng = seg.lo, rng.spawn(1)[0]
     half = samples // 2
     drawn = 0
@@ -237,31 +262,41 @@ def attack(chain: MarkovChain, redact_prob: object, *, p: int, samples: int = 10
         if progress is not None:
             progress(drawn, 2 * samples)
 
+    k = chain.k
     lam = {xp: _sampled_ratios(chain, q, p_q, xp, samples, lo, cells, rng, tick, rest_rng=rest_rng)
-           for xp in (0, 1)}
-    max_obs = float(max(np.abs(lam[0]).max(), np.abs(lam[1]).max()))
-    alpha_each = (1.0 - confidence) / 4.0  # two directions x two one-sided intervals
-    best = (0.0, 0.0, 0, 0.0, 0.0)
-    for favoured, sign in ((0, 1.0), (1, -1.0)):
-        sel_f, sel_o = sign * lam[favoured][:half], sign * lam[1 - favoured][:half]
-        est_f, est_o = sign * lam[favoured][half:], sign * lam[1 - favoured][half:]
-        taus = np.unique(np.round(sel_f, 12))
-        if taus.size == 0:
-            continue
-        # choose tau on the selection half: maximise the Clopper–Pearson bound there
-        chosen, chosen_val = taus[0], -math.inf
-        for tau in taus[-200:]:
-            kf, ko = int((sel_f >= tau - 1e-12).sum()), int((sel_o >= tau - 1e-12).sum())
-            lo, hi = _cp_lower(kf, half, alpha_each), _cp_upper(ko, half, alpha_each)
-            if lo > 0 and math.log(lo / hi) > chosen_val:
-                chosen, chosen_val = tau, math.log(lo / hi)
-        m = est_f.shape[0]
-        kf, ko = int((est_f >= chosen - 1e-12).sum()), int((est_o >= chosen - 1e-12).sum())
-        lo, hi = _cp_lower(kf, m, alpha_each), _cp_upper(ko, m, alpha_each)
-        val = math.log(lo / hi) if lo > 0 else 0.0
-        if val > best[0]:
-            best = (val, float(chosen), favoured, kf / m, ko / m)
+           for xp in range(k)}
+    max_obs = float(max(np.abs(r).max() for per in lam.values() for r in per.values()))
+    alpha_each = (1.0 - confidence) / (2.0 * k * (k - 1))  # k(k-1) directions x two one-sided intervals
+    best = (0.0, 0.0, 0, 0.0, 0.0, 1)
+    for a_, b_ in ((a_, b_) for a_ in range(k) for b_ in range(a_ + 1, k)):
+        both = {a_: lam[a_][b_], b_: lam[b_][a_]}  # Lambda_{a,b} on the samples given a, and given b
+        for favoured, other, sign in ((a_, b_, 1.0), (b_, a_, -1.0)):
+            val, tau, pf, po = _direction(sign * both[favoured], sign * both[other], half, alpha_each)
+            if val > best[0]:
+                best = (val, tau, favoured, pf, po, other)
     return AttackResult(
         lower_bound=max(0.0, best[0]), confidence=confidence, samples=samples, threshold=best[1],
         favoured=best[2], event_prob_favoured=best[3], event_prob_other=best[4], max_observed=max_obs,
+        other=best[5],
     )
+
+
+def _direction(lam_f: np.ndarray, lam_o: np.ndarray, half: int, alpha_each: float) -> tuple[float, float, float, float]:
+    """One direction of one pair: the event ``{Lambda >= tau}`` chosen on the selection halves, its
+    Clopper-Pearson log-ratio bound on the estimation halves; ``(bound, tau, p_favoured, p_other)``."""
+    sel_f, sel_o = lam_f[:half], lam_o[:half]
+    est_f, est_o = lam_f[half:], lam_o[half:]
+    taus = np.unique(np.round(sel_f, 12))
+    if taus.size == 0:
+        return 0.0, 0.0, 0.0, 0.0
+    # choose tau on the selection half: maximise the Clopper–Pearson bound there
+    chosen, chosen_val = taus[0], -math.inf
+    for tau in taus[-200:]:
+        kf, ko = int((sel_f >= tau - 1e-12).sum()), int((sel_o >= tau - 1e-12).sum())
+        lo, hi = _cp_lower(kf, half, alpha_each), _cp_upper(ko, half, alpha_each)
+        if lo > 0 and math.log(lo / hi) > chosen_val:
+            chosen, chosen_val = tau, math.log(lo / hi)
+    m = est_f.shape[0]
+    kf, ko = int((est_f >= chosen - 1e-12).sum()), int((est_o >= chosen - 1e-12).sum())
+    lo, hi = _cp_lower(kf, m, alpha_each), _cp_upper(ko, m, alpha_each)
+    return (math.log(lo / hi) if lo > 0 else 0.0), float(chosen), kf / m, ko / m

@@ -1,0 +1,78 @@
+"""The attack on chains of any number of states (audit --attack for k-state files)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from redactopt.judge.attack import attack, sample_outputs
+from redactopt.judge.leakage import leakage
+from redactopt.model.chain import Chain
+
+#: Not reversible (pi_x P[x, y] != pi_y P[y, x]): the records before p follow the time reversal.
+NONREV = Chain([[0.1, 0.8, 0.1], [0.1, 0.1, 0.8], [0.7, 0.2, 0.1]], labels=("a", "b", "c"))
+
+
+def test_sampled_chains_follow_the_conditional_law():
+    """Given X_1 = v, the sampled X_0 follows pi_u P[u, v] / pi_v and X_2 follows P[v, .] (computed by hand)."""
+    P, pi = NONREV.transition, NONREV.stationary
+    assert not np.allclose(pi[:, None] * P, (pi[:, None] * P).T)  # really not reversible
+    q = np.zeros((3, 3))
+    q[1] = 1.0
+    S = 200_000
+    for v in range(3):
+        y = sample_outputs(NONREV, q, 1, v, S, np.random.default_rng(v))
+        assert (y[:, 1] == -1).all()
+        left = np.bincount(y[:, 0], minlength=3) / S
+        right = np.bincount(y[:, 2], minlength=3) / S
+        want_left = pi * P[:, v] / pi[v]
+        # 5 standard errors of a frequency from 200000 draws
+        tol = 5 * np.sqrt(want_left * (1 - want_left) / S) + 1e-12
+        assert np.all(np.abs(left - want_left) <= tol)
+        tol = 5 * np.sqrt(P[v] * (1 - P[v]) / S) + 1e-12
+        assert np.all(np.abs(right - P[v]) <= tol)
+
+
+def test_lower_bound_below_exact_leakage_and_sees_the_worst_output():
+    """Publishing both neighbours of p: every output is fully observed, the worst one is likely, so the
+    attack's largest observed ratio equals the exact leakage and its bound stays below it."""
+    q = np.zeros((3, 3))
+    q[1] = 1.0
+    exact = leakage(NONREV, q, 1).leakage
+    for seed in range(3):
+        res = attack(NONREV, q, p=1, samples=20_000, rng=np.random.default_rng(seed))
+        assert res.lower_bound <= exact and res.max_observed == pytest.approx(exact, abs=1e-9)
+        assert res.lower_bound > 0.5 * exact and res.favoured != res.other
+
+
+def test_restricted_attack_equals_the_attack_on_every_record():
+    q = np.zeros((30, 3))
+    q[10:15] = 0.6
+    q[12] = 1.0
+    a = attack(NONREV, q, p=12, samples=2_000, rng=np.random.default_rng(7))
+    b = attack(NONREV, q, p=12, samples=2_000, rng=np.random.default_rng(7), restrict=False)
+    assert a.lower_bound == pytest.approx(b.lower_bound, abs=1e-12) and a.max_observed == pytest.approx(b.max_observed)
+
+
+def test_cli_audit_attack_on_a_kstate_file(run, capsys, tmp_path):
+    """A 3-state file that publishes both neighbours of p, audited at eps = 0.5: the exact audit fails and
+    the attack shows the violation.  The leakage by hand: the largest log ratio of
+    Pr(x0, x2 | X_1 = a) = pi_x0 P[x0, a] P[a, x2] / pi_a over outputs (x0, x2) and pairs (a, b)."""
+    chain = Chain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]], labels=("lo", "mid", "hi"))
+    mech = {"format": "redactopt.mechanism/3", "states": ["lo", "mid", "hi"], "chain": chain.to_dict(), "n": 3,
+            "private": [2], "eps": 0.5, "blocks": [{"start": 2, "redact_prob": [[1, 1, 1]]}], "method": "hand"}
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(mech))
+    assert run(["audit", str(f), "--attack", "--samples", "20000", "--attack-seed", "3", "--format", "json"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    P, pi = chain.transition, chain.stationary
+    by_hand = max(np.log((P[u, a] * P[a, w] / pi[a]) / (P[u, b] * P[b, w] / pi[b]))
+                  for u in range(3) for w in range(3) for a in range(3) for b in range(3))
+    assert rep["leakage"] == pytest.approx(by_hand, rel=1e-12)
+    at = rep["attack"]
+    assert 0.5 < at["lower_bound"] <= rep["leakage"] and at["violation_shown"] and set(at["pair"]) <= {"lo", "mid", "hi"}
+    assert run(["audit", str(f), "--attack", "--samples", "2000", "--attack-seed", "3"]) == 1
+    out = capsys.readouterr().out
+    assert "attack    : leakage >=" in out and "-> violation shown" in out and "result    : FAIL" in out
