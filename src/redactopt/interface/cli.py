@@ -10,12 +10,14 @@ name per concept, ``-`` for standard input/output, old spellings as aliases) are
 from __future__ import annotations
 
 import argparse
+import io
 import itertools
 import json
 import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -30,6 +32,7 @@ from redactopt.engine.window import covers, design_sparse
 from redactopt.engine.tuning import tuned_three_region
 from redactopt.errors import MissingExtraError, PrivacyCheckError, TooLongError, UsageError
 from redactopt.interface import report
+from redactopt.interface.report import positions_text, witness_text
 from redactopt.interface.bench import bench_files, run_bench
 from redactopt.interface.cli_classes import add_class_option
 from redactopt.interface.cli_data import add_apply_parser, add_fit_parser
@@ -58,7 +61,8 @@ from redactopt.interface.options import (
     show_required,
 )
 from redactopt.interface.progress import Bars, iterate, progress_enabled
-from redactopt.io import STDIO, atomic_open, check_output_path, design_to_dict, read_mechanisms, write_output
+from redactopt.io import (STDIO, atomic_open, check_input_path, check_output_path, design_to_dict, read_mechanisms,
+                          write_output)
 from redactopt.judge.attack import attack
 from redactopt.judge.audit import WitnessRuns, audit, exact_audit
 from redactopt.judge.certify import DesignResult, SparseDesign
@@ -279,6 +283,91 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def matrix_audit_text(rep: dict[str, Any]) -> str:
+    """The audit of a mechanism whose chain is given as a matrix (states by their labels)."""
+    a, b = rep["pair"]
+    lines = [f"mechanism : {rep['method']}  n={rep['n']}  private={positions_text(rep['private'])}  "
+             f"k={rep['k']}  states={','.join(rep['states'])}",
+             "chain     : P = " + "; ".join(",".join(f"{float(Fraction(v)) if isinstance(v, str) else v:.6g}"
+                                                for v in row) for row in rep["chain"]["transition"]),
+             f"eps       : {rep['eps']:.6g}",
+             f"leakage   : {rep['leakage']:.10g}  (exact, nats; worst private record {rep['witness_private']})",
+             f"witness   : {witness_text(rep['witness'])}",
+             f"            attains log Pr(y | X_p={a}) / Pr(y | X_p={b})",
+             f"utility   : {rep['utility']:.10g}"]
+    if "exact" in rep:
+        lines.append(f"exact     : {rep['exact']['status']} (rational arithmetic on the doubles)")
+    if "attack" in rep:
+        at = rep["attack"]
+        lines.append(f"attack    : leakage >= {at['lower_bound']:.6g} with confidence {at['confidence']:g} "
+                     f"(private record {at['private']}; {at['samples']} chains per value of X_p; event favouring "
+                     f"X_p={at['pair'][0]} over {at['pair'][1]}; largest observed |log ratio| "
+                     f"{at['max_observed']:.6g})" + ("  -> violation shown" if at["violation_shown"] else ""))
+    verdict = "PASS" if rep["passed"] else ("FAIL: leakage exceeds eps" if rep["leakage"] > rep["eps"]
+                                            else "FAIL: not certified exactly")
+    lines.append(f"result    : {verdict}")
+    return "\n".join(lines)
+
+
+def maybe_matrix_audit(args: argparse.Namespace) -> int | None:
+    """``redactopt audit FILE`` on a mechanism of a chain given as a matrix (or a categorical apply report): its audit's exit status; ``None`` for any other file.
+
+    Standard input is read once; for a file that is not k-state it is put back for the binary reader.
+    """
+    from redactopt.judge.kaudit import kaudit
+    from redactopt.kio import is_kstate, kmechanisms_of
+
+    if args.mechanism == STDIO:
+        text = sys.stdin.read()
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError:
+            d = None
+        if not is_kstate(d):
+            sys.stdin = io.StringIO(text)
+            return None
+        where = "<stdin>"
+    else:
+        try:
+            path = check_input_path(args.mechanism)
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError):
+            return None  # the binary reader reports it
+        if not is_kstate(d):
+            return None
+        where = str(args.mechanism)
+    if args.method:
+        raise UsageError("give either a mechanism file or --method, not both")
+    refuse_given(args, ["n", "private", "reading", "split", "alpha", "beta"],
+                 "applies to --method only: a k-state mechanism file carries its own chain, n and private records")
+    rng = np.random.default_rng(args.attack_seed)
+    reports = []
+    for tag, mf in kmechanisms_of(d, where):
+        eps = mf.eps if args.eps is None else args.eps
+        rep = kaudit(mf.chain, mf.redact_prob, private=mf.private, eps=eps, method=mf.method, exact=bool(args.exact))
+        if args.attack:
+            rep["attack"] = attack_entry(mf.chain, mf.redact_prob, rep["witness_private"] - 1, eps, args, rng)
+        if tag is not None:
+            rep["sequences"] = tag
+        reports.append(rep)
+    passed = all(r["passed"] for r in reports)
+    if len(reports) == 1 and "sequences" not in reports[0]:
+        print(json.dumps(reports[0], indent=2) if (args.format or "text") == "json" else matrix_audit_text(reports[0]))
+    elif (args.format or "text") == "json":
+        print(json.dumps({"designs": reports, "passed": passed}, indent=2))
+    else:
+        blocks = []
+        for j, r in enumerate(reports):
+            ids = r.get("sequences", [])
+            shown = ", ".join(ids[:5]) + (f", … ({len(ids)} in all)" if len(ids) > 5 else "")
+            blocks.append(f"design {j + 1} of {len(reports)} (sequences: {shown or 'none'})\n" + matrix_audit_text(r))
+        failed = sum(1 for r in reports if not r["passed"])
+        blocks.append(f"overall   : {'PASS' if passed else 'FAIL'} ({len(reports) - failed} of {len(reports)} "
+                      "designs pass)")
+        print("\n\n".join(blocks))
+    return EXIT_OK if passed else EXIT_FAIL
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     fmt = args.format or "text"
     if not args.attack:
@@ -286,12 +375,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.attack_seed)
     if args.mechanism is not None:
         from redactopt.interface.cli_classes import maybe_class_audit
-        from redactopt.interface.cli_k import maybe_kaudit
-
         cstatus = maybe_class_audit(args)  # a scan/owner/holder mechanism or class release (issue 26)
         if cstatus is not None:
             return cstatus
-        kstatus = maybe_kaudit(args)  # a k-state file (issue 17)
+        kstatus = maybe_matrix_audit(args)  # a mechanism of a chain given as a matrix
         if kstatus is not None:
             return kstatus
         if args.method:

@@ -14,6 +14,8 @@ import sys
 import textwrap
 from typing import Any
 
+import numpy as np
+
 from redactopt.engine.joint import JOINT_METHODS
 from redactopt.errors import PrivacyCheckError, UsageError
 from redactopt.interface.options import (
@@ -22,12 +24,13 @@ from redactopt.interface.options import (
     add_format,
     add_quiet,
     parse_positions,
+    read_transition,
     refuse_given,
 )
 from redactopt.interface.cli_classes import add_class_option
 from redactopt.interface.cli_report import add_html_option, check_html, maybe_write_html
 from redactopt.interface.progress import Bars, progress_enabled
-from redactopt.io import STDIO, stdin_as_file
+from redactopt.io import STDIO, check_input_path, stdin_as_file
 from redactopt.model.classes import parse_range
 
 __all__ = ["add_fit_parser", "add_apply_parser"]
@@ -79,10 +82,8 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    if args.categorical:  # a k-state chain (issue 17)
-        from redactopt.interface.cli_k import cmd_kfit
-
-        return cmd_kfit(args)
+    if args.categorical:  # a chain of k states, fitted on the column's categories
+        return _cmd_fit_categorical(args)
     refuse_given(args, ["smoothing"], "applies to --categorical only")
     # pandas and pyarrow load with the data commands only: design and audit start faster
     from redactopt.release.apply import scan_table
@@ -323,9 +324,7 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
         return cmd_class_apply(args)
     if args.categorical or args.transition is not None or args.protect is not None or args.bin:
-        from redactopt.interface.cli_k import cmd_kapply  # a k-state chain (issue 17): categories, tuples, bins
-
-        return cmd_kapply(args)
+        return _cmd_apply_categorical(args)  # a chain of k states: categories, tuples, bins
     # pandas and pyarrow load with the data commands only: design and audit start faster
     from redactopt.release.apply import apply_table
 
@@ -361,5 +360,149 @@ def _cmd_apply(args: argparse.Namespace) -> int:
     stdout_taken = STDIO in (args.out, args.report)
     if not (stdout_taken and args.quiet):
         print(text, file=sys.stderr if stdout_taken else sys.stdout)
+    maybe_write_html(args, rep)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# fit of a categorical column (a chain of k states)
+# ---------------------------------------------------------------------------
+def _read_table(path: str) -> Any:
+    from redactopt.release.kapply import read_table
+
+    df, _ = read_table(check_input_path(path))
+    return df
+
+
+def _cmd_fit_categorical(args: argparse.Namespace) -> int:
+    """``redactopt fit INPUT --column NAME --categorical``."""
+    from redactopt.release.kfit import kfit_sequences
+
+    refuse_given(args, ["chunk_rows"], "applies to binary columns only (a categorical fit reads the column at once)")
+    if args.interval != "wilson":
+        raise UsageError("--interval: a categorical fit gives Wilson score intervals per entry of each row")
+    with stdin_as_file(args.input) as path:
+        df = _read_table(str(path))
+    if args.column not in df.columns:
+        raise UsageError(f"{args.input}: column {args.column!r} not found; the columns are {list(map(str, df.columns))}")
+    if len(df) == 0:
+        raise UsageError(f"{args.input}: no data rows")
+    col = df[args.column]
+    bad = np.flatnonzero(col.isna().to_numpy())
+    if bad.size:
+        raise UsageError(f"{args.input}: row {int(bad[0]) + 1}: column {args.column!r} has a missing value")
+    if args.by is not None:
+        if args.by not in df.columns:
+            raise UsageError(f"{args.input}: column {args.by!r} not found")
+        seqs = [g[args.column].tolist() for _, g in df.groupby(args.by, sort=False)]
+    else:
+        seqs = [col.tolist()]
+    try:
+        fit = kfit_sequences(seqs, confidence=args.confidence, smoothing=args.smoothing or "kt")
+    except ValueError as exc:
+        raise UsageError(f"{args.input}: {exc}") from None
+    if (args.format or "text") == "json":
+        d: dict[str, Any] = {"input": str(args.input), "column": args.column, "by": args.by}
+        d.update(fit.to_dict())
+        print(json.dumps(d, indent=2))
+    else:
+        print(f"input     : {args.input}  column '{args.column}'" + (f"  by '{args.by}'" if args.by else "")
+              + "  (categorical)")
+        print(fit.text())
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# apply of a categorical column (a chain of k states)
+# ---------------------------------------------------------------------------
+def _kapply_refusals(args: argparse.Namespace, methods: tuple[str, ...]) -> None:
+    """The options a categorical release does not take, refused in one line each (before any work)."""
+    refuse_given(args, ["alpha", "beta"], "applies to binary columns; a categorical column takes --transition")
+    refuse_given(args, ["chunk_rows"], "is not available for categorical columns (the column is read at once)")
+    refuse_given(args, ["robust"], "is not available for categorical columns (the guarantee covers the fitted or "
+                 "given chain only)")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    if getattr(args, "report_sequences", "auto") != "auto":
+        raise UsageError("--report-sequences is not available for categorical columns (the report lists every "
+                         "sequence and one mechanism per distinct design)")
+    if args.backend != "memory":
+        raise UsageError("--backend dask is not available for categorical columns")
+    if args.method not in methods:
+        raise UsageError(f"--method {args.method} has no k-state form; categorical columns take "
+                         f"{', '.join(methods)}")
+    if STDIO in (args.out,):
+        raise UsageError("--out -: categorical releases are written to a file (.csv, .tsv or .parquet)")
+
+
+def _kapply_summary(rep: dict, args: argparse.Namespace) -> dict:
+    """What ``apply --format json`` prints for a categorical release."""
+    return {
+        "output": args.out, "rows": rep["rows"], "redacted": rep["utility"]["redacted"], "states": rep["states"],
+        "chain": {"source": rep["chain"]["source"], "transition": rep["chain"]["transition"]},
+        "eps": rep["eps"], "method": rep["method"],
+        "leakage": {"max": rep["leakage"]["max"], "private_records": len(rep["private"]),
+                    "pair": rep["leakage"]["pair"]},
+        "utility": {k: rep["utility"][k] for k in ("expected", "realised")}, "blocks": rep.get("blocks"),
+        "sequences": len(rep["sequences"]) if "sequences" in rep else 1,
+        "designs": len(rep["designs"]) if "designs" in rep else 1,
+        "randomness": rep["randomness"]["source"], "label": rep["label"], "warnings": rep["warnings"],
+        "report": args.report, "columns": rep["columns"], "fit_rows": rep["chain"].get("fit_rows"),
+        "summary": rep["summary"],
+    }
+
+
+def _kapply_text(rep: dict, args: argparse.Namespace) -> str:
+    """What ``apply`` prints (text) for a categorical release."""
+    lines = [f"wrote     : {args.out}  ({rep['rows']} rows, {rep['utility']['redacted']} redacted)",
+             f"states    : {', '.join(rep['states'])}  (column{'s' if args.protect else ''} "
+             f"'{args.protect or args.column}')",
+             f"chain     : {rep['chain']['source']}; P = " + "; ".join(
+                 ",".join(f"{v:.4g}" for v in row) for row in rep["chain"]["transition"]),
+             f"eps       : {rep['eps']:g}   method: {rep['method']}",
+             f"leakage   : {rep['leakage']['max']:.10g}  (exact, worst over {len(rep['private'])} private "
+             f"record(s); pair {rep['leakage']['pair'][0]} vs {rep['leakage']['pair'][1]})",
+             f"utility   : expected {rep['utility']['expected']:.6g}  realised {rep['utility']['realised']:.6g}",
+             (f"blocks    : {rep['blocks']}" if "blocks" in rep else
+              f"sequences : {len(rep['sequences'])} (by '{rep['by']}'), "
+              f"{sum(1 for q in rep['sequences'] if q['private'])} with private records, "
+              f"{len(rep['designs'])} distinct design(s); worst in sequence "
+              f"{rep['leakage']['witness_sequence']}"),
+             f"randomness: {rep['randomness']['source']}"]
+    if rep["label"]:
+        lines.append(f"label     : {rep['label']}")
+    lines += [f"warning   : {w}" for w in rep["warnings"]]
+    lines += release_lines(rep["columns"], rep["chain"].get("fit_rows"), rep["summary"])
+    if args.report:
+        lines.append(f"report    : {args.report}")
+    return "\n".join(lines)
+
+
+def _cmd_apply_categorical(args: argparse.Namespace) -> int:
+    """``redactopt apply INPUT --column NAME --categorical|--transition T (--private LIST | --private-column C [--by B]) --eps E --out OUT``."""
+    from redactopt.release.kapply import KAPPLY_METHODS, kapply_table
+
+    _kapply_refusals(args, KAPPLY_METHODS)
+    chain = read_transition(args.transition) if args.transition else None
+    private = parse_positions(args.private) if args.private is not None else None
+    try:
+        with stdin_as_file(args.input) as path:
+            rep = kapply_table(path, args.out, column=args.column, eps=args.eps, private=private,
+                               private_column=args.private_column, by=args.by, chain=chain, workers=args.workers,
+                               method=args.method, seed=args.seed, report=args.report, force=args.force,
+                               time_limit=args.time_limit, smoothing=getattr(args, "smoothing", None) or "kt",
+                               protect=args.protect, bins=args.bin, keep=keep_option(args), order_by=args.order_by,
+                               fit_on=args.fit_on)
+    except PrivacyCheckError as exc:
+        sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
+        return EXIT_FAIL
+    rep["input"] = str(args.input)
+    text = json.dumps(_kapply_summary(rep, args), indent=2) if (args.format or "text") == "json" else \
+        _kapply_text(rep, args)
+    stdout_taken = args.report == STDIO
+    if not (stdout_taken and args.quiet):
+        print(text, file=sys.stderr if stdout_taken else sys.stdout)
+    from redactopt.interface.cli_report import maybe_write_html
+
     maybe_write_html(args, rep)
     return EXIT_OK
