@@ -217,7 +217,7 @@ def design(
     n, eps, p = check_problem(chain, n, eps, p, two_state=False)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if not whole and chain.binary:
+    if not whole:
         from redactopt.engine.window import covers, design_sparse  # builds on this module
 
         if not covers(chain, n, eps, p):

@@ -37,7 +37,7 @@ from redactopt.engine.design import METHODS, design
 from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows, finalize_sparse
 from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.tolerances import round_up
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import Chain, MarkovChain
 from redactopt.model.classes import ChainClass
 from redactopt.model.influence import delta_star, max_influence
 from redactopt.paper.mechanisms import default_split, markov_quilt_window, three_region
@@ -48,13 +48,21 @@ __all__ = ["window_radius", "covers", "design_window", "design_sparse", "paper_s
 _INFO_MAX_STR = 200
 
 
-def window_radius(chain: MarkovChain, eps: float) -> int:
+#: The first window's radius on a chain of more than two states (doubled until the design cuts).
+KSTATE_RADIUS = 32
+
+
+def window_radius(chain: Chain, eps: float) -> int:
     r"""The radius a window design starts from: :math:`2\Delta^\star(\epsilon/2) + 16` records a side.
 
     Beyond :math:`\Delta^\star(\epsilon/2)` each side may publish everything within half the budget,
     so designs usually cut well inside (the release's "far" distance is the same,
-    :func:`redactopt.engine.cache.far_start`).
+    :func:`redactopt.engine.cache.far_start`).  :math:`\Delta^\star` is a closed form of two states;
+    on more states the first window has :data:`KSTATE_RADIUS` records a side (the window is doubled
+    until the design cuts, whatever the first radius: the cut argument holds for any number of states).
     """
+    if not chain.binary:
+        return KSTATE_RADIUS
     return 2 * delta_star(chain, eps / 2.0 or eps) + 16  # eps = 5e-324: its half underflows to 0
 
 

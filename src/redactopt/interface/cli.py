@@ -527,7 +527,7 @@ def _cmd_design(args: argparse.Namespace) -> int:
                       args.out, args.force)
     elif not isinstance(res.chain, MarkovChain):  # a chain given as a matrix: its states' labels
         dim = None if args.no_compare else (
-            res if args.method == "dim" else design(chain, n, eps=args.eps, p=private[0], method="dim", whole=True))
+            res if args.method == "dim" else design_sparse(chain, n, eps=args.eps, p=private[0], method="dim"))
         _write_output(report.states_table(res, dim), args.out, args.force)
     else:
         several = len(private) > 1
@@ -548,8 +548,6 @@ def _design_for(args: argparse.Namespace, chain: MarkovChain | ChainClass, n: in
     kw = dict(method=args.method, split="auto" if args.split is None else args.split, time_limit=args.time_limit,
               certify_time=args.certify_time or 0.0, progress=bars)
     base = chain.nominal if isinstance(chain, ChainClass) else chain
-    if not isinstance(base, MarkovChain):  # a chain given as a matrix: design() takes every chain
-        return design(chain, n, eps=args.eps, p=private[0], whole=not chain.binary, **kw)  # type: ignore[arg-type]
     if covers(base, n, args.eps, private[0]):
         return design(chain, n, eps=args.eps, p=private[0], **kw)  # type: ignore[arg-type]
     return design_sparse(chain, n, eps=args.eps, p=private[0], **kw)

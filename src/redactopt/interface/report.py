@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from redactopt.judge.audit import as_sparse
 from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows
 from redactopt.engine.compare import alternatives
 from redactopt.model.influence import delta_star, region_letters
@@ -393,13 +394,16 @@ def states_table(res: Any, dim: Any | None) -> str:
     p = res.private[0]
     head = f"design: n={res.n}  p={p + 1}  k={res.chain.k}  states={','.join(labels)}  eps={res.eps:g}"
     w = max(10, max(len(s) for s in labels) + 6)
-    lines = [head, "", "   pos   dist" + "".join(f"Pr(⊥|{s})".rjust(w + 1) for s in labels)]
-    q = np.asarray(res.redact_prob)
-    shown = np.flatnonzero(q.any(axis=1))
-    last = int(shown.max()) + 2 if shown.size else 1
-    for t in range(min(res.n, max(last, p + 2))):
-        lines.append(f"{t + 1:6d} {abs(t - p):6d}" + "".join(f"{v:.6g}".rjust(w + 1) for v in q[t]))
-    if res.n > max(last, p + 2):
+    pw = max(6, len(str(res.n)))
+    lines = [head, "", "pos".rjust(pw) + "   dist" + "".join(f"Pr(⊥|{s})".rjust(w + 1) for s in labels)]
+    rows = as_sparse(res.redact_prob, k=res.chain.k)  # never n rows: the blocks and one row either side
+    first = max(0, min(rows.starts[0] if rows.starts else p, p) - 1)
+    last = min(res.n - 1, max(rows.starts[-1] + rows.blocks[-1].shape[0] - 1 if rows.starts else p, p) + 1)
+    if first > 0:
+        lines.append("   ...  (every earlier record is published)")
+    for t, row in zip(range(first, last + 1), rows.rows(first, last + 1)):
+        lines.append(f"{t + 1:{pw}d} {abs(t - p):6d}" + "".join(f"{v:.6g}".rjust(w + 1) for v in row))
+    if last < res.n - 1:
         lines.append("   ...  (every later record is published)")
     c = res.certificate
     wit = witness_text(res.witness.witness_output())

@@ -1,0 +1,55 @@
+"""One private record of a long sequence on its window, for chains of any number of states."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from redactopt.engine.design import design
+from redactopt.engine.window import covers, design_sparse, window_radius
+from redactopt.judge.leakage import leakage, leakage_bruteforce
+from redactopt.judge.lemma2 import lemma2_upper_bound
+from redactopt.model.chain import Chain
+
+K3 = Chain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
+
+
+def test_window_design_is_exact_for_the_whole_sequence():
+    """The window design embedded in n = 2000 records: its leakage recomputed on all n rows equals the
+    window's own, it is private, it publishes everything outside, and it is as good as the whole design."""
+    n, p = 2000, 1000
+    assert not covers(K3, n, 1.0, p) and window_radius(K3, 1.0) < n // 2
+    res = design(K3, n, eps=1.0, p=p)
+    lo, hi = res.info["window"]
+    q = np.asarray(res.redact_prob)
+    assert not q[:lo].any() and not q[hi + 1:].any() and hi - lo + 1 < n
+    assert leakage(K3, q, p).leakage == pytest.approx(res.leakage, rel=1e-12) and res.leakage <= 1.0
+    whole = design(K3, n, eps=1.0, p=p, whole=True)
+    assert res.utility >= whole.utility - 1e-12
+    assert res.certificate.upper_bound >= res.utility
+    assert res.certificate.upper_bound <= lemma2_upper_bound(K3, n, eps=1.0, private=[p]) + 1e-15
+
+
+def test_window_design_against_enumeration_on_a_short_cut():
+    """The embedding is exact by the cut: on a 7-record copy of the design around p (rows beyond its
+    block published), enumeration of all 4^6 outputs gives the design's leakage."""
+    n, p = 500, 250
+    res = design(K3, n, eps=0.8, p=p)
+    q = np.asarray(res.redact_prob)
+    live = np.flatnonzero(q.any(axis=1))
+    a, b = max(0, live.min() - 1), min(n - 1, live.max() + 1)
+    assert b - a + 1 <= 8
+    brute = leakage_bruteforce(K3, q[a: b + 1], p - a).leakage
+    assert brute == pytest.approx(res.leakage, rel=1e-9) and brute <= 0.8 + 1e-12
+
+
+@pytest.mark.parametrize("n", [10**6, 10**8])
+def test_long_kstate_sequences_never_build_n_rows(n):
+    res = design_sparse(K3, n, eps=1.0, p=n // 2)
+    lo, hi = res.info["window"]
+    assert hi - lo + 1 <= 4 * window_radius(K3, 1.0) + 1
+    assert res.leakage <= 1.0 and res.certificate.upper_bound >= res.utility
+    # utility by its definition: 1 - (expected redacted records) / n, the blocks' rows weighted by pi
+    rows = res.redact_prob
+    mass = sum(float((np.asarray(b) @ K3.stationary).sum()) for b in rows.blocks)
+    assert res.utility == pytest.approx(1.0 - mass / n, rel=1e-12)
