@@ -53,3 +53,34 @@ def test_long_kstate_sequences_never_build_n_rows(n):
     rows = res.redact_prob
     mass = sum(float((np.asarray(b) @ K3.stationary).sum()) for b in rows.blocks)
     assert res.utility == pytest.approx(1.0 - mass / n, rel=1e-12)
+
+
+def test_several_private_records_on_a_kstate_chain_by_enumeration():
+    """Footnote 1 for k = 3: the elementwise maximum of the per-record designs, private about each record
+    (checked by enumerating all 4^7 outputs), never below any record's own design."""
+    from redactopt.engine.joint import design_joint_sparse
+
+    n, priv, eps = 7, [1, 5], 1.0
+    res = design_joint_sparse(K3, n, eps=eps, private=priv, method="optimal")
+    q = np.asarray(res.redact_prob)
+    for p in priv:
+        assert leakage_bruteforce(K3, q, p).leakage <= eps + 1e-12
+        own = np.asarray(design(K3, n, eps=eps, p=p).redact_prob)
+        assert np.all(q >= own - 1e-15)
+    assert res.certificate.upper_bound >= res.utility
+    with pytest.raises(ValueError, match="has no form for 3-state chains"):
+        design_joint_sparse(K3, n, eps=eps, private=priv, method="3r")
+
+
+def test_cli_design_several_private_records_kstate(run, capsys):
+    import json
+
+    assert run(["design", "--transition", "0.6,0.3,0.1;0.2,0.5,0.3;0.3,0.3,0.4", "--n", "30", "--eps", "1",
+                "--private", "5,20", "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["private"] == [5, 20] and d["leakage"] <= 1.0
+    q = np.zeros((30, 3))
+    for b in d["blocks"]:
+        q[b["start"] - 1: b["start"] - 1 + len(b["redact_prob"])] = b["redact_prob"]
+    for p in (4, 19):
+        assert leakage(K3, q, p).leakage <= 1.0 and np.all(q[p] == 1.0)

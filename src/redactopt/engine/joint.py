@@ -79,7 +79,7 @@ from redactopt.judge.leakage import leakage, side_extremes, side_pattern_product
 from redactopt.judge.lemma2 import leakage_ceiling, lemma2_upper_bound
 from redactopt.judge.segments import extended_block, segment_groups
 from redactopt.judge.tolerances import round_up, safe_budget
-from redactopt.model.chain import MarkovChain, is_two_state
+from redactopt.model.chain import Chain, MarkovChain, is_two_state
 from redactopt.model.classes import ChainClass
 from redactopt.model.influence import delta_star, side_log_ratio_envelope
 from redactopt.solvers.frontier import side_bound, side_tables
@@ -850,6 +850,44 @@ def _design_joint_class(chain_class: ChainClass, n: int, *, eps: float, private:
     return sparse.to_result() if dense else sparse
 
 
+#: Chains of more than two states: what each joint method designs per private record (footnote 1).
+STATES_JOINT = {"auto": "optimal", "optimal": "optimal", "dim": "dim", "local": "local", "global": "global"}
+
+
+def _design_joint_states(chain: Chain, n: int, *, eps: float, private: object, method: str, time_limit: float,
+                         dense: bool) -> SparseDesign | DesignResult:
+    r"""Several private records on a chain of more than two states: the paper's footnote 1.
+
+    Each private record gets its design on a window (:func:`redactopt.engine.window.design_window`;
+    ``auto`` and ``optimal``: the ``optimal`` portfolio, ``dim``, ``local``, ``global``: that method);
+    their elementwise maximum is private about each record (it redacts at least as much as that
+    record's own design: post-processing) and is verified exactly about each by
+    :func:`~redactopt.judge.certify.finalize_sparse`.  The joint windows and the local improvement
+    of ``auto`` are built on the two-state closed forms.  Certificate: a mechanism private about
+    every record is private about each, so each record's window bound carried to ``n`` records, and
+    Lemma 2 over all of them, bound it; the smallest is reported.
+    """
+    n, eps = check_n(n), check_eps(eps)
+    priv = check_private(private, n)
+    if method not in STATES_JOINT:
+        raise ValueError(f"method {method!r} has no form for {chain.k}-state chains; several private records "
+                         f"take {', '.join(STATES_JOINT)}")
+    per = STATES_JOINT[method]
+    results = _local_results(chain, n, eps, priv, per, time_limit)
+    parts = [(lo, hi, np.asarray(res.redact_prob)) for lo, hi, res in results]
+    blocks = _Blocks.of_max(n, parts, priv)
+    bounds = [(lemma2_upper_bound(chain, n, eps=eps, private=priv), "lemma2")]
+    for lo, hi, res in results:
+        m = hi - lo + 1
+        bounds.append((round_up((m * res.certificate.upper_bound + (n - m)) / n, 4), res.certificate.solver))
+    bound, solver = min(bounds, key=lambda b: b[0])
+    sparse = finalize_sparse(chain, n, blocks.parts(), private=priv, eps=eps,
+                             method=per if len(priv) == 1 else f"max-{per}", upper_bound=bound, solver=solver,
+                             stopped=any(res.certificate.stopped for *_, res in results),
+                             info={"per_record_method": per, "windows": [[lo, hi] for lo, hi, _ in parts]})
+    return sparse.to_result() if dense else sparse
+
+
 def _best_of_optimal_and_auto(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], improve: bool,
                               time_limit: float) -> SparseDesign:
     """``method="optimal"``: the per-record optima combined (footnote 1) *and* every candidate of
@@ -884,6 +922,9 @@ def _design_joint(chain: MarkovChain | ChainClass, n: int, *, eps: float, privat
     if isinstance(chain, ChainClass):
         return _design_joint_class(chain, n, eps=eps, private=private, method=method, improve=improve,
                                    time_limit=time_limit, dense=dense)
+    if isinstance(chain, Chain) and not chain.binary:
+        return _design_joint_states(chain, n, eps=eps, private=private, method=method, time_limit=time_limit,
+                                    dense=dense)
     chain = _check_chain(chain)
     n = check_n(n)
     eps = check_eps(eps)

@@ -503,10 +503,6 @@ def _cmd_design(args: argparse.Namespace) -> int:
     n = check_n(args.n, "--n")
     private = parse_positions(DEFAULT_PRIVATE if args.private is None else args.private, n)
     if len(private) > 1:
-        if matrix:
-            raise UsageError(f"--private: with --transition this command protects one private record, got "
-                             f"{len(private)} positions (the joint design of several is binary; 'apply' designs "
-                             "categorical releases for several)")
         refuse_given(args, ["split", "certify_time"], "applies to one private record (several are designed jointly)")
     if matrix and args.method not in KSTATE_METHODS and not chain.binary:
         raise UsageError(f"--method {args.method} has no k-state form (it is built on the two values of a binary "
@@ -527,7 +523,9 @@ def _cmd_design(args: argparse.Namespace) -> int:
                       args.out, args.force)
     elif not isinstance(res.chain, MarkovChain):  # a chain given as a matrix: its states' labels
         dim = None if args.no_compare else (
-            res if args.method == "dim" else design_sparse(chain, n, eps=args.eps, p=private[0], method="dim"))
+            res if args.method == "dim" else
+            design_sparse(chain, n, eps=args.eps, p=private[0], method="dim") if len(private) == 1 else
+            design_joint_sparse(chain, n, eps=args.eps, private=private, method="dim"))
         _write_output(report.states_table(res, dim), args.out, args.force)
     else:
         several = len(private) > 1

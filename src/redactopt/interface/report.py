@@ -391,18 +391,22 @@ def states_table(res: Any, dim: Any | None) -> str:
     """A design on a chain given as a matrix: one column per state label, then utility, leakage, bound and
     the exact window optimum for comparison (the paper's 3R and MQ have no k-state form)."""
     labels = [str(s) for s in res.chain.labels]
-    p = res.private[0]
-    head = f"design: n={res.n}  p={p + 1}  k={res.chain.k}  states={','.join(labels)}  eps={res.eps:g}"
+    priv = np.asarray(res.private)
+    p = int(priv[0])
+    where = f"p={p + 1}" if priv.size == 1 else f"private={positions_text([int(v) + 1 for v in priv])}"
+    head = f"design: n={res.n}  {where}  k={res.chain.k}  states={','.join(labels)}  eps={res.eps:g}"
     w = max(10, max(len(s) for s in labels) + 6)
     pw = max(6, len(str(res.n)))
     lines = [head, "", "pos".rjust(pw) + "   dist" + "".join(f"Pr(⊥|{s})".rjust(w + 1) for s in labels)]
     rows = as_sparse(res.redact_prob, k=res.chain.k)  # never n rows: the blocks and one row either side
     first = max(0, min(rows.starts[0] if rows.starts else p, p) - 1)
-    last = min(res.n - 1, max(rows.starts[-1] + rows.blocks[-1].shape[0] - 1 if rows.starts else p, p) + 1)
+    last = min(res.n - 1, max(rows.starts[-1] + rows.blocks[-1].shape[0] - 1 if rows.starts else p,
+                              int(priv[-1])) + 1)
     if first > 0:
         lines.append("   ...  (every earlier record is published)")
     for t, row in zip(range(first, last + 1), rows.rows(first, last + 1)):
-        lines.append(f"{t + 1:{pw}d} {abs(t - p):6d}" + "".join(f"{v:.6g}".rjust(w + 1) for v in row))
+        dist = int(np.abs(priv - t).min())
+        lines.append(f"{t + 1:{pw}d} {dist:6d}" + "".join(f"{v:.6g}".rjust(w + 1) for v in row))
     if last < res.n - 1:
         lines.append("   ...  (every later record is published)")
     c = res.certificate
@@ -421,7 +425,9 @@ def states_table(res: Any, dim: Any | None) -> str:
         lines.append("search      : stopped by the time limit; remaining gap above")
     if dim is not None:
         lines += ["", "comparison (exact utility and leakage):",
-                  f"  DIM optimum (exact window)   utility {dim.utility:<10.6g} leakage {dim.leakage:10.6g}  ok",
+                  (f"  DIM optimum (exact window)   utility {dim.utility:<10.6g} leakage {dim.leakage:10.6g}  ok"
+                   if priv.size == 1 else
+                   f"  DIM per record, max          utility {dim.utility:<10.6g} leakage {dim.leakage:10.6g}  ok"),
                   "  3R and MQ                    " + (
                       f"compared with --alpha {res.chain.alpha:.17g} --beta {res.chain.beta:.17g} (the same chain)"
                       if res.chain.binary else "no k-state form (the paper's regions and quilt are binary)")]
