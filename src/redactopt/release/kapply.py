@@ -9,7 +9,7 @@ chain is given (then every value must be one of its labels).
 **Design** (``method``): ``dim`` gives every cluster of private records (records whose windows
 overlap) the exact data-independent window that keeps every member within the budget
 (:func:`redactopt.solvers.kdim.kdim_windows`); ``optimal`` gives each private record
-:func:`redactopt.engine.kdesign.kdesign`'s best verified design and takes their elementwise
+:func:`redactopt.engine.design.design`'s best verified design on its window and takes their elementwise
 maximum — private for every one of them, because redacting more never raises the leakage
 (post-processing).  ``auto`` is ``optimal`` for up to
 :data:`AUTO_OPTIMAL_MAX` private records and ``dim`` beyond.  The combined mechanism is verified
@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from redactopt._validate import check_eps, check_positions
-from redactopt.engine.kdesign import kdesign
+from redactopt.engine.joint import design_joint_sparse
 from redactopt.solvers.kdim import kdim_windows
 from redactopt.errors import PrivacyCheckError
 from redactopt.io import check_input_path, new_file_mode, write_json_atomic
@@ -69,11 +69,9 @@ def kdesign_release(chain: KChain, n: int, *, eps: float, private: tuple[int, ..
     per = "optimal" if method == "optimal" or (method == "auto" and len(private) <= AUTO_OPTIMAL_MAX) else "dim"
     if per == "dim":
         q = kdim_windows(chain, n, eps=eps, private=private)
-    else:
-        q = np.zeros((n, chain.k))
-        for p in private:
-            res = kdesign(chain, n, eps=eps, p=p, method="optimal", time_limit=time_limit)
-            q = np.maximum(q, res.redact_prob)
+    else:  # footnote 1: each record's optimum on its window, the elementwise maximum
+        q = np.array(design_joint_sparse(chain, n, eps=eps, private=list(private), method="optimal",
+                                         time_limit=time_limit).redact_prob, dtype=float)
     q[list(private)] = 1.0
     res, ok = verify(chain, q, private, eps)
     if not ok:
