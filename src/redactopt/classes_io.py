@@ -37,10 +37,17 @@ from redactopt.kio import chain_from_dict
 from redactopt.model.chain import Chain as KChain
 from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism
 
-__all__ = ["CLASS_FORMAT", "mechanism_to_dict", "mechanism_from_dict", "design_to_dict", "is_class_mechanism",
+__all__ = ["CLASS_FORMAT", "CLASS_REPORT_FORMAT", "is_class_report", "mechanism_to_dict", "mechanism_from_dict", "design_to_dict", "is_class_mechanism",
            "audit_dict"]
 
 CLASS_FORMAT = "redactopt.class-mechanism/1"
+#: The report of ``apply --class`` (:mod:`redactopt.release.class_apply` writes it).
+CLASS_REPORT_FORMAT = "redactopt.class-release/1"
+
+
+def is_class_report(d: object) -> bool:
+    """Whether a parsed JSON object is the report of a class release."""
+    return isinstance(d, dict) and d.get("format") == CLASS_REPORT_FORMAT
 
 
 def is_class_mechanism(d: object) -> bool:

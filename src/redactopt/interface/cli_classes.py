@@ -336,8 +336,7 @@ def _number(v: Any) -> float:
 def _read_json(args: argparse.Namespace) -> tuple[Any, str] | None:
     """The parsed file of ``audit FILE`` if it is a class mechanism or class report, else ``None`` (standard
     input put back for the other readers)."""
-    from redactopt.classes_io import is_class_mechanism
-    from redactopt.release.class_apply import is_class_report
+    from redactopt.classes_io import is_class_mechanism, is_class_report
 
     if args.mechanism == STDIO:
         text = sys.stdin.read()
@@ -358,7 +357,7 @@ def _read_json(args: argparse.Namespace) -> tuple[Any, str] | None:
 
 def _mechanisms_of(d: dict, where: str) -> list[tuple[str | None, dict]]:
     """``(tag, mechanism file)`` of a class-mechanism file (one, no tag) or of every design of a class report."""
-    from redactopt.release.class_apply import is_class_report
+    from redactopt.classes_io import is_class_report
 
     if not is_class_report(d):
         return [(None, d)]

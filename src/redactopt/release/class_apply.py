@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from redactopt.classes_io import mechanism_from_dict
+from redactopt.classes_io import CLASS_REPORT_FORMAT, is_class_report, mechanism_from_dict
 from redactopt.errors import PrivacyCheckError
 from redactopt.model.chain import Chain as KChain
 from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism
@@ -52,17 +52,10 @@ from redactopt.release.kfit import KChainFit
 __all__ = ["CLASS_REPORT_FORMAT", "RELEASE_CLASSES", "class_apply_frame", "class_apply_table", "mechanism_reach",
            "is_class_report"]
 
-CLASS_REPORT_FORMAT = "redactopt.class-release/1"
-
 #: The classes a class release takes (``local`` releases are :mod:`redactopt.release.apply`'s and ``kapply``'s).
 RELEASE_CLASSES = ("scan", "owner", "holder")
 
 _LABEL = "NOT FOR REAL RELEASES: seeded pseudo-random draws (--seed) are reproducible by anyone who knows the seed"
-
-
-def is_class_report(d: object) -> bool:
-    """Whether a parsed JSON object is the report of a class release."""
-    return isinstance(d, dict) and d.get("format") == CLASS_REPORT_FORMAT
 
 
 def mechanism_reach(mech: ScanMechanism | OwnerMechanism | BlockMechanism) -> int:
