@@ -95,3 +95,22 @@ def test_top_level_api_designs_writes_and_reads_every_chain(tmp_path):
         assert r.leakage(chain, np.asarray(back.redact_prob), p).leakage == pytest.approx(res.leakage, rel=1e-12)
     assert not [name for name in r.__all__ if name.startswith("k")]  # no k-prefixed public name
     assert {"Chain", "design", "leakage", "audit", "apply_table", "apply_frame", "read_mechanism"} <= set(r.__all__)
+
+
+@pytest.mark.parametrize("a,b", [(0.1, 0.3), (0.01, 0.8), (0.45, 0.45)])
+def test_binary_as_a_matrix_judges_identically(a, b):
+    """Leakage (with its witness), utility and the attack of one mechanism on MarkovChain(a, b) and on its
+    2x2 matrix: the same numbers, to the bit (the two-state kernels serve both)."""
+    from redactopt.judge.attack import attack
+    from redactopt.judge.leakage import leakage, utility
+
+    m, c = MarkovChain(a, b), Chain([[1 - a, a], [b, 1 - b]])
+    rng = np.random.default_rng(4)
+    q = rng.random((9, 2)) * (rng.random((9, 2)) < 0.7)
+    q[4] = 1.0
+    lm, lc = leakage(m, q, 4), leakage(c, q, 4)
+    assert lm.leakage == lc.leakage and np.array_equal(lm.witness, lc.witness) and lm.pair == lc.pair
+    assert utility(m, q) == utility(c, q)
+    am = attack(m, q, p=4, samples=2000, rng=np.random.default_rng(1))
+    ac = attack(c, q, p=4, samples=2000, rng=np.random.default_rng(1))
+    assert (am.lower_bound, am.max_observed, am.favoured) == (ac.lower_bound, ac.max_observed, ac.favoured)
