@@ -84,3 +84,26 @@ def test_cli_design_several_private_records_kstate(run, capsys):
         q[b["start"] - 1: b["start"] - 1 + len(b["redact_prob"])] = b["redact_prob"]
     for p in (4, 19):
         assert leakage(K3, q, p).leakage <= 1.0 and np.all(q[p] == 1.0)
+
+
+def test_cli_compare_transition(run, capsys):
+    """compare --transition: on 3 states the optimum is never below the methods it could have chosen, its
+    bound never below it, every leakage within eps; a 2x2 matrix compares exactly as its alpha/beta."""
+    import json
+
+    assert run(["compare", "--transition", "0.6,0.3,0.1;0.2,0.5,0.3;0.3,0.3,0.4", "--n", "10,60",
+                "--eps", "0.5,1", "--private", "4", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 4
+    for r in rows:
+        assert r["optimal"] >= max(r["dim"], r["local"]) - 1e-12
+        assert r["optimal_upper_bound"] >= r["optimal"]
+        assert max(r["optimal_leakage"], r["dim_leakage"], r["local_leakage"]) <= r["eps"]
+    outs = []
+    for chain in (["--transition", "0.75,0.25;0.5,0.5"], ["--alpha", "0.25", "--beta", "0.5"]):
+        assert run(["compare", *chain, "--n", "8", "--eps", "1", "--format", "json"]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1]
+    assert run(["compare", "--transition", "0.6,0.3,0.1;0.2,0.5,0.3;0.3,0.3,0.4", "--n", "5", "--eps", "1",
+                "--plot", "x.png"]) == 2
+    assert "--plot" in capsys.readouterr().err

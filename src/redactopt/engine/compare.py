@@ -123,3 +123,29 @@ def compare_point(
         "dim_optimal": dim.utility, "dim_optimal_leakage": dim.leakage,
         "thm2_bound": thm2, "thm2_violated": bool(dim.utility > thm2 + 1e-12),
     }
+
+
+#: ``compare --transition`` on more than two states: the methods with a k-state form, each a column.
+STATES_COMPARE_METHODS = ("dim", "local")
+
+
+def compare_states_point(chain: Any, n: int, *, eps: float, p: int, time_limit: float = 60.0) -> dict[str, Any]:
+    """:func:`compare_point` for a chain of more than two states (``p`` 0-based, reported 1-based).
+
+    The paper's 3R, MQ and Theorem 2 have no k-state form; the row holds the certified ``optimal``
+    design (utility, bound, gap, exact leakage, the solver that won) and each of
+    :data:`STATES_COMPARE_METHODS` (utility and exact leakage), every one verified exactly.
+    """
+    opt = design_point(chain, n, eps, p, "optimal", time_limit)
+    row: dict[str, Any] = {
+        "n": n, "p": p + 1, "k": chain.k, "transition": ";".join(",".join(f"{v:.6g}" for v in r)
+                                                              for r in chain.transition), "eps": eps,
+        "optimal": opt.utility, "optimal_upper_bound": opt.certificate.upper_bound,
+        "optimal_gap": opt.certificate.gap, "optimal_bound_solver": opt.certificate.solver,
+        "optimal_leakage": opt.leakage, "optimal_source": opt.info.get("source", opt.method),
+        "optimal_stopped": opt.certificate.stopped,
+    }
+    for method in STATES_COMPARE_METHODS:
+        r = design_point(chain, n, eps, p, method, time_limit)
+        row[method], row[f"{method}_leakage"] = r.utility, r.leakage
+    return row

@@ -25,7 +25,7 @@ import numpy as np
 
 from redactopt import __version__, datasets
 from redactopt._validate import check_n
-from redactopt.engine.compare import compare_point, design_point
+from redactopt.engine.compare import compare_point, compare_states_point, design_point
 from redactopt.engine.design import METHODS, design, resolve_split
 from redactopt.engine.joint import design_joint_sparse
 from redactopt.engine.window import covers, design_sparse
@@ -592,8 +592,9 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
                     help=f"seconds per optimiser (default {DEFAULT_TIME_LIMIT:g})")
     add_class_option(ap, "compare")
     ap.add_argument("--transition", default=None, metavar='FILE|"p11,p12,...;p21,..."',
-                    help="--class: a k-state chain instead of --alpha/--beta (a JSON file with 'transition' and "
-                         "'labels', or the rows of the matrix, ';' between rows)")
+                    help="the chain as a matrix instead of --alpha/--beta (a JSON file with 'transition' and "
+                         "'labels', or the rows of the matrix, ';' between rows): a 2x2 matrix compares as its "
+                         "alpha/beta; more states compare the certified optimum with the DIM optimum and the local LP")
     ap.add_argument("--labels", default=None, metavar="A,B,...",
                     help="--transition: the states' names (default: the file's labels, or 0..k-1)")
     add_quiet(ap)
@@ -605,7 +606,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         from redactopt.interface.cli_classes import cmd_class_compare
 
         return cmd_class_compare(args)
-    refuse_given(args, ["transition", "labels"], "applies to --class only (the methods' compare is binary)")
+    if args.transition is not None:  # the chain given as a matrix: any number of states
+        return _compare_matrix(args)
+    refuse_given(args, ["labels"], "applies to --transition only")
     args.alpha = args.alpha or [(DEFAULT_ALPHA,) * 2]
     args.beta = args.beta or [(DEFAULT_BETA,) * 2]
     rename_value(args, "format", {"markdown": "text"})
@@ -634,6 +637,38 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                         for i, r in enumerate(rows, 1) if r["optimal_stopped"])
     _write_output(text, args.out, args.force)
     maybe_plot_compare(args, rows)
+    return EXIT_OK
+
+
+def _compare_matrix(args: argparse.Namespace) -> int:
+    """``compare --transition``: a 2x2 matrix is its binary chain (every method, 3R, MQ, Theorem 2); on
+    more states the certified optimum against the methods with a k-state form, one row per point."""
+    refuse_given(args, ["alpha", "beta"], "cannot be combined with --transition (the matrix is the chain)")
+    chain = read_transition(args.transition, args.labels)
+    if chain.binary:
+        args.alpha, args.beta = [(chain.alpha,) * 2], [(chain.beta,) * 2]
+        args.transition = args.labels = None
+        return _cmd_compare(args)
+    if args.plot is not None:
+        raise UsageError(f"--plot draws the paper's mechanisms against the optimum; with a {chain.k}-state "
+                         "--transition use --format csv or json and plot the columns")
+    rename_value(args, "format", {"markdown": "text"})
+    fmt = args.format or "text"
+    _check_out(args)
+    privates = parse_positions(DEFAULT_PRIVATE if args.private is None else args.private)
+    points = list(itertools.product(args.n, privates, args.eps))
+    for n, p, _ in points:
+        if p >= check_n(n, "--n"):
+            raise UsageError(f"--private: position {p + 1} is outside the {n} records")
+    rows = [compare_states_point(chain, n, eps=eps, p=p, time_limit=args.time_limit)
+            for n, p, eps in iterate(points, "compare", progress_enabled(args.quiet), total=len(points))]
+    if fmt == "json":
+        text = json.dumps(rows, indent=2)
+    elif fmt == "csv":
+        text = report.rows_csv(rows)
+    else:
+        text = report.states_compare_text(rows, chain)
+    _write_output(text, args.out, args.force)
     return EXIT_OK
 
 

@@ -287,6 +287,24 @@ def compare_text(rows: list[dict[str, Any]]) -> str:
     return "\n".join(head + lines) + "\n"
 
 
+def states_compare_text(rows: list[dict[str, Any]], chain: Any) -> str:
+    """``redactopt compare --transition`` on more than two states: one Markdown row per point."""
+    head = (f"compare: k={chain.k}  states={','.join(str(s) for s in chain.labels)}  P = "
+            + "; ".join(",".join(f"{v:.4g}" for v in r) for r in chain.transition)
+            + "\n(utilities, every design verified exactly; 3R, MQ and Theorem 2 have no k-state form)")
+    keys = [("n", "n"), ("p", "p"), ("eps", "eps"), ("optimal", "optimal"), ("optimal_upper_bound", "bound"),
+            ("optimal_gap", "gap"), ("optimal_source", "source"), ("dim", "DIM optimum"), ("local", "local LP")]
+
+    def cell(r: dict[str, Any], k: str) -> str:
+        return f"{r[k]:.2g}" if k == "optimal_gap" else _cell(r[k])
+
+    lines = ["| " + " | ".join(h for _, h in keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(cell(r, k) for k, _ in keys) + " |" for r in rows]
+    stopped = [f"row {i} (n={r['n']}, p={r['p']}, eps={r['eps']:g}): {stopped_text(r['optimal_gap'])}"
+               for i, r in enumerate(rows, 1) if r["optimal_stopped"]]
+    return "\n".join([head] + lines + stopped) + "\n"
+
+
 # ---------------------------------------------------------------------------
 # audits
 # ---------------------------------------------------------------------------
