@@ -114,3 +114,16 @@ def test_binary_as_a_matrix_judges_identically(a, b):
     am = attack(m, q, p=4, samples=2000, rng=np.random.default_rng(1))
     ac = attack(c, q, p=4, samples=2000, rng=np.random.default_rng(1))
     assert (am.lower_bound, am.max_observed, am.favoured) == (ac.lower_bound, ac.max_observed, ac.favoured)
+
+
+def test_one_audit_for_every_chain():
+    """redactopt.audit on a 3-state design: the exact leakage of the design, recomputed by enumeration."""
+    import redactopt as r
+
+    res = r.design(K3, 6, eps=1.0, p=2)
+    rep = r.audit(K3, res.redact_prob, private=[2], eps=1.0)
+    assert rep["passed"] and rep["leakage"] == pytest.approx(leakage_bruteforce(K3, res.redact_prob, 2).leakage,
+                                                             rel=1e-9)
+    assert rep["states"] == ["0", "1", "2"] and len(rep["pair"]) == 2
+    bad = r.audit(K3, res.redact_prob, private=[2], eps=0.5)
+    assert not bad["passed"]

@@ -23,7 +23,7 @@ from redactopt.judge.certify import SparseRows, verify
 from redactopt.judge.exact import MAX_EXACT_N, ExactCertificate, certify_exact
 from redactopt.judge.leakage import LeakageResult, check_mechanism, leakage
 from redactopt.judge.segments import Segment, block_segments
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import Chain, MarkovChain
 from redactopt.model.classes import ChainClass
 
 __all__ = ["audit", "exact_audit", "as_sparse", "segments", "Segment", "WitnessRuns"]
@@ -132,7 +132,7 @@ class WitnessRuns(Sequence):
 
 
 def audit(
-    chain: MarkovChain | ChainClass,
+    chain: Chain | ChainClass,
     redact_prob: object,
     *,
     private: object,
@@ -151,6 +151,9 @@ def audit(
     boundary).  ``witness`` is the worst output as a :class:`WitnessRuns` (a sequence of
     0, 1 and ``None`` for ⊥, record 1 first; ``.tolist()`` for the list).
 
+    A chain of more than two states is audited by :func:`redactopt.judge.kaudit.kaudit` (the same
+    segments, witnesses as labels, ``pair`` the two values it tells apart).
+
     With a :class:`~redactopt.model.classes.ChainClass` the mechanism is judged for every
     chain of the class: it is audited at each deciding chain (docs/mathematics.md, "Classes
     of chains": the worst case over a box is attained there), ``leakage`` is the worst
@@ -159,6 +162,14 @@ def audit(
     """
     if isinstance(chain, ChainClass):
         return _audit_class(chain, redact_prob, private=private, eps=eps, method=method, info=info)
+    if not chain.binary:  # more states: the same segments and verdict, the states named by their labels
+        from redactopt.judge.kaudit import kaudit  # builds on this module
+
+        rep = kaudit(chain, np.asarray(as_sparse(redact_prob, k=chain.k)), private=private, eps=check_eps(eps),
+                     method=method)
+        if info:
+            rep["info"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in info.items()}
+        return rep
     eps = check_eps(eps)
     rows = as_sparse(redact_prob)
     per: dict[int, LeakageResult] = {}
