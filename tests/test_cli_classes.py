@@ -268,7 +268,7 @@ def test_library_design_takes_the_class():
     (["design", "--class", "scan", "--n", "5", "--eps", "1", "--method", "dim"], "--method"),
     (["design", "--class", "scan", "--n", "5", "--eps", "1", "--format", "csv"], "--format csv"),
     (["design", "--class", "scan", "--n", "5", "--eps", "1", "--alpha", "0.1:0.2"], "range"),
-    (["compare", "--transition", K3, "--n", "5", "--eps", "1"], "--transition applies to --class only"),
+    (["compare", "--transition", K3, "--n", "5", "--eps", "1", "--alpha", "0.1"], "cannot be combined with --transition"),
 ])
 def test_bad_usage_is_one_line(run, capsys, tmp_path, argv, needle):
     assert run(argv) == 2
