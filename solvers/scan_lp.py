@@ -336,7 +336,10 @@ class _SideOracle:
             W = imu.shape[1]
             s[j, imu.ravel()] = (self.spec.T[y][:, None, None] * yr[:-1].reshape(1, W, k)).ravel()
             s[j, irho] = self.spec.T[y] * yr[-1]
-        return DualData(base, r_hi, s, np.array([E[x, y] for x, y in pairs]), lp.upper.copy(), np.abs(lp.c))
+        # each start's stop events and never-stopped mass are a probability law (the flow equations with the
+        # exact, stochastic Q: sum_{d,v} mu^c_d(v) + rho^c = 1 at every feasible point)
+        groups = tuple(np.append(imu[c].ravel(), irho[c]) for c in range(k))
+        return DualData(base, r_hi, s, np.array([E[x, y] for x, y in pairs]), lp.upper.copy(), np.abs(lp.c), groups)
 
     def design(self, budgets: tuple, margin: float, horizon: int | None = None) -> np.ndarray:
         """A stop table for these budgets, solved ``margin`` nats below them.
@@ -680,6 +683,102 @@ class _SplitBoxes:
         return min(options, key=lambda o: o[:3])[3]
 
 
+def swap_symmetric(chain: KChain) -> bool:
+    r"""Whether the chain is binary and invariant under swapping its states, decided exactly
+    (:math:`P(0,1)=P(1,0)`; then :math:`\pi=(\tfrac12,\tfrac12)` and the reversed chain is :math:`P` too).
+
+    Then every side's optimum is symmetric in the pair budgets, :math:`F_s(u,v)=F_s(v,u)`, and so is the
+    two-sided objective over the split (docs/beyond_local.md, §3, "Symmetric chains").
+    """
+    if chain.k != 2:
+        return False
+    P = chain.exact_transition()
+    return P[0][1] == P[1][0]
+
+
+class _RotatedBoxes(_SplitBoxes):
+    r"""The split search of a swap-symmetric binary chain (:func:`swap_symmetric`) in rotated coordinates.
+
+    A split :math:`(u,v)=(a(0,1),a(1,0))` is written :math:`(s,d)` with :math:`u=s-d`, :math:`v=s+d`; by the
+    symmetry only :math:`d\ge0` needs searching.  Boxes are axis-parallel in :math:`(s,d)`: where a side's
+    optimal basis changes along a line parallel to the diagonal (the two pairs' budgets trade places
+    there), a box is cut across that line only and stays long along it.  Each corner's budgets are raised
+    to at least the domain's lower end (``lo``): :math:`e^{\max(\text{affine},\,\ell)}` is convex along every
+    line, so the interpolated bound (:mod:`redactopt.solvers.split_bound`) holds, and the raised budgets
+    only enlarge each side's value.  Boxes that miss the domain are dropped.  Used only when no jump budget
+    of a side lies inside the domain (jump lines would cross the rotated boxes).
+    """
+
+    def __init__(self, left: _SideOracle, right: _SideOracle, eps: float) -> None:
+        super().__init__(left, right, eps)
+        lo, hi = float(self.lo0[0]), float(self.hi0[0])
+        self.ulo, self.uhi = lo, hi
+        self.lo0, self.hi0 = np.array([lo, 0.0]), np.array([hi, 0.5 * (hi - lo)])
+        self.cuts = [[], []]
+
+    @staticmethod
+    def applies(left: _SideOracle, right: _SideOracle, eps: float) -> bool:
+        if not (swap_symmetric(left.spec.chain) and right.spec.chain is left.spec.chain):
+            return False
+        lo, hi, cuts = _split_domain(left.spec, right.spec, eps)
+        if lo[0] != lo[1] or hi[0] != hi[1] or not hi[0] > lo[0]:
+            return False
+        return not any(lo[0] < t < hi[0] for c in cuts for t in c)
+
+    @staticmethod
+    def uv(z: np.ndarray) -> np.ndarray:
+        """The split ``(u, v)`` of a point ``(s, d)`` (floats: for the search's guidance and the design)."""
+        return np.array([z[0] - z[1], z[0] + z[1]])
+
+    def _left(self, u: Fraction, v: Fraction) -> tuple:
+        lo = Fraction(self.ulo)
+        return max(u, lo), max(v, lo)
+
+    def _right(self, u: Fraction, v: Fraction) -> tuple:
+        lo = self.F - Fraction(self.uhi)
+        return max(self.F - u, lo), max(self.F - v, lo)
+
+    def lb(self, z: np.ndarray) -> tuple:
+        s, d = Fraction(float(z[0])), Fraction(float(z[1]))  # the exact image of the point, no rounding
+        return self._left(s - d, s + d)
+
+    def rb(self, z: np.ndarray) -> tuple:
+        s, d = Fraction(float(z[0])), Fraction(float(z[1]))
+        return self._right(s - d, s + d)
+
+    def inside(self, z: np.ndarray) -> bool:
+        u = self.uv(z)
+        return bool(self.ulo <= u[0] <= self.uhi and self.ulo <= u[1] <= self.uhi and z[1] >= 0)
+
+    def meets(self, lo: np.ndarray, hi: np.ndarray) -> bool:
+        """Whether the box meets the domain :math:`0\le d\le\min(s-\ell,h-s)` (its best ``s``: nearest the middle)."""
+        mid = 0.5 * (self.ulo + self.uhi)
+        s = min(max(mid, lo[0]), hi[0])
+        return bool(lo[1] <= min(s - self.ulo, self.uhi - s) + 1e-12)
+
+    def value(self, z: np.ndarray) -> float:
+        if not self.inside(z):
+            return -math.inf
+        return self.left.upper(self.lb(z))[1] + self.right.upper(self.rb(z))[1]
+
+    def ub(self, lo: np.ndarray, hi: np.ndarray) -> float:
+        left, right, lb, rb = self.left, self.right, self.lb, self.rb
+        S0, S1, D0, D1 = (Fraction(float(v)) for v in (lo[0], hi[0], lo[1], hi[1]))
+        # monotone: over the box u = s - d <= s+ - d-, v = s + d <= s+ + d+ (the left side's largest budgets)
+        # and u >= s- - d+, v >= s- + d- (the right side's largest), exactly
+        mono = math.nextafter(left.upper(self._left(S1 - D0, S1 + D1))[0]
+                              + right.upper(self._right(S0 - D1, S0 + D0))[0], math.inf)
+        free = [int(j) for j in np.flatnonzero(hi > lo)]
+        if not 1 <= len(free) <= 2:
+            return mono
+        data = {c: (left.dual_data(lb(a)), right.dual_data(rb(a))) for c, a in _corners(lo, hi, free)}
+        if any(d is None for pair in data.values() for d in pair):
+            return mono
+        best = interpolated_bound({c: d[0] for c, d in data.items()}, {c: d[1] for c, d in data.items()},
+                                  free, 32 if len(free) == 1 else 8)
+        return min(mono, math.nextafter(best, math.inf))
+
+
 def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_count: float,
                       deadline: float, max_boxes: int) -> dict:
     r"""Branch and bound over the split (module docstring): the best split found and a proven bound over all splits.
@@ -687,7 +786,8 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
     Boxes are bounded by :class:`_SplitBoxes` and cut :math:`\pm\eta` around the budgets where a side
     jumps (:func:`_split_domain`), so every other box sees continuous sides and closes.
     """
-    sb = _SplitBoxes(left, right, eps)
+    rotated = _RotatedBoxes.applies(left, right, eps)
+    sb = _RotatedBoxes(left, right, eps) if rotated else _SplitBoxes(left, right, eps)
     lo, hi, eta = sb.lo0.copy(), sb.hi0.copy(), sb.eta
     share = 0.2 if int(np.sum(hi > lo)) <= 2 else 0.5
     best_v, best_a = _seed(sb.value, lo, hi, eps, time.monotonic() + share * max(0.0, deadline - time.monotonic()))
@@ -706,6 +806,8 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
             finals.append(-ub)
             continue
         for (clo, chi), ub_child in sb.split(blo, bhi, -ub):
+            if rotated and not sb.meets(clo, chi):  # no split of the domain in this box
+                continue
             free = [int(j) for j in np.flatnonzero(chi > clo)]
             # the interpolated bound solved both sides at every corner: their values cost nothing more
             points = [a for _, a in _corners(clo, chi, free)] if 1 <= len(free) <= 2 else [(clo + chi) / 2]
@@ -718,7 +820,11 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
             boxes += 1
             heapq.heappush(heap, (-ub_child, count, clo, chi))
     bound = max([-e[0] for e in heap] + finals + [best_v])
-    return {"split": np.array(best_a), "value": best_v, "bound": bound, "boxes": boxes, "stopped": stopped}
+    split = np.array(best_a)
+    if rotated:
+        split = np.clip(sb.uv(split), sb.ulo, sb.uhi)
+    return {"split": split, "value": best_v, "bound": bound, "boxes": boxes, "stopped": stopped,
+            "rotated": rotated, "heap": heap}
 
 
 def _snapped_splits(left: SideSpec, right: SideSpec, a: np.ndarray, eps: float) -> list[np.ndarray]:

@@ -44,7 +44,9 @@ class DualData:
     ``base``: upper bound on :math:`b^\top y`; ``r_hi``: upper bounds on the exact reduced costs;
     ``s``: ``(K, N)`` float sensitivities :math:`s_{p,j}` (non-negative, exact to a relative ``REL``);
     ``E``: the ``K`` budgets :math:`E_p` the LP was built with (upward values); ``upper``: variable bounds;
-    ``c_abs``: :math:`|c|` (the interpolation weights sum to 1 only up to rounding, which leaves a multiple of ``c``).
+    ``c_abs``: :math:`|c|` (the interpolation weights sum to 1 only up to rounding, which leaves a multiple of ``c``);
+    ``groups``: disjoint index arrays ``g`` with :math:`\sum_{j\in g}x_j\le1` at every feasible point of the
+    exact program (a scan side: one start's stop events and its never-stopped mass, a probability law).
     """
 
     base: float
@@ -53,6 +55,7 @@ class DualData:
     E: np.ndarray
     upper: np.ndarray
     c_abs: np.ndarray
+    groups: tuple = ()
 
 
 def _weights(theta: np.ndarray, corners: list[tuple[int, ...]]) -> np.ndarray:
@@ -64,39 +67,65 @@ def _weights(theta: np.ndarray, corners: list[tuple[int, ...]]) -> np.ndarray:
     return out
 
 
-def _side_terms(data: dict, free: list[int], theta: np.ndarray, corners: list) -> tuple[np.ndarray, np.ndarray]:
-    """``(base(theta), q(theta))`` on the grid for one side, every choice rounded outward, and curvature bounds."""
+U = 2.0**-53
+
+
+def _chord(data: dict, corners: list, w: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    r"""The interpolated budgets :math:`\bar E_p(\theta)=\sum_cw_c(\theta)E_{c,p}` on the grid (``(P, K)``), and the
+    pairs ``p`` whose budget differs between corners (the others' steps are exactly 0)."""
+    Ec = np.array([data[c].E for c in corners])                       # (C, K)
+    vary = [p for p in range(Ec.shape[1]) if np.any(Ec[:, p] != Ec[0, p])]
+    return w @ Ec, vary
+
+
+def _side_terms(data: dict, theta: np.ndarray, corners: list) -> tuple[np.ndarray, np.ndarray]:
+    """``(base(theta), q(theta))`` on the grid for one side, every choice rounded outward."""
     w = _weights(theta, corners)
     base = w @ np.array([data[c].base for c in corners])
-    dE = np.array([data[tuple(1 if g == f else 0 for g in range(len(free)))].E[p] - data[corners[0]].E[p]
-                   for f, p in enumerate(free)])
+    Ebar, vary = _chord(data, corners, w)
     q = np.zeros((theta.shape[0], data[corners[0]].r_hi.shape[0]))
     for ci, c in enumerate(corners):
         d = data[c]
-        # step_f = (theta_f - c_f) dE_f; with s >= 0 the rounded sensitivity s(1 +- REL) of the sign of the step
-        # gives term = r + sum_f s_f step_f + REL sum_f s_f |step_f| and |term| <= |r| + (1 + REL) sum_f s_f |step_f|,
-        # so term + REL |term| <= r + REL |r| + S step + 2 (1 + REL) REL S |step| (products of <= 2 terms: exact to u)
-        step = (theta - np.array(c, dtype=float)) * dE
-        S = d.s[free]
-        lin = step @ S
-        absl = np.abs(step) @ S
-        term = d.r_hi + REL * np.abs(d.r_hi) + lin + (2.0 + 4.0 * REL) * REL * absl
+        # step_p = Ebar_p(theta) - E_{c,p}: a sum of <= 2^F positive products, then one subtraction, so its
+        # float value is within 16 u (Ebar_p + E_{c,p}) of the exact one (F <= 2; weights are taken as given:
+        # their deviation from summing to 1 is charged below).  With s >= 0 the rounded sensitivity
+        # s(1 +- REL) of the sign of the step gives term = r + sum_p s_p step_p + REL sum_p s_p |step_p|
+        # and |term| <= |r| + (1 + REL) sum_p s_p |step_p|, so term + REL |term| <= r + REL |r| + S step
+        # + 2 (1 + REL) REL S |step| (products of <= 2 terms: exact to u)
+        term = d.r_hi + REL * np.abs(d.r_hi)
+        if vary:
+            step = Ebar[:, vary] - d.E[vary][None, :]
+            step = step + 16.0 * U * (np.abs(Ebar[:, vary]) + np.abs(d.E[vary])[None, :])
+            S = d.s[vary]
+            term = term + step @ S + (2.0 + 4.0 * REL) * REL * (np.abs(step) @ S)
         q += w[:, ci:ci + 1] * term
     q += np.abs(1.0 - w.sum(axis=1))[:, None] * data[corners[0]].c_abs + 1e-15 * data[corners[0]].c_abs
-    return base, q, dE
+    return base, q
 
 
-def _curvature(data: dict, free: list[int], corners: list, dE: np.ndarray) -> np.ndarray:
-    """``M[f, j]``: a bound on :math:`|\\partial^2q_j/\\partial\\theta_f^2|` over the box (module docstring)."""
-    M = np.zeros((len(free), data[corners[0]].r_hi.shape[0]))
-    for f, p in enumerate(free):
-        for c in corners:
-            if c[f]:
-                continue
-            c1 = tuple(1 if g == f else b for g, b in enumerate(c))
-            diff = np.abs(data[c1].s[p] - data[c].s[p]) + REL * (data[c1].s[p] + data[c].s[p])
-            M[f] = np.maximum(M[f], 2.0 * abs(dE[f]) * (1 + REL) * diff)
-    return M
+def _curvature(data: dict, F: int, corners: list) -> np.ndarray:
+    r"""``M[f, j]``: a bound on :math:`|\partial^2q_j/\partial\theta_f^2|` over the box (module docstring).
+
+    :math:`q_j=\sum_cw_cr_{c,j}+\sum_p[A_{p,j}\bar E_p-B_{p,j}]` with :math:`A_{p,j}=\sum_cw_cs_{p,c,j}`,
+    :math:`B_{p,j}=\sum_cw_cs_{p,c,j}E_{c,p}` and :math:`\bar E_p` multilinear, so
+    :math:`\partial_f^2q_j=2\sum_p\partial_fA_{p,j}\,\partial_f\bar E_p`, and each partial derivative is a
+    convex combination of the differences along the corners' edges in direction ``f``.
+    """
+    K = data[corners[0]].E.shape[0]
+    M = np.zeros((F, data[corners[0]].r_hi.shape[0]))
+    for f in range(F):
+        for p in range(K):
+            dE, ds = 0.0, None
+            for c in corners:
+                if c[f]:
+                    continue
+                c1 = tuple(1 if g == f else b for g, b in enumerate(c))
+                dE = max(dE, abs(data[c1].E[p] - data[c].E[p]) * (1 + REL))
+                diff = np.abs(data[c1].s[p] - data[c].s[p]) + REL * (data[c1].s[p] + data[c].s[p])
+                ds = diff if ds is None else np.maximum(ds, diff)
+            if dE > 0.0:
+                M[f] += 2.0 * dE * (1 + REL) * ds
+    return M * (1 + 4 * REL)
 
 
 def interpolated_bound(left: dict, right: dict, free: list[int], grid: int) -> float:
@@ -110,21 +139,32 @@ def interpolated_bound(left: dict, right: dict, free: list[int], grid: int) -> f
     corners = list(itertools.product((0, 1), repeat=F))
     axis = np.linspace(0.0, 1.0, grid + 1)
     theta = np.array(list(itertools.product(axis, repeat=F)))
-    shape = (grid + 1,) * F
-    total_base = np.zeros(theta.shape[0])
-    pen_cells = None
+    total = np.zeros(theta.shape[0])
     for data in (left, right):
-        base, q, dE = _side_terms(data, free, theta, corners)
-        M = _curvature(data, free, corners, dE)
+        base, q = _side_terms(data, theta, corners)
+        M = _curvature(data, F, corners)
         rem = (M * (1.0 / grid) ** 2 / 8.0).sum(axis=0)
-        total_base += base
-        qg = q.reshape(shape + (q.shape[1],))
-        cell_max = _cell_max(qg, F) + rem
-        pen = (np.maximum(cell_max, 0.0) * data[corners[0]].upper).sum(axis=-1) * (1 + REL)
-        pen_cells = pen if pen_cells is None else pen_cells + pen
-    base_cells = _cell_max(total_base.reshape(shape), F)
-    top = base_cells + pen_cells
-    return float(np.max(top) * (1 + REL) + 1e-300)
+        # on a cell, q_j <= (its multilinear interpolant) + rem_j; base + sum_j u_j max(0, interpolant + rem_j)
+        # is convex along every axis, so it peaks at one of the cell's corners: the grid points suffice
+        pen = _penalty(np.maximum(q + rem[None, :], 0.0), data[corners[0]])
+        total += base + np.abs(base) * REL + pen
+    return float(np.max(total) * (1 + REL) + 1e-300)
+
+
+def _penalty(qp: np.ndarray, d: DualData) -> np.ndarray:
+    r"""Per grid point, an upper bound on :math:`\sup_x\sum_jx_jq_j` over the exact program's feasible points, for
+    ``qp`` :math:`=\max(0,q)`: :math:`0\le x\le u` and, on each group (:class:`DualData`), :math:`\sum_{j\in g}x_j\le1`, so a
+    group costs at most :math:`\min(\sum_{j\in g}u_jq^+_j,\ \max_{j\in g}q^+_j)` (a convex, non-decreasing function of
+    :math:`q`: the cell argument of :func:`interpolated_bound` stands)."""
+    box = qp * d.upper[None, :]                      # products of two doubles: relative error <= u
+    rest = np.ones(box.shape[1], dtype=bool)
+    pen = np.zeros(box.shape[0])
+    for g in d.groups:
+        rest[g] = False
+        pen += np.minimum(box[:, g].sum(axis=1), qp[:, g].max(axis=1))
+    pen += box[:, rest].sum(axis=1)
+    # every quantity is a sum of at most N non-negative terms: relative error <= (N + 2) u each
+    return pen * (1 + REL + 4 * (box.shape[1] + 2) * U)
 
 
 def _cell_max(values: np.ndarray, F: int) -> np.ndarray:
