@@ -471,7 +471,7 @@ def side_count(spec: SideSpec, S: np.ndarray) -> float:
     return float(np.einsum("cdv,d->", mu, spec.m - np.arange(S.shape[0], dtype=float)))
 
 
-def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16) -> int:
+def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16, half: bool = False) -> int:
     """The truncation ``W`` of a side: doubled until the relaxation's bound and a forced stop at ``W`` agree within ``tol_count``.
 
     Judged for every pair at the whole budget, then at a half, a quarter and an eighth of it (a split
@@ -479,6 +479,11 @@ def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16)
     stays at most 32 or the whole budget's ``W`` (longer windows at small budgets would slow every
     bound LP of the split search more than they tighten it); the final certificate is computed
     honestly whatever the choice (a larger ``W`` only tightens it).
+
+    ``half``: a swap-symmetric two-sided problem, whose best split gives each side about half of each
+    pair's budget (docs/beyond_local.md, §3): there ``W`` grows past the cap, in steps of 16, until the
+    relaxation at ``W`` is within ``tol_count`` of a feasible value, a sure stop at ``2 W`` (the bound then
+    loses at most that to the truncation where it matters).
     """
     k = spec.Q.shape[0]
     W = min(spec.m, start)
@@ -486,6 +491,18 @@ def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16)
     for share in (1, 2, 4, 8):
         b = tuple(Fraction(eps) / share for _ in pairs_of(k))
         E = _budget_matrix(k, dict(zip(pairs_of(k), b)), upward=True)
+        if half and share == 2:
+            while W < spec.m:
+                try:
+                    ub = solve_lp(side_program(spec, W, "relax", E)).bound
+                    lb = solve_lp(side_program(spec, min(spec.m, 2 * W), "force", E), bound=False).value
+                except RuntimeError:
+                    ub, lb = math.inf, -math.inf
+                if ub - lb <= tol_count:
+                    break
+                W = min(spec.m, 2 * W if W < 64 else W + 16)
+            cap = max(W, 32)
+            continue
         while W < min(spec.m, cap):
             try:
                 ub = solve_lp(side_program(spec, W, "relax", E)).bound
@@ -751,7 +768,7 @@ class _RotatedBoxes(_SplitBoxes):
         return bool(self.ulo <= u[0] <= self.uhi and self.ulo <= u[1] <= self.uhi and z[1] >= 0)
 
     def meets(self, lo: np.ndarray, hi: np.ndarray) -> bool:
-        """Whether the box meets the domain :math:`0\le d\le\min(s-\ell,h-s)` (its best ``s``: nearest the middle)."""
+        r"""Whether the box meets the domain :math:`0\le d\le\min(s-\ell,h-s)` (its best ``s``: nearest the middle)."""
         mid = 0.5 * (self.ulo + self.uhi)
         s = min(max(mid, lo[0]), hi[0])
         return bool(lo[1] <= min(s - self.ulo, self.uhi - s) + 1e-12)
@@ -907,7 +924,8 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
     mech0 = ScanMechanism(kc, n, p, None if p == 0 else np.zeros((p, kc.k, kc.k)),
                           None if p == n - 1 else np.zeros((n - 1 - p, kc.k, kc.k)), holder=holder)
     specs = {s: SideSpec(kc, s, mech0.side_length(s), holder) for s in ("left", "right") if mech0.side_length(s)}
-    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8)) for s, sp_ in specs.items()}
+    half = len(specs) == 2 and swap_symmetric(kc)
+    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, half=half)) for s, sp_ in specs.items()}
     K = len(pairs_of(kc.k))
     if len(orcs) == 1:
         (s, orc), = orcs.items()

@@ -70,35 +70,37 @@ def _weights(theta: np.ndarray, corners: list[tuple[int, ...]]) -> np.ndarray:
 U = 2.0**-53
 
 
-def _chord(data: dict, corners: list, w: np.ndarray) -> tuple[np.ndarray, list[int]]:
-    r"""The interpolated budgets :math:`\bar E_p(\theta)=\sum_cw_c(\theta)E_{c,p}` on the grid (``(P, K)``), and the
-    pairs ``p`` whose budget differs between corners (the others' steps are exactly 0)."""
-    Ec = np.array([data[c].E for c in corners])                       # (C, K)
-    vary = [p for p in range(Ec.shape[1]) if np.any(Ec[:, p] != Ec[0, p])]
-    return w @ Ec, vary
-
-
 def _side_terms(data: dict, theta: np.ndarray, corners: list) -> tuple[np.ndarray, np.ndarray]:
-    """``(base(theta), q(theta))`` on the grid for one side, every choice rounded outward."""
+    r"""``(base(theta), q(theta))`` on the grid for one side, every choice rounded outward.
+
+    The float weights :math:`\tilde w_c` (within ``3u`` of the exact ones, relatively) are the dual point's
+    weights, :math:`y=\sum_c\tilde w_cy_c`; the relaxed budget is :math:`\bar E_p=(1+8u)\,\mathrm{fl}(\sum_c\tilde w_cE_{c,p})`,
+    at least the exact chord (so at least :math:`E_p(\theta)`).  Then, exactly,
+    :math:`q_j=\sum_c\tilde w_cr_{c,j}+\sum_p(A_{p,j}\bar E_p-B_{p,j})+(1-\sum_c\tilde w_c)c_j` with
+    :math:`A_{p,j}=\sum_c\tilde w_cs_{p,c,j}`, :math:`B_{p,j}=\sum_c\tilde w_cs_{p,c,j}E_{c,p}`.  Each of these sums of at most
+    four products is within ``6u`` of its float value (relatively), a product and a difference add ``2u``; the
+    sensitivities' own error (relative ``REL``) moves :math:`A\bar E-B=\sum_c\tilde w_cs_{p,c}(\bar E_p-E_{c,p})` by at most
+    ``REL`` :math:`A_p\max_c|\bar E_p-E_{c,p}|`; the few additions of the total are covered by doubling the ``8u`` and
+    by ``REL`` on :math:`|r|` (``REL`` is ``1e-12``).
+    """
     w = _weights(theta, corners)
     base = w @ np.array([data[c].base for c in corners])
-    Ebar, vary = _chord(data, corners, w)
-    q = np.zeros((theta.shape[0], data[corners[0]].r_hi.shape[0]))
-    for ci, c in enumerate(corners):
-        d = data[c]
-        # step_p = Ebar_p(theta) - E_{c,p}: a sum of <= 2^F positive products, then one subtraction, so its
-        # float value is within 16 u (Ebar_p + E_{c,p}) of the exact one (F <= 2; weights are taken as given:
-        # their deviation from summing to 1 is charged below).  With s >= 0 the rounded sensitivity
-        # s(1 +- REL) of the sign of the step gives term = r + sum_p s_p step_p + REL sum_p s_p |step_p|
-        # and |term| <= |r| + (1 + REL) sum_p s_p |step_p|, so term + REL |term| <= r + REL |r| + S step
-        # + 2 (1 + REL) REL S |step| (products of <= 2 terms: exact to u)
-        term = d.r_hi + REL * np.abs(d.r_hi)
-        if vary:
-            step = Ebar[:, vary] - d.E[vary][None, :]
-            step = step + 16.0 * U * (np.abs(Ebar[:, vary]) + np.abs(d.E[vary])[None, :])
-            S = d.s[vary]
-            term = term + step @ S + (2.0 + 4.0 * REL) * REL * (np.abs(step) @ S)
-        q += w[:, ci:ci + 1] * term
+    Ec = np.array([data[c].E for c in corners])                       # (C, K)
+    vary = [p for p in range(Ec.shape[1]) if np.any(Ec[:, p] != Ec[0, p])]
+    R = np.array([data[c].r_hi for c in corners])                     # (C, N)
+    q = w @ R + REL * (w @ np.abs(R))
+    if vary:
+        Ebar = (w @ Ec) * (1.0 + 8.0 * U)
+        err = np.zeros_like(q)
+        for p in vary:
+            Sp = np.array([data[c].s[p] for c in corners])            # (C, N), non-negative
+            A = w @ Sp
+            B = w @ (Sp * Ec[:, p:p + 1])
+            AE = A * Ebar[:, p:p + 1]
+            q += AE - B
+            span = float(np.max(Ec[:, p]) * (1.0 + 8.0 * U) * (1.0 + 4.0 * U) - np.min(Ec[:, p])) * (1.0 + 2.0 * U)
+            err += 16.0 * U * (AE + B) + REL * (1.0 + REL) * span * A
+        q += err * (1.0 + 4.0 * U)
     q += np.abs(1.0 - w.sum(axis=1))[:, None] * data[corners[0]].c_abs + 1e-15 * data[corners[0]].c_abs
     return base, q
 
