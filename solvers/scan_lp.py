@@ -26,6 +26,11 @@ relaxation, its bound is valid for ``m`` records.  ``force``: stop for sure at `
 non-decreasing, so a box :math:`[a^-,a^+]` of splits is bounded by
 :math:`F_\ell^{UB}(a^+)+F_r^{UB}(\epsilon-a^-)` (branch and bound; boxes are cut at the budgets where a
 side's first record becomes publishable, :math:`\log T(x,c)/T(x',c)`, where :math:`F_s` jumps).
+On a binary chain with :math:`P(0,1)=P(1,0)` swapping the states maps scans to scans with the same
+utility and the pair budgets swapped, so :math:`F_s(u,v)=F_s(v,u)` and only splits with :math:`u\le v` are
+searched, in rotated coordinates :math:`s=(u+v)/2`, :math:`d=(v-u)/2\ge0` (:class:`_RotatedBoxes`): a side's
+basis changes along lines parallel to the diagonal there, which axis-parallel boxes of ``(u, v)`` cut
+only by ever smaller squares.
 Every bound is a verified dual point (:mod:`redactopt.solvers.lp_certificate`).  This module only
 proposes: :func:`propose_scan` returns the mechanism and the bound, and
 :func:`redactopt.engine.class_judge.design_scan` judges it exactly and certifies it.
@@ -730,7 +735,8 @@ class _RotatedBoxes(_SplitBoxes):
         super().__init__(left, right, eps)
         lo, hi = float(self.lo0[0]), float(self.hi0[0])
         self.ulo, self.uhi = lo, hi
-        self.lo0, self.hi0 = np.array([lo, 0.0]), np.array([hi, 0.5 * (hi - lo)])
+        # d up to half the domain's width (rounded up: the box must cover the domain's far corner)
+        self.lo0, self.hi0 = np.array([lo, 0.0]), np.array([hi, math.nextafter(0.5 * (hi - lo), math.inf)])
         self.cuts = [[], []]
 
     @staticmethod

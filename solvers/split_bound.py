@@ -5,23 +5,30 @@ box by monotonicity, :math:`F_\ell(a^+)+F_r(\epsilon-a^-)`, which overestimates 
 two sides' slopes times the width -- also where the sum itself is flat (a ridge), so the search
 stalls.  This module bounds the box with *interpolated* dual points instead.
 
-Parametrise the box by :math:`\theta\in[0,1]^F` (its free dimensions).  Only the privacy rows depend on
-the budgets, each linearly in one :math:`E_p`, and :math:`E_p(\theta_p)` is convex in :math:`\theta_p`
-(:math:`e^{a}` on the left, :math:`e^{\epsilon-a}` on the right), so its chord between the corners'
-(upward) values is a valid larger budget: the LP at the chord values is a relaxation at every
-:math:`\theta`.  Take :math:`y(\theta)=\sum_c w_c(\theta)y_c`, the multilinear interpolation of the corners'
-dual points.  It is a dual point of the relaxed LP, so weak duality bounds its value by
+Parametrise the box by :math:`\theta\in[0,1]^F` (its free dimensions) through a map that is affine
+along every axis of :math:`\theta` (the box itself, or a box of rotated coordinates).  Only the privacy
+rows depend on the budgets, each linearly in one :math:`E_p`, and :math:`E_p(\theta)` is a convex function
+of an affine one along every axis (:math:`e^{a}` on the left, :math:`e^{\epsilon-a}` on the right, possibly
+raised to a floor), so the multilinear interpolation :math:`\bar E_p(\theta)` of the corners' (upward) values
+is a valid larger budget: the LP at :math:`\bar E(\theta)` is a relaxation at every :math:`\theta`.  Take
+:math:`y(\theta)=\sum_c w_c(\theta)y_c`, the multilinear interpolation of the corners' dual points.  It is a
+dual point of the relaxed LP, so weak duality bounds its value by
 
-.. math:: \sum_c w_c(\theta)\,b^\top y_c+\sum_j u_j\max\Bigl(0,\ q_j(\theta)\Bigr),\qquad
-          q_j(\theta)=\sum_c w_c(\theta)\Bigl[r_{c,j}+\sum_p s_{p,c,j}(\theta_p-c_p)\Delta E_p\Bigr],
+.. math:: \sum_c w_c(\theta)\,b^\top y_c+\sup_{x\in X}\sum_j x_j\,q_j(\theta),\qquad
+          q_j(\theta)=\sum_c w_c(\theta)\Bigl[r_{c,j}+\sum_p s_{p,c,j}\bigl(\bar E_p(\theta)-E_{c,p}\bigr)\Bigr],
 
-with the corners' reduced costs :math:`r_c` and the privacy rows' sensitivities
+with the corners' reduced costs :math:`r_c`, the privacy rows' sensitivities
 :math:`s_{p,c,j}=\sum_{i\in p}y_{c,i}T(x'_p,c_j)\ge0` (exact identity: the reduced cost is affine in
-:math:`y` and in each :math:`E_p`).  Where the optimal basis does not change across the box the
-interpolated point stays nearly feasible: the bound exceeds the corners' values by
-:math:`O(\text{width}^2)` -- second order, and the ridge closes.  The supremum over :math:`\theta` is bounded
-on a grid: on each cell the multilinear part peaks at a corner, and :math:`q_j` exceeds its tensor
-interpolant by at most :math:`\sum_p M_{p,j}h_p^2/8` with :math:`M_{p,j}\ge|\partial^2q_j/\partial\theta_p^2|`.
+:math:`y` and in each :math:`E_p`) and :math:`X` any set holding the exact program's feasible points: the box
+:math:`0\le x\le u`, and for a scan side also "each start's stop events and never-stopped mass sum to 1"
+(a probability law), so a start's variables cost the largest of their :math:`q^+_j`, not the sum.  Where
+the optimal basis does not change across the box the interpolated point stays nearly feasible: the
+bound exceeds the corners' values by :math:`O(\text{width}^2)` -- second order, and the ridge closes.
+The supremum over :math:`\theta` is bounded on a grid: on a cell :math:`q_j` exceeds its multilinear
+interpolant by at most :math:`\sum_f M_{f,j}h_f^2/8` with :math:`M_{f,j}\ge|\partial^2q_j/\partial\theta_f^2|`
+(:math:`\partial_f^2q_j=2\sum_p\partial_fA_{p,j}\,\partial_f\bar E_p`, :math:`A_{p,j}=\sum_cw_cs_{p,c,j}`), and the bound
+with each :math:`q_j` replaced by that interpolant plus the remainder is convex along every axis (a
+non-decreasing convex function of multilinear ones), so on each cell it peaks at a grid point.
 """
 
 from __future__ import annotations
@@ -84,7 +91,8 @@ def _side_terms(data: dict, theta: np.ndarray, corners: list) -> tuple[np.ndarra
     by ``REL`` on :math:`|r|` (``REL`` is ``1e-12``).
     """
     w = _weights(theta, corners)
-    base = w @ np.array([data[c].base for c in corners])
+    bc = np.array([data[c].base for c in corners])
+    base = w @ bc + REL * (w @ np.abs(bc))
     Ec = np.array([data[c].E for c in corners])                       # (C, K)
     vary = [p for p in range(Ec.shape[1]) if np.any(Ec[:, p] != Ec[0, p])]
     R = np.array([data[c].r_hi for c in corners])                     # (C, N)
@@ -134,8 +142,9 @@ def interpolated_bound(left: dict, right: dict, free: list[int], grid: int) -> f
     r"""A proven bound on :math:`\sup_{\theta}[F_\ell+F_r]` over a box from its corners' dual data.
 
     ``left[c]``/``right[c]`` hold :class:`DualData` of each side at corner ``c`` (a 0/1 tuple over the
-    ``free`` dimensions: 0 the box's lower budget of that pair, 1 its upper one; the right side's budget
-    is :math:`\epsilon` minus it).  ``grid`` cells per dimension.
+    ``F = len(free)`` dimensions of :math:`\theta`: 0 the box's lower end, 1 its upper one), each with the budgets
+    its LP was built with; the corners' budgets must bound, by multilinear interpolation, the exact
+    budgets of every point of the box (module docstring).  ``grid`` cells per dimension.
     """
     F = len(free)
     corners = list(itertools.product((0, 1), repeat=F))
@@ -149,7 +158,7 @@ def interpolated_bound(left: dict, right: dict, free: list[int], grid: int) -> f
         # on a cell, q_j <= (its multilinear interpolant) + rem_j; base + sum_j u_j max(0, interpolant + rem_j)
         # is convex along every axis, so it peaks at one of the cell's corners: the grid points suffice
         pen = _penalty(np.maximum(q + rem[None, :], 0.0), data[corners[0]])
-        total += base + np.abs(base) * REL + pen
+        total += base + pen
     return float(np.max(total) * (1 + REL) + 1e-300)
 
 
