@@ -42,6 +42,7 @@ import heapq
 import itertools
 import math
 import time
+import weakref
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -149,6 +150,137 @@ def _flow_rows(spec: SideSpec, W: int, imu: np.ndarray, inu: np.ndarray, irho: n
 
 def side_program(spec: SideSpec, W: int, mode: str, E: np.ndarray, first: np.ndarray | None = None) -> LinearProgram:
     r"""The side's LP (module docstring) for budgets :math:`E[x,x']` taken as exact data.
+
+    ``mode``: ``"exact"`` (``W = m``), ``"relax"`` (truncated relaxation, :math:`\rho` worth ``m - W``)
+    or ``"force"`` (stop for sure at ``W``: :math:`\rho=0`).  Variables: :math:`\mu`, :math:`\nu`
+    (index ``(c, d, v)``) and :math:`\rho` (index ``c``), all in ``[0, 1]``.
+
+    ``first`` (owner scans, designs only): whether each first-record event ``(1, c)`` is admissible,
+    decided exactly beforehand (:func:`first_admissible`); its ratio :math:`T(x,c)/T(x',c)` is fixed,
+    so it is either allowed outright or fixed to 0, and the margined ``E`` applies to the others.
+
+    The program's pattern, everything but the privacy rows' values, is kept per side, window, mode and
+    set of non-vacuous pairs (:class:`_Pattern`); the values are the same floating operations as
+    :func:`_side_program_direct`'s, so the program is the same to the last bit (tested), and it also
+    carries the stacked matrix in compressed columns for the solver and the certificate.
+    """
+    k, m = spec.Q.shape[0], spec.m
+    ok = {"exact": W == m, "relax": 1 <= W < m, "force": 1 <= W <= m}
+    if not ok.get(mode, False):
+        raise ValueError(f"side_program: W = {W} and mode {mode!r} do not fit a side of {m} records")
+    pairs = pairs_of(k)
+    active = tuple(j for j, (x, y) in enumerate(pairs) if np.any(spec.T[x] - E[x, y] * spec.T[y] > 0))
+    key = (W, mode, active, None if first is None else tuple(bool(f) for f in first))
+    cache = _PATTERNS.setdefault(spec, {})
+    if key not in cache:
+        cache[key] = _Pattern(spec, W, mode, active, first)
+    pat = cache[key]
+    if pat.A_eq is None:  # a pattern the stacked form cannot hold (repeated entries): assemble directly
+        return _side_program_direct(spec, W, mode, E, first)
+    Ev = np.array([E[x, y] for x, y in pairs], dtype=float)
+    pe = pat.pidx >= 0
+    vals, errs = pat.v0.copy(), pat.e0.copy()
+    Ep = Ev[pat.pidx[pe]]
+    vals[pe] = pat.v0[pe] + Ep * pat.v1[pe]                 # T[x, c] - E T[y, c], as the direct assembly
+    errs[pe] = pat.e0[pe] + Ep * pat.e1[pe]                 # 4u (|T[x, c]| + E |T[y, c]|), likewise
+    if np.any(vals[pe] == 0.0):  # a coefficient vanishing at this budget is dropped by the direct assembly
+        return _side_program_direct(spec, W, mode, E, first)
+    nub = pat.nub
+    ub = pat.ub_order
+    A_ub = sp.csr_matrix((vals[ub], pat.ub_indices, pat.ub_indptr), shape=(nub, pat.N))
+    dA_ub = sp.csr_matrix((errs[ub], pat.ub_indices, pat.ub_indptr), shape=(nub, pat.N))
+    lp = LinearProgram(pat.c, A_ub, np.zeros(nub), pat.A_eq, pat.b_eq, pat.upper, dA_ub, pat.dA_eq, pat.dc, None,
+                       pat.db_eq, info=dict(pat.info))
+    order = pat.csc_order
+    lp.csc = (np.concatenate([vals, pat.eqv])[order], pat.csc_indices, pat.csc_indptr,
+              np.concatenate([errs, pat.eqe])[order], nub + pat.neq)
+    return lp
+
+
+#: Patterns of side programs, per side (:class:`_Pattern`); a side's specs are few and long-lived.
+_PATTERNS: "weakref.WeakKeyDictionary[SideSpec, dict]" = weakref.WeakKeyDictionary()
+
+
+class _Pattern:
+    """A side program's structure for one window, mode and set of non-vacuous pairs: every entry of the stacked
+    matrix ``[A_ub; A_eq]`` with its value ``v0 + E_p v1`` and error ``e0 + E_p e1`` (``p = pidx``, ``-1``: constant),
+    in the order of :func:`_side_program_direct`, and the orders of its rows and columns."""
+
+    def __init__(self, spec: SideSpec, W: int, mode: str, active: tuple, first: np.ndarray | None) -> None:
+        k, m = spec.Q.shape[0], spec.m
+        nmu = k * W * k
+        imu = np.arange(nmu).reshape(k, W, k)
+        inu, irho = nmu + imu, 2 * nmu + np.arange(k)
+        N = 2 * nmu + k
+        rows, cols, vals, errs, neq, b_eq, db_eq = _flow_rows(spec, W, imu, inu, irho)
+        A_eq, dA_eq = _coo(rows, cols, vals, errs, (neq, N))
+        R, C, V0, V1, E0, E1, P = [np.arange(nmu)] * 2, [imu.ravel(), inu.ravel()], [np.ones(nmu), -np.ones(nmu)], \
+            [np.zeros(nmu)] * 2, [np.zeros(nmu)] * 2, [np.zeros(nmu)] * 2, [np.full(nmu, -1)] * 2
+        nub = nmu
+        d0 = 0 if first is None else 1
+        pair_rows = {}
+        for j, (x, y) in enumerate(pairs_of(k)):
+            if j not in active:
+                continue
+            a0, a1 = spec.T[x], -spec.T[y]
+            b0, b1 = 4 * U * np.abs(spec.T[x]), 4 * U * np.abs(spec.T[y])
+            Rw = nub + np.arange(W * k).reshape(W, k)
+            sub = imu[:, d0:, :]
+            shape = sub.shape
+            for rr, cc, cidx in ((np.broadcast_to(Rw[None, d0:], shape).ravel(), sub.ravel(),
+                                  np.broadcast_to(np.arange(k)[:, None, None], shape).ravel()),
+                                 (np.full(k, nub + W * k), irho, np.arange(k))):
+                R.append(rr), C.append(cc), V0.append(a0[cidx]), V1.append(a1[cidx]), E0.append(b0[cidx])
+                E1.append(b1[cidx]), P.append(np.full(rr.shape[0], j))
+            pair_rows[(x, y)] = np.arange(nub, nub + W * k + 1)
+            nub += W * k + 1
+        r, cl = np.concatenate(R), np.concatenate(C)
+        v0, v1, e0, e1, pidx = (np.concatenate(t) for t in (V0, V1, E0, E1, P))
+        keep = (v0 != 0.0) | (v1 != 0.0)  # structural zeros (constant ones, or T[x, c] = T[y, c] = 0)
+        r, cl, v0, v1, e0, e1, pidx = r[keep], cl[keep], v0[keep], v1[keep], e0[keep], e1[keep], pidx[keep]
+        self.nub, self.neq, self.N = nub, neq, N
+        self.v0, self.v1, self.e0, self.e1, self.pidx = v0, v1, e0, e1, pidx
+        ub_order = np.lexsort((cl, r))
+        self.ub_order = ub_order
+        self.ub_indices = cl[ub_order].astype(np.int32)
+        self.ub_indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=nub))]).astype(np.int32)
+        # the stacked matrix by columns: the inequality rows first, then the equality rows (their values are constant)
+        eq = A_eq.tocoo()
+        self.eqv = eq.data
+        self.eqe = np.asarray(dA_eq.tocsr()[eq.row, eq.col]).ravel() if eq.nnz else np.zeros(0)
+        rs = np.concatenate([r, nub + eq.row])
+        cs = np.concatenate([cl, eq.col])
+        order = np.lexsort((rs, cs))
+        dup = np.any((np.diff(rs[order]) == 0) & (np.diff(cs[order]) == 0))
+        if dup or np.any((np.diff(r[ub_order]) == 0) & (np.diff(cl[ub_order]) == 0)):
+            self.A_eq = None
+            return
+        self.csc_perm = order
+        self.csc_indices = rs[order].astype(np.int32)
+        self.csc_indptr = np.concatenate([[0], np.cumsum(np.bincount(cs, minlength=N))]).astype(np.int32)
+        self.A_eq, self.dA_eq, self.b_eq, self.db_eq = A_eq, dA_eq, b_eq, db_eq
+        counts = (m - np.arange(W)).astype(float)
+        c = np.zeros(N)
+        c[imu.ravel()] = (spec.w[:, None, None] * counts[None, :, None] * np.ones((1, 1, k))).ravel()
+        c[irho] = spec.w * float(m - W if mode == "relax" else 0)
+        upper = np.ones(N)
+        if mode == "force":
+            upper[irho] = 0.0
+        if first is not None:
+            upper[imu[np.arange(k), 0, np.arange(k)]] = first.astype(float)
+        self.c, self.upper, self.dc = c, upper, 3 * U * np.abs(c)
+        self.info = {"imu": imu, "inu": inu, "irho": irho, "W": W, "mode": mode, "pair_rows": pair_rows}
+        self.nval = r.shape[0]
+
+    @property
+    def csc_order(self) -> np.ndarray:
+        """Indices into the values (inequality entries, then the constant equality ones appended) by columns."""
+        return self.csc_perm
+
+
+def _side_program_direct(spec: SideSpec, W: int, mode: str, E: np.ndarray,
+                         first: np.ndarray | None = None) -> LinearProgram:
+    r"""The side's LP (module docstring) for budgets :math:`E[x,x']` taken as exact data, assembled directly.
 
     ``mode``: ``"exact"`` (``W = m``), ``"relax"`` (truncated relaxation, :math:`\rho` worth ``m - W``)
     or ``"force"`` (stop for sure at ``W``: :math:`\rho=0`).  Variables: :math:`\mu`, :math:`\nu`

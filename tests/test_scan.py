@@ -498,3 +498,35 @@ def test_slowly_mixing_symmetric_chain_meets_the_gap_target():
     d = design_scan(MarkovChain(0.05, 0.05), 100, eps=1.0, p=49, time_limit=10.0)
     assert time.perf_counter() - t0 <= 12.0
     assert d.certificate.gap <= 1e-6
+
+
+def test_side_program_from_its_pattern_is_the_direct_assembly():
+    # the cached pattern only saves work: the same matrices, data errors and vectors to the last bit, and
+    # the certificate's parts from the stacked columns bound the same program (sums in another order)
+    from redactopt.solvers.lp_certificate import dual_parts, solve_lp
+    from redactopt.solvers.scan_lp import _side_program_direct
+
+    rng = np.random.default_rng(1)
+    chains = [as_kchain(MarkovChain(0.05, 0.05)), as_kchain(MarkovChain(0.01, 0.8)),
+              KChain([[0.5, 0.5, 0.0], [0.2, 0.5, 0.3], [0.0, 0.3, 0.7]])]
+    for kc in chains:
+        for holder in (False, True):
+            spec = SideSpec(kc, "left", 7, holder)
+            for W, mode in ((7, "exact"), (4, "relax"), (3, "force")):
+                for t in range(2):
+                    b = {pr: Fraction(float(rng.uniform(0, 1.5))) for pr in pairs_of(kc.k)}
+                    E = _budget_matrix(kc.k, b, upward=True)
+                    first = None if t == 0 else np.array([True] + [False] * (kc.k - 1))
+                    a, d = side_program(spec, W, mode, E, first), _side_program_direct(spec, W, mode, E, first)
+                    for name in ("A_ub", "A_eq", "dA_ub", "dA_eq"):
+                        x, y = getattr(a, name), getattr(d, name)
+                        assert x.shape == y.shape and (x != y).nnz == 0
+                    for name in ("c", "b_ub", "b_eq", "upper", "dc", "db_eq"):
+                        assert np.array_equal(getattr(a, name), getattr(d, name))
+                    assert a.info["pair_rows"].keys() == d.info["pair_rows"].keys()
+                    try:
+                        sol = solve_lp(d, bound=False)
+                    except RuntimeError:
+                        continue
+                    (ba, ra), (bd, rd) = dual_parts(a, sol.y_ub, sol.y_eq), dual_parts(d, sol.y_ub, sol.y_eq)
+                    assert ba == bd and np.allclose(ra, rd, rtol=0, atol=1e-12)
