@@ -727,14 +727,17 @@ def _corners(lo: np.ndarray, hi: np.ndarray, free: list[int]) -> list[tuple[tupl
     return out
 
 
-def _seed(value: object, lo: np.ndarray, hi: np.ndarray, eps: float, deadline: float) -> tuple[float, tuple]:
+def _seed(value: object, lo: np.ndarray, hi: np.ndarray, eps: float, deadline: float,
+          start: np.ndarray | None = None, floor: float = 1e-9) -> tuple[float, tuple]:
     """A good split to start from: a grid over the free dimensions (11 points each, at most 2 dimensions;
     otherwise a few uniform splits), then a coordinate pattern search around the best point (steps
-    halved down to 1e-9 nats, until ``deadline``).
+    halved down to ``floor`` nats, until ``deadline``); ``start`` is one more point to try.
     Guides only: the search's bound does not depend on it."""
     free = [int(j) for j in np.flatnonzero(hi > lo)]
     pts = [np.clip(np.full_like(lo, eps / 2), lo, hi), (lo + hi) / 2, hi, lo]
     pts += [np.clip(np.full_like(lo, eps * f), lo, hi) for f in (0.25, 0.75)]
+    if start is not None:
+        pts.append(np.asarray(start, dtype=float))
     if 1 <= len(free) <= 2:
         for g in itertools.product(np.linspace(0.0, 1.0, 11), repeat=len(free)):
             a = lo.copy()
@@ -742,7 +745,7 @@ def _seed(value: object, lo: np.ndarray, hi: np.ndarray, eps: float, deadline: f
             pts.append(a)
     best_v, best_a = max((value(a), tuple(a)) for a in pts)  # type: ignore[operator]
     step = 0.05 * float(np.max(hi - lo, initial=0.0))
-    while step > 1e-9 and time.monotonic() < deadline:
+    while step > floor and time.monotonic() < deadline:
         moved = False
         for j in free:
             for sgn in (1.0, -1.0):
@@ -868,7 +871,10 @@ class _RotatedBoxes(_SplitBoxes):
         lo, hi = float(self.lo0[0]), float(self.hi0[0])
         self.ulo, self.uhi = lo, hi
         # d up to half the domain's width (rounded up: the box must cover the domain's far corner)
-        self.lo0, self.hi0 = np.array([lo, 0.0]), np.array([hi, math.nextafter(0.5 * (hi - lo), math.inf)])
+        half = 0.5 * (hi - lo)
+        if 2 * Fraction(half) < Fraction(hi) - Fraction(lo):
+            half = math.nextafter(half, math.inf)
+        self.lo0, self.hi0 = np.array([lo, 0.0]), np.array([hi, half])
         self.cuts = [[], []]
 
     @staticmethod
@@ -940,12 +946,55 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
 
     Boxes are bounded by :class:`_SplitBoxes` and cut :math:`\pm\eta` around the budgets where a side
     jumps (:func:`_split_domain`), so every other box sees continuous sides and closes.
+
+    A swap-symmetric chain (:func:`swap_symmetric`, no jump inside the domain) is searched in rotated
+    coordinates (:class:`_RotatedBoxes`) when the seed's best split lies inside the domain, axis-parallel
+    when it lies at the domain's edge (the edges ``u = l``, ``v = h`` cut rotated boxes obliquely, and the
+    sides' values beyond them keep those boxes open); if the first search has not closed the gap by 90 %
+    of the time, the other one runs in the rest.  Both bounds are proofs; the lower one is returned.
     """
-    rotated = _RotatedBoxes.applies(left, right, eps)
-    sb = _RotatedBoxes(left, right, eps) if rotated else _SplitBoxes(left, right, eps)
-    lo, hi, eta = sb.lo0.copy(), sb.hi0.copy(), sb.eta
+    t0 = time.monotonic()
+    sb = _SplitBoxes(left, right, eps)
+    lo, hi = sb.lo0.copy(), sb.hi0.copy()
     share = 0.2 if int(np.sum(hi > lo)) <= 2 else 0.5
-    best_v, best_a = _seed(sb.value, lo, hi, eps, time.monotonic() + share * max(0.0, deadline - time.monotonic()))
+    seed_end = t0 + share * max(0.0, deadline - t0)
+    if not _RotatedBoxes.applies(left, right, eps):
+        best_v, best_a = _seed(sb.value, lo, hi, eps, seed_end)
+        return dict(_search(sb, best_v, best_a, tol_count, deadline, max_boxes), rotated=[False])
+    # fresh oracles for the rotated search: its warm starts then come from its own points (a degenerate LP's
+    # dual point depends on the start, and the interpolated bound is only as good as its corners agree)
+    rb = _RotatedBoxes(_SideOracle(left.spec, left.W), _SideOracle(right.spec, right.W), eps)
+    rz_v, rz = _seed(rb.value, rb.lo0, rb.hi0, eps, seed_end, floor=1e-7)
+    ba = np.clip(rb.uv(np.array(rz)), lo, hi)
+    margin = 0.01 * float(np.max(hi - lo, initial=0.0))
+    interior = bool(np.all(ba - lo > margin) and np.all(hi - ba > margin))
+    out, runs = None, []
+    for i, box in enumerate((rb, sb) if interior else (sb, rb)):
+        end = deadline if i else time.monotonic() + 0.9 * max(0.0, deadline - time.monotonic())
+        if box is rb:
+            bv, bz = (rz_v, rz) if i == 0 else _seed(rb.value, rb.lo0, rb.hi0, eps, time.monotonic(),
+                                                      start=np.array(rz))
+        else:
+            bv, bz = _seed(sb.value, lo, hi, eps, seed_end if i == 0 else time.monotonic(), start=ba)
+        res = _search(box, bv, bz, tol_count, end, max_boxes)
+        if box is rb:
+            res["split"] = np.clip(rb.uv(res["split"]), rb.ulo, rb.uhi)
+        runs.append(box is rb)
+        if out is None:
+            out = res
+        else:
+            out = {"split": out["split"] if out["value"] >= res["value"] else res["split"],
+                   "value": max(out["value"], res["value"]), "bound": min(out["bound"], res["bound"]),
+                   "boxes": out["boxes"] + res["boxes"], "stopped": res["stopped"], "heap": res["heap"]}
+        if not res["stopped"]:
+            break
+    return dict(out, rotated=runs, solves=rb.left.solves + rb.right.solves)
+
+
+def _search(sb: _SplitBoxes, best_v: float, best_a: tuple, tol_count: float, deadline: float, max_boxes: int) -> dict:
+    """The branch and bound loop of :func:`_branch_and_bound` over ``sb``'s domain from an incumbent."""
+    lo, hi, eta = sb.lo0.copy(), sb.hi0.copy(), sb.eta
+    rotated = isinstance(sb, _RotatedBoxes)
     sb.best = best_v
     heap, finals, count, boxes = [(-sb.ub(lo, hi), 0, lo, hi)], [], 1, 1
     stopped = False
@@ -975,11 +1024,8 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
             boxes += 1
             heapq.heappush(heap, (-ub_child, count, clo, chi))
     bound = max([-e[0] for e in heap] + finals + [best_v])
-    split = np.array(best_a)
-    if rotated:
-        split = np.clip(sb.uv(split), sb.ulo, sb.uhi)
-    return {"split": split, "value": best_v, "bound": bound, "boxes": boxes, "stopped": stopped,
-            "rotated": rotated, "heap": heap}
+    return {"split": np.array(best_a), "value": best_v, "bound": bound, "boxes": boxes, "stopped": stopped,
+            "heap": heap}
 
 
 def _snapped_splits(left: SideSpec, right: SideSpec, a: np.ndarray, eps: float) -> list[np.ndarray]:
@@ -1065,6 +1111,7 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
     half = len(specs) == 2 and swap_symmetric(kc)
     orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, half=half)) for s, sp_ in specs.items()}
     K = len(pairs_of(kc.k))
+    extra_solves = 0
     if len(orcs) == 1:
         (s, orc), = orcs.items()
         b = tuple(Fraction(eps) for _ in range(K))
@@ -1078,15 +1125,20 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
         bb = _branch_and_bound(orcs["left"], orcs["right"], eps, 0.75 * tol * n, t0 + 0.85 * time_limit, max_boxes)
         a = bb["split"]
         bound, boxes, stopped = bb["bound"], bb["boxes"], bb["stopped"]
+        extra_solves = bb.get("solves", 0)
         if stopped and not holder:  # every scan is a coupled scan: that LP's bound holds too
             from redactopt.solvers.coupled_lp import coupled_scan_bound
 
             coupled = coupled_scan_bound(kc, n, eps=eps, p=p)[0] * n
             bound = min(bound, math.nextafter(coupled, math.inf))
-        a, tables = _two_sided_design(orcs["left"], orcs["right"], a, eps, tol * n / 16)
+        design = orcs
+        if half:  # the half-budget window was judged against a sure stop at 2 W: design on that window at once
+            design = {s: _SideOracle(o.spec, min(o.spec.m, 2 * o.W)) if o.W < o.spec.m else o for s, o in orcs.items()}
+        a, tables = _two_sided_design(design["left"], design["right"], a, eps, tol * n / 16)
+        extra_solves += sum(o.solves for s, o in design.items() if o is not orcs[s])
         split = {pr: float(v) for pr, v in zip(pairs_of(kc.k), a)}
     mech = _assemble(kc, n, p, holder, tables)
-    info = {"W": {s: o.W for s, o in orcs.items()}, "lp_solves": sum(o.solves for o in orcs.values()),
+    info = {"W": {s: o.W for s, o in orcs.items()}, "lp_solves": sum(o.solves for o in orcs.values()) + extra_solves,
             "boxes": boxes, "seconds": time.monotonic() - t0}
     bound = float(bound) if bound == 0 else math.nextafter(float(bound), math.inf)  # 0 only when no record may be published
     return ScanProposal(mech, mech0, bound, split, bool(stopped), info)
