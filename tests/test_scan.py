@@ -530,3 +530,19 @@ def test_side_program_from_its_pattern_is_the_direct_assembly():
                         continue
                     (ba, ra), (bd, rd) = dual_parts(a, sol.y_ub, sol.y_eq), dual_parts(d, sol.y_ub, sol.y_eq)
                     assert ba == bd and np.allclose(ra, rd, rtol=0, atol=1e-12)
+
+
+def test_symmetric_chain_with_the_best_split_at_the_domain_edge():
+    # alpha = beta = 0.05, n = 5, eps = 0.1: the best splits give one side all of both budgets (a corner
+    # of the domain, where the rotated boxes would meet the edge obliquely); the bound still lies above
+    # every split on a grid, both orders of the pair budgets, and the design is verified
+    chain, n, p, eps = MarkovChain(0.05, 0.05), 5, 2, 0.1
+    L, R, _ = _rotated_oracles(0.05, n, p, eps)
+    d = design_scan(chain, n, eps=eps, p=p, time_limit=20)
+    r = brute_ratio(d.mechanism)
+    assert r is not None and r <= Fraction(math.exp(eps))
+    assert d.certificate.gap <= 1e-6
+    F = Fraction(eps)
+    for a, b in itertools.product(np.linspace(0, eps, 11), repeat=2):
+        v = L.upper((Fraction(a), Fraction(b)))[1] + R.upper((F - Fraction(a), F - Fraction(b)))[1]
+        assert v / n <= d.certificate.upper_bound + 1e-9
