@@ -491,9 +491,10 @@ class _SideOracle:
         mode = "exact" if horizon is None and W == self.spec.m else "force"
         lp = side_program(self.spec, W, mode, E, first)
         scale = None
+        warm: dict = {}  # the second pass starts from the first's optimal basis (same feasible set: speed only)
         for _ in range(2):  # second pass: each event's rows divided by its probability (relative tolerances)
             try:
-                sol = solve_lp(_scaled_rows(lp, scale), bound=False)
+                sol = solve_lp(_scaled_rows(lp, scale), bound=False, warm=warm)
             except RuntimeError:  # HiGHS gave up on the presolved model: once more without presolve
                 sol = solve_lp(_scaled_rows(lp, scale), bound=False, presolve=False)
             self.solves += 1
