@@ -189,8 +189,9 @@ def side_program(spec: SideSpec, W: int, mode: str, E: np.ndarray, first: np.nda
     ub = pat.ub_order
     A_ub = sp.csr_matrix((vals[ub], pat.ub_indices, pat.ub_indptr), shape=(nub, pat.N))
     dA_ub = sp.csr_matrix((errs[ub], pat.ub_indices, pat.ub_indptr), shape=(nub, pat.N))
-    lp = LinearProgram(pat.c, A_ub, np.zeros(nub), pat.A_eq, pat.b_eq, pat.upper, dA_ub, pat.dA_eq, pat.dc, None,
-                       pat.db_eq, info=dict(pat.info))
+    # the dense vectors are copied (a caller may change its program's); the equality matrices are shared, read only
+    lp = LinearProgram(pat.c.copy(), A_ub, np.zeros(nub), pat.A_eq, pat.b_eq.copy(), pat.upper.copy(), dA_ub,
+                       pat.dA_eq, pat.dc.copy(), None, pat.db_eq.copy(), info=dict(pat.info))
     order = pat.csc_order
     lp.csc = (np.concatenate([vals, pat.eqv])[order], pat.csc_indices, pat.csc_indptr,
               np.concatenate([errs, pat.eqe])[order], nub + pat.neq)
