@@ -99,16 +99,16 @@ def _side_terms(data: dict, theta: np.ndarray, corners: list) -> tuple[np.ndarra
     q = w @ R + REL * (w @ np.abs(R))
     if vary:
         Ebar = (w @ Ec) * (1.0 + 8.0 * U)
-        err = np.zeros_like(q)
         for p in vary:
             Sp = np.array([data[c].s[p] for c in corners])            # (C, N), non-negative
+            cols = np.flatnonzero(Sp.any(axis=0))                     # elsewhere A = B = 0 exactly
+            Sp = Sp[:, cols]
             A = w @ Sp
             B = w @ (Sp * Ec[:, p:p + 1])
             AE = A * Ebar[:, p:p + 1]
-            q += AE - B
             span = float(np.max(Ec[:, p]) * (1.0 + 8.0 * U) * (1.0 + 4.0 * U) - np.min(Ec[:, p])) * (1.0 + 2.0 * U)
-            err += 16.0 * U * (AE + B) + REL * (1.0 + REL) * span * A
-        q += err * (1.0 + 4.0 * U)
+            err = 16.0 * U * (AE + B) + REL * (1.0 + REL) * span * A
+            q[:, cols] += (AE - B) + err * (1.0 + 4.0 * U)
     q += np.abs(1.0 - w.sum(axis=1))[:, None] * data[corners[0]].c_abs + 1e-15 * data[corners[0]].c_abs
     return base, q
 
