@@ -732,7 +732,8 @@ def _corners(lo: np.ndarray, hi: np.ndarray, free: list[int]) -> list[tuple[tupl
 def _seed(value: object, lo: np.ndarray, hi: np.ndarray, eps: float, deadline: float,
           start: np.ndarray | None = None, floor: float = 1e-9) -> tuple[float, tuple]:
     """A good split to start from: a grid over the free dimensions (11 points each, at most 2 dimensions;
-    otherwise a few uniform splits), then a coordinate pattern search around the best point (steps
+    otherwise a few uniform splits), then a pattern search around the best point (along the axes and,
+    in two dimensions, the diagonals; steps
     halved down to ``floor`` nats, until ``deadline``); ``start`` is one more point to try.
     Guides only: the search's bound does not depend on it."""
     free = [int(j) for j in np.flatnonzero(hi > lo)]
@@ -747,12 +748,18 @@ def _seed(value: object, lo: np.ndarray, hi: np.ndarray, eps: float, deadline: f
             pts.append(a)
     best_v, best_a = max((value(a), tuple(a)) for a in pts)  # type: ignore[operator]
     step = 0.05 * float(np.max(hi - lo, initial=0.0))
+    dirs = []
+    for j in free:
+        e = np.zeros(lo.shape[0])
+        e[j] = 1.0
+        dirs.append(e)
+    if len(free) == 2:  # the diagonals too: a ridge across the axes is climbed along it, not by zigzags
+        dirs += [dirs[0] + dirs[1], dirs[0] - dirs[1]]
     while step > floor and time.monotonic() < deadline:
         moved = False
-        for j in free:
+        for e in dirs:
             for sgn in (1.0, -1.0):
-                a = np.array(best_a)
-                a[j] = min(hi[j], max(lo[j], a[j] + sgn * step))
+                a = np.clip(np.array(best_a) + sgn * step * e, lo, hi)
                 v = value(a)  # type: ignore[operator]
                 if v > best_v + 1e-15:
                     best_v, best_a, moved = v, tuple(a), True
