@@ -566,23 +566,25 @@ def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf) -> np.
     the program is re-solved with a sure stop at the distance where that rule's running probability
     falls below 1e-9, 1e-7, 1e-5 or 1e-3 (a scan of the side, so feasible; every event it leaves has a
     resolved probability).  The first three margins are always tried, larger ones while nothing passes
-    :func:`side_check`; the most useful passing rule is kept.  The last resort redacts the whole side.
+    :func:`side_check` or the best that passes publishes more than ``loss`` less than that margin's LP rule
+    (a larger margin leaves room for the LP's own rule's rounding); the most useful passing rule is kept.
+    The last resort redacts the whole side.
 
     ``loss``: when the kept rule publishes more than this below the relaxation's value at ``W`` (a sure
     stop at ``W`` can cost more at small budgets than at the whole budget that chose ``W``), the side is
     designed again on a window twice as long (up to the whole side) and the better rule kept.
     """
-    best = _side_design(orc, budgets)
+    best = _side_design(orc, budgets, loss)
     spec = orc.spec
     while orc.W < spec.m and orc.upper(budgets)[1] - side_count(spec, best) > loss:
         orc = _SideOracle(spec, min(spec.m, 2 * orc.W))
-        wider = _side_design(orc, budgets)
+        wider = _side_design(orc, budgets, loss)
         if side_count(spec, wider) > side_count(spec, best):
             best = wider
     return best
 
 
-def _side_design(orc: _SideOracle, budgets: tuple) -> np.ndarray:
+def _side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf) -> np.ndarray:
     spec = orc.spec
     best: np.ndarray | None = None
     for margin in MARGINS:
@@ -601,7 +603,7 @@ def _side_design(orc: _SideOracle, budgets: tuple) -> np.ndarray:
         for cand in cands:
             if side_check(spec, cand, budgets) and (best is None or side_count(spec, cand) > side_count(spec, best)):
                 best = cand
-        if best is not None and margin >= MARGINS[2]:
+        if best is not None and margin >= MARGINS[2] and side_count(spec, best) >= side_count(spec, S) - loss:
             return best
     return best if best is not None else np.zeros((spec.m, spec.Q.shape[0], spec.Q.shape[0]))
 
