@@ -53,6 +53,9 @@ class LinearProgram:
     db_ub: np.ndarray | None = None
     db_eq: np.ndarray | None = None
     info: dict = field(default_factory=dict)
+    #: optional: the stacked matrix ``[A_ub; A_eq]`` by compressed columns, ``(data, indices, indptr, errors, rows)``,
+    #: the same entries as ``A_ub``, ``A_eq`` and ``dA_*`` (for the solver and :func:`dual_parts` without conversions)
+    csc: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -126,18 +129,22 @@ def _highspy(lp: LinearProgram, opts: dict, warm: dict | None = None) -> tuple:
     h.setOptionValue("output_flag", False)
     for key, val in opts.items():
         h.setOptionValue(key, val)
-    A = sp.vstack([lp.A_ub, lp.A_eq]).tocsc()
     nub = lp.A_ub.shape[0]
+    if lp.csc is not None:
+        data, indices, indptr, _, nrow = lp.csc
+        shape = (nrow, lp.c.shape[0])
+    else:
+        A = sp.vstack([lp.A_ub, lp.A_eq]).tocsc()
+        data, indices, indptr, shape = A.data, A.indices, A.indptr, A.shape
     model = _HIGHSPY.HighsLp()
-    model.num_col_, model.num_row_ = A.shape[1], A.shape[0]
+    model.num_col_, model.num_row_ = shape[1], shape[0]
     model.col_cost_ = -lp.c
-    model.col_lower_, model.col_upper_ = np.zeros(A.shape[1]), lp.upper
+    model.col_lower_, model.col_upper_ = np.zeros(shape[1]), lp.upper
     model.row_lower_ = np.concatenate([np.full(nub, -np.inf), lp.b_eq])
     model.row_upper_ = np.concatenate([lp.b_ub, lp.b_eq])
     model.a_matrix_.format_ = _HIGHSPY.MatrixFormat.kColwise
-    model.a_matrix_.start_, model.a_matrix_.index_, model.a_matrix_.value_ = A.indptr, A.indices, A.data
+    model.a_matrix_.start_, model.a_matrix_.index_, model.a_matrix_.value_ = indptr, indices, data
     h.passModel(model)
-    shape = A.shape
     if warm is not None and shape in warm:
         h.setBasis(warm[shape])
     h.run()
@@ -189,20 +196,30 @@ def dual_parts(lp: LinearProgram, y_ub: np.ndarray, y_eq: np.ndarray) -> tuple[f
     r"""``(base, r_hi)``: an upper bound on :math:`b_{ub}^\top y_{ub}+b_{eq}^\top y_{eq}` for the exact data, and per
     variable an upper bound on the exact reduced cost :math:`c_j-(A^\top y)_j`.
 
-    Every float operation's error is bounded: :math:`s=A^\top y` and :math:`a=|A|^\top|y|` carry at
+    With ``lp.csc`` the column sums are taken over the stacked columns at once (another order of the same
+    terms, under the same bound).  Every float operation's error is bounded: :math:`s=A^\top y` and :math:`a=|A|^\top|y|` carry at
     most :math:`\gamma_N a` with ``N`` the column's entries plus two; the data's own errors add
     :math:`dA^\top|y|`; the residual's three additions add :math:`4u` times their magnitudes.
     """
     y_ub = np.maximum(np.asarray(y_ub, dtype=float), 0.0)
     y_eq = np.asarray(y_eq, dtype=float)
-    s = lp.A_ub.T @ y_ub + lp.A_eq.T @ y_eq
-    a = _abs_t(lp.A_ub) @ y_ub + _abs_t(lp.A_eq) @ np.abs(y_eq)
-    e = np.zeros_like(s)
-    if lp.dA_ub is not None:
-        e += lp.dA_ub.T @ y_ub
-    if lp.dA_eq is not None:
-        e += lp.dA_eq.T @ np.abs(y_eq)
-    nnz = np.diff(lp.A_ub.tocsc().indptr) + np.diff(lp.A_eq.tocsc().indptr) + 2
+    if lp.csc is not None:  # the same sums over each column's entries, from the stacked columns
+        data, indices, indptr, derr, nrow = lp.csc
+        n = lp.c.shape[0]
+        y, ya = np.concatenate([y_ub, y_eq]), np.concatenate([y_ub, np.abs(y_eq)])
+        s = sp.csr_matrix((data, indices, indptr), shape=(n, nrow)) @ y
+        a = sp.csr_matrix((np.abs(data), indices, indptr), shape=(n, nrow)) @ ya
+        e = sp.csr_matrix((derr, indices, indptr), shape=(n, nrow)) @ ya
+        nnz = np.diff(indptr) + 2
+    else:
+        s = lp.A_ub.T @ y_ub + lp.A_eq.T @ y_eq
+        a = _abs_t(lp.A_ub) @ y_ub + _abs_t(lp.A_eq) @ np.abs(y_eq)
+        e = np.zeros_like(s)
+        if lp.dA_ub is not None:
+            e += lp.dA_ub.T @ y_ub
+        if lp.dA_eq is not None:
+            e += lp.dA_eq.T @ np.abs(y_eq)
+        nnz = np.diff(lp.A_ub.tocsc().indptr) + np.diff(lp.A_eq.tocsc().indptr) + 2
     g = nnz * U / (1.0 - nnz * U)
     dc = np.zeros_like(lp.c) if lp.dc is None else lp.dc
     slack = (g * a + e) * (1.0 + 4.0 * g) + (g * e)

@@ -26,6 +26,11 @@ relaxation, its bound is valid for ``m`` records.  ``force``: stop for sure at `
 non-decreasing, so a box :math:`[a^-,a^+]` of splits is bounded by
 :math:`F_\ell^{UB}(a^+)+F_r^{UB}(\epsilon-a^-)` (branch and bound; boxes are cut at the budgets where a
 side's first record becomes publishable, :math:`\log T(x,c)/T(x',c)`, where :math:`F_s` jumps).
+On a binary chain with :math:`P(0,1)=P(1,0)` swapping the states maps scans to scans with the same
+utility and the pair budgets swapped, so :math:`F_s(u,v)=F_s(v,u)` and only splits with :math:`u\le v` are
+searched, in rotated coordinates :math:`s=(u+v)/2`, :math:`d=(v-u)/2\ge0` (:class:`_RotatedBoxes`): a side's
+basis changes along lines parallel to the diagonal there, which axis-parallel boxes of ``(u, v)`` cut
+only by ever smaller squares.
 Every bound is a verified dual point (:mod:`redactopt.solvers.lp_certificate`).  This module only
 proposes: :func:`propose_scan` returns the mechanism and the bound, and
 :func:`redactopt.engine.class_judge.design_scan` judges it exactly and certifies it.
@@ -37,6 +42,7 @@ import heapq
 import itertools
 import math
 import time
+import weakref
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -55,6 +61,9 @@ __all__ = ["SideSpec", "side_program", "ScanProposal", "propose_scan", "side_opt
 U = 2.0**-53
 #: Stop probabilities within this of 0 or 1 are snapped before the design is judged.
 SNAP = 1e-9
+#: Grid cells per dimension of the interpolated bound with one and with two free dimensions (the bound
+#: peaks at a grid point, plus a remainder falling like the cell width squared).
+GRID1, GRID2 = 16, 4
 #: Budget margins (nats) a design LP is solved below the budget, tried in turn until one verifies.
 MARGINS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3)
 
@@ -144,6 +153,138 @@ def _flow_rows(spec: SideSpec, W: int, imu: np.ndarray, inu: np.ndarray, irho: n
 
 def side_program(spec: SideSpec, W: int, mode: str, E: np.ndarray, first: np.ndarray | None = None) -> LinearProgram:
     r"""The side's LP (module docstring) for budgets :math:`E[x,x']` taken as exact data.
+
+    ``mode``: ``"exact"`` (``W = m``), ``"relax"`` (truncated relaxation, :math:`\rho` worth ``m - W``)
+    or ``"force"`` (stop for sure at ``W``: :math:`\rho=0`).  Variables: :math:`\mu`, :math:`\nu`
+    (index ``(c, d, v)``) and :math:`\rho` (index ``c``), all in ``[0, 1]``.
+
+    ``first`` (owner scans, designs only): whether each first-record event ``(1, c)`` is admissible,
+    decided exactly beforehand (:func:`first_admissible`); its ratio :math:`T(x,c)/T(x',c)` is fixed,
+    so it is either allowed outright or fixed to 0, and the margined ``E`` applies to the others.
+
+    The program's pattern, everything but the privacy rows' values, is kept per side, window, mode and
+    set of non-vacuous pairs (:class:`_Pattern`); the values are the same floating operations as
+    :func:`_side_program_direct`'s, so the program is the same to the last bit (tested), and it also
+    carries the stacked matrix in compressed columns for the solver and the certificate.
+    """
+    k, m = spec.Q.shape[0], spec.m
+    ok = {"exact": W == m, "relax": 1 <= W < m, "force": 1 <= W <= m}
+    if not ok.get(mode, False):
+        raise ValueError(f"side_program: W = {W} and mode {mode!r} do not fit a side of {m} records")
+    pairs = pairs_of(k)
+    active = tuple(j for j, (x, y) in enumerate(pairs) if np.any(spec.T[x] - E[x, y] * spec.T[y] > 0))
+    key = (W, mode, active, None if first is None else tuple(bool(f) for f in first))
+    cache = _PATTERNS.setdefault(spec, {})
+    if key not in cache:
+        cache[key] = _Pattern(spec, W, mode, active, first)
+    pat = cache[key]
+    if pat.A_eq is None:  # a pattern the stacked form cannot hold (repeated entries): assemble directly
+        return _side_program_direct(spec, W, mode, E, first)
+    Ev = np.array([E[x, y] for x, y in pairs], dtype=float)
+    pe = pat.pidx >= 0
+    vals, errs = pat.v0.copy(), pat.e0.copy()
+    Ep = Ev[pat.pidx[pe]]
+    vals[pe] = pat.v0[pe] + Ep * pat.v1[pe]                 # T[x, c] - E T[y, c], as the direct assembly
+    errs[pe] = pat.e0[pe] + Ep * pat.e1[pe]                 # 4u (|T[x, c]| + E |T[y, c]|), likewise
+    if np.any(vals[pe] == 0.0):  # a coefficient vanishing at this budget is dropped by the direct assembly
+        return _side_program_direct(spec, W, mode, E, first)
+    nub = pat.nub
+    ub = pat.ub_order
+    A_ub = sp.csr_matrix((vals[ub], pat.ub_indices, pat.ub_indptr), shape=(nub, pat.N))
+    dA_ub = sp.csr_matrix((errs[ub], pat.ub_indices, pat.ub_indptr), shape=(nub, pat.N))
+    # the dense vectors are copied (a caller may change its program's); the equality matrices are shared, read only
+    lp = LinearProgram(pat.c.copy(), A_ub, np.zeros(nub), pat.A_eq, pat.b_eq.copy(), pat.upper.copy(), dA_ub,
+                       pat.dA_eq, pat.dc.copy(), None, pat.db_eq.copy(), info=dict(pat.info))
+    order = pat.csc_order
+    lp.csc = (np.concatenate([vals, pat.eqv])[order], pat.csc_indices, pat.csc_indptr,
+              np.concatenate([errs, pat.eqe])[order], nub + pat.neq)
+    return lp
+
+
+#: Patterns of side programs, per side (:class:`_Pattern`); a side's specs are few and long-lived.
+_PATTERNS: "weakref.WeakKeyDictionary[SideSpec, dict]" = weakref.WeakKeyDictionary()
+
+
+class _Pattern:
+    """A side program's structure for one window, mode and set of non-vacuous pairs: every entry of the stacked
+    matrix ``[A_ub; A_eq]`` with its value ``v0 + E_p v1`` and error ``e0 + E_p e1`` (``p = pidx``, ``-1``: constant),
+    in the order of :func:`_side_program_direct`, and the orders of its rows and columns."""
+
+    def __init__(self, spec: SideSpec, W: int, mode: str, active: tuple, first: np.ndarray | None) -> None:
+        k, m = spec.Q.shape[0], spec.m
+        nmu = k * W * k
+        imu = np.arange(nmu).reshape(k, W, k)
+        inu, irho = nmu + imu, 2 * nmu + np.arange(k)
+        N = 2 * nmu + k
+        rows, cols, vals, errs, neq, b_eq, db_eq = _flow_rows(spec, W, imu, inu, irho)
+        A_eq, dA_eq = _coo(rows, cols, vals, errs, (neq, N))
+        R, C, V0, V1, E0, E1, P = [np.arange(nmu)] * 2, [imu.ravel(), inu.ravel()], [np.ones(nmu), -np.ones(nmu)], \
+            [np.zeros(nmu)] * 2, [np.zeros(nmu)] * 2, [np.zeros(nmu)] * 2, [np.full(nmu, -1)] * 2
+        nub = nmu
+        d0 = 0 if first is None else 1
+        pair_rows = {}
+        for j, (x, y) in enumerate(pairs_of(k)):
+            if j not in active:
+                continue
+            a0, a1 = spec.T[x], -spec.T[y]
+            b0, b1 = 4 * U * np.abs(spec.T[x]), 4 * U * np.abs(spec.T[y])
+            Rw = nub + np.arange(W * k).reshape(W, k)
+            sub = imu[:, d0:, :]
+            shape = sub.shape
+            for rr, cc, cidx in ((np.broadcast_to(Rw[None, d0:], shape).ravel(), sub.ravel(),
+                                  np.broadcast_to(np.arange(k)[:, None, None], shape).ravel()),
+                                 (np.full(k, nub + W * k), irho, np.arange(k))):
+                R.append(rr), C.append(cc), V0.append(a0[cidx]), V1.append(a1[cidx]), E0.append(b0[cidx])
+                E1.append(b1[cidx]), P.append(np.full(rr.shape[0], j))
+            pair_rows[(x, y)] = np.arange(nub, nub + W * k + 1)
+            nub += W * k + 1
+        r, cl = np.concatenate(R), np.concatenate(C)
+        v0, v1, e0, e1, pidx = (np.concatenate(t) for t in (V0, V1, E0, E1, P))
+        keep = (v0 != 0.0) | (v1 != 0.0)  # structural zeros (constant ones, or T[x, c] = T[y, c] = 0)
+        r, cl, v0, v1, e0, e1, pidx = r[keep], cl[keep], v0[keep], v1[keep], e0[keep], e1[keep], pidx[keep]
+        self.nub, self.neq, self.N = nub, neq, N
+        self.v0, self.v1, self.e0, self.e1, self.pidx = v0, v1, e0, e1, pidx
+        ub_order = np.lexsort((cl, r))
+        self.ub_order = ub_order
+        self.ub_indices = cl[ub_order].astype(np.int32)
+        self.ub_indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=nub))]).astype(np.int32)
+        # the stacked matrix by columns: the inequality rows first, then the equality rows (their values are constant)
+        eq = A_eq.tocoo()
+        self.eqv = eq.data
+        self.eqe = np.asarray(dA_eq.tocsr()[eq.row, eq.col]).ravel() if eq.nnz else np.zeros(0)
+        rs = np.concatenate([r, nub + eq.row])
+        cs = np.concatenate([cl, eq.col])
+        order = np.lexsort((rs, cs))
+        dup = np.any((np.diff(rs[order]) == 0) & (np.diff(cs[order]) == 0))
+        if dup or np.any((np.diff(r[ub_order]) == 0) & (np.diff(cl[ub_order]) == 0)):
+            self.A_eq = None
+            return
+        self.csc_perm = order
+        self.csc_indices = rs[order].astype(np.int32)
+        self.csc_indptr = np.concatenate([[0], np.cumsum(np.bincount(cs, minlength=N))]).astype(np.int32)
+        self.A_eq, self.dA_eq, self.b_eq, self.db_eq = A_eq, dA_eq, b_eq, db_eq
+        counts = (m - np.arange(W)).astype(float)
+        c = np.zeros(N)
+        c[imu.ravel()] = (spec.w[:, None, None] * counts[None, :, None] * np.ones((1, 1, k))).ravel()
+        c[irho] = spec.w * float(m - W if mode == "relax" else 0)
+        upper = np.ones(N)
+        if mode == "force":
+            upper[irho] = 0.0
+        if first is not None:
+            upper[imu[np.arange(k), 0, np.arange(k)]] = first.astype(float)
+        self.c, self.upper, self.dc = c, upper, 3 * U * np.abs(c)
+        self.info = {"imu": imu, "inu": inu, "irho": irho, "W": W, "mode": mode, "pair_rows": pair_rows}
+        self.nval = r.shape[0]
+
+    @property
+    def csc_order(self) -> np.ndarray:
+        """Indices into the values (inequality entries, then the constant equality ones appended) by columns."""
+        return self.csc_perm
+
+
+def _side_program_direct(spec: SideSpec, W: int, mode: str, E: np.ndarray,
+                         first: np.ndarray | None = None) -> LinearProgram:
+    r"""The side's LP (module docstring) for budgets :math:`E[x,x']` taken as exact data, assembled directly.
 
     ``mode``: ``"exact"`` (``W = m``), ``"relax"`` (truncated relaxation, :math:`\rho` worth ``m - W``)
     or ``"force"`` (stop for sure at ``W``: :math:`\rho=0`).  Variables: :math:`\mu`, :math:`\nu`
@@ -336,7 +477,10 @@ class _SideOracle:
             W = imu.shape[1]
             s[j, imu.ravel()] = (self.spec.T[y][:, None, None] * yr[:-1].reshape(1, W, k)).ravel()
             s[j, irho] = self.spec.T[y] * yr[-1]
-        return DualData(base, r_hi, s, np.array([E[x, y] for x, y in pairs]), lp.upper.copy(), np.abs(lp.c))
+        # each start's stop events and never-stopped mass are a probability law (the flow equations with the
+        # exact, stochastic Q: sum_{d,v} mu^c_d(v) + rho^c = 1 at every feasible point)
+        groups = tuple(np.append(imu[c].ravel(), irho[c]) for c in range(k))
+        return DualData(base, r_hi, s, np.array([E[x, y] for x, y in pairs]), lp.upper.copy(), np.abs(lp.c), groups)
 
     def design(self, budgets: tuple, margin: float, horizon: int | None = None) -> np.ndarray:
         """A stop table for these budgets, solved ``margin`` nats below them.
@@ -351,9 +495,10 @@ class _SideOracle:
         mode = "exact" if horizon is None and W == self.spec.m else "force"
         lp = side_program(self.spec, W, mode, E, first)
         scale = None
+        warm: dict = {}  # the second pass starts from the first's optimal basis (same feasible set: speed only)
         for _ in range(2):  # second pass: each event's rows divided by its probability (relative tolerances)
             try:
-                sol = solve_lp(_scaled_rows(lp, scale), bound=False)
+                sol = solve_lp(_scaled_rows(lp, scale), bound=False, warm=warm)
             except RuntimeError:  # HiGHS gave up on the presolved model: once more without presolve
                 sol = solve_lp(_scaled_rows(lp, scale), bound=False, presolve=False)
             self.solves += 1
@@ -421,23 +566,25 @@ def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf) -> np.
     the program is re-solved with a sure stop at the distance where that rule's running probability
     falls below 1e-9, 1e-7, 1e-5 or 1e-3 (a scan of the side, so feasible; every event it leaves has a
     resolved probability).  The first three margins are always tried, larger ones while nothing passes
-    :func:`side_check`; the most useful passing rule is kept.  The last resort redacts the whole side.
+    :func:`side_check` or the best that passes publishes more than ``loss`` less than that margin's LP rule
+    (a larger margin leaves room for the LP's own rule's rounding); the most useful passing rule is kept.
+    The last resort redacts the whole side.
 
     ``loss``: when the kept rule publishes more than this below the relaxation's value at ``W`` (a sure
     stop at ``W`` can cost more at small budgets than at the whole budget that chose ``W``), the side is
     designed again on a window twice as long (up to the whole side) and the better rule kept.
     """
-    best = _side_design(orc, budgets)
+    best = _side_design(orc, budgets, loss)
     spec = orc.spec
     while orc.W < spec.m and orc.upper(budgets)[1] - side_count(spec, best) > loss:
         orc = _SideOracle(spec, min(spec.m, 2 * orc.W))
-        wider = _side_design(orc, budgets)
+        wider = _side_design(orc, budgets, loss)
         if side_count(spec, wider) > side_count(spec, best):
             best = wider
     return best
 
 
-def _side_design(orc: _SideOracle, budgets: tuple) -> np.ndarray:
+def _side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf) -> np.ndarray:
     spec = orc.spec
     best: np.ndarray | None = None
     for margin in MARGINS:
@@ -456,7 +603,7 @@ def _side_design(orc: _SideOracle, budgets: tuple) -> np.ndarray:
         for cand in cands:
             if side_check(spec, cand, budgets) and (best is None or side_count(spec, cand) > side_count(spec, best)):
                 best = cand
-        if best is not None and margin >= MARGINS[2]:
+        if best is not None and margin >= MARGINS[2] and side_count(spec, best) >= side_count(spec, S) - loss:
             return best
     return best if best is not None else np.zeros((spec.m, spec.Q.shape[0], spec.Q.shape[0]))
 
@@ -468,7 +615,7 @@ def side_count(spec: SideSpec, S: np.ndarray) -> float:
     return float(np.einsum("cdv,d->", mu, spec.m - np.arange(S.shape[0], dtype=float)))
 
 
-def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16) -> int:
+def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16, half: bool = False) -> int:
     """The truncation ``W`` of a side: doubled until the relaxation's bound and a forced stop at ``W`` agree within ``tol_count``.
 
     Judged for every pair at the whole budget, then at a half, a quarter and an eighth of it (a split
@@ -476,6 +623,11 @@ def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16)
     stays at most 32 or the whole budget's ``W`` (longer windows at small budgets would slow every
     bound LP of the split search more than they tighten it); the final certificate is computed
     honestly whatever the choice (a larger ``W`` only tightens it).
+
+    ``half``: a swap-symmetric two-sided problem, whose best split gives each side about half of each
+    pair's budget (docs/beyond_local.md, §3): there ``W`` grows past the cap, in steps of 16, until the
+    relaxation at ``W`` is within ``tol_count`` of a feasible value, a sure stop at ``2 W`` (the bound then
+    loses at most that to the truncation where it matters).
     """
     k = spec.Q.shape[0]
     W = min(spec.m, start)
@@ -483,6 +635,18 @@ def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16)
     for share in (1, 2, 4, 8):
         b = tuple(Fraction(eps) / share for _ in pairs_of(k))
         E = _budget_matrix(k, dict(zip(pairs_of(k), b)), upward=True)
+        if half and share == 2:
+            while W < spec.m:
+                try:
+                    ub = solve_lp(side_program(spec, W, "relax", E)).bound
+                    lb = solve_lp(side_program(spec, min(spec.m, 2 * W), "force", E), bound=False).value
+                except RuntimeError:
+                    ub, lb = math.inf, -math.inf
+                if ub - lb <= tol_count:
+                    break
+                W = min(spec.m, 2 * W if W < 64 else W + 16)
+            cap = max(W, 32)
+            continue
         while W < min(spec.m, cap):
             try:
                 ub = solve_lp(side_program(spec, W, "relax", E)).bound
@@ -570,14 +734,18 @@ def _corners(lo: np.ndarray, hi: np.ndarray, free: list[int]) -> list[tuple[tupl
     return out
 
 
-def _seed(value: object, lo: np.ndarray, hi: np.ndarray, eps: float, deadline: float) -> tuple[float, tuple]:
+def _seed(value: object, lo: np.ndarray, hi: np.ndarray, eps: float, deadline: float,
+          start: np.ndarray | None = None, floor: float = 1e-9) -> tuple[float, tuple]:
     """A good split to start from: a grid over the free dimensions (11 points each, at most 2 dimensions;
-    otherwise a few uniform splits), then a coordinate pattern search around the best point (steps
-    halved down to 1e-9 nats, until ``deadline``).
+    otherwise a few uniform splits), then a pattern search around the best point (along the axes and,
+    in two dimensions, the diagonals; steps
+    halved down to ``floor`` nats, until ``deadline``); ``start`` is one more point to try.
     Guides only: the search's bound does not depend on it."""
     free = [int(j) for j in np.flatnonzero(hi > lo)]
     pts = [np.clip(np.full_like(lo, eps / 2), lo, hi), (lo + hi) / 2, hi, lo]
     pts += [np.clip(np.full_like(lo, eps * f), lo, hi) for f in (0.25, 0.75)]
+    if start is not None:
+        pts.append(np.asarray(start, dtype=float))
     if 1 <= len(free) <= 2:
         for g in itertools.product(np.linspace(0.0, 1.0, 11), repeat=len(free)):
             a = lo.copy()
@@ -585,12 +753,18 @@ def _seed(value: object, lo: np.ndarray, hi: np.ndarray, eps: float, deadline: f
             pts.append(a)
     best_v, best_a = max((value(a), tuple(a)) for a in pts)  # type: ignore[operator]
     step = 0.05 * float(np.max(hi - lo, initial=0.0))
-    while step > 1e-9 and time.monotonic() < deadline:
+    dirs = []
+    for j in free:
+        e = np.zeros(lo.shape[0])
+        e[j] = 1.0
+        dirs.append(e)
+    if len(free) == 2:  # the diagonals too: a ridge across the axes is climbed along it, not by zigzags
+        dirs += [dirs[0] + dirs[1], dirs[0] - dirs[1]]
+    while step > floor and time.monotonic() < deadline:
         moved = False
-        for j in free:
+        for e in dirs:
             for sgn in (1.0, -1.0):
-                a = np.array(best_a)
-                a[j] = min(hi[j], max(lo[j], a[j] + sgn * step))
+                a = np.clip(np.array(best_a) + sgn * step * e, lo, hi)
                 v = value(a)  # type: ignore[operator]
                 if v > best_v + 1e-15:
                     best_v, best_a, moved = v, tuple(a), True
@@ -632,12 +806,12 @@ class _SplitBoxes:
         if any(d is None for pair in data.values() for d in pair):
             return mono
         best = interpolated_bound({c: d[0] for c, d in data.items()}, {c: d[1] for c, d in data.items()},
-                                  free, 32 if len(free) == 1 else 8)
+                                  free, GRID1 if len(free) == 1 else GRID2)
         if len(free) == 2:  # interpolate along one dimension, bound the other by monotonicity (left at its
             for f in (0, 1):  # upper end, right at its lower end): no basis change of the other one to span
                 lft = {(b,): data[tuple(b if g == f else 1 for g in (0, 1))][0] for b in (0, 1)}
                 rgt = {(b,): data[tuple(b if g == f else 0 for g in (0, 1))][1] for b in (0, 1)}
-                best = min(best, interpolated_bound(lft, rgt, [free[f]], 32))
+                best = min(best, interpolated_bound(lft, rgt, [free[f]], GRID1))
         return min(mono, math.nextafter(best, math.inf))
 
     def slack(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -680,17 +854,161 @@ class _SplitBoxes:
         return min(options, key=lambda o: o[:3])[3]
 
 
+def swap_symmetric(chain: KChain) -> bool:
+    r"""Whether the chain is binary and invariant under swapping its states, decided exactly
+    (:math:`P(0,1)=P(1,0)`; then :math:`\pi=(\tfrac12,\tfrac12)` and the reversed chain is :math:`P` too).
+
+    Then every side's optimum is symmetric in the pair budgets, :math:`F_s(u,v)=F_s(v,u)`, and so is the
+    two-sided objective over the split (docs/beyond_local.md, §3, "Symmetric chains").
+    """
+    if chain.k != 2:
+        return False
+    P = chain.exact_transition()
+    return P[0][1] == P[1][0]
+
+
+class _RotatedBoxes(_SplitBoxes):
+    r"""The split search of a swap-symmetric binary chain (:func:`swap_symmetric`) in rotated coordinates.
+
+    A split :math:`(u,v)=(a(0,1),a(1,0))` is written :math:`(s,d)` with :math:`u=s-d`, :math:`v=s+d`; by the
+    symmetry only :math:`d\ge0` needs searching.  Boxes are axis-parallel in :math:`(s,d)`: where a side's
+    optimal basis changes along a line parallel to the diagonal (the two pairs' budgets trade places
+    there), a box is cut across that line only and stays long along it.  Each corner's budgets are raised
+    to at least the domain's lower end (``lo``): :math:`e^{\max(\text{affine},\,\ell)}` is convex along every
+    line, so the interpolated bound (:mod:`redactopt.solvers.split_bound`) holds, and the raised budgets
+    only enlarge each side's value.  Boxes that miss the domain are dropped.  Used only when no jump budget
+    of a side lies inside the domain (jump lines would cross the rotated boxes).
+    """
+
+    def __init__(self, left: _SideOracle, right: _SideOracle, eps: float) -> None:
+        super().__init__(left, right, eps)
+        lo, hi = float(self.lo0[0]), float(self.hi0[0])
+        self.ulo, self.uhi = lo, hi
+        # d up to half the domain's width (rounded up: the box must cover the domain's far corner)
+        half = 0.5 * (hi - lo)
+        if 2 * Fraction(half) < Fraction(hi) - Fraction(lo):
+            half = math.nextafter(half, math.inf)
+        self.lo0, self.hi0 = np.array([lo, 0.0]), np.array([hi, half])
+        self.cuts = [[], []]
+
+    @staticmethod
+    def applies(left: _SideOracle, right: _SideOracle, eps: float) -> bool:
+        if not (swap_symmetric(left.spec.chain) and right.spec.chain is left.spec.chain):
+            return False
+        lo, hi, cuts = _split_domain(left.spec, right.spec, eps)
+        if lo[0] != lo[1] or hi[0] != hi[1] or not hi[0] > lo[0]:
+            return False
+        return not any(lo[0] < t < hi[0] for c in cuts for t in c)
+
+    @staticmethod
+    def uv(z: np.ndarray) -> np.ndarray:
+        """The split ``(u, v)`` of a point ``(s, d)`` (floats: for the search's guidance and the design)."""
+        return np.array([z[0] - z[1], z[0] + z[1]])
+
+    def _left(self, u: Fraction, v: Fraction) -> tuple:
+        lo = Fraction(self.ulo)
+        return max(u, lo), max(v, lo)
+
+    def _right(self, u: Fraction, v: Fraction) -> tuple:
+        lo = self.F - Fraction(self.uhi)
+        return max(self.F - u, lo), max(self.F - v, lo)
+
+    def lb(self, z: np.ndarray) -> tuple:
+        s, d = Fraction(float(z[0])), Fraction(float(z[1]))  # the exact image of the point, no rounding
+        return self._left(s - d, s + d)
+
+    def rb(self, z: np.ndarray) -> tuple:
+        s, d = Fraction(float(z[0])), Fraction(float(z[1]))
+        return self._right(s - d, s + d)
+
+    def inside(self, z: np.ndarray) -> bool:
+        u = self.uv(z)
+        return bool(self.ulo <= u[0] <= self.uhi and self.ulo <= u[1] <= self.uhi and z[1] >= 0)
+
+    def meets(self, lo: np.ndarray, hi: np.ndarray) -> bool:
+        r"""Whether the box meets the domain :math:`0\le d\le\min(s-\ell,h-s)` (its best ``s``: nearest the middle)."""
+        mid = 0.5 * (self.ulo + self.uhi)
+        s = min(max(mid, lo[0]), hi[0])
+        return bool(lo[1] <= min(s - self.ulo, self.uhi - s) + 1e-12)
+
+    def value(self, z: np.ndarray) -> float:
+        if not self.inside(z):
+            return -math.inf
+        return self.left.upper(self.lb(z))[1] + self.right.upper(self.rb(z))[1]
+
+    def ub(self, lo: np.ndarray, hi: np.ndarray) -> float:
+        left, right, lb, rb = self.left, self.right, self.lb, self.rb
+        S0, S1, D0, D1 = (Fraction(float(v)) for v in (lo[0], hi[0], lo[1], hi[1]))
+        # monotone: over the box u = s - d <= s+ - d-, v = s + d <= s+ + d+ (the left side's largest budgets)
+        # and u >= s- - d+, v >= s- + d- (the right side's largest), exactly
+        mono = math.nextafter(left.upper(self._left(S1 - D0, S1 + D1))[0]
+                              + right.upper(self._right(S0 - D1, S0 + D0))[0], math.inf)
+        free = [int(j) for j in np.flatnonzero(hi > lo)]
+        if not 1 <= len(free) <= 2:
+            return mono
+        data = {c: (left.dual_data(lb(a)), right.dual_data(rb(a))) for c, a in _corners(lo, hi, free)}
+        if any(d is None for pair in data.values() for d in pair):
+            return mono
+        best = interpolated_bound({c: d[0] for c, d in data.items()}, {c: d[1] for c, d in data.items()},
+                                  free, GRID1 if len(free) == 1 else GRID2)
+        return min(mono, math.nextafter(best, math.inf))
+
+
 def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_count: float,
                       deadline: float, max_boxes: int) -> dict:
     r"""Branch and bound over the split (module docstring): the best split found and a proven bound over all splits.
 
     Boxes are bounded by :class:`_SplitBoxes` and cut :math:`\pm\eta` around the budgets where a side
     jumps (:func:`_split_domain`), so every other box sees continuous sides and closes.
+
+    A swap-symmetric chain (:func:`swap_symmetric`, no jump inside the domain) is searched in rotated
+    coordinates (:class:`_RotatedBoxes`) when the seed's best split lies inside the domain, axis-parallel
+    when it lies at the domain's edge (the edges ``u = l``, ``v = h`` cut rotated boxes obliquely, and the
+    sides' values beyond them keep those boxes open); if the first search has not closed the gap by 90 %
+    of the time, the other one runs in the rest.  Both bounds are proofs; the lower one is returned.
     """
+    t0 = time.monotonic()
     sb = _SplitBoxes(left, right, eps)
-    lo, hi, eta = sb.lo0.copy(), sb.hi0.copy(), sb.eta
+    lo, hi = sb.lo0.copy(), sb.hi0.copy()
     share = 0.2 if int(np.sum(hi > lo)) <= 2 else 0.5
-    best_v, best_a = _seed(sb.value, lo, hi, eps, time.monotonic() + share * max(0.0, deadline - time.monotonic()))
+    seed_end = t0 + share * max(0.0, deadline - t0)
+    if not _RotatedBoxes.applies(left, right, eps):
+        best_v, best_a = _seed(sb.value, lo, hi, eps, seed_end)
+        return dict(_search(sb, best_v, best_a, tol_count, deadline, max_boxes), rotated=[False])
+    # fresh oracles for the rotated search: its warm starts then come from its own points (a degenerate LP's
+    # dual point depends on the start, and the interpolated bound is only as good as its corners agree)
+    rb = _RotatedBoxes(_SideOracle(left.spec, left.W), _SideOracle(right.spec, right.W), eps)
+    rz_v, rz = _seed(rb.value, rb.lo0, rb.hi0, eps, seed_end, floor=1e-7)
+    ba = np.clip(rb.uv(np.array(rz)), lo, hi)
+    margin = 0.01 * float(np.max(hi - lo, initial=0.0))
+    interior = bool(np.all(ba - lo > margin) and np.all(hi - ba > margin))
+    out, runs = None, []
+    for i, box in enumerate((rb, sb) if interior else (sb, rb)):
+        end = deadline if i else time.monotonic() + 0.9 * max(0.0, deadline - time.monotonic())
+        if box is rb:
+            bv, bz = (rz_v, rz) if i == 0 else _seed(rb.value, rb.lo0, rb.hi0, eps, time.monotonic(),
+                                                      start=np.array(rz))
+        else:
+            bv, bz = _seed(sb.value, lo, hi, eps, seed_end if i == 0 else time.monotonic(), start=ba)
+        res = _search(box, bv, bz, tol_count, end, max_boxes)
+        if box is rb:
+            res["split"] = np.clip(rb.uv(res["split"]), rb.ulo, rb.uhi)
+        runs.append(box is rb)
+        if out is None:
+            out = res
+        else:
+            out = {"split": out["split"] if out["value"] >= res["value"] else res["split"],
+                   "value": max(out["value"], res["value"]), "bound": min(out["bound"], res["bound"]),
+                   "boxes": out["boxes"] + res["boxes"], "stopped": res["stopped"], "heap": res["heap"]}
+        if not res["stopped"]:
+            break
+    return dict(out, rotated=runs, solves=rb.left.solves + rb.right.solves)
+
+
+def _search(sb: _SplitBoxes, best_v: float, best_a: tuple, tol_count: float, deadline: float, max_boxes: int) -> dict:
+    """The branch and bound loop of :func:`_branch_and_bound` over ``sb``'s domain from an incumbent."""
+    lo, hi, eta = sb.lo0.copy(), sb.hi0.copy(), sb.eta
+    rotated = isinstance(sb, _RotatedBoxes)
     sb.best = best_v
     heap, finals, count, boxes = [(-sb.ub(lo, hi), 0, lo, hi)], [], 1, 1
     stopped = False
@@ -706,6 +1024,8 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
             finals.append(-ub)
             continue
         for (clo, chi), ub_child in sb.split(blo, bhi, -ub):
+            if rotated and not sb.meets(clo, chi):  # no split of the domain in this box
+                continue
             free = [int(j) for j in np.flatnonzero(chi > clo)]
             # the interpolated bound solved both sides at every corner: their values cost nothing more
             points = [a for _, a in _corners(clo, chi, free)] if 1 <= len(free) <= 2 else [(clo + chi) / 2]
@@ -718,7 +1038,8 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
             boxes += 1
             heapq.heappush(heap, (-ub_child, count, clo, chi))
     bound = max([-e[0] for e in heap] + finals + [best_v])
-    return {"split": np.array(best_a), "value": best_v, "bound": bound, "boxes": boxes, "stopped": stopped}
+    return {"split": np.array(best_a), "value": best_v, "bound": bound, "boxes": boxes, "stopped": stopped,
+            "heap": heap}
 
 
 def _snapped_splits(left: SideSpec, right: SideSpec, a: np.ndarray, eps: float) -> list[np.ndarray]:
@@ -801,8 +1122,10 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
     mech0 = ScanMechanism(kc, n, p, None if p == 0 else np.zeros((p, kc.k, kc.k)),
                           None if p == n - 1 else np.zeros((n - 1 - p, kc.k, kc.k)), holder=holder)
     specs = {s: SideSpec(kc, s, mech0.side_length(s), holder) for s in ("left", "right") if mech0.side_length(s)}
-    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8)) for s, sp_ in specs.items()}
+    half = len(specs) == 2 and swap_symmetric(kc)
+    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, half=half)) for s, sp_ in specs.items()}
     K = len(pairs_of(kc.k))
+    extra_solves = 0
     if len(orcs) == 1:
         (s, orc), = orcs.items()
         b = tuple(Fraction(eps) for _ in range(K))
@@ -816,15 +1139,22 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
         bb = _branch_and_bound(orcs["left"], orcs["right"], eps, 0.75 * tol * n, t0 + 0.85 * time_limit, max_boxes)
         a = bb["split"]
         bound, boxes, stopped = bb["bound"], bb["boxes"], bb["stopped"]
+        extra_solves = bb.get("solves", 0)
         if stopped and not holder:  # every scan is a coupled scan: that LP's bound holds too
             from redactopt.solvers.coupled_lp import coupled_scan_bound
 
             coupled = coupled_scan_bound(kc, n, eps=eps, p=p)[0] * n
             bound = min(bound, math.nextafter(coupled, math.inf))
-        a, tables = _two_sided_design(orcs["left"], orcs["right"], a, eps, tol * n / 16)
+        design = orcs
+        if half:  # the half-budget window was judged against a sure stop at 2 W: design on 1.5 W at once (at
+            # n = 10^3 a sure stop there loses ~2e-6 where one at W lost 3e-3; side_design widens it if need be)
+            design = {s: _SideOracle(o.spec, min(o.spec.m, o.W + o.W // 2)) if o.W < o.spec.m else o
+                      for s, o in orcs.items()}
+        a, tables = _two_sided_design(design["left"], design["right"], a, eps, tol * n / 16)
+        extra_solves += sum(o.solves for s, o in design.items() if o is not orcs[s])
         split = {pr: float(v) for pr, v in zip(pairs_of(kc.k), a)}
     mech = _assemble(kc, n, p, holder, tables)
-    info = {"W": {s: o.W for s, o in orcs.items()}, "lp_solves": sum(o.solves for o in orcs.values()),
+    info = {"W": {s: o.W for s, o in orcs.items()}, "lp_solves": sum(o.solves for o in orcs.values()) + extra_solves,
             "boxes": boxes, "seconds": time.monotonic() - t0}
     bound = float(bound) if bound == 0 else math.nextafter(float(bound), math.inf)  # 0 only when no record may be published
     return ScanProposal(mech, mech0, bound, split, bool(stopped), info)

@@ -359,3 +359,190 @@ def test_a_lone_private_record_leaks_exactly_nothing_and_the_bound_is_exactly_ze
     d = design_scan(MarkovChain(0.1, 0.2), 1, eps=1.0, p=0)
     assert d.leakage.leakage == 0.0 and d.utility == 0.0
     assert d.certificate.upper_bound == 0.0 and d.certificate.gap == 0.0
+
+
+# --------------------------------------------------------------------------
+# swap-symmetric chains: the two-sided split search in rotated coordinates (docs/beyond_local.md §3)
+# --------------------------------------------------------------------------
+def _brute_utility(mech: ScanMechanism) -> Fraction:
+    """Expected number of published records, by enumerating every record tuple and both sides' stops, in rationals."""
+    kc, n, p = mech.chain, mech.n, mech.p
+    P, pi = _exact_chain(kc)
+    total = Fraction(0)
+    for x in itertools.product(range(kc.k), repeat=n):
+        px = pi[x[0]]
+        for t in range(n - 1):
+            px *= P[x[t]][x[t + 1]]
+        for name, step in (("left", -1), ("right", 1)):
+            S = mech.side(name)
+            if S is None:
+                continue
+            pos = list(range(p + step, -1 if step < 0 else n, step))
+            c = x[p] if mech.holder else x[pos[0]]
+            alive = Fraction(1)
+            for d, t in enumerate(pos):
+                s = Fraction(float(S[d][c][x[t]])) if d < len(S) else Fraction(1)
+                total += px * alive * s * (len(pos) - d)
+                alive *= 1 - s
+    return total / n
+
+
+@pytest.mark.parametrize("holder", [False, True])
+def test_swapping_the_states_of_a_symmetric_chain_keeps_utility_and_leakage(holder):
+    # the lemma the rotated search rests on: on a chain with P(0,1) = P(1,0) the swapped rule
+    # S'[d][c][v] = S[d][1-c][1-v] has the same utility and the same worst ratio, by enumeration
+    rng = np.random.default_rng(11)
+    kc = as_kchain(MarkovChain(0.2, 0.2))
+    for _ in range(6):
+        mech = _random_scan(rng, kc, 5, 2, holder=holder)
+        swap = ScanMechanism(kc, 5, 2, mech.left[:, ::-1, ::-1].copy(), mech.right[:, ::-1, ::-1].copy(), holder=holder)
+        assert _brute_utility(swap) == _brute_utility(mech)
+        assert brute_ratio(swap) == brute_ratio(mech)
+
+
+def _rotated_oracles(alpha: float, n: int, p: int, eps: float):
+    from redactopt.solvers.scan_lp import _RotatedBoxes, _SideOracle
+
+    kc = as_kchain(MarkovChain(alpha, alpha))
+    L = _SideOracle(SideSpec(kc, "left", p, False), p)
+    R = _SideOracle(SideSpec(kc, "right", n - 1 - p, False), n - 1 - p)
+    assert _RotatedBoxes.applies(L, R, eps)
+    return L, R, _RotatedBoxes(L, R, eps)
+
+
+def test_rotated_box_bounds_hold_at_every_sampled_split():
+    # the interpolated bound of a box in (s, d) (general corner budgets, grouped penalty) against the
+    # two sides' LP values at random splits inside the box, and at their mirror images (u and v swapped)
+    eps = 1.0
+    L, R, sb = _rotated_oracles(0.1, 9, 4, eps)
+    F = Fraction(eps)
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(12):
+        s0, w = rng.uniform(0.2, 0.8), 10 ** rng.uniform(-3, -1)
+        d0, h = rng.uniform(0, 0.1), 10 ** rng.uniform(-4, -1.5)
+        lo, hi = np.array([s0 - w, d0]), np.array([s0 + w, d0 + h])
+        ub = sb.ub(lo, hi)
+        for _ in range(6):
+            s, d = rng.uniform(lo[0], hi[0]), rng.uniform(lo[1], hi[1])
+            u, v = s - d, s + d
+            if not (0 <= u <= eps and 0 <= v <= eps):
+                continue
+            for a, b in ((u, v), (v, u)):
+                val = L.upper((Fraction(a), Fraction(b)))[1] + R.upper((F - Fraction(a), F - Fraction(b)))[1]
+                assert val <= ub + 1e-9
+                checked += 1
+    assert checked > 30
+
+
+def test_axis_box_bounds_hold_at_every_sampled_split():
+    # the same for the axis-parallel boxes of an asymmetric chain (the general interpolation reduces to them)
+    from redactopt.solvers.scan_lp import _SideOracle, _SplitBoxes
+
+    eps = 1.0
+    kc = as_kchain(MarkovChain(0.1, 0.3))
+    L, R = _SideOracle(SideSpec(kc, "left", 4, False), 4), _SideOracle(SideSpec(kc, "right", 4, False), 4)
+    sb = _SplitBoxes(L, R, eps)
+    F = Fraction(eps)
+    rng = np.random.default_rng(5)
+    for _ in range(12):
+        c, w = rng.uniform(0.1, 0.9, 2), 10 ** rng.uniform(-3, -1, 2)
+        lo, hi = np.clip(c - w, 0, eps), np.clip(c + w, 0, eps)
+        ub = sb.ub(lo, hi)
+        for _ in range(5):
+            a = rng.uniform(lo, hi)
+            val = L.upper(tuple(Fraction(float(t)) for t in a))[1] + R.upper(tuple(F - Fraction(float(t)) for t in a))[1]
+            assert val <= ub + 1e-9
+
+
+def test_two_sided_symmetric_chain_verified_and_bounded():
+    # the rotated search only looks at u <= v; every split on a grid, asymmetric ones included, and
+    # random scans verified by enumeration stay below its bound
+    chain, n, p, eps = MarkovChain(0.1, 0.1), 6, 2, 1.0
+    L, R, _ = _rotated_oracles(0.1, n, p, eps)
+    d = design_scan(chain, n, eps=eps, p=p, time_limit=20)
+    r = brute_ratio(d.mechanism)
+    assert r is not None and r <= Fraction(math.exp(eps))
+    assert d.certificate.upper_bound >= float(_brute_utility(d.mechanism)) - 1e-12
+    assert d.certificate.gap <= 1e-6
+    F = Fraction(eps)
+    for a, b in itertools.product(np.linspace(0, eps, 9), repeat=2):
+        v = L.upper((Fraction(a), Fraction(b)))[1] + R.upper((F - Fraction(a), F - Fraction(b)))[1]
+        assert v / n <= d.certificate.upper_bound + 1e-9
+    # random scans near the 0-private strong stationary time rule (docs/beyond_local.md §3), verified by enumeration
+    a = Fraction(1, 10)
+    sst = [[float(2 * a * Fraction(1, 2) / (1 - a if c == v else a)) for v in (0, 1)] for c in (0, 1)]
+    rng = np.random.default_rng(2)
+    kc = as_kchain(chain)
+    beaten = 0
+    for _ in range(60):
+        sides = []
+        for m in (p, n - 1 - p):
+            S = np.clip(np.array([sst] * m) + 0.2 * rng.random((m, 2, 2)), 0.0, 1.0)
+            S[0] = 0.0
+            sides.append(S)
+        mech = ScanMechanism(kc, n, p, sides[0], sides[1])
+        rr = brute_ratio(mech)
+        if rr is not None and rr <= Fraction(math.exp(eps)):
+            beaten += 1
+            assert float(_brute_utility(mech)) <= d.certificate.upper_bound
+    assert beaten >= 3
+
+
+@pytest.mark.slow
+def test_slowly_mixing_symmetric_chain_meets_the_gap_target():
+    # issue 26: alpha = beta = 0.05, n = 100, p in the middle: certified gap <= 1e-6 within 10 s
+    import time
+
+    t0 = time.perf_counter()
+    d = design_scan(MarkovChain(0.05, 0.05), 100, eps=1.0, p=49, time_limit=10.0)
+    assert time.perf_counter() - t0 <= 12.0
+    assert d.certificate.gap <= 1e-6
+
+
+def test_side_program_from_its_pattern_is_the_direct_assembly():
+    # the cached pattern only saves work: the same matrices, data errors and vectors to the last bit, and
+    # the certificate's parts from the stacked columns bound the same program (sums in another order)
+    from redactopt.solvers.lp_certificate import dual_parts, solve_lp
+    from redactopt.solvers.scan_lp import _side_program_direct
+
+    rng = np.random.default_rng(1)
+    chains = [as_kchain(MarkovChain(0.05, 0.05)), as_kchain(MarkovChain(0.01, 0.8)),
+              KChain([[0.5, 0.5, 0.0], [0.2, 0.5, 0.3], [0.0, 0.3, 0.7]])]
+    for kc in chains:
+        for holder in (False, True):
+            spec = SideSpec(kc, "left", 7, holder)
+            for W, mode in ((7, "exact"), (4, "relax"), (3, "force")):
+                for t in range(2):
+                    b = {pr: Fraction(float(rng.uniform(0, 1.5))) for pr in pairs_of(kc.k)}
+                    E = _budget_matrix(kc.k, b, upward=True)
+                    first = None if t == 0 else np.array([True] + [False] * (kc.k - 1))
+                    a, d = side_program(spec, W, mode, E, first), _side_program_direct(spec, W, mode, E, first)
+                    for name in ("A_ub", "A_eq", "dA_ub", "dA_eq"):
+                        x, y = getattr(a, name), getattr(d, name)
+                        assert x.shape == y.shape and (x != y).nnz == 0
+                    for name in ("c", "b_ub", "b_eq", "upper", "dc", "db_eq"):
+                        assert np.array_equal(getattr(a, name), getattr(d, name))
+                    assert a.info["pair_rows"].keys() == d.info["pair_rows"].keys()
+                    try:
+                        sol = solve_lp(d, bound=False)
+                    except RuntimeError:
+                        continue
+                    (ba, ra), (bd, rd) = dual_parts(a, sol.y_ub, sol.y_eq), dual_parts(d, sol.y_ub, sol.y_eq)
+                    assert ba == bd and np.allclose(ra, rd, rtol=0, atol=1e-12)
+
+
+def test_symmetric_chain_with_the_best_split_at_the_domain_edge():
+    # alpha = beta = 0.05, n = 5, eps = 0.1: the best splits give one side all of both budgets (a corner
+    # of the domain, where the rotated boxes would meet the edge obliquely); the bound still lies above
+    # every split on a grid, both orders of the pair budgets, and the design is verified
+    chain, n, p, eps = MarkovChain(0.05, 0.05), 5, 2, 0.1
+    L, R, _ = _rotated_oracles(0.05, n, p, eps)
+    d = design_scan(chain, n, eps=eps, p=p, time_limit=20)
+    r = brute_ratio(d.mechanism)
+    assert r is not None and r <= Fraction(math.exp(eps))
+    assert d.certificate.gap <= 1e-6
+    F = Fraction(eps)
+    for a, b in itertools.product(np.linspace(0, eps, 11), repeat=2):
+        v = L.upper((Fraction(a), Fraction(b)))[1] + R.upper((F - Fraction(a), F - Fraction(b)))[1]
+        assert v / n <= d.certificate.upper_bound + 1e-9
