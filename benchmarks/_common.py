@@ -16,6 +16,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+def best_time(fn: Any, repeat: int) -> float:
+    """Seconds of the fastest of ``repeat`` calls of ``fn()`` after one warm-up call (caches, first-call imports)."""
+    import time
+
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
 #: Where results go unless --out says otherwise (ignored by git).
 DEFAULT_OUT = "bench-out"
 

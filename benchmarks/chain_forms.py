@@ -22,7 +22,6 @@ as fast as the binary one; k-state windows at least as fast as before.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -49,13 +48,9 @@ DIM_CHAINS = ((0.003, 0.012), (0.01, 0.8), (0.05, 0.1))
 
 
 def _best(fn, repeat: int) -> float:
-    fn()  # warm-up (caches, imports)
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+    from _common import best_time  # the benchmarks folder is on sys.path (scripts and workers)
+
+    return best_time(fn, repeat)
 
 
 def _forms(binary: MarkovChain) -> list[tuple[str, object]]:

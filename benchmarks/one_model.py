@@ -81,13 +81,9 @@ COLUMNS = ["case", "form", "n", "before_s", "after_s", "after/before", "value_be
 
 
 def _best(fn, repeat: int) -> float:
-    fn()  # warm-up (caches, first-call imports)
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+    from _common import best_time  # the benchmarks folder is on sys.path (scripts and workers)
+
+    return best_time(fn, repeat)
 
 
 def _check_root(root: str) -> dict:

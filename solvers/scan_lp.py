@@ -45,6 +45,7 @@ import time
 import weakref
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -211,13 +212,9 @@ class _Pattern:
     in the order of :func:`_side_program_direct`, and the orders of its rows and columns."""
 
     def __init__(self, spec: SideSpec, W: int, mode: str, active: tuple, first: np.ndarray | None) -> None:
-        k, m = spec.Q.shape[0], spec.m
-        nmu = k * W * k
-        imu = np.arange(nmu).reshape(k, W, k)
-        inu, irho = nmu + imu, 2 * nmu + np.arange(k)
-        N = 2 * nmu + k
-        rows, cols, vals, errs, neq, b_eq, db_eq = _flow_rows(spec, W, imu, inu, irho)
-        A_eq, dA_eq = _coo(rows, cols, vals, errs, (neq, N))
+        k = spec.Q.shape[0]
+        nmu, imu, inu, irho, N, (A_eq, dA_eq, b_eq, db_eq) = _variables_and_flows(spec, W)
+        neq = A_eq.shape[0]
         R, C, V0, V1, E0, E1, P = [np.arange(nmu)] * 2, [imu.ravel(), inu.ravel()], [np.ones(nmu), -np.ones(nmu)], \
             [np.zeros(nmu)] * 2, [np.zeros(nmu)] * 2, [np.zeros(nmu)] * 2, [np.full(nmu, -1)] * 2
         nub = nmu
@@ -263,15 +260,7 @@ class _Pattern:
         self.csc_indices = rs[order].astype(np.int32)
         self.csc_indptr = np.concatenate([[0], np.cumsum(np.bincount(cs, minlength=N))]).astype(np.int32)
         self.A_eq, self.dA_eq, self.b_eq, self.db_eq = A_eq, dA_eq, b_eq, db_eq
-        counts = (m - np.arange(W)).astype(float)
-        c = np.zeros(N)
-        c[imu.ravel()] = (spec.w[:, None, None] * counts[None, :, None] * np.ones((1, 1, k))).ravel()
-        c[irho] = spec.w * float(m - W if mode == "relax" else 0)
-        upper = np.ones(N)
-        if mode == "force":
-            upper[irho] = 0.0
-        if first is not None:
-            upper[imu[np.arange(k), 0, np.arange(k)]] = first.astype(float)
+        c, upper = _objective(spec, W, mode, imu, irho, N, first)
         self.c, self.upper, self.dc = c, upper, 3 * U * np.abs(c)
         self.info = {"imu": imu, "inu": inu, "irho": irho, "W": W, "mode": mode, "pair_rows": pair_rows}
         self.nval = r.shape[0]
@@ -282,28 +271,46 @@ class _Pattern:
         return self.csc_perm
 
 
-def _side_program_direct(spec: SideSpec, W: int, mode: str, E: np.ndarray,
-                         first: np.ndarray | None = None) -> LinearProgram:
-    r"""The side's LP (module docstring) for budgets :math:`E[x,x']` taken as exact data, assembled directly.
-
-    ``mode``: ``"exact"`` (``W = m``), ``"relax"`` (truncated relaxation, :math:`\rho` worth ``m - W``)
-    or ``"force"`` (stop for sure at ``W``: :math:`\rho=0`).  Variables: :math:`\mu`, :math:`\nu`
-    (index ``(c, d, v)``) and :math:`\rho` (index ``c``), all in ``[0, 1]``.
-
-    ``first`` (owner scans, designs only): whether each first-record event ``(1, c)`` is admissible,
-    decided exactly beforehand (:func:`first_admissible`); its ratio :math:`T(x,c)/T(x',c)` is fixed,
-    so it is either allowed outright or fixed to 0, and the margined ``E`` applies to the others.
-    """
-    k, m = spec.Q.shape[0], spec.m
-    ok = {"exact": W == m, "relax": 1 <= W < m, "force": 1 <= W <= m}
-    if not ok.get(mode, False):
-        raise ValueError(f"side_program: W = {W} and mode {mode!r} do not fit a side of {m} records")
+def _variables_and_flows(spec: SideSpec, W: int) -> tuple:
+    """The side LP's variable indices (``mu``, ``nu`` by ``(c, d, v)``, ``rho`` by ``c``), their number and
+    the flow equalities ``(A_eq, dA_eq, b_eq, db_eq)`` (:func:`_flow_rows`)."""
+    k = spec.Q.shape[0]
     nmu = k * W * k
     imu = np.arange(nmu).reshape(k, W, k)
     inu, irho = nmu + imu, 2 * nmu + np.arange(k)
     N = 2 * nmu + k
     rows, cols, vals, errs, neq, b_eq, db_eq = _flow_rows(spec, W, imu, inu, irho)
     A_eq, dA_eq = _coo(rows, cols, vals, errs, (neq, N))
+    return nmu, imu, inu, irho, N, (A_eq, dA_eq, b_eq, db_eq)
+
+
+def _objective(spec: SideSpec, W: int, mode: str, imu: np.ndarray, irho: np.ndarray, N: int,
+               first: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The side LP's objective (records published: ``m - d`` for a stop at distance ``d``; ``rho`` worth
+    ``m - W`` when relaxed) and the variables' upper bounds (``rho = 0`` when forced, inadmissible first
+    events fixed to 0)."""
+    k, m = spec.Q.shape[0], spec.m
+    counts = (m - np.arange(W)).astype(float)
+    c = np.zeros(N)
+    c[imu.ravel()] = (spec.w[:, None, None] * counts[None, :, None] * np.ones((1, 1, k))).ravel()
+    c[irho] = spec.w * float(m - W if mode == "relax" else 0)
+    upper = np.ones(N)
+    if mode == "force":
+        upper[irho] = 0.0
+    if first is not None:
+        upper[imu[np.arange(k), 0, np.arange(k)]] = first.astype(float)
+    return c, upper
+
+
+def _side_program_direct(spec: SideSpec, W: int, mode: str, E: np.ndarray,
+                         first: np.ndarray | None = None) -> LinearProgram:
+    r""":func:`side_program`'s LP (same arguments), assembled directly: the reference its cached pattern is
+    tested against, to the last bit."""
+    k, m = spec.Q.shape[0], spec.m
+    ok = {"exact": W == m, "relax": 1 <= W < m, "force": 1 <= W <= m}
+    if not ok.get(mode, False):
+        raise ValueError(f"side_program: W = {W} and mode {mode!r} do not fit a side of {m} records")
+    nmu, imu, inu, irho, N, (A_eq, dA_eq, b_eq, db_eq) = _variables_and_flows(spec, W)
     urows, ucols, uvals, uerrs = [np.arange(nmu)] * 2, [imu.ravel(), inu.ravel()], [np.ones(nmu), -np.ones(nmu)], \
         [np.zeros(nmu)] * 2
     nub = nmu
@@ -324,15 +331,7 @@ def _side_program_direct(spec: SideSpec, W: int, mode: str, E: np.ndarray,
         pair_rows[(x, y)] = np.arange(nub, nub + W * k + 1)
         nub += W * k + 1
     A_ub, dA_ub = _coo(urows, ucols, uvals, uerrs, (nub, N))
-    counts = (m - np.arange(W)).astype(float)
-    c = np.zeros(N)
-    c[imu.ravel()] = (spec.w[:, None, None] * counts[None, :, None] * np.ones((1, 1, k))).ravel()
-    c[irho] = spec.w * float(m - W if mode == "relax" else 0)
-    upper = np.ones(N)
-    if mode == "force":
-        upper[irho] = 0.0
-    if first is not None:
-        upper[imu[np.arange(k), 0, np.arange(k)]] = first.astype(float)
+    c, upper = _objective(spec, W, mode, imu, irho, N, first)
     return LinearProgram(c, A_ub, np.zeros(nub), A_eq, b_eq, upper, dA_ub, dA_eq, 3 * U * np.abs(c), None, db_eq,
                          info={"imu": imu, "inu": inu, "irho": irho, "W": W, "mode": mode, "pair_rows": pair_rows})
 
@@ -799,14 +798,9 @@ class _SplitBoxes:
     def ub(self, lo: np.ndarray, hi: np.ndarray) -> float:
         left, right, lb, rb = self.left, self.right, self.lb, self.rb
         mono = math.nextafter(left.upper(lb(hi))[0] + right.upper(rb(lo))[0], math.inf)
-        free = [int(j) for j in np.flatnonzero(hi > lo)]
-        if not 1 <= len(free) <= 2:
+        free, data, best = _corner_interpolation(left, right, lb, rb, lo, hi)
+        if data is None:
             return mono
-        data = {c: (left.dual_data(lb(a)), right.dual_data(rb(a))) for c, a in _corners(lo, hi, free)}
-        if any(d is None for pair in data.values() for d in pair):
-            return mono
-        best = interpolated_bound({c: d[0] for c, d in data.items()}, {c: d[1] for c, d in data.items()},
-                                  free, GRID1 if len(free) == 1 else GRID2)
         if len(free) == 2:  # interpolate along one dimension, bound the other by monotonicity (left at its
             for f in (0, 1):  # upper end, right at its lower end): no basis change of the other one to span
                 lft = {(b,): data[tuple(b if g == f else 1 for g in (0, 1))][0] for b in (0, 1)}
@@ -943,15 +937,26 @@ class _RotatedBoxes(_SplitBoxes):
         # and u >= s- - d+, v >= s- + d- (the right side's largest), exactly
         mono = math.nextafter(left.upper(self._left(S1 - D0, S1 + D1))[0]
                               + right.upper(self._right(S0 - D1, S0 + D0))[0], math.inf)
-        free = [int(j) for j in np.flatnonzero(hi > lo)]
-        if not 1 <= len(free) <= 2:
+        free, data, best = _corner_interpolation(left, right, lb, rb, lo, hi)
+        if data is None:
             return mono
-        data = {c: (left.dual_data(lb(a)), right.dual_data(rb(a))) for c, a in _corners(lo, hi, free)}
-        if any(d is None for pair in data.values() for d in pair):
-            return mono
-        best = interpolated_bound({c: d[0] for c, d in data.items()}, {c: d[1] for c, d in data.items()},
-                                  free, GRID1 if len(free) == 1 else GRID2)
         return min(mono, math.nextafter(best, math.inf))
+
+
+def _corner_interpolation(left: _SideOracle, right: _SideOracle, lb: Any, rb: Any, lo: np.ndarray,
+                          hi: np.ndarray) -> tuple[list[int], dict | None, float]:
+    """The interpolated-dual bound of a box with one or two free dimensions (:func:`interpolated_bound` on
+    the sides' dual data at its corners): ``(free, corner data, bound)``; data ``None`` where it does not
+    apply (no or more than two free dimensions, or a corner without dual data)."""
+    free = [int(j) for j in np.flatnonzero(hi > lo)]
+    if not 1 <= len(free) <= 2:
+        return free, None, math.inf
+    data = {c: (left.dual_data(lb(a)), right.dual_data(rb(a))) for c, a in _corners(lo, hi, free)}
+    if any(d is None for pair in data.values() for d in pair):
+        return free, None, math.inf
+    best = interpolated_bound({c: d[0] for c, d in data.items()}, {c: d[1] for c, d in data.items()},
+                              free, GRID1 if len(free) == 1 else GRID2)
+    return free, data, best
 
 
 def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_count: float,
