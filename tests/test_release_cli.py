@@ -92,11 +92,12 @@ def test_a_fully_redacted_sequence_reports_exact_zeros(tmp_path, run, capsys):
 
 def test_ctrl_c_during_apply_is_one_line_exit_130_and_leaves_nothing(tmp_path):
     rng = np.random.default_rng(0)
-    k, n = 300, 2000  # many distinct designs: seconds of work in the worker processes
+    k, n = 900, 2000  # 900 distinct designs: seconds of work in the worker processes, even on a fast machine
     o = np.zeros(k * n, dtype=np.int8)
     for i in range(k):
         o[i * n + 1000] = 1
-        o[i * n + 1005 + 3 * i] = 1
+        o[i * n + 1005 + 3 * (i % 300)] = 1
+        o[i * n + 1950 - 7 * (i // 300)] = 1
     pd.DataFrame({"sid": np.repeat(np.arange(k), n), "x": rng.integers(0, 2, k * n), "o": o}).to_csv(
         tmp_path / "big.csv", index=False)
     out = tmp_path / "out.csv"
