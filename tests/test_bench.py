@@ -143,7 +143,8 @@ def test_interrupted_apply_benchmark_leaves_no_temporary_folder(tmp_path):
     out = tmp_path / "res"
     proc = subprocess.Popen([sys.executable, str(SCRIPTS / "apply_speed.py"), "--quick", "--chunks", "1",
                              "--sizes", "3000000", "--out", str(out)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,  # SIGINT as in a terminal (not inherited ignored)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 240
         while not (out.exists() and any(p.name.startswith("_apply_tmp") for p in out.iterdir())):

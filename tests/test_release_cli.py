@@ -104,7 +104,10 @@ def test_ctrl_c_during_apply_is_one_line_exit_130_and_leaves_nothing(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "redactopt", "apply", str(tmp_path / "big.csv"), "--column", "x",
                              "--by", "sid", "--private-column", "o", "--eps", "1", "--alpha", "0.003", "--beta",
                              "0.012", "--workers", "2", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # as in a terminal: a runner started in the background (no job control) passes
+                            # SIGINT down ignored, and then no Ctrl-C could reach the command at all
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # interrupt once the release is under way: its design processes (or their fork server) have started,
     # so the command is past its imports, inside its own handling (a loaded machine may take a while)
     children = f"/proc/{proc.pid}/task/{proc.pid}/children"
