@@ -76,3 +76,26 @@ def test_cli_audit_attack_on_a_kstate_file(run, capsys, tmp_path):
     assert run(["audit", str(f), "--attack", "--samples", "2000", "--attack-seed", "3"]) == 1
     out = capsys.readouterr().out
     assert "attack    : leakage >=" in out and "-> violation shown" in out and "result    : FAIL" in out
+
+
+def test_kstate_audit_witness_has_the_leakage_on_the_whole_sequence():
+    """The audit's worst output on all n records (segment witness continued outward by positive-probability
+    outputs): its log ratio, recomputed by a forward pass over every record, is the audited leakage — on a
+    chain with impossible transitions, where filling with an arbitrary state would give probability 0."""
+    from redactopt.judge.audit import audit
+    from redactopt.judge.leakage import log_likelihood_ratios
+
+    from redactopt.engine.joint import design_joint_sparse
+
+    # y -> x is impossible: a witness filled with state 0 after a published y would have probability 0
+    chain = Chain([[0.5, 0.3, 0.2], [0.0, 0.6, 0.4], [0.3, 0.3, 0.4]], labels=("x", "y", "z"))
+    n = 60
+    q = np.asarray(design_joint_sparse(chain, n, eps=1.0, private=[15, 40]).redact_prob)
+    rep = audit(chain, q, private=[15, 40], eps=1.0)
+    assert rep["passed"] and np.isfinite(rep["leakage"])
+    idx = {"x": 0, "y": 1, "z": 2, None: -1}
+    y = np.array([[idx[v] for v in rep["witness"]]])
+    a, b = (chain.labels.index(v) for v in rep["pair"])
+    p = rep["witness_private"] - 1
+    val = log_likelihood_ratios(chain, q, p, y, pair=(a, b))[0]
+    assert np.isfinite(val) and val == pytest.approx(rep["leakage"], rel=1e-9)

@@ -13,6 +13,7 @@ are audited the same way, in time and memory that grow with the blocks, not with
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -131,6 +132,41 @@ class WitnessRuns(Sequence):
         return WitnessRuns(rows.n, runs)
 
 
+@dataclass(frozen=True)
+class SegmentAudit:
+    """What :func:`audit_segments` found: the rows (sparse), each private record's exact leakage and its
+    segment, the worst result and where its segment starts, the verdict (a proof) and the utility."""
+
+    rows: SparseRows
+    per: dict[int, tuple[LeakageResult, Segment]]
+    worst: LeakageResult
+    lo: int
+    passed: bool
+    utility: float
+
+
+def audit_segments(chain: Chain, redact_prob: object, private: object, eps: float) -> SegmentAudit:
+    """The one segment audit of every chain: each private record judged exactly on its segment
+    (:func:`segments`, exact for the whole sequence), the verdict proven
+    (:func:`redactopt.judge.certify.verify`: rational arithmetic near ``eps``); never ``n`` rows."""
+    rows = as_sparse(redact_prob, k=chain.k)
+    per: dict[int, tuple[LeakageResult, Segment]] = {}
+    worst: tuple[LeakageResult, int] | None = None
+    passed = True
+    for seg in segments(rows, private):
+        ext, rel = check_mechanism(seg.rows, [p - seg.lo for p in seg.private], k=chain.k)
+        results = [leakage(chain, ext, p) for p in rel]
+        block_worst = max(results, key=lambda r: r.leakage)
+        passed &= verify(chain, ext, rel, eps, block_worst)[1]
+        per.update((p, (r, seg)) for p, r in zip(seg.private, results))
+        if worst is None or block_worst.leakage > worst[0].leakage:
+            worst = (block_worst, seg.lo)
+    assert worst is not None  # segments() refuses a private record outside every block
+    pi = chain.stationary
+    util = 1.0 - sum(float((b @ pi).sum()) for b in rows.blocks) / rows.n
+    return SegmentAudit(rows, per, worst[0], worst[1], bool(passed), util)
+
+
 def audit(
     chain: Chain | ChainClass,
     redact_prob: object,
@@ -165,28 +201,13 @@ def audit(
     if not chain.binary:  # more states: the same segments and verdict, the states named by their labels
         from redactopt.judge.kaudit import kaudit  # builds on this module
 
-        rep = kaudit(chain, np.asarray(as_sparse(redact_prob, k=chain.k)), private=private, eps=check_eps(eps),
-                     method=method)
+        rep = kaudit(chain, redact_prob, private=private, eps=check_eps(eps), method=method)
         if info:
             rep["info"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in info.items()}
         return rep
     eps = check_eps(eps)
-    rows = as_sparse(redact_prob)
-    per: dict[int, LeakageResult] = {}
-    worst: tuple[LeakageResult, int, np.ndarray] | None = None
-    passed = True
-    for seg in segments(rows, private):
-        ext, rel = check_mechanism(seg.rows, [p - seg.lo for p in seg.private])
-        results = [leakage(chain, ext, p) for p in rel]
-        block_worst = max(results, key=lambda r: r.leakage)
-        passed &= verify(chain, ext, rel, eps, block_worst)[1]
-        per.update(zip(seg.private, results))
-        if worst is None or block_worst.leakage > worst[0].leakage:
-            worst = (block_worst, seg.lo, ext)
-    assert worst is not None  # segments() refuses a private record outside every block
-    res, lo, _ = worst
-    pi = chain.stationary
-    util = 1.0 - sum(float((b @ pi).sum()) for b in rows.blocks) / rows.n
+    sa = audit_segments(chain, redact_prob, private, eps)
+    rows, per, res, lo, passed, util = sa.rows, sa.per, sa.worst, sa.lo, sa.passed, sa.utility
     priv = sorted(per)
     report: dict[str, Any] = {
         "method": method,
@@ -201,7 +222,7 @@ def audit(
         "witness_private": res.p + lo + 1,
         "favoured": res.favoured,
         "per_private": [
-            {"private": p + 1, "leakage": per[p].leakage, "favoured": per[p].favoured} for p in priv
+            {"private": p + 1, "leakage": per[p][0].leakage, "favoured": per[p][0].favoured} for p in priv
         ],
     }
     if info:

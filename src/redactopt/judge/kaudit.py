@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from redactopt._validate import check_eps
+from redactopt.judge.audit import audit_segments
+from redactopt.judge.kernelk import continuation
 from redactopt.judge.exact import MAX_EXACT_N, certify_exact
-from redactopt.judge.leakage import check_mechanism, leakage_segment, utility
 from redactopt.judge.segments import segment
-from redactopt.judge.tolerances import boundary_zone
 from redactopt.model.chain import Chain, check_chain
 
 __all__ = ["kaudit", "ksegment"]
@@ -25,59 +26,55 @@ __all__ = ["kaudit", "ksegment"]
 ksegment = segment
 
 
-def _labels_text(res: Any) -> list:
-    """The witness as text labels and ``None`` (⊥), record 1 first (one table lookup per record)."""
-    table = np.empty(len(res.labels) + 1, dtype=object)
-    table[1:] = [str(s) for s in res.labels]
-    return table[np.asarray(res.witness).astype(np.int64) + 1].tolist()
+def _whole_witness(chain: Chain, sa: Any) -> np.ndarray:
+    """The worst output on all ``n`` records (state indices, -1 for ⊥): the segment's witness, continued
+    outward from its published end rows by outputs of positive probability
+    (:func:`redactopt.judge.kernelk.continuation`; on the left along the time-reversed chain) — the
+    ratio is the segment's, whatever follows a row published with certainty."""
+    seg = np.asarray(sa.worst.witness, dtype=np.int64)
+    lo, n = sa.lo, sa.rows.n
+    hi = lo + seg.shape[0]
+    left = continuation(chain.reversed_matrix(), sa.rows.rows(0, lo)[::-1], int(seg[0]))[::-1] if lo > 0 else seg[:0]
+    right = continuation(chain.transition, sa.rows.rows(hi, n), int(seg[-1])) if hi < n else seg[:0]
+    return np.concatenate([left, seg, right])
 
 
 def kaudit(chain: Chain, redact_prob: object, *, private: object, eps: float, method: str = "file",
            exact: bool = False) -> dict[str, Any]:
-    """Exact leakage of a k-state mechanism about every private record, the worst witness and a verdict.
+    """The audit of a mechanism on a chain given as a matrix: :func:`redactopt.judge.audit.audit_segments`
+    (the one segment audit of every chain; the rows stay sparse), reported with the states' labels.
 
-    Returns a JSON-ready dict: ``leakage`` (worst, nats), ``eps``, ``passed``, ``utility``,
-    ``witness`` (labels or ``None`` for ⊥, record 1 first), ``pair`` (the labels the witness tells apart: it favours the first),
-    ``witness_private`` (1-based), ``per_private``, and with ``exact`` the rational verdict.
+    Returns a JSON-ready dict: ``leakage`` (worst, nats), ``eps``, ``passed`` (a proof), ``utility``,
+    ``witness`` (labels or ``None`` for ⊥, record 1 first), ``pair`` (the labels the witness tells apart:
+    it favours the first), ``witness_private`` (1-based), ``per_private`` (each record's leakage and
+    segment), and with ``exact`` every record's verdict in rational arithmetic on its segment.
     """
-    q, priv = check_mechanism(redact_prob, private, k=check_chain(chain).k)
-    per = []
-    worst = None
-    for p in priv:
-        lo, hi = segment(q, p)
-        res = leakage_segment(chain, q, p)
-        per.append({"private": p + 1, "leakage": res.leakage, "segment": [lo + 1, hi + 1]})
-        if worst is None or res.leakage > worst.leakage:
-            worst = res
-    res = worst  # type: ignore[assignment]
-    # each record's float leakage decides only outside the band of its own segment (the evaluator's rounding
-    # grows with the segment): a record below the worst but on a longer segment may still be undecided
-    zones = [boundary_zone(eps, e["segment"][1] - e["segment"][0] + 1, chain.k) for e in per]
-    below = [e["leakage"] <= eps - z for e, z in zip(per, zones)]
-    passed = all(below)
-    undecided = not passed and all(e["leakage"] <= eps + z for e, z in zip(per, zones))
+    check_chain(chain)
+    sa = audit_segments(chain, redact_prob, private, check_eps(eps))
+    priv = sorted(sa.per)
+    per = [{"private": p + 1, "leakage": r.leakage, "segment": [seg.lo + 1, seg.lo + seg.rows.shape[0]]}
+           for p, (r, seg) in ((p, sa.per[p]) for p in priv)]
+    res = sa.worst
+    labels = np.array([None] + [str(v) for v in chain.labels], dtype=object)
     rep: dict[str, Any] = {
-        "method": method, "n": int(q.shape[0]), "k": chain.k, "states": [str(s) for s in chain.labels],
+        "method": method, "n": sa.rows.n, "k": chain.k, "states": [str(v) for v in chain.labels],
         "chain": chain.to_dict(), "private": [p + 1 for p in priv], "eps": float(eps), "leakage": res.leakage,
-        "witness_private": res.p + 1,
-        "witness": _labels_text(res),
-        "pair": [str(s) for s in res.pair_labels], "utility": utility(chain, q), "per_private": per,
+        "witness_private": res.p + sa.lo + 1,
+        "witness": labels[_whole_witness(chain, sa) + 1].tolist(),
+        "pair": [str(chain.labels[v]) for v in res.pair], "utility": sa.utility, "per_private": per,
     }
-    if exact or undecided:
+    passed = sa.passed
+    if exact:
         statuses = []
-        for p, decided in zip(priv, below):
-            if decided and not exact:
-                statuses.append("certified")  # below its band: the float proves it
-                continue
-            a, b = segment(q, p)
-            if b - a + 1 > MAX_EXACT_N:
+        for p in priv:
+            seg = sa.per[p][1]
+            if seg.rows.shape[0] > MAX_EXACT_N:
                 statuses.append("too long")
                 continue
-            statuses.append(certify_exact(chain, q[a : b + 1].tolist(), [p - a], eps).status)
-        status = "certified" if all(s == "certified" for s in statuses) else (
-            "violated" if any(s == "violated" for s in statuses) else "undecided")
-        if exact:
-            rep["exact"] = {"status": status, "records": statuses}
-        passed = status == "certified" if (exact or undecided) else passed
+            statuses.append(certify_exact(chain, seg.rows.tolist(), [p - seg.lo], eps).status)
+        status = "certified" if all(v == "certified" for v in statuses) else (
+            "violated" if any(v == "violated" for v in statuses) else "undecided")
+        rep["exact"] = {"status": status, "records": statuses}
+        passed = passed and status == "certified"
     rep["passed"] = bool(passed)
     return rep
