@@ -127,3 +127,25 @@ def test_one_audit_for_every_chain():
     assert rep["states"] == ["0", "1", "2"] and len(rep["pair"]) == 2
     bad = r.audit(K3, res.redact_prob, private=[2], eps=0.5)
     assert not bad["passed"]
+
+
+def test_one_fit_binary_is_the_two_category_fit():
+    """redactopt.fit: 0/1 data give the binary fit; the same data as two categories give the same
+    maximum-likelihood chain (alpha = n01 / n0., beta = n10 / n1., counted by hand here)."""
+    import redactopt as r
+
+    x = [0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 1, 1]
+    pairs = list(zip(x[:-1], x[1:]))
+    n0 = sum(1 for a, _ in pairs if a == 0)
+    n1 = len(pairs) - n0
+    alpha = sum(1 for a, b in pairs if (a, b) == (0, 1)) / n0
+    beta = sum(1 for a, b in pairs if (a, b) == (1, 0)) / n1
+    binary = r.fit(x)
+    assert (binary.chain.alpha, binary.chain.beta) == pytest.approx((alpha, beta), abs=1e-15)
+    two = r.fit(x, states=[0, 1], smoothing="none")
+    assert two.chain.k == 2 and two.chain.transition[0, 1] == pytest.approx(alpha, abs=1e-15)
+    assert two.chain.transition[1, 0] == pytest.approx(beta, abs=1e-15)
+    cat = r.fit(["a", "b", "b", "c", "a", "a", "b", "c", "c", "a"], smoothing="none")
+    assert cat.chain.k == 3 and cat.chain.labels == ("a", "b", "c")
+    assert cat.chain.transition[0].tolist() == pytest.approx([1 / 3, 2 / 3, 0.0])  # a->a once, a->b twice
+    assert r.fit([[0, 1, 1, 0], [1, 1, 0, 0]]).chain == r.fit_chain([[0, 1, 1, 0], [1, 1, 0, 0]]).chain

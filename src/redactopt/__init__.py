@@ -46,7 +46,7 @@ from redactopt.engine.design import design
 from redactopt.engine.joint import design_joint, design_joint_sparse
 from redactopt.engine.tuning import frontier_split, tuned_three_region
 from redactopt.engine.window import design_sparse
-from redactopt.release.fit import fit_chain
+from redactopt.release.fit import fit, fit_chain
 from redactopt.io import design_to_dict, mechanism_to_dict, read_mechanism, read_mechanisms
 from redactopt import _legacy, datasets
 
@@ -83,6 +83,7 @@ __all__ = [
     "design_sparse",
     "frontier_split",
     "tuned_three_region",
+    "fit",
     "fit_chain",
     "design_to_dict",
     "mechanism_to_dict",

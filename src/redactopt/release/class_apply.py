@@ -262,7 +262,7 @@ def class_apply_frame(table: pd.DataFrame, *, cls: str, eps: float, column: str 
         _one_private_each(prep.seqs, prep.privs)
 
     def plan_for(fit: KChainFit | KChain) -> _ClassPlan:
-        ch = fit if isinstance(fit, KChain) else fit.chain()
+        ch = fit if isinstance(fit, KChain) else fit.chain
         return _class_plan(ch, None if isinstance(fit, KChain) else fit, prep.labels, prep.codes, prep.seqs,
                            prep.privs, eps=prep.eps, cls=cls, seed=seed, time_limit=time_limit)
 

@@ -28,7 +28,7 @@ estimate :math:`(n_{ij}+\tfrac12)/(n_{i\cdot}+1)` and a warning is recorded.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any, Literal
@@ -41,6 +41,7 @@ __all__ = [
     "ChainFit",
     "LRTest",
     "TransitionCounts",
+    "fit",
     "fit_chain",
     "fit_counts",
     "transition_counts",
@@ -436,3 +437,38 @@ def fit_chain(
     return fit_counts(total, confidence=confidence, interval=interval,
                       min_transitions=min_transitions, order_level=order_level)
 
+
+def fit(sequences: object, *, states: Sequence[object] | None = None, confidence: float = 0.95,
+        **options: Any) -> Any:
+    r"""The one fit of a first-order chain to one or several sequences, binary or categorical.
+
+    Sequences of 0/1 values (numbers or booleans) and no ``states``: :func:`fit_chain`, the two-state
+    maximum-likelihood fit of :math:`(\alpha, \beta)` with its intervals and second-order test
+    (a :class:`ChainFit`; ``options``: ``interval``, ``min_transitions``, ``order_level``).  Any other
+    values, or ``states`` (the labels, in order): :func:`redactopt.release.kfit.kfit_sequences`, the
+    k-state fit of the transition matrix row by row (a :class:`~redactopt.release.kfit.KChainFit`;
+    ``options``: ``simultaneous``, ``smoothing``).  For 0/1 data both are the same maximum-likelihood
+    estimate — the binary fit is the two-category one (``smoothing="none"``) — and ``.chain`` of either
+    is the fitted chain, ready for :func:`redactopt.design`.
+    """
+    if states is None:
+        seqs = _as_sequences_or_none(sequences)
+        if seqs is not None:
+            return fit_chain(seqs, confidence=confidence, **options)
+    from redactopt.release.kfit import kfit_sequences  # builds on this module
+
+    raw = sequences
+    if isinstance(raw, np.ndarray) and raw.ndim == 1 or (isinstance(raw, (list, tuple)) and raw
+                                                          and not isinstance(raw[0], (list, tuple, np.ndarray))):
+        raw = [raw]
+    return kfit_sequences(raw, confidence=confidence, labels=None if states is None else [str(v) for v in states],
+                          **options)
+
+
+def _as_sequences_or_none(sequences: object) -> list[np.ndarray] | None:
+    """The sequences as 0/1 arrays when every value is 0 or 1 (numbers or booleans), else ``None``."""
+    try:
+        seqs = _as_sequences(sequences)
+    except (TypeError, ValueError):
+        return None
+    return seqs

@@ -392,7 +392,7 @@ def kapply_frame(table: pd.DataFrame, *, column: str | None = None, eps: float, 
     design = dict(eps=prep.eps, method=method, time_limit=time_limit, workers=workers)
 
     def plan_for(fit: KChainFit | KChain) -> _KPlan:
-        ch = fit if isinstance(fit, KChain) else fit.chain()
+        ch = fit if isinstance(fit, KChain) else fit.chain
         return _kplan(ch, None if isinstance(fit, KChain) else fit, prep.labels, prep.codes, prep.seqs, prep.privs,
                       **design)
 

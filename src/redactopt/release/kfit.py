@@ -76,15 +76,17 @@ class KChainFit:
     def k(self) -> int:
         return len(self.labels)
 
+    @property
     def chain(self) -> KChain:
-        """The fitted :class:`KChain` (labels kept); a ``ValueError`` if it is reducible or periodic."""
+        """The fitted :class:`KChain` (labels kept), as :attr:`redactopt.release.fit.ChainFit.chain`; a
+        ``ValueError`` if it is reducible or periodic."""
         return KChain(self.transition, labels=self.labels)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (``"format": "redactopt.kfit/1"``); its ``labels`` and ``transition`` are a ``--transition`` file."""
         stat = None
         try:
-            stat = self.chain().stationary.tolist()
+            stat = self.chain.stationary.tolist()
         except ValueError:
             pass
         return {
@@ -112,7 +114,7 @@ class KChainFit:
                      for j in range(k)]
             lines.append(f"  {s}: " + "  ".join(cells))
         try:
-            pi = self.chain().stationary
+            pi = self.chain.stationary
             lines.append("stationary: " + "  ".join(f"Pr({s})={v:.6g}" for s, v in zip(self.labels, pi)))
         except ValueError as exc:
             lines.append(f"stationary: none ({exc})")
