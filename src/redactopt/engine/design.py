@@ -29,7 +29,7 @@ from redactopt.judge.lemma2 import leakage_ceiling, lemma2_upper_bound
 from redactopt.judge.leakage import leakage
 from redactopt.judge.tolerances import safe_budget
 from redactopt.engine.registry import METHODS, SOLVERS, portfolio, solver_for
-from redactopt.model.chain import Chain, MarkovChain, check_problem
+from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.classes import ChainClass
 from redactopt.paper.mechanisms import default_split, markov_quilt, three_region
 from redactopt.solvers.base import Candidate, Problem, Solver

@@ -471,12 +471,18 @@ def _combine_max_sparse(chain: MarkovChain, n: int, eps: float, priv: tuple[int,
     parts = [(lo, hi, np.asarray(res.redact_prob)) for lo, hi, res in results]
     blocks = _Blocks.of_max(n, parts, priv)
     name = method if len(priv) == 1 else f"max-{method}"
-    regions, bound, solver = _regions(chain, n, eps, priv, results)
+    stopped = False
+    if chain.binary:
+        regions, bound, solver = _regions(chain, n, eps, priv, results)
+    else:  # the region bounds are built on the two-state side frontier: each record's window bound carried
+        regions, (bound, solver, stopped) = None, min(
+            ((round_up(((hi - lo + 1) * r.certificate.upper_bound + n - (hi - lo + 1)) / n, 4), r.certificate.solver,
+              r.certificate.stopped) for lo, hi, r in results), key=lambda b: b[0])
     lemma2 = lemma2_upper_bound(chain, n, eps=eps, private=priv)
     if lemma2 <= bound:
-        bound, solver = lemma2, "lemma2"
+        bound, solver, stopped = lemma2, "lemma2", False
     return finalize_sparse(chain, n, blocks.parts(), private=priv, eps=eps, method=name,
-                           upper_bound=bound, solver=solver, regions=regions,
+                           upper_bound=bound, solver=solver, regions=regions, stopped=stopped,
                            info={"per_record_method": method, "windows": [[lo, hi] for lo, hi, _ in parts]})
 
 
@@ -858,33 +864,19 @@ def _design_joint_states(chain: Chain, n: int, *, eps: float, private: object, m
                          dense: bool) -> SparseDesign | DesignResult:
     r"""Several private records on a chain of more than two states: the paper's footnote 1.
 
-    Each private record gets its design on a window (:func:`redactopt.engine.window.design_window`;
-    ``auto`` and ``optimal``: the ``optimal`` portfolio, ``dim``, ``local``, ``global``: that method);
-    their elementwise maximum is private about each record (it redacts at least as much as that
-    record's own design: post-processing) and is verified exactly about each by
-    :func:`~redactopt.judge.certify.finalize_sparse`.  The joint windows and the local improvement
-    of ``auto`` are built on the two-state closed forms.  Certificate: a mechanism private about
-    every record is private about each, so each record's window bound carried to ``n`` records, and
-    Lemma 2 over all of them, bound it; the smallest is reported.
+    Each private record gets its design on a window (:func:`_combine_max_sparse`; ``auto`` and
+    ``optimal``: the ``optimal`` portfolio, ``dim``, ``local``, ``global``: that method); their
+    elementwise maximum is private about each record (post-processing) and is verified exactly about
+    each.  The joint windows and the local improvement of ``auto`` are built on the two-state closed
+    forms.  Certificate: a mechanism private about every record is private about each, so each
+    record's window bound carried to ``n`` records, and Lemma 2 over all of them, bound it.
     """
     n, eps = check_n(n), check_eps(eps)
     priv = check_private(private, n)
     if method not in STATES_JOINT:
         raise ValueError(f"method {method!r} has no form for {chain.k}-state chains; several private records "
                          f"take {', '.join(STATES_JOINT)}")
-    per = STATES_JOINT[method]
-    results = _local_results(chain, n, eps, priv, per, time_limit)
-    parts = [(lo, hi, np.asarray(res.redact_prob)) for lo, hi, res in results]
-    blocks = _Blocks.of_max(n, parts, priv)
-    bounds = [(lemma2_upper_bound(chain, n, eps=eps, private=priv), "lemma2")]
-    for lo, hi, res in results:
-        m = hi - lo + 1
-        bounds.append((round_up((m * res.certificate.upper_bound + (n - m)) / n, 4), res.certificate.solver))
-    bound, solver = min(bounds, key=lambda b: b[0])
-    sparse = finalize_sparse(chain, n, blocks.parts(), private=priv, eps=eps,
-                             method=per if len(priv) == 1 else f"max-{per}", upper_bound=bound, solver=solver,
-                             stopped=any(res.certificate.stopped for *_, res in results),
-                             info={"per_record_method": per, "windows": [[lo, hi] for lo, hi, _ in parts]})
+    sparse = _combine_max_sparse(chain, n, eps, priv, STATES_JOINT[method], time_limit)
     return sparse.to_result() if dense else sparse
 
 

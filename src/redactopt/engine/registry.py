@@ -113,13 +113,11 @@ def solver_for(method: str, problem: Problem) -> Solver:
     mine = [s for s in SOLVERS if s.method == method]
     if not mine:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    reasons = []
     for s in mine:
         why = s.refusal(problem)
         if why is None:
             return s
-        reasons.append(why)
-    raise ValueError(reasons[-1] if len(mine) > 1 and not problem.binary else reasons[0])
+    raise ValueError(why)  # the most general solver's reason (solvers are listed two-state kernels first)
 
 
 def portfolio(problem: Problem) -> list[tuple[Solver, dict[str, Any]]]:

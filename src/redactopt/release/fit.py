@@ -457,12 +457,10 @@ def fit(sequences: object, *, states: Sequence[object] | None = None, confidence
             return fit_chain(seqs, confidence=confidence, **options)
     from redactopt.release.kfit import kfit_sequences  # builds on this module
 
-    raw = sequences
-    if isinstance(raw, np.ndarray) and raw.ndim == 1 or (isinstance(raw, (list, tuple)) and raw
-                                                          and not isinstance(raw[0], (list, tuple, np.ndarray))):
-        raw = [raw]
-    return kfit_sequences(raw, confidence=confidence, labels=None if states is None else [str(v) for v in states],
-                          **options)
+    items = list(sequences)  # type: ignore[call-overload]
+    one = all(np.ndim(v) == 0 for v in items)  # one sequence of values, as in _as_sequences
+    return kfit_sequences([items] if one else items, confidence=confidence,
+                          labels=None if states is None else [str(v) for v in states], **options)
 
 
 def _as_sequences_or_none(sequences: object) -> list[np.ndarray] | None:
