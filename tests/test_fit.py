@@ -145,6 +145,84 @@ def test_order_test_detects_second_order_dependence():
 
 
 # --------------------------------------------------------------------------
+# one estimator: the binary fit is the two-category one; k states get the same intervals and test
+# --------------------------------------------------------------------------
+def _sample_states(P: np.ndarray, n: int, rng: np.random.Generator) -> list[int]:
+    x = [0]
+    cum = np.cumsum(P, axis=1)
+    for u in rng.random(n - 1):
+        x.append(int(np.searchsorted(cum[x[-1]], u)))
+    return x
+
+
+def test_binary_fit_is_the_two_category_fit():
+    from redactopt.release.fit import fit_sequences
+
+    x = [0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0]
+    for interval in ("wilson", "lr", "wald"):
+        b = fit_chain(x, interval=interval)
+        c = fit_sequences([x], labels=["0", "1"], interval=interval)
+        assert c.labels == ("0", "1") and not c.binary and b.binary
+        assert np.array_equal(b.transition, c.transition) and np.array_equal(b.counts, c.counts)
+        assert b.alpha_ci == (c.lower[0, 1], c.upper[0, 1]) and b.beta_ci == (c.lower[1, 0], c.upper[1, 0])
+        assert b.lr_test == c.lr_test
+    # a boundary row: the binary (k+1/2)/(m+1) is the two-state Krichevsky-Trofimov row
+    b = fit_chain([0, 0, 0, 1, 1, 1, 1])  # 1 -> 0 never seen: 0 of 3 transitions out of state 1
+    assert b.counts.tolist() == [[2, 1], [0, 3]]
+    assert b.beta == (0 + 0.5) / (3 + 1) and b.beta_mle == 0.0
+    assert b.transition[1].tolist() == [0.125, 0.875] and b.transition[0].tolist() == [2 / 3, 1 / 3]
+    assert any("beta MLE is 0" in w for w in b.warnings)
+
+
+def test_kstate_order_test_matches_direct_likelihoods():
+    from redactopt.release.fit import fit_sequences
+
+    rng = np.random.default_rng(4)
+    P = np.array([[0.8, 0.15, 0.05], [0.1, 0.7, 0.2], [0.3, 0.3, 0.4]])
+    x = _sample_states(P, 4000, rng)
+    f = fit_sequences([x])
+    order = [f.labels.index(str(s)) for s in range(3)]
+    relabelled = [order[v] for v in x]  # the fit's state indices
+    assert f.lr_test.statistic == pytest.approx(_g2_direct(relabelled), rel=1e-9, abs=1e-9)
+    assert f.lr_test.df == 3 * 2 * 2  # k (k-1)^2 with every context seen
+    assert f.lr_test.p_value > 1e-3
+    y = [0, 1]
+    for _ in range(4000):  # X_t copies X_{t-2} with probability 0.8 (else one of the other two): second order
+        y.append(y[-2] if rng.random() < 0.8 else int(rng.choice([s for s in range(3) if s != y[-2]])))
+    g = fit_sequences([y])
+    assert g.lr_test.p_value < 1e-6 and any("second-order" in w for w in g.warnings)
+
+
+def test_kstate_intervals_of_every_kind():
+    from scipy.stats import chi2
+
+    from redactopt.release.fit import fit_sequences
+
+    x = list("aabacabbbcaacbbaaabcbacccab")
+    C = {}
+    for a, b in zip(x[:-1], x[1:]):
+        C[(a, b)] = C.get((a, b), 0) + 1
+    z = 1.959963984540054
+    crit = chi2.ppf(0.95, 1)
+    wald = fit_sequences([x], interval="wald", smoothing="none")
+    lr = fit_sequences([x], interval="lr", smoothing="none")
+    for i, a in enumerate(wald.labels):
+        m = sum(c for (u, _), c in C.items() if u == a)
+        for j, b in enumerate(wald.labels):
+            c = C.get((a, b), 0)
+            p = c / m
+            half = z * math.sqrt(p * (1 - p) / m)
+            assert (wald.lower[i, j], wald.upper[i, j]) == pytest.approx((max(0, p - half), min(1, p + half)))
+            for end in (lr.lower[i, j], lr.upper[i, j]):
+                if end in (0.0, 1.0):
+                    continue
+                ll = lambda q: c * math.log(q) + (m - c) * math.log(1 - q) if 0 < q < 1 else -math.inf  # noqa: E731
+                top = c * math.log(p) + (m - c) * math.log(1 - p) if 0 < p < 1 else 0.0
+                assert 2 * (top - ll(end)) == pytest.approx(crit, abs=1e-6)
+    assert lr.to_dict()["interval"]["method"] == "lr"
+
+
+# --------------------------------------------------------------------------
 # the CLI
 # --------------------------------------------------------------------------
 def _write_csv(path, column_values, extra=True):

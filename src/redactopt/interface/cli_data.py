@@ -55,14 +55,16 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``redactopt fit INPUT --column NAME [--by ID] [--format text|json]``."""
     ap = sub.add_parser(
         "fit",
-        help="fit the chain (alpha, beta) to a binary column, with intervals and an order test",
+        help="fit the chain to a binary (alpha, beta) or categorical column, with intervals and an order test",
         description=(
             "Maximum-likelihood estimates of alpha = P(0->1) and beta = P(1->0) from the transitions of a 0/1 "
             "column of a CSV or Parquet file (format by extension), pooled over the sequences of --by (rows "
             "of one id in file order; default: the whole file is one sequence). Prints confidence intervals, "
             "the transition counts, a likelihood-ratio test of a first- against a second-order chain, and "
             "warnings (short data, estimates at 0 or 1). A missing or non-0/1 value stops with one line "
-            "naming the row and column (exit 2)."
+            "naming the row and column (exit 2). With --categorical the column's values are the states and "
+            "the same estimator fits the transition matrix row by row (intervals of every entry, the same "
+            "order test, never-seen transitions smoothed unless --smoothing none)."
         ),
     )
     _add_input(ap)
@@ -70,7 +72,8 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--by", default=None, help="column naming the sequence of each row")
     ap.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
     ap.add_argument("--interval", choices=["wilson", "lr", "wald"], default="wilson",
-                    help="wilson score (default), binomial likelihood-ratio, or wald")
+                    help="wilson score (default), binomial likelihood-ratio, or wald; of every transition "
+                         "probability (alpha and beta of a binary column, every entry of a categorical one)")
     ap.add_argument("--categorical", action="store_true",
                     help="a k-state chain: the column's values (as text) are the states, in order of first appearance")
     ap.add_argument("--smoothing", choices=["kt", "none"], default=None,
@@ -376,11 +379,9 @@ def _read_table(path: str) -> Any:
 
 def _cmd_fit_categorical(args: argparse.Namespace) -> int:
     """``redactopt fit INPUT --column NAME --categorical``."""
-    from redactopt.release.kfit import kfit_sequences
+    from redactopt.release.fit import fit_sequences
 
     refuse_given(args, ["chunk_rows"], "applies to binary columns only (a categorical fit reads the column at once)")
-    if args.interval != "wilson":
-        raise UsageError("--interval: a categorical fit gives Wilson score intervals per entry of each row")
     with stdin_as_file(args.input) as path:
         df = _read_table(str(path))
     if args.column not in df.columns:
@@ -398,7 +399,7 @@ def _cmd_fit_categorical(args: argparse.Namespace) -> int:
     else:
         seqs = [col.tolist()]
     try:
-        fit = kfit_sequences(seqs, confidence=args.confidence, smoothing=args.smoothing or "kt")
+        fit = fit_sequences(seqs, confidence=args.confidence, interval=args.interval, smoothing=args.smoothing or "kt")
     except ValueError as exc:
         raise UsageError(f"{args.input}: {exc}") from None
     if (args.format or "text") == "json":

@@ -762,11 +762,7 @@ def describe_release(rep: dict[str, Any], plan: ReleasePlan, *, protected: list[
         rep["order"] = {"by": order_by, "kind": ordered.kind if ordered else None,
                         "rows_moved": ordered.moved if ordered else 0}
     fit = plan.fit
-    test = None
-    if fit is not None and fit.lr_test.p_value is not None:
-        t = fit.lr_test
-        test = (f"order test: a second-order chain fits better, p = {t.p_value:.3g}" if t.p_value < 0.01 else
-                f"order test: first order not rejected, p = {t.p_value:.3g}")
+    test = None if fit is None else fit.order_summary()
     model = (f"two-state Markov chain alpha = {plan.chain.alpha:.6g}, beta = {plan.chain.beta:.6g}"
              if plan.chain_class is None else "class of two-state Markov chains of the report's box")
     rep["summary"] = plain_summary(

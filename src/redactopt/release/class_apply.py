@@ -47,7 +47,7 @@ from redactopt.release.kapply import (
     prepare_table,
     release_file,
 )
-from redactopt.release.kfit import KChainFit
+from redactopt.release.fit import ChainFit
 
 __all__ = ["CLASS_REPORT_FORMAT", "RELEASE_CLASSES", "class_apply_frame", "class_apply_table", "mechanism_reach",
            "is_class_report"]
@@ -91,7 +91,7 @@ class _ClassPlan:
     its first sequence (``first``, with the mechanisms' files and verdicts) and the judged mechanisms."""
 
     chain: KChain
-    fit: KChainFit | None
+    fit: ChainFit | None
     state_of: np.ndarray  # the chain's index of each distinct row state (-1: not a state of the chain)
     keys: list[tuple[int, tuple[int, ...]]]
     first_id: list[Any]
@@ -108,7 +108,7 @@ def _combined_utility(mechs: list[Any]) -> float:
     return 1.0 - sum(1.0 - m.utility() for m in mechs)
 
 
-def _class_plan(chain: KChain, fit: KChainFit | None, labels_all: list[str], codes: np.ndarray,
+def _class_plan(chain: KChain, fit: ChainFit | None, labels_all: list[str], codes: np.ndarray,
                 seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]], *, eps: float, cls: str,
                 seed: int | None, time_limit: float) -> _ClassPlan:
     """Design, judge and release the first sequence of every distinct (length, private positions)."""
@@ -261,7 +261,7 @@ def class_apply_frame(table: pd.DataFrame, *, cls: str, eps: float, column: str 
     if cls == "scan":  # refused before any design or fit
         _one_private_each(prep.seqs, prep.privs)
 
-    def plan_for(fit: KChainFit | KChain) -> _ClassPlan:
+    def plan_for(fit: ChainFit | KChain) -> _ClassPlan:
         ch = fit if isinstance(fit, KChain) else fit.chain
         return _class_plan(ch, None if isinstance(fit, KChain) else fit, prep.labels, prep.codes, prep.seqs,
                            prep.privs, eps=prep.eps, cls=cls, seed=seed, time_limit=time_limit)

@@ -47,7 +47,8 @@ from redactopt.release.bits import bernoulli_exact, bit_source
 from redactopt.release.data import sequence_key
 from redactopt.release.columns import Bins, output_columns, parse_bins, parse_columns, read_kind
 from redactopt.release.disclosure import Disclosure, plain_summary
-from redactopt.release.kfit import KChainFit, kfit_counts, kfit_sequences
+from redactopt.release.fit import ChainFit
+from redactopt.release.fit import TransitionCounts, fit_counts, fit_sequences
 from redactopt.release.order import order_frame, order_keys
 from redactopt.release.zones import Outside, PrivateIndex, ZoneTally, choose_zone, reach
 from redactopt.release.apply import check_release_paths
@@ -59,6 +60,11 @@ __all__ = ["kapply_frame", "kapply_table", "kdesign_release", "write_release", "
 AUTO_OPTIMAL_MAX = 4
 KAPPLY_METHODS = ("auto", "dim", "optimal")
 _LABEL = "NOT FOR REAL RELEASES: seeded pseudo-random draws (--seed) are reproducible by anyone who knows the seed"
+
+
+#: The order test of a fitted release counts triples by distance class (``k**3`` numbers each): up to
+#: this many states (8 MB); beyond, the fit reports no order test.
+ORDER_TEST_MAX_STATES = 16
 
 
 def kdesign_release(chain: KChain, n: int, *, eps: float, private: tuple[int, ...], method: str = "auto",
@@ -255,7 +261,7 @@ class _KPlan:
     """A k-state release's chain and its distinct designs (one per sequence length and private positions)."""
 
     chain: KChain
-    fit: KChainFit | None
+    fit: ChainFit | None
     state_of: np.ndarray  # the chain's index of each distinct row state (-1: not a state of the chain)
     keys: list[tuple[int, tuple[int, ...]]]
     mechs: list[dict[str, Any]]
@@ -264,7 +270,7 @@ class _KPlan:
         return self.mechs[self.keys.index((m, priv))]
 
 
-def _kplan(chain: KChain, fit: KChainFit | None, labels_all: list[str], codes: np.ndarray,
+def _kplan(chain: KChain, fit: ChainFit | None, labels_all: list[str], codes: np.ndarray,
            seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]], *, eps: float, method: str,
            time_limit: float, workers: int | None) -> _KPlan:
     """Verified designs for every distinct (length, private positions) under ``chain``."""
@@ -311,27 +317,33 @@ def _seen_values(space: StateSpace, rows: np.ndarray) -> dict[str, list[str]]:
 
 
 def _kfit_outside(out: Outside, space: StateSpace, first_row: np.ndarray, labels_all: list[str], sequences: int,
-                  **fit_kw: Any) -> KChainFit:
+                  **fit_kw: Any) -> ChainFit:
     """The k-state fit of the rows outside a zone: the states of :meth:`StateSpace.labels` (the values the
     rows show, where a column's are not fixed) and their transition counts."""
     seen = out.states  # row states present outside, in order of first appearance there
     labels = space.labels(_seen_values(space, first_row[seen]))
     at = {s: i for i, s in enumerate(labels)}
     idx = np.array([at[labels_all[i]] for i in seen], dtype=np.int64)
-    C = np.zeros((len(labels), len(labels)), dtype=np.int64)
+    k = len(labels)
+    C = np.zeros((k, k), dtype=np.int64)
     np.add.at(C, (idx[:, None], idx[None, :]), out.pairs[np.ix_(seen, seen)])
-    return kfit_counts(C, labels, records=out.rows, sequences=sequences, **fit_kw)
+    T = None  # the triples, for the order test (counted up to ORDER_TEST_MAX_STATES states)
+    if out.triples.shape[1] == len(labels_all):
+        T = np.zeros((k, k, k), dtype=np.int64)
+        np.add.at(T, (idx[:, None, None], idx[None, :, None], idx[None, None, :]),
+                  out.triples[np.ix_(seen, seen, seen)])
+    return fit_counts(TransitionCounts(C, T, out.rows, sequences), tuple(labels), **fit_kw)
 
 
 def _kfit_on(table: pd.DataFrame, protect: list[str], bins: dict[str, Bins], by: str | None,
-             order_by: str | None, **fit_kw: Any) -> KChainFit:
+             order_by: str | None, **fit_kw: Any) -> ChainFit:
     """The k-state fit of a separate, public table (``fit_on``): its sequences, ``by``/``order_by`` where it has them."""
     space, _ = protected_states(table, protect, bins)
     states = space.row_states()
     seqs = _ordered_sequences(table, by if by in table.columns else None,
                               order_by if order_by in table.columns else None)
     labels = space.labels(_seen_values(space, np.arange(len(table))))
-    return kfit_sequences([states[rows].tolist() for _, rows in seqs], labels=labels, **fit_kw)
+    return fit_sequences([states[rows].tolist() for _, rows in seqs], labels=labels, **fit_kw)
 
 
 def kapply_frame(table: pd.DataFrame, *, column: str | None = None, eps: float, private: object = None,
@@ -391,7 +403,7 @@ def kapply_frame(table: pd.DataFrame, *, column: str | None = None, eps: float, 
     fit_kw = dict(confidence=confidence, simultaneous=simultaneous, smoothing=smoothing)
     design = dict(eps=prep.eps, method=method, time_limit=time_limit, workers=workers)
 
-    def plan_for(fit: KChainFit | KChain) -> _KPlan:
+    def plan_for(fit: ChainFit | KChain) -> _KPlan:
         ch = fit if isinstance(fit, KChain) else fit.chain
         return _kplan(ch, None if isinstance(fit, KChain) else fit, prep.labels, prep.codes, prep.seqs, prep.privs,
                       **design)
@@ -532,7 +544,7 @@ def _kplan_zones(codes: np.ndarray, labels_all: list[str], seqs: list[tuple[Any,
     index = PrivateIndex.of(np.asarray(pc_, dtype=np.int64), np.asarray(pp_, dtype=np.int64),
                             np.asarray([rows.size for _, rows in seqs], dtype=np.int64))
     tally = ZoneTally.of_chunk(codes[order], seq_code, index.distances(seq_code, pos), k=len(labels_all),
-                               sequences=len(seqs), with_triples=False)  # k states: no order test
+                               sequences=len(seqs), with_triples=len(labels_all) <= ORDER_TEST_MAX_STATES)
     fit, kplan, zone = choose_zone(
         tally, fit=fit_outside, plan=plan_for,
         reach_of=reach_of, total_rows=int(order.size), free_sequences=sum(1 for p in privs if not p))
@@ -623,7 +635,8 @@ def _ksummary(rep: dict[str, Any], plan: _KPlan, cols: list[str], fit_source: di
     model = f"{k}-state Markov chain of the report" + (" (given)" if fit_source.get("source") == "given" else "")
     return plain_summary(eps=rep["eps"], protected=cols, private_records=len(rep["private"]),
                          sequences=sum(1 for s in rep.get("sequences", [rep]) if s["private"]), model=model,
-                         fit_rows=fit_rows_text(fit_source), order_test=None,
+                         fit_rows=fit_rows_text(fit_source),
+                         order_test=None if plan.fit is None else plan.fit.order_summary(),
                          figures=rep["columns"]["not_covered"], rows=rep["rows"],
                          redacted=rep["utility"]["redacted"], expected_utility=rep["utility"]["expected"])
 
