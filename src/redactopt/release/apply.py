@@ -80,6 +80,7 @@ __all__ = [
     "check_release_options",
     "check_release_paths",
     "apply_table",
+    "is_categorical",
     # the 0.1 names of this module, now in bits, plan, redactor and report
     "BitSource",
     "SecureBits",
@@ -614,11 +615,45 @@ def plan_scan(reader: Any, *, column: str, by: str | None, private_column: str |
     return state, binary, plan, fit_source, ordered
 
 
+def is_categorical(*, chain: Any, categorical: bool, protect: Any, bins: Any) -> bool:
+    """Whether a release is categorical: asked for, a chain that is not the 0/1 two-state chain, or
+    columns protected together or binned.  A 0/1 column is the default (the binary path)."""
+    if chain is not None:
+        from redactopt.model.chain import check_chain
+
+        if not check_chain(chain).binary or tuple(chain.labels) != (0, 1):
+            return True
+    return bool(categorical) or protect is not None or bool(bins)
+
+
+def refuse_binary_options(**given: Any) -> None:
+    """A categorical release refuses the options of the binary path, one line each (before any work)."""
+    defaults = dict(alpha=None, beta=None, robust=None, cache=None, progress=None, chunk_rows=DEFAULT_CHUNK_ROWS,
+                    report_sequences="auto")
+    why = dict(alpha="a categorical release takes its chain as chain= (or fits it)", beta="see alpha",
+               robust="a categorical release covers the fitted or given chain, not a box of chains",
+               cache="categorical designs are shared within a release only",
+               progress="a categorical release reads the table at once", chunk_rows="see progress",
+               report_sequences="a categorical report lists every sequence")
+    for name, value in given.items():
+        if value is not None and value != defaults[name]:
+            raise ValueError(f"{name}= applies to 0/1 columns only: {why[name]}")
+
+
+def binary_chain(chain: Any, alpha: Any, beta: Any) -> tuple[Any, Any]:
+    """``alpha`` and ``beta`` of a binary release: those of ``chain`` when one is given (not both)."""
+    if chain is None:
+        return alpha, beta
+    if alpha is not None or beta is not None:
+        raise ValueError("give the chain once: chain= or alpha=/beta=, not both")
+    return chain.alpha, chain.beta
+
+
 def apply_table(
     source: str | os.PathLike[str],
     dest: str | os.PathLike[str],
     *,
-    column: str,
+    column: str | None = None,
     eps: float,
     private: list[int] | None = None,
     private_column: str | None = None,
@@ -639,9 +674,25 @@ def apply_table(
     keep: list[str] | str | None = None,
     order_by: str | None = None,
     fit_on: str | os.PathLike[str] | None = None,
+    chain: Any = None,
+    categorical: bool = False,
+    protect: list[str] | str | None = None,
+    bins: Any = None,
+    smoothing: str = "kt",
+    simultaneous: bool = False,
 ) -> dict[str, Any]:
     """Design, draw and write a redacted copy of a table; returns the report (see
     :func:`redactopt.release.report.build_report`).
+
+    One entry for every chain: a 0/1 ``column`` is the default; ``categorical=True``, a ``chain``
+    on more than two states, or ``protect``/``bins`` release a categorical column (or several
+    columns protected together) through :func:`redactopt.release.kapply.kapply_table`, with the
+    same ``column``, ``eps``, ``private``, ``private_column``, ``by``, ``method``, ``seed``,
+    ``report``, ``force``, ``time_limit``, ``workers``, ``keep``, ``order_by`` and ``fit_on``
+    (its report is ``redactopt.release.kapply-report/1``).  Options of the binary path alone
+    (``alpha``/``beta``, ``robust``, ``cache``, ``progress``, ``chunk_rows``,
+    ``report_sequences``) are refused there in one line each; ``smoothing`` and
+    ``simultaneous`` go to the categorical fit (:func:`redactopt.release.fit.fit_counts`).
 
     Parameters
     ----------
@@ -706,7 +757,24 @@ def apply_table(
         keeps the input's row order (:mod:`redactopt.release.order`).
     fit_on : path, optional
         A separate, public table to fit the chain on (the same ``column``).
+    chain : Chain, optional
+        The chain instead of ``alpha``/``beta``: a two-state chain on states 0 and 1 (a
+        ``MarkovChain``, or the same chain given as a 2x2 matrix) is the binary release with its
+        alpha and beta; any other chain makes the release categorical.
     """
+    options = dict(chain=chain, categorical=categorical, protect=protect, bins=bins)
+    if is_categorical(**options):
+        refuse_binary_options(alpha=alpha, beta=beta, robust=robust, cache=cache, progress=progress,
+                              chunk_rows=chunk_rows, report_sequences=report_sequences)
+        from redactopt.release.kapply import kapply_table  # builds on this module
+
+        return kapply_table(source, dest, column=column, eps=eps, private=private, private_column=private_column,
+                            by=by, chain=chain, method=method, seed=seed, report=report, force=force,
+                            time_limit=time_limit, smoothing=smoothing, simultaneous=simultaneous, workers=workers,
+                            protect=protect, bins=bins, keep=keep, order_by=order_by, fit_on=fit_on)
+    alpha, beta = binary_chain(chain, alpha, beta)
+    if column is None:
+        raise ValueError("column= names the 0/1 column to protect (protect= several categorical columns)")
     src, dst, rep_path = check_release_paths(source, dest, report, private=private,
                                              private_column=private_column, by=by, force=force,
                                              report_sequences=report_sequences)

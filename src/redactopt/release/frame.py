@@ -22,8 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from redactopt.engine.cache import DesignCache
-from redactopt.release.apply import (check_release_options, describe_release, fit_on_counts, ordered_scan, plan_scan,
-                                     plan_output, redacted_rows, scan)
+from redactopt.release.apply import (binary_chain, check_release_options, describe_release, fit_on_counts,
+                                     is_categorical, ordered_scan, plan_output, plan_scan, redacted_rows,
+                                     refuse_binary_options, scan)
 from redactopt.release.bits import bit_source
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import build_report
@@ -45,7 +46,7 @@ def _nullable(series: pd.Series) -> pd.Series:
 def apply_frame(
     data: Any,
     *,
-    column: str,
+    column: str | None = None,
     eps: float,
     private: list[int] | None = None,
     private_column: str | None = None,
@@ -63,8 +64,19 @@ def apply_frame(
     keep: list[str] | str | None = None,
     order_by: str | None = None,
     fit_on: Any = None,
+    chain: Any = None,
+    categorical: bool = False,
+    protect: list[str] | str | None = None,
+    bins: Any = None,
+    smoothing: str = "kt",
+    simultaneous: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
     """Design, draw and redact a table in memory; returns ``(released, report)``.
+
+    One entry for every chain, as :func:`redactopt.release.apply.apply_table`: a 0/1 ``column`` is
+    the default; ``categorical=True``, a ``chain`` on more than two states, or ``protect``/``bins``
+    release a pandas DataFrame's categorical column(s) through
+    :func:`redactopt.release.kapply.kapply_frame` (``fit_on`` then a DataFrame).
 
     Parameters
     ----------
@@ -92,6 +104,18 @@ def apply_frame(
         :func:`redactopt.release.report.build_report` (``input`` and ``output`` are ``None``),
         with ``columns``, the chain's ``fit_rows`` and the plain-language ``summary``.
     """
+    if is_categorical(chain=chain, categorical=categorical, protect=protect, bins=bins):
+        refuse_binary_options(alpha=alpha, beta=beta, robust=robust, cache=cache, chunk_rows=chunk_rows,
+                              report_sequences=report_sequences)
+        from redactopt.release.kapply import kapply_frame
+
+        return kapply_frame(data, column=column, eps=eps, private=private, private_column=private_column, by=by,
+                            chain=chain, method=method, seed=seed, time_limit=time_limit, smoothing=smoothing,
+                            simultaneous=simultaneous, workers=workers, protect=protect, bins=bins, keep=keep,
+                            order_by=order_by, fit_on=fit_on)
+    alpha, beta = binary_chain(chain, alpha, beta)
+    if column is None:
+        raise ValueError("column= names the 0/1 column to protect (protect= several categorical columns)")
     check_release_options(private=private, private_column=private_column, by=by)
     if report_sequences not in ("auto", "inline", "none"):
         raise ValueError(f"report_sequences must be 'auto', 'inline' or 'none' without a report file, "
