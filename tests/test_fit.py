@@ -255,6 +255,39 @@ def test_cli_fit_by_and_parquet(tmp_path, run, capsys):
     assert d["sequences"] == 2
 
 
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_cli_categorical_fit_streams_chunk_by_chunk(tmp_path, run, capsys, fmt):
+    """The categorical fit reads the file in chunks like the binary one: any chunk size gives the counts
+    and triples of every sequence, counted here by hand (labels in order of first appearance)."""
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, 4, 900)
+    v = rng.choice(["lo", "mid", "hi", "x y"], 900, p=[0.4, 0.3, 0.2, 0.1])
+    df = pd.DataFrame({"id": ids, "v": v})
+    p = tmp_path / f"d.{fmt}"
+    df.to_csv(p, index=False) if fmt == "csv" else df.to_parquet(p)
+    labels = list(dict.fromkeys(v.tolist()))
+    k = len(labels)
+    pairs = np.zeros((k, k), dtype=int)
+    triples = np.zeros((k, k, k), dtype=int)
+    for g in dict.fromkeys(ids.tolist()):
+        x = [labels.index(s) for s in v[ids == g]]
+        for a, b in zip(x, x[1:]):
+            pairs[a, b] += 1
+        for a, b, c in zip(x, x[1:], x[2:]):
+            triples[a, b, c] += 1
+    for chunk in ("5", "64", "100000"):
+        assert run(["fit", str(p), "--column", "v", "--by", "id", "--categorical", "--format", "json",
+                    "--chunk-rows", chunk]) == 0
+        d = json.loads(capsys.readouterr().out)
+        assert d["labels"] == labels and d["counts"] == pairs.tolist() and d["sequences"] == 4
+        assert d["lr_test_second_order"]["triples"] == int(triples.sum())
+    # a missing value names its row, read in chunks as in one piece
+    df.loc[700, "v"] = None
+    df.to_csv(p, index=False) if fmt == "csv" else df.to_parquet(p)
+    assert run(["fit", str(p), "--column", "v", "--categorical", "--chunk-rows", "64"]) == 2
+    assert "row 701, column 'v': missing value" in capsys.readouterr().err
+
+
 def test_cli_fit_chunks_give_the_same_counts(tmp_path, run, capsys):
     rng = np.random.default_rng(1)
     ids = rng.integers(0, 3, 500)

@@ -14,7 +14,6 @@ import sys
 import textwrap
 from typing import Any
 
-import numpy as np
 
 from redactopt.engine.joint import JOINT_METHODS
 from redactopt.errors import PrivacyCheckError, UsageError
@@ -30,7 +29,7 @@ from redactopt.interface.options import (
 from redactopt.interface.cli_classes import add_class_option
 from redactopt.interface.cli_report import add_html_option, check_html, maybe_write_html
 from redactopt.interface.progress import Bars, progress_enabled
-from redactopt.io import STDIO, check_input_path, stdin_as_file
+from redactopt.io import STDIO, stdin_as_file
 from redactopt.model.classes import parse_range
 
 __all__ = ["add_fit_parser", "add_apply_parser"]
@@ -85,27 +84,38 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    if args.categorical:  # a chain of k states, fitted on the column's categories
-        return _cmd_fit_categorical(args)
-    refuse_given(args, ["smoothing"], "applies to --categorical only")
+    """``redactopt fit``: one streaming scan and one estimator; the column's codec is 0/1 unless --categorical."""
+    if not args.categorical:
+        refuse_given(args, ["smoothing"], "applies to --categorical only")
     # pandas and pyarrow load with the data commands only: design and audit start faster
-    from redactopt.release.apply import scan_table
+    from redactopt.release.apply import scan_states, scan_table
+    from redactopt.release.fit import BINARY_LABELS, fit_counts
     from redactopt.release.tables import TableReader
-    from redactopt.release.fit import fit_counts
 
     label = "<stdin>" if args.input == STDIO else None
     with stdin_as_file(args.input) as path, Bars(progress_enabled(args.quiet)) as bars:
         reader = TableReader(path, label=label, **_chunk(args))
-        state = scan_table(reader, column=args.column, by=args.by, progress=bars)
+        if args.categorical:
+            state, labels = scan_states(reader, column=args.column, by=args.by, progress=bars)
+        else:
+            state, labels = scan_table(reader, column=args.column, by=args.by, progress=bars), BINARY_LABELS
     if state.rows == 0:
         raise UsageError(f"{reader.label}: no data rows")
-    fit = fit_counts(state.counts(), confidence=args.confidence, interval=args.interval)
+    options = dict(smoothing=args.smoothing or "kt") if args.categorical else {}
+    try:
+        fit = fit_counts(state.counts(), tuple(labels), confidence=args.confidence, interval=args.interval,
+                         **options)
+    except ValueError as exc:
+        if not args.categorical:
+            raise
+        raise UsageError(f"{args.input}: {exc}") from None
     if (args.format or "text") == "json":
         d: dict[str, Any] = {"input": str(args.input), "column": args.column, "by": args.by}
         d.update(fit.to_dict())
         print(json.dumps(d, indent=2))
     else:
-        print(f"input     : {args.input}  column '{args.column}'" + (f"  by '{args.by}'" if args.by else ""))
+        print(f"input     : {args.input}  column '{args.column}'" + (f"  by '{args.by}'" if args.by else "")
+              + ("  (categorical)" if args.categorical else ""))
         print(fit.text())
     return EXIT_OK
 
@@ -364,52 +374,6 @@ def _cmd_apply(args: argparse.Namespace) -> int:
     if not (stdout_taken and args.quiet):
         print(text, file=sys.stderr if stdout_taken else sys.stdout)
     maybe_write_html(args, rep)
-    return EXIT_OK
-
-
-# ---------------------------------------------------------------------------
-# fit of a categorical column (a chain of k states)
-# ---------------------------------------------------------------------------
-def _read_table(path: str) -> Any:
-    from redactopt.release.kapply import read_table
-
-    df, _ = read_table(check_input_path(path))
-    return df
-
-
-def _cmd_fit_categorical(args: argparse.Namespace) -> int:
-    """``redactopt fit INPUT --column NAME --categorical``."""
-    from redactopt.release.fit import fit_sequences
-
-    refuse_given(args, ["chunk_rows"], "applies to binary columns only (a categorical fit reads the column at once)")
-    with stdin_as_file(args.input) as path:
-        df = _read_table(str(path))
-    if args.column not in df.columns:
-        raise UsageError(f"{args.input}: column {args.column!r} not found; the columns are {list(map(str, df.columns))}")
-    if len(df) == 0:
-        raise UsageError(f"{args.input}: no data rows")
-    col = df[args.column]
-    bad = np.flatnonzero(col.isna().to_numpy())
-    if bad.size:
-        raise UsageError(f"{args.input}: row {int(bad[0]) + 1}: column {args.column!r} has a missing value")
-    if args.by is not None:
-        if args.by not in df.columns:
-            raise UsageError(f"{args.input}: column {args.by!r} not found")
-        seqs = [g[args.column].tolist() for _, g in df.groupby(args.by, sort=False)]
-    else:
-        seqs = [col.tolist()]
-    try:
-        fit = fit_sequences(seqs, confidence=args.confidence, interval=args.interval, smoothing=args.smoothing or "kt")
-    except ValueError as exc:
-        raise UsageError(f"{args.input}: {exc}") from None
-    if (args.format or "text") == "json":
-        d: dict[str, Any] = {"input": str(args.input), "column": args.column, "by": args.by}
-        d.update(fit.to_dict())
-        print(json.dumps(d, indent=2))
-    else:
-        print(f"input     : {args.input}  column '{args.column}'" + (f"  by '{args.by}'" if args.by else "")
-              + "  (categorical)")
-        print(fit.text())
     return EXIT_OK
 
 

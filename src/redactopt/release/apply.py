@@ -54,7 +54,7 @@ from redactopt.release.columns import output_columns
 from redactopt.release.disclosure import Disclosure, plain_summary
 from redactopt.release.fitplan import plan_fitted
 from redactopt.release.order import Ordered, sequence_order
-from redactopt.release.data import ScanState, SequenceIndex, group_ranks, parse_binary
+from redactopt.release.data import ScanState, SequenceIndex, TextStates, group_ranks, parse_binary
 from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release
 from redactopt.release.pool import warm_pool
 from redactopt.release.redactor import Redactor
@@ -74,6 +74,7 @@ __all__ = [
     "Progress",
     "scan_table",
     "scan",
+    "scan_states",
     "Span",
     "write_redacted",
     "write_csv",
@@ -188,6 +189,24 @@ def scan_table(reader: Any, *, column: str, by: str | None = None, private_colum
     None)`` is called after every chunk.
     """
     return scan(reader, column=column, by=by, private_column=private_column, progress=progress)[0]
+
+
+def scan_states(reader: Any, *, column: str, by: str | None = None, labels: list[str] | None = None,
+                progress: Progress | None = None) -> tuple[ScanState, list[str]]:
+    """The scan of a categorical column, chunk by chunk: its values as text are the states, labelled in
+    order of first appearance (or ``labels``, fixed); the :class:`~redactopt.release.data.ScanState`
+    counts their transitions per sequence of ``by`` (:func:`scan_table` for a 0/1 column)."""
+    reader.require(column, by)
+    coder = TextStates(labels, fixed=labels is not None, empty_is_missing=reader.format == "csv")
+    state = ScanState()
+    where = reader.label
+    for chunk in reader.chunks(_columns_needed(column, by, None)):
+        codes = coder.codes(chunk.column(column), column=column, first_row=chunk.first_row, where=where)
+        ids = ids_of(chunk, by, where) if by else None
+        state = state.merge(ScanState.of_chunk(codes, ids, k=max(2, len(coder.labels))))
+        if progress is not None:
+            progress("scan", state.rows, None)
+    return state, coder.labels
 
 
 @dataclass(frozen=True)

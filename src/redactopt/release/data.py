@@ -130,6 +130,57 @@ def _parse_numeric(arr: np.ndarray, *, column: str, first_row: int, where: str) 
 # --------------------------------------------------------------------------
 # sequence ids
 # --------------------------------------------------------------------------
+class TextStates:
+    """The state codes of a categorical column: its values as text, labelled in order of first appearance.
+
+    :meth:`codes` codes one chunk after another (an Arrow array, a pandas Series or a numpy array),
+    extending :attr:`labels` as new values appear — the same labels as
+    :func:`redactopt.release.fit.encode_labels` gives the whole column.  With ``fixed`` labels
+    (a given chain's states) a value outside them is an error naming its row.  A missing value
+    (null, NaN; an empty field of a text file when ``empty_is_missing``) is an error naming its row.
+    """
+
+    def __init__(self, labels: list[str] | None = None, *, fixed: bool = False, empty_is_missing: bool = True) -> None:
+        self.labels = [str(s) for s in labels] if labels is not None else []
+        self.index = {s: i for i, s in enumerate(self.labels)}
+        self.fixed = fixed
+        self.empty_is_missing = empty_is_missing
+
+    def codes(self, values: Any, *, column: str, first_row: int, where: str) -> np.ndarray:
+        """The codes of one chunk's values (``first_row``: the 1-based row of its first value)."""
+        if isinstance(values, pd.Series):
+            local, uniques = pd.factorize(values, sort=False, use_na_sentinel=True)
+            texts = [str(u) for u in uniques]
+        else:
+            arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else pa.array(values)
+            enc = pc.dictionary_encode(arr)
+            local = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+            texts = [str(u) for u in enc.dictionary.to_pylist()]
+        missing = local < 0
+        if self.empty_is_missing and "" in texts:
+            missing |= local == texts.index("")
+        if missing.any():
+            i = int(np.flatnonzero(missing)[0])
+            raise ValueError(f"{where}: row {first_row + i}, column '{column}': missing value")
+        if not local.size:
+            return local
+        # map the chunk's values to the global labels in the order they first occur in the chunk
+        first = np.full(len(texts), local.size, dtype=np.int64)
+        np.minimum.at(first, local, np.arange(local.size))
+        glob = np.empty(len(texts), dtype=np.int64)
+        for j in np.argsort(first, kind="stable").tolist():
+            t = texts[j]
+            if t not in self.index:
+                if self.fixed:
+                    i = int(first[j])
+                    raise ValueError(f"{where}: row {first_row + i}, column '{column}': value {t!r} is not one of "
+                                     f"the states {self.labels}")
+                self.index[t] = len(self.labels)
+                self.labels.append(t)
+            glob[j] = self.index[t]
+        return glob[local]
+
+
 def factorize(ids: Any) -> tuple[np.ndarray, list]:
     """Codes (``int64``, in order of first appearance) and the distinct ids of one chunk of an id column."""
     if isinstance(ids, pa.ChunkedArray):
@@ -190,7 +241,7 @@ class ScanState:
     first2: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int8))
     last2: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int8))
     pairs: np.ndarray = field(default_factory=lambda: np.zeros((2, 2), dtype=np.int64))
-    triples: np.ndarray = field(default_factory=lambda: np.zeros((2, 2, 2), dtype=np.int64))
+    triples: np.ndarray | None = field(default_factory=lambda: np.zeros((2, 2, 2), dtype=np.int64))
     #: the private rows: their sequence codes and 0-based positions, in the order read (numpy: a
     #: few bytes each, however many sequences; :attr:`private` gives them by sequence)
     private_codes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -219,9 +270,11 @@ class ScanState:
                          np.full((k, 2), -1, dtype=np.int8), rows=n)
 
     @staticmethod
-    def of_chunk(values: np.ndarray, ids: Any = None, private: np.ndarray | None = None) -> "ScanState":
-        """The scan of one piece of data (``ids=None``: one sequence)."""
-        values = np.asarray(values, dtype=np.int8)
+    def of_chunk(values: np.ndarray, ids: Any = None, private: np.ndarray | None = None, *,
+                 k: int = 2) -> "ScanState":
+        """The scan of one piece of data (``ids=None``: one sequence); ``values`` are state codes
+        ``0..k-1`` (0/1 for a binary column)."""
+        values = np.asarray(values, dtype=np.int64)
         m = values.shape[0]
         if ids is None:
             codes = np.zeros(m, dtype=np.int64)
@@ -230,19 +283,23 @@ class ScanState:
         else:
             codes, uniques = factorize(ids)
             rank, order = group_ranks(codes)
-        k = len(uniques)
+        g_count = len(uniques)
         sc = codes[order]
-        sv = values[order].astype(np.int64)
+        sv = values[order]
         same = sc[1:] == sc[:-1]
-        pairs = np.bincount((2 * sv[:-1] + sv[1:])[same], minlength=4).reshape(2, 2) if m > 1 else np.zeros((2, 2))
-        if m > 2:
-            same3 = same[1:] & same[:-1]
-            triples = np.bincount((4 * sv[:-2] + 2 * sv[1:-1] + sv[2:])[same3], minlength=8).reshape(2, 2, 2)
-        else:
-            triples = np.zeros((2, 2, 2))
-        n = np.bincount(codes, minlength=k).astype(np.int64)
-        first2 = np.full((k, 2), -1, dtype=np.int8)
-        last2 = np.full((k, 2), -1, dtype=np.int8)
+        pairs = np.bincount((k * sv[:-1] + sv[1:])[same], minlength=k * k).reshape(k, k) if m > 1 \
+            else np.zeros((k, k))
+        triples = None
+        if k <= MAX_TRIPLE_STATES:
+            triples = np.zeros((k, k, k))
+            if m > 2:
+                same3 = same[1:] & same[:-1]
+                triples = np.bincount(((k * sv[:-2] + sv[1:-1]) * k + sv[2:])[same3],
+                                      minlength=k ** 3).reshape(k, k, k)
+        dtype = _value_dtype(k)
+        n = np.bincount(codes, minlength=g_count).astype(np.int64)
+        first2 = np.full((g_count, 2), -1, dtype=dtype)
+        last2 = np.full((g_count, 2), -1, dtype=dtype)
         if m:
             starts = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]])
             ends = np.r_[starts[1:], m] - 1
@@ -253,9 +310,15 @@ class ScanState:
             last2[g, 1] = sv[ends]
             last2[g[two], 0] = sv[ends[two] - 1]
         flagged = np.flatnonzero(np.asarray(private, dtype=bool)) if private is not None else np.zeros(0, np.int64)
-        return ScanState(uniques, n, first2, last2, pairs.astype(np.int64), triples.astype(np.int64),
+        return ScanState(uniques, n, first2, last2, pairs.astype(np.int64),
+                         None if triples is None else triples.astype(np.int64),
                          private_codes=codes[flagged].astype(np.int64), private_pos=rank[flagged].astype(np.int64),
                          rows=m)
+
+    @property
+    def k(self) -> int:
+        """The number of states counted (2 for a binary column)."""
+        return int(self.pairs.shape[0])
 
     def merge(self, later: "ScanState") -> "ScanState":
         """This scan followed by ``later`` (a scan of the data that comes next)."""
@@ -272,34 +335,38 @@ class ScanState:
                 ids.append(v)
             map_b[j] = index[key]
         k = len(ids)
+        states = max(self.k, later.k)  # a categorical scan meets new states as it goes
+        dtype = _value_dtype(states)
         n_a = np.zeros(k, dtype=np.int64)
         n_a[: self.n.shape[0]] = self.n
-        f_a = np.full((k, 2), -1, dtype=np.int8)
+        f_a = np.full((k, 2), -1, dtype=dtype)
         f_a[: self.n.shape[0]] = self.first2
-        l_a = np.full((k, 2), -1, dtype=np.int8)
+        l_a = np.full((k, 2), -1, dtype=dtype)
         l_a[: self.n.shape[0]] = self.last2
-        pairs = self.pairs + later.pairs
-        triples = self.triples + later.triples
+        pairs = _padded(self.pairs, states) + _padded(later.pairs, states)
+        triples = None if self.triples is None or later.triples is None or states > MAX_TRIPLE_STATES \
+            else _padded(self.triples, states) + _padded(later.triples, states)
         # transitions across the boundary: (a_{-2}, a_{-1}) followed by (b_1, b_2)
         a2, a1 = l_a[map_b, 0].astype(np.int64), l_a[map_b, 1].astype(np.int64)
         b1, b2 = later.first2[:, 0].astype(np.int64), later.first2[:, 1].astype(np.int64)
         ok = (a1 >= 0) & (b1 >= 0)
         np.add.at(pairs, (a1[ok], b1[ok]), 1)
-        ok3 = ok & (a2 >= 0)
-        np.add.at(triples, (a2[ok3], a1[ok3], b1[ok3]), 1)
-        ok3b = ok & (b2 >= 0)
-        np.add.at(triples, (a1[ok3b], b1[ok3b], b2[ok3b]), 1)
+        if triples is not None:
+            ok3 = ok & (a2 >= 0)
+            np.add.at(triples, (a2[ok3], a1[ok3], b1[ok3]), 1)
+            ok3b = ok & (b2 >= 0)
+            np.add.at(triples, (a1[ok3b], b1[ok3b], b2[ok3b]), 1)
         # new first/last two values
         n_b = later.n
         before = n_a[map_b]
         new_first = f_a.copy()
         fb = f_a[map_b]
-        fb = np.where((before == 0)[:, None], later.first2, fb)
+        fb = np.where((before == 0)[:, None], later.first2, fb).astype(dtype)
         one = before == 1
         fb[one, 1] = later.first2[one, 0]
         new_first[map_b] = fb
         new_last = l_a.copy()
-        lb = later.last2.copy()
+        lb = later.last2.astype(dtype)
         single = n_b == 1
         lb[single, 0] = l_a[map_b[single], 1]
         new_last[map_b] = lb
@@ -311,13 +378,33 @@ class ScanState:
                          private_pos=private_pos, rows=self.rows + later.rows, _index=index)
 
     def counts(self) -> TransitionCounts:
-        """Pooled :class:`redactopt.release.fit.TransitionCounts`."""
-        return TransitionCounts(self.pairs.copy(), self.triples.copy(), int(self.rows), len(self.ids))
+        """Pooled :class:`redactopt.release.fit.TransitionCounts` (no triples beyond
+        :data:`MAX_TRIPLE_STATES` states)."""
+        return TransitionCounts(self.pairs.copy(), None if self.triples is None else self.triples.copy(),
+                                int(self.rows), len(self.ids))
 
     def index(self) -> SequenceIndex:
         """The codes of this scan, for the ids of a later pass (the scan's own id index, handed over)."""
         index, self._index = self._index, None
         return SequenceIndex(self.ids, index if index is not None and len(index) == len(self.ids) else None)
+
+
+#: Triples (the order test) are counted up to this many states (``k**3`` numbers).
+MAX_TRIPLE_STATES = 16
+
+
+def _value_dtype(k: int) -> type:
+    """The smallest type of a state code and -1 (none): ``int8`` for a binary column."""
+    return np.int8 if k <= 127 else np.int32
+
+
+def _padded(a: np.ndarray, k: int) -> np.ndarray:
+    """A ``(k0, ..., k0)`` count array as ``(k, ..., k)`` (new states have no counts yet)."""
+    if a.shape[0] == k:
+        return a
+    out = np.zeros((k,) * a.ndim, dtype=a.dtype)
+    out[tuple(slice(0, a.shape[0]) for _ in range(a.ndim))] = a
+    return out
 
 
 def id_key(v: object) -> object:
