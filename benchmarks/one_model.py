@@ -33,8 +33,10 @@ Cases (the same data and arguments for both trees):
   and imports included), one warm-up each, then ``--repeat`` runs alternating BEFORE and
   AFTER (three times as many for commands under a second): the README's main job, its
   ``compare`` command (with and without ``--plot``), the walk-through on the bundled
-  occupancy data (``fit``, ``apply``, ``audit``) and the many-sequence release (2,000
-  sequences of 500 records, the command of ``benchmarks/many_speed.py``'s CSV case).
+  occupancy data (``fit``, ``apply``, ``audit``), the many-sequence release (2,000
+  sequences of 500 records, the command of ``benchmarks/many_speed.py``'s CSV case) and the
+  k-state fit of a categorical column of 10^6 rows (``fit --categorical``: read whole with
+  pandas before, streamed chunk by chunk through the one estimator after).
 
 The matrix form goes through the name each tree has for it: ``kleakage``/``kdesign`` on
 ``KChain`` before, the one ``leakage``/``design`` on ``Chain`` after (the rows say which).
@@ -73,6 +75,8 @@ P2 = [[0.9, 0.1], [0.2, 0.8]]  # MarkovChain(0.1, 0.2) as a matrix
 MAIN = (0.01, 0.8)  # the README's chain (Fig. 3)
 K2 = (0.1, 0.2)
 MANY = {"alpha": 0.003, "beta": 0.012, "length": 500}
+#: Rows of the categorical column of the k-state fit case (the chain P3).
+CATEGORICAL_ROWS = 10 ** 6
 COLUMNS = ["case", "form", "n", "before_s", "after_s", "after/before", "value_before", "value_after",
            "target", "met", "values"]
 
@@ -299,6 +303,18 @@ def _make_data(d: Path, n: int, sequences: int) -> Path:
         tt = np.arange(m)
         for i in range(sequences):
             fh.write("".join(f"s{i:06d},{t},{v},{o}\n" for t, v, o in zip(tt, x[i], opt[i])))
+    # a categorical column: 10^6 minutes of the three-state chain P3 (the k-state fit, CLI)
+    P = np.array(P3)
+    u = rng.random(CATEGORICAL_ROWS)
+    states = np.empty(CATEGORICAL_ROWS, dtype=np.int64)
+    states[0] = 0
+    cum = np.cumsum(P, axis=1)
+    for t in range(1, CATEGORICAL_ROWS):
+        states[t] = int(np.searchsorted(cum[states[t - 1]], u[t]))
+    names = np.array(["low", "mid", "high"])[states]
+    with open(d / "levels.csv", "w", newline="") as fh:
+        fh.write("t,level\n")
+        fh.write("".join(f"{t},{v}\n" for t, v in enumerate(names.tolist())))
     return path
 
 
@@ -355,6 +371,11 @@ def _v_fit(out: str, _: Path) -> str:
     return f"alpha {_field(out, 'alpha').split()[0]} beta {_field(out, 'beta').split()[0]}"
 
 
+def _v_kfit(out: str, _: Path) -> str:
+    rows = [ln for ln in out.splitlines() if ln.startswith(("records", "states", "            "))]
+    return " | ".join(" ".join(ln.split()) for ln in rows)
+
+
 def _v_apply(out: str, _: Path) -> str:
     wrote = re.search(r"\((\d+) rows, (\d+) redacted\)", out)
     leak = _field(out, "leakage").split()[0]
@@ -385,6 +406,10 @@ def _cli_cases(data_file: Path, many: Path, sequences: int) -> list[dict]:
                   "--report", "report.json"], "value": _v_apply, "target": "readme", "keep": "report.json"},
         {"key": "cli/audit", "case": "4 walk-through (CLI)", "form": "audit report.json (its own apply's)",
          "n": 8143, "argv": ["audit", "{report}"], "value": _v_audit, "target": "readme"},
+        {"key": "cli/kfit", "case": "7 k-state fit (CLI)",
+         "form": f"fit levels.csv --column level --categorical ({CATEGORICAL_ROWS} rows, 3 states)",
+         "n": CATEGORICAL_ROWS, "argv": ["fit", str(many.parent / "levels.csv"), "--column", "level",
+                                         "--categorical"], "value": _v_kfit, "target": "kstate"},
         {"key": "cli/many", "case": "4 many sequences (CLI)",
          "form": f"apply many.csv --by sid ({sequences} x {MANY['length']}, CSV)", "n": sequences * MANY["length"],
          "argv": ["apply", str(many), "--column", "Occupancy", "--by", "sid", "--private-column", "optout", "--eps",
@@ -499,7 +524,7 @@ def _val(c: dict | None) -> str:
 
 def _rows(res: dict, n_dense: int, cli: list[dict]) -> tuple[list[dict], list[str]]:
     specs = [(k, case, form, n if n is not None else n_dense, tgt) for k, case, form, n, tgt in IN_PROCESS]
-    order = {"1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5}
+    order = {"1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
     specs += [(c["key"], c["case"], c["form"], c["n"], c["target"]) for c in cli]
     specs.sort(key=lambda s: order[s[1][0]])
     rows, notes = [], []
