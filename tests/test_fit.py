@@ -193,6 +193,41 @@ def test_kstate_order_test_matches_direct_likelihoods():
     assert g.lr_test.p_value < 1e-6 and any("second-order" in w for w in g.warnings)
 
 
+def test_fit_edges_found_by_a_red_team():
+    """Large counts, levels near 0 and 1, a binary fit that cannot smooth, no transition at all."""
+    from scipy.stats import chi2, norm
+
+    from redactopt.release.fit import fit_counts, fit_sequences
+
+    # LR ends near 1 beyond the doubles below 1 are 1 (outward), not a failed bracket
+    f = fit_counts([[10**15, 1], [1, 1]], ("a", "b"), records=1, sequences=1, interval="lr")
+    assert f.upper[0, 0] == 1.0 and 0 < f.upper[0, 1] < 1e-13
+    # at a low level the LR half-width is sqrt(crit p(1-p)/m) to first order (the deviance's curvature)
+    m, c = 10**12, 1e-6
+    f = fit_counts([[m // 2, m // 2], [1, 1]], ("a", "b"), records=1, sequences=1, interval="lr", confidence=c)
+    half = math.sqrt(chi2.isf(1 - c, 1) * 0.25 / m)
+    assert f.upper[0, 0] - 0.5 == pytest.approx(half, rel=1e-3)
+    # a level within an ulp of 1: the quantile from the tail (scipy's isf), no rounding to 1
+    c = 1 - 2**-52
+    f = fit_counts([[7, 3], [2, 8]], ("a", "b"), records=1, sequences=1, confidence=c, interval="wald")
+    z = norm.isf((1 - c) / 2)
+    assert f.lower[1, 0] == max(0.0, 0.2 - z * math.sqrt(0.16 / 10)) == 0.0
+    assert f.lower[0, 0] == pytest.approx(max(0.0, 0.7 - z * math.sqrt(0.21 / 10)), abs=1e-12)
+    g = fit_counts([[7000, 3000], [2, 8]], ("a", "b"), records=1, sequences=1, confidence=c, interval="wald")
+    assert g.lower[0, 1] == pytest.approx(0.3 - z * math.sqrt(0.21 / 10000), rel=1e-12)
+    with pytest.raises(ValueError, match="no transition observed"):
+        fit_chain([0])
+    with pytest.raises(ValueError, match="needs alpha and beta in"):
+        fit_chain([0, 0, 0, 1, 1, 1], smoothing="none")  # 1 -> 0 never seen: beta would be 0
+    assert fit_chain([0, 0, 0, 1, 1, 0], smoothing="none").beta == 0.5  # no zero: nothing to smooth
+    with pytest.raises(ValueError, match="less than 2\\*\\*62"):
+        fit_counts([[2**62, 2**62], [1, 1]], ("a", "b"), records=1, sequences=1)
+    with pytest.raises(ValueError, match="sequence 2: missing value at position 1"):
+        fit_sequences([["a", "b"], [None, "a"]])
+    g = fit_chain([0, 1, 1, 0, 1, 0, 0, 1], simultaneous=True)
+    assert g.to_dict()["simultaneous"] and "simultaneous" in g.text()
+
+
 def test_kstate_intervals_of_every_kind():
     from scipy.stats import chi2
 

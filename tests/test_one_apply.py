@@ -67,5 +67,7 @@ def test_binary_only_options_are_refused_in_one_line():
             r.apply_frame(df, column="v", eps=1.0, private=[150], chain=c, **bad)
     with pytest.raises(ValueError, match="not both"):
         r.apply_frame(df, column="w", eps=1.0, private=[150], chain=r.MarkovChain(0.2, 0.3), alpha=0.2)
+    with pytest.raises(ValueError, match="apply to categorical releases"):
+        r.apply_frame(df, column="w", eps=1.0, private=[150], alpha=0.2, beta=0.3, smoothing="none")
     with pytest.raises(ValueError, match="not 0 or 1"):  # a categorical column is not guessed: asked for
         r.apply_frame(df, column="v", eps=1.0, private=[150])

@@ -659,8 +659,13 @@ def refuse_binary_options(**given: Any) -> None:
             raise ValueError(f"{name}= applies to 0/1 columns only: {why[name]}")
 
 
-def binary_chain(chain: Any, alpha: Any, beta: Any) -> tuple[Any, Any]:
-    """``alpha`` and ``beta`` of a binary release: those of ``chain`` when one is given (not both)."""
+def binary_chain(chain: Any, alpha: Any, beta: Any, *, smoothing: str = "kt",
+                 simultaneous: bool = False) -> tuple[Any, Any]:
+    """``alpha`` and ``beta`` of a binary release: those of ``chain`` when one is given (not both).
+    The categorical fit's options are refused here (a binary release smooths as its fit does)."""
+    if smoothing != "kt" or simultaneous:
+        raise ValueError("smoothing= and simultaneous= apply to categorical releases; a 0/1 column's fit keeps "
+                         "alpha and beta in (0, 1) by the Krichevsky-Trofimov estimate")
     if chain is None:
         return alpha, beta
     if alpha is not None or beta is not None:
@@ -791,7 +796,7 @@ def apply_table(
                             by=by, chain=chain, method=method, seed=seed, report=report, force=force,
                             time_limit=time_limit, smoothing=smoothing, simultaneous=simultaneous, workers=workers,
                             protect=protect, bins=bins, keep=keep, order_by=order_by, fit_on=fit_on)
-    alpha, beta = binary_chain(chain, alpha, beta)
+    alpha, beta = binary_chain(chain, alpha, beta, smoothing=smoothing, simultaneous=simultaneous)
     if column is None:
         raise ValueError("column= names the 0/1 column to protect (protect= several categorical columns)")
     src, dst, rep_path = check_release_paths(source, dest, report, private=private,

@@ -236,6 +236,8 @@ class ChainFit:
             "beta_ci": list(self.beta_ci),
             "confidence": self.confidence,
             "interval": self.interval,
+            "simultaneous": self.simultaneous,
+            "smoothing": self.smoothing,
             "counts": {"00": int(c[0, 0]), "01": int(c[0, 1]), "10": int(c[1, 0]), "11": int(c[1, 1])},
             "records": self.records,
             "sequences": self.sequences,
@@ -270,6 +272,8 @@ class ChainFit:
         if not self.binary:
             return self._matrix_text()
         pct = f"{100 * self.confidence:g}%"
+        if self.simultaneous:
+            pct += " simultaneous per row"
         c = self.counts
         lines = [
             f"records   : {self.records} in {self.sequences} sequence(s), {self.transitions} transitions",
@@ -406,10 +410,17 @@ def state_counts(x: np.ndarray, k: int) -> TransitionCounts:
 # --------------------------------------------------------------------------
 def normal_quantile(confidence: float) -> float:
     """The two-sided normal quantile of ``confidence`` (e.g. 1.959964 at 0.95)."""
-    # the standard library's normal quantile (Wichura's AS 241, within an ulp or two of
-    # scipy's): scipy.stats takes about a second to import, longer than a fitted release of
-    # millions of rows spends on everything but its design
-    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    return _z_of_miss(1.0 - confidence)
+
+
+def _z_of_miss(miss: float) -> float:
+    """The normal quantile leaving ``miss`` in the two tails together.
+
+    From the tail (``-Phi^{-1}(miss / 2)``), not from ``Phi^{-1}(1 - miss / 2)``: near
+    ``confidence = 1`` the latter rounds ``1 - miss / 2`` to 1 (the standard library's quantile,
+    Wichura's AS 241, within an ulp or two of scipy's: scipy.stats takes about a second to import).
+    """
+    return -NormalDist().inv_cdf(miss / 2.0)
 
 
 def _chi2_sf(x: float, df: int) -> float:
@@ -440,36 +451,39 @@ def wilson_bounds(x: np.ndarray, m: np.ndarray, z: float) -> tuple[np.ndarray, n
     return lo, hi
 
 
-def _wilson(k: int, m: int, confidence: float) -> tuple[float, float]:
-    lo, hi = wilson_bounds(np.asarray(float(k)), np.asarray(float(m)), normal_quantile(confidence))
+def _wilson(k: int, m: int, miss: float) -> tuple[float, float]:
+    lo, hi = wilson_bounds(np.asarray(float(k)), np.asarray(float(m)), _z_of_miss(miss))
     return float(lo), float(hi)
 
 
-def _wald(k: int, m: int, confidence: float) -> tuple[float, float]:
+def _wald(k: int, m: int, miss: float) -> tuple[float, float]:
     p = k / m
-    half = normal_quantile(confidence) * math.sqrt(p * (1.0 - p) / m)
+    half = _z_of_miss(miss) * math.sqrt(p * (1.0 - p) / m)
     return max(0.0, p - half), min(1.0, p + half)
 
 
-def _lr_interval(k: int, m: int, confidence: float) -> tuple[float, float]:
-    """Binomial likelihood-ratio interval ``{a : 2[l(k/m) - l(a)] <= chi2_1(confidence)}``."""
+def _lr_interval(k: int, m: int, miss: float) -> tuple[float, float]:
+    """Binomial likelihood-ratio interval ``{a : 2[l(k/m) - l(a)] <= chi2_1 upper quantile of miss}``.
+
+    The deviance is written as ``k log1p((phat - a)/a) + (m - k) log1p((a - phat)/(1 - a))``, so
+    that it keeps its precision near ``phat`` (large counts, low levels); an end beyond the
+    doubles of (0, 1) — above the largest double below 1, below the smallest normal — is
+    reported as 1 (or 0): outward, the interval only grows.
+    """
     from scipy.optimize import brentq
-    from scipy.special import xlogy
     from scipy.stats import chi2
 
-    crit = float(chi2.ppf(confidence, 1))
+    crit = float(chi2.isf(miss, 1))
     phat = k / m
 
-    def loglik(a: float) -> float:
-        return float(xlogy(k, a) + xlogy(m - k, 1.0 - a))
-
-    top = loglik(phat)
-
     def g(a: float) -> float:
-        return 2.0 * (top - loglik(a)) - crit
+        up = k * math.log1p((phat - a) / a) if k else 0.0
+        down = (m - k) * math.log1p((a - phat) / (1.0 - a)) if m - k else 0.0
+        return 2.0 * (up + down) - crit
 
-    lo = 0.0 if k == 0 else brentq(g, 1e-300, phat, xtol=1e-15, rtol=1e-12)
-    hi = 1.0 if k == m else brentq(g, phat, 1.0 - 1e-16, xtol=1e-15, rtol=1e-12)
+    tiny, top = np.finfo(float).tiny, float(np.nextafter(1.0, 0.0))
+    lo = 0.0 if k == 0 or g(tiny) < 0 else brentq(g, tiny, phat, xtol=1e-300, rtol=1e-15)
+    hi = 1.0 if k == m or g(top) < 0 else brentq(g, phat, top, xtol=1e-300, rtol=1e-15)
     return float(lo), float(hi)
 
 
@@ -495,16 +509,16 @@ def _order_test(triples: np.ndarray | None) -> LRTest:
     return LRTest(statistic=g2, df=df, p_value=p_value, triples=int(n_ijk.sum()))
 
 
-def _intervals(C: np.ndarray, rows: np.ndarray, level: float, interval: str) -> tuple[np.ndarray, np.ndarray]:
-    """The interval of every entry ``C[i, j]`` out of ``rows[i]`` trials at ``level`` (``[0, 1]`` for an
-    empty row)."""
+def _intervals(C: np.ndarray, rows: np.ndarray, miss: float, interval: str) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of every entry ``C[i, j]`` out of ``rows[i]`` trials, each missing with probability
+    ``miss`` (``[0, 1]`` for an empty row)."""
     if interval == "wilson":
         trials = np.broadcast_to(rows[:, None], C.shape).astype(float)
-        return wilson_bounds(C.astype(float), trials, normal_quantile(level))
+        return wilson_bounds(C.astype(float), trials, _z_of_miss(miss))
     lo, hi = np.zeros(C.shape), np.ones(C.shape)
     for (i, j), c in np.ndenumerate(C):
         if rows[i] > 0:
-            lo[i, j], hi[i, j] = _INTERVALS[interval](int(c), int(rows[i]), level)
+            lo[i, j], hi[i, j] = _INTERVALS[interval](int(c), int(rows[i]), miss)
     return lo, hi
 
 
@@ -515,12 +529,17 @@ def _check_counts(counts: object, k: int) -> np.ndarray:
         raise ValueError("counts must be non-negative whole numbers (transitions seen)")
     if raw.shape != (k, k):
         raise ValueError(f"counts must be a ({k}, {k}) matrix, got shape {raw.shape}")
+    if raw.size and float(raw.astype(float).sum(axis=1).max()) >= 2.0 ** 62:
+        raise ValueError("counts must sum to less than 2**62 per row (transitions seen)")
     return raw.astype(np.int64)
 
 
 def _binary_empty_row(C: np.ndarray, i: int) -> ValueError:
     """Why a binary fit cannot go on without transitions out of state ``i``."""
     name = ("alpha", "beta")[i]
+    if C.sum() == 0:
+        return ValueError("cannot fit the chain: no transition observed (every sequence has a single record); "
+                          "give alpha and beta explicitly (--alpha, --beta)")
     if C[:, i].sum() == 0:  # state i never occurs in a transition: only the other value is seen
         return ValueError(f"cannot fit the chain: the column is constant (every value is {1 - i}, no {i} in a "
                           "transition); give alpha and beta explicitly (--alpha, --beta)")
@@ -604,6 +623,11 @@ def fit_counts(
     empty = np.flatnonzero(rows == 0)
     if empty.size and binary:
         raise _binary_empty_row(C, int(empty[0]))
+    if binary and smoothing == "none" and (C == 0).any():
+        i = int(np.flatnonzero((C == 0).any(axis=1))[0])
+        raise ValueError(f"{('alpha', 'beta')[i]} MLE is {C[i, 1 - i] / rows[i]:g} ({C[i, 1 - i]} of {rows[i]} "
+                         f"transitions out of state {i}): a two-state chain needs alpha and beta in (0, 1); "
+                         "smoothing='kt' estimates it as (k+1/2)/(m+1)")
     if empty.size and smoothing == "none":
         raise ValueError(f"state {labels[int(empty[0])]!r} is never followed by another record: its row cannot be "
                          "estimated (smoothing 'kt' makes it uniform)")
@@ -623,8 +647,7 @@ def fit_counts(
             "out of time order within a sequence (order them with --order-by COLUMN) or dependence reaching "
             "back more than one record (a second-order chain)"
         )
-    level = 1.0 - (1.0 - confidence) / (k if simultaneous else 1)
-    lo, hi = _intervals(C, rows, level, interval)
+    lo, hi = _intervals(C, rows, (1.0 - confidence) / (k if simultaneous else 1), interval)
     return ChainFit(labels=labels, counts=C, mle=mle, transition=P, lower=lo, upper=hi, confidence=float(confidence),
                     interval=interval, simultaneous=bool(simultaneous), smoothing=smoothing,
                     records=int(counts.records), sequences=int(counts.sequences), lr_test=test,
@@ -638,6 +661,8 @@ def fit_chain(
     interval: Interval = "wilson",
     min_transitions: int = MIN_TRANSITIONS,
     order_level: float = 0.01,
+    simultaneous: bool = False,
+    smoothing: Smoothing = "kt",
 ) -> ChainFit:
     r"""Maximum-likelihood fit of :math:`(\alpha, \beta)` to one or several 0/1 sequences.
 
@@ -655,6 +680,9 @@ def fit_chain(
         Warn when fewer transitions than this leave a state.
     order_level : float
         Warn when the second-order test rejects at this level.
+    simultaneous, smoothing
+        As for :func:`fit_counts` (``smoothing="none"`` is refused where it would leave alpha or
+        beta at 0 or 1).
 
     Returns
     -------
@@ -669,8 +697,8 @@ def fit_chain(
     total = TransitionCounts.zero()
     for seq in _as_sequences(sequences):
         total = total + transition_counts(seq)
-    return fit_counts(total, confidence=confidence, interval=interval,
-                      min_transitions=min_transitions, order_level=order_level)
+    return fit_counts(total, confidence=confidence, interval=interval, simultaneous=simultaneous,
+                      smoothing=smoothing, min_transitions=min_transitions, order_level=order_level)
 
 
 def fit_sequences(sequences: Iterable[Iterable[object]], *, labels: Sequence[str] | None = None,
@@ -686,7 +714,10 @@ def fit_sequences(sequences: Iterable[Iterable[object]], *, labels: Sequence[str
     labs: list[str] = [] if known is None else list(known)
     coded = []
     for si, seq in enumerate(sequences):
-        x, labs = encode_labels(seq, labs)
+        try:
+            x, labs = encode_labels(seq, labs)
+        except ValueError as exc:
+            raise ValueError(f"sequence {si + 1}: {exc}") from None
         if known is not None and len(labs) > len(known):
             raise ValueError(f"sequence {si + 1}: value {labs[len(known)]!r} is not one of the states {known}")
         coded.append(x)

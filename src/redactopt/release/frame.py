@@ -113,7 +113,7 @@ def apply_frame(
                             chain=chain, method=method, seed=seed, time_limit=time_limit, smoothing=smoothing,
                             simultaneous=simultaneous, workers=workers, protect=protect, bins=bins, keep=keep,
                             order_by=order_by, fit_on=fit_on)
-    alpha, beta = binary_chain(chain, alpha, beta)
+    alpha, beta = binary_chain(chain, alpha, beta, smoothing=smoothing, simultaneous=simultaneous)
     if column is None:
         raise ValueError("column= names the 0/1 column to protect (protect= several categorical columns)")
     check_release_options(private=private, private_column=private_column, by=by)
