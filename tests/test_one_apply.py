@@ -53,7 +53,8 @@ def test_binary_chain_given_three_ways_is_one_release():
     a, ra = r.apply_frame(df, alpha=0.2, beta=0.4, **kw)
     b, rb = r.apply_frame(df, chain=r.MarkovChain(0.2, 0.4), **kw)
     c, rc = r.apply_frame(df, chain=Chain([[1 - 0.2, 0.2], [0.4, 1 - 0.4]], labels=(0, 1)), **kw)
-    assert a.equals(b) and a.equals(c)
+    d, _ = r.apply_frame(df, chain=Chain([[1 - 0.2, 0.2], [0.4, 1 - 0.4]]), **kw)  # states "0", "1" by default
+    assert a.equals(b) and a.equals(c) and a.equals(d)
     assert ra["leakage"] == rb["leakage"] == rc["leakage"] and ra["chain"]["alpha"] == rc["chain"]["alpha"] == 0.2
 
 

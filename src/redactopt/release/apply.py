@@ -640,8 +640,8 @@ def is_categorical(*, chain: Any, categorical: bool, protect: Any, bins: Any) ->
     if chain is not None:
         from redactopt.model.chain import check_chain
 
-        if not check_chain(chain).binary or tuple(chain.labels) != (0, 1):
-            return True
+        if not check_chain(chain).binary or tuple(str(v) for v in chain.labels) != ("0", "1"):
+            return True  # (a 2x2 matrix without labels has the states "0", "1": the binary release)
     return bool(categorical) or protect is not None or bool(bins)
 
 
