@@ -1,6 +1,23 @@
-"""Shared test helpers: independent references that share no code with the library."""
+"""Shared test helpers: independent references that share no code with the library.
+
+``--chain-form {markov,matrix}`` (default ``markov``): with ``matrix``, every ``MarkovChain(alpha,
+beta)`` a test builds -- imported from ``redactopt``, ``redactopt.model.chain`` or any public path,
+or read as ``redactopt.MarkovChain`` -- is instead the same chain given as a 2x2 matrix,
+``Chain([[1 - A, A], [B, 1 - B]], labels=(0, 1))`` with ``A, B`` the exact rationals of ``alpha``
+and ``beta``: the same exact chain, the same doubles ``[[1.0 - alpha, alpha], [beta, 1.0 - beta]]``,
+built by the general constructor (not the MarkovChain fast path).  ``isinstance(x, MarkovChain)``
+in a test then holds for every chain equal to a MarkovChain.  The library is not patched: an import
+hook hands the stand-in to code under tests/ only, so a test that passes in both forms shows that
+the library designs, judges and writes the two forms alike.  Tests of the MarkovChain constructor
+itself (its type, repr, pickle, speed) are marked ``markov_constructor`` and skipped in the matrix
+form.  (The same doubles given *as doubles* are not this chain: a matrix of doubles stands for its
+rows divided by their exact sums, tests/test_chain.py and tests/test_exact.py pin that.)
+"""
 
 from __future__ import annotations
+
+import os
+import types
 
 import numpy as np
 import pytest
@@ -67,25 +84,136 @@ def counts_outside(values, private, radius, sequences=None, k=2):
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--chain-form", choices=("binary", "matrix"), default="binary",
-                     help="matrix: every MarkovChain(a, b) a test builds is the same exact chain given as a "
-                          "2x2 transition matrix (redactopt.model.chain.Chain), not a MarkovChain")
+    parser.addoption("--chain-form", choices=("markov", "matrix"), default="markov",
+                     help="matrix: every MarkovChain(a, b) a test builds is the same exact chain given as the 2x2 "
+                          "transition matrix Chain([[1 - A, A], [B, 1 - B]], labels=(0, 1)), A, B the "
+                          "Fractions of a, b")
+
+
+class _TestView(types.ModuleType):
+    """A public module of redactopt as a test module sees it under ``--chain-form matrix``.
+
+    Every attribute is the module's own (read, set and deleted there, so ``monkeypatch`` on it
+    patches the real module), except ``MarkovChain``, which is :data:`_MATRIX_FORM`'s factory.
+    """
+
+    def __init__(self, module: types.ModuleType) -> None:
+        super().__init__(module.__name__, module.__doc__)
+        object.__setattr__(self, "_module", module)
+
+    def __getattribute__(self, name: str) -> object:
+        if name == "MarkovChain":
+            return _MATRIX_FORM["factory"]
+        module = object.__getattribute__(self, "_module")
+        if name == "_module":
+            return module
+        if name == "__class__":
+            return type(self)
+        return getattr(module, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        setattr(object.__getattribute__(self, "_module"), name, value)
+
+    def __delattr__(self, name: str) -> None:
+        delattr(object.__getattribute__(self, "_module"), name)
+
+    def __dir__(self) -> list[str]:
+        return dir(object.__getattribute__(self, "_module"))
+
+    def __repr__(self) -> str:
+        return repr(object.__getattribute__(self, "_module"))
+
+
+_MATRIX_FORM: dict = {}
+_TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _matrix_markov_chain() -> type:
+    """The ``MarkovChain`` a test sees under ``--chain-form matrix``: a factory of matrix-given chains.
+
+    ``MarkovChain(alpha, beta)`` validates both numbers as the real constructor does (same errors),
+    then builds ``Chain([[1 - A, A], [B, 1 - B]], labels=(0, 1))``, ``A, B`` the Fractions of the
+    doubles, through the general constructor: the chain MarkovChain stands for, entry by entry (its
+    doubles are ``1.0 - alpha``, ``alpha``, ...).  Not the doubles themselves: a matrix of doubles
+    stands for its rows divided by their exact sums, another exact chain (tests/test_chain.py,
+    tests/test_exact.py pin that), which the library rightly judges and writes as such.  ``isinstance(x, MarkovChain)`` holds for a real MarkovChain and for any chain
+    equal to one (the two-state chain on labels ``(0, 1)`` with ``0 < alpha, beta < 1``).
+    """
+    from fractions import Fraction
+
+    from redactopt._validate import check_probability_open
+    from redactopt.model.chain import Chain
+    from redactopt.model.chain import MarkovChain as Markov
+
+    class MatrixForm(type):
+        def __call__(cls, alpha: float, beta: float) -> Chain:
+            a = Fraction(check_probability_open(alpha, "alpha"))
+            b = Fraction(check_probability_open(beta, "beta"))
+            return Chain([[1 - a, a], [b, 1 - b]], labels=(0, 1))
+
+        def __instancecheck__(cls, obj: object) -> bool:
+            if isinstance(obj, Markov):
+                return True
+            return (isinstance(obj, Chain) and obj.binary and obj.labels == (0, 1)
+                    and obj == Markov(obj.alpha, obj.beta))
+
+        def __subclasscheck__(cls, sub: type) -> bool:
+            return issubclass(sub, Markov)
+
+    class MarkovChain(metaclass=MatrixForm):
+        """Test stand-in (``--chain-form matrix``): ``MarkovChain(alpha, beta)`` is the 2x2 matrix chain."""
+
+    return MarkovChain
+
+
+def _install_matrix_form() -> None:
+    """Give test code (modules under tests/) the matrix-form ``MarkovChain``; the library keeps its own.
+
+    An import hook, not a patch: ``from redactopt[...] import MarkovChain`` and ``import redactopt``
+    run in a file under tests/ receive a :class:`_TestView` of the module, whose ``MarkovChain`` is
+    the factory.  The modules themselves, and every import made by the library, are untouched (so
+    the library's own MarkovChain, its pickles and its lazy imports are the real ones).
+    """
+    import builtins
+
+    from redactopt.model.chain import MarkovChain as Markov
+
+    real_import = builtins.__import__
+    is_test: dict[str, bool] = {}
+
+    def test_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
+        module = real_import(name, globals, locals, fromlist, level)
+        where = globals.get("__file__") if globals else None
+        if not where:
+            return module
+        mine = is_test.get(where)
+        if mine is None:
+            mine = is_test[where] = os.path.dirname(os.path.abspath(where)).startswith(_TESTS_DIR)
+        if not mine or isinstance(module, _TestView):
+            return module
+        if fromlist:
+            if ("MarkovChain" in fromlist or "*" in fromlist) and getattr(module, "MarkovChain", None) is Markov:
+                return _TestView(module)
+        elif level == 0 and getattr(module, "__name__", None) == "redactopt":
+            return _TestView(module)  # import redactopt[.sub] [as ro]: ro.MarkovChain
+        return module
+
+    _MATRIX_FORM.update(factory=_matrix_markov_chain(), real_import=real_import)
+    builtins.__import__ = test_import
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "markov_constructor: tests of the MarkovChain constructor itself "
-                                       "(its repr, pickle and speed; skipped with --chain-form matrix)")
+                                       "(its type, repr, pickle and speed; skipped with --chain-form matrix)")
     if config.getoption("--chain-form") == "matrix":
-        from fractions import Fraction
+        _install_matrix_form()  # before any test module is imported
 
-        from redactopt._validate import check_probability_open
-        from redactopt.model.chain import Chain, MarkovChain
 
-        def as_matrix(cls: type, alpha: object, beta: object) -> Chain:
-            a, b = (Fraction(check_probability_open(v, name)) for v, name in ((alpha, "alpha"), (beta, "beta")))
-            return Chain([[1 - a, a], [b, 1 - b]], labels=(0, 1))  # not a MarkovChain: __init__ is skipped
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if "real_import" in _MATRIX_FORM:
+        import builtins
 
-        MarkovChain.__new__ = as_matrix  # type: ignore[method-assign]
+        builtins.__import__ = _MATRIX_FORM.pop("real_import")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -121,8 +249,6 @@ def run():
 
 # Hypothesis profiles: "ci" (default, fast) and "slow" (>= 10,000 examples per property).
 # Select with HYPOTHESIS_PROFILE=slow python -m pytest tests/test_properties.py -m "slow or not slow"
-import os  # noqa: E402
-
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile("ci", max_examples=60, deadline=None,

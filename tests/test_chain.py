@@ -200,3 +200,17 @@ def test_int_and_array_forms_of_n_step_matrices():
 def test_markov_chain_is_cheap_to_build():
     per = min(timeit.repeat(lambda: MarkovChain(0.01, 0.8), number=2000, repeat=5)) / 2000
     assert per < 10e-6, f"MarkovChain(alpha, beta) took {per * 1e6:.1f} us"  # ~1-5 us; a loose guard
+
+
+def test_is_markov_is_equality_to_the_markov_chain_of_its_doubles():
+    from redactopt.model.chain import is_markov
+
+    a, b = 0.1, 0.2
+    assert is_markov(MarkovChain(a, b))
+    assert is_markov(Chain(_exact_matrix(a, b), labels=(0, 1)))  # the same exact chain given as a matrix
+    assert is_markov(Chain.from_binary(MarkovChain(a, b)))
+    assert not is_markov(Chain(_exact_matrix(a, b), labels=("a", "b")))  # keeps its labels
+    assert not is_markov(Chain(_exact_matrix(a, b)))  # default labels "0", "1"
+    assert not is_markov(Chain([[0.9, 0.1], [0.2, 0.8]], labels=(0, 1)))  # doubles: rows / exact sums, another chain
+    assert not is_markov(Chain([[0.0, 1.0], [0.5, 0.5]], labels=(0, 1)))  # not binary (alpha = 1)
+    assert not is_markov(Chain(P3)) and not is_markov((a, b))

@@ -217,3 +217,26 @@ def test_attack_on_a_long_sparse_mechanism_samples_only_the_block():
     res = design_joint_sparse(chain, n, eps=1.0, private=[n // 2], method="dim")
     a = attack(chain, res.redact_prob, p=n // 2, samples=2000, rng=np.random.default_rng(1))
     assert a.max_observed <= res.leakage + 1e-9
+
+
+def test_a_markov_chain_given_as_a_matrix_is_written_as_the_markov_chain():
+    """``Chain([[1 - A, A], [B, 1 - B]], labels=(0, 1))`` (Fractions) is MarkovChain(a, b): the same file
+    object in every format (alpha/beta, the old formats too); the k-state writer writes both as a matrix."""
+    from fractions import Fraction
+
+    from redactopt.kio import kmechanism_to_dict
+    from redactopt.model.chain import Chain
+
+    A, B = Fraction(0.1), Fraction(0.3)
+    binary = MarkovChain(0.1, 0.3)
+    matrix = Chain([[1 - A, A], [B, 1 - B]], labels=(0, 1))
+    q = np.zeros((5, 2))
+    q[1], q[2] = 0.5, 1.0
+    for fmt in (FORMAT, FORMAT_DENSE):
+        want = mechanism_to_dict(binary, q, private=[2], eps=1.0, method="m", utility=None, leakage=None, format=fmt)
+        got = mechanism_to_dict(matrix, q, private=[2], eps=1.0, method="m", utility=None, leakage=None, format=fmt)
+        assert json.dumps(got) == json.dumps(want) and want["chain"] == {"alpha": 0.1, "beta": 0.3}
+        assert mechanism_from_dict(json.loads(json.dumps(got))).chain == matrix
+    k_binary = kmechanism_to_dict(binary, q, private=[2], eps=1.0, method="m")
+    assert json.dumps(kmechanism_to_dict(matrix, q, private=[2], eps=1.0, method="m")) == json.dumps(k_binary)
+    assert set(k_binary["chain"]) == {"labels", "transition"}

@@ -48,7 +48,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from redactopt._validate import check_eps, check_redact_prob
-from redactopt.model.chain import Chain, MarkovChain
+from redactopt.model.chain import Chain, MarkovChain, is_markov
 from redactopt.model.classes import ChainClass
 from redactopt.judge.audit import as_sparse
 from redactopt.engine.cache import placed_pieces
@@ -149,8 +149,9 @@ def _finite_or_none(x: float | None) -> float | None:
 
 
 def chain_to_dict(chain: Chain) -> dict[str, Any]:
-    """The ``chain`` field: ``{"alpha", "beta"}`` for a :class:`MarkovChain`, else ``{"labels", "transition"}``."""
-    if isinstance(chain, MarkovChain):
+    """The ``chain`` field: ``{"alpha", "beta"}`` for a :class:`MarkovChain` (however given:
+    :func:`~redactopt.model.chain.is_markov`), else ``{"labels", "transition"}``."""
+    if is_markov(chain):
         return {"alpha": chain.alpha, "beta": chain.beta}
     return chain.to_dict()
 
@@ -201,7 +202,7 @@ def mechanism_to_dict(
     """
     rows = as_sparse(redact_prob, k=chain.k)
     priv = [private] if isinstance(private, (int, np.integer)) else list(private)
-    if format != FORMAT and not isinstance(chain, MarkovChain):
+    if format != FORMAT and not is_markov(chain):
         raise ValueError(f"format {format!r} holds a binary chain given by alpha and beta; {chain!r} needs {FORMAT!r}")
     d: dict[str, Any] = {"format": format}
     if format == FORMAT:
@@ -363,7 +364,7 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> MechanismFile:
     the categorical path (:func:`redactopt.kio.kmechanism_from_dict`); here it is refused in one line.
     """
     m = parse_mechanism(d, where)
-    if not isinstance(m.chain, MarkovChain):
+    if not is_markov(m.chain):
         raise ValueError(f"{where}: the chain is given as a {m.chain.k}-state matrix (states "
                          f"{[str(v) for v in m.chain.labels]}); it is read as a categorical mechanism")
     return MechanismFile(m.chain, m.redact_prob, m.private, m.eps, m.method, m.utility, m.leakage, m.certificate,

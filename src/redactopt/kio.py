@@ -49,10 +49,10 @@ def kmechanism_to_dict(chain: KChain, redact_prob: np.ndarray, *, private: objec
                        utility: float | None = None, leakage: float | None = None,
                        certificate: dict | None = None) -> dict[str, Any]:
     """The ``redactopt.mechanism/3`` object of a mechanism on a chain given as a matrix (``private`` 0-based)."""
-    if type(chain) is not KChain:  # a MarkovChain, written as its matrix
-        chain = KChain(chain.to_dict()["transition"], labels=chain.labels)
-    return mechanism_to_dict(chain, np.asarray(redact_prob, dtype=float), private=private, eps=eps, method=method,
-                             utility=utility, leakage=leakage, certificate=certificate)
+    d = mechanism_to_dict(chain, np.asarray(redact_prob, dtype=float), private=private, eps=eps, method=method,
+                          utility=utility, leakage=leakage, certificate=certificate)
+    d["chain"] = chain.to_dict()  # every chain written as its matrix, a MarkovChain (however given) too
+    return d
 
 
 def kdesign_to_dict(res: Any) -> dict[str, Any]:

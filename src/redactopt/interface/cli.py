@@ -66,7 +66,7 @@ from redactopt.io import (STDIO, atomic_open, check_input_path, check_output_pat
 from redactopt.judge.attack import attack
 from redactopt.judge.audit import WitnessRuns, audit, exact_audit
 from redactopt.judge.certify import DesignResult, SparseDesign
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import MarkovChain, is_markov
 from redactopt.model.classes import ChainClass, parse_range
 from redactopt.paper.mechanisms import markov_quilt, three_region
 
@@ -519,9 +519,9 @@ def _cmd_design(args: argparse.Namespace) -> int:
     if fmt == "json":
         _write_output(json.dumps(design_to_dict(res), indent=2), args.out, args.force)
     elif fmt == "csv":
-        _write_chunks(report.design_csv(res) if isinstance(res.chain, MarkovChain) else [report.states_csv(res)],
+        _write_chunks(report.design_csv(res) if is_markov(res.chain) else [report.states_csv(res)],
                       args.out, args.force)
-    elif not isinstance(res.chain, MarkovChain):  # a chain given as a matrix: its states' labels
+    elif not is_markov(res.chain):  # a chain given as a matrix (not a MarkovChain's): its states' labels
         dim = None if args.no_compare else (
             res if args.method == "dim" else
             design_sparse(chain, n, eps=args.eps, p=private[0], method="dim") if len(private) == 1 else

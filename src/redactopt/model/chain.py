@@ -43,6 +43,7 @@ __all__ = [
     "check_problem",
     "check_chain",
     "is_two_state",
+    "is_markov",
     "ROW_SUM_TOL",
     "check_transition",
     "stationary_gth",
@@ -700,6 +701,25 @@ def check_chain(chain: object, name: str = "chain") -> Chain:
 def is_two_state(chain: object) -> bool:
     """Whether ``chain`` is a binary chain: a :class:`Chain` with :attr:`Chain.binary` (a MarkovChain or the same as a matrix)."""
     return isinstance(chain, Chain) and chain.binary
+
+
+def is_markov(chain: object) -> bool:
+    r"""Whether ``chain`` is the chain ``MarkovChain(chain.alpha, chain.beta)``, however it was given.
+
+    A :class:`MarkovChain`, or a :class:`Chain` equal to one: two states labelled ``(0, 1)``, both
+    transitions in (0, 1) (:attr:`Chain.binary`), exact matrix :math:`[[1-a, a], [b, 1-b]]` with
+    ``a``, ``b`` the rationals of its doubles ``P[0, 1]``, ``P[1, 0]`` (e.g.
+    ``Chain([[1 - A, A], [B, 1 - B]], labels=(0, 1))`` with Fractions).  Such a chain is written and
+    reported as the MarkovChain it equals (its file's chain is ``alpha``/``beta``).  A
+    matrix of doubles whose rows do not sum to exactly 1 is another exact chain (the module
+    docstring), and a two-state chain on other labels keeps its labels: neither is one.
+    """
+    if isinstance(chain, MarkovChain):
+        return True
+    if not isinstance(chain, Chain) or not chain.binary or chain.labels != (0, 1):
+        return False
+    a, b = Fraction(chain.alpha), Fraction(chain.beta)
+    return chain.exact == ((1 - a, a), (b, 1 - b))
 
 
 def check_problem(chain: object, n: object, eps: object, p: object, *,
