@@ -99,3 +99,24 @@ def test_kstate_audit_witness_has_the_leakage_on_the_whole_sequence():
     p = rep["witness_private"] - 1
     val = log_likelihood_ratios(chain, q, p, y, pair=(a, b))[0]
     assert np.isfinite(val) and val == pytest.approx(rep["leakage"], rel=1e-9)
+
+
+def test_one_witness_fill_for_two_state_chains_with_labels():
+    """A two-state chain with its own labels, audited as a matrix chain: the one whole-sequence witness
+    (:meth:`WitnessRuns.of`) fills beyond the segment as for binary chains (every state possible), in the
+    chain's labels, and the witness still has the audited leakage on all n records."""
+    from redactopt.judge.kaudit import kaudit
+    from redactopt.judge.leakage import log_likelihood_ratios
+
+    from redactopt.engine.joint import design_joint_sparse
+
+    chain = Chain([[0.9, 0.1], [0.3, 0.7]], labels=("a", "b"))
+    n = 50
+    q = np.asarray(design_joint_sparse(chain, n, eps=1.0, private=[20]).redact_prob)
+    rep = kaudit(chain, q, private=[20], eps=1.0)
+    assert set(rep["witness"]) <= {None, "a", "b"} and len(rep["witness"]) == n
+    idx = {"a": 0, "b": 1, None: -1}
+    y = np.array([[idx[v] for v in rep["witness"]]])
+    a, b = (chain.labels.index(v) for v in rep["pair"])
+    val = log_likelihood_ratios(chain, q, rep["witness_private"] - 1, y, pair=(a, b))[0]
+    assert val == pytest.approx(rep["leakage"], rel=1e-9)

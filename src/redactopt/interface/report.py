@@ -356,7 +356,7 @@ def witness_text(witness: Any) -> str:
     if runs is None:
         runs = _runs(["⊥" if v is None else str(v) for v in witness])
     else:
-        runs = [(a, b, "⊥" if v < 0 else str(v)) for a, b, v in runs]
+        runs = [(a, b, "⊥" if v < 0 else str(witness.shown(v))) for a, b, v in runs]
     parts = [f"{a + 1}-{b + 1}: {v}" if b > a else f"{a + 1}: {v}" for a, b, v in runs]
     return f"{_elide(parts, '  ')}  ({len(witness)} records; --format json lists each)"
 

@@ -61,19 +61,27 @@ def segments(redact_prob: object, private: object) -> Iterator[Segment]:
 
 
 class WitnessRuns(Sequence):
-    """An output of ``n`` records held as runs ``(first, last, value)`` (0-based, inclusive; -1 is ⊥).
+    """An output of ``n`` records held as runs ``(first, last, state)`` (0-based, inclusive; -1 is ⊥).
 
     Behaves as the list of values (``None`` for ⊥, record 1 first) without holding ``n``
-    entries: an audit of a long sequence keeps only its runs.
+    entries: an audit of a long sequence keeps only its runs.  A value is the state's index (0 or
+    1 of a binary chain) or, with ``labels``, its label.
     """
 
-    def __init__(self, n: int, runs: list[tuple[int, int, int]]) -> None:
+    def __init__(self, n: int, runs: list[tuple[int, int, int]], labels: tuple | None = None) -> None:
         self.n = int(n)
         self.runs = runs
+        self.labels = labels
         self._lasts = [r[1] for r in runs]
 
     def __len__(self) -> int:
         return self.n
+
+    def shown(self, v: int) -> Any:
+        """What state ``v`` of a run shows: ``None`` for ⊥ (-1), else its index or label."""
+        if v < 0:
+            return None
+        return v if self.labels is None else self.labels[v]
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
@@ -81,55 +89,82 @@ class WitnessRuns(Sequence):
         i = int(i) + (self.n if int(i) < 0 else 0)
         if not 0 <= i < self.n:
             raise IndexError(i)
-        v = self.runs[int(np.searchsorted(self._lasts, i))][2]
-        return None if v < 0 else v
+        return self.shown(self.runs[int(np.searchsorted(self._lasts, i))][2])
 
-    def __iter__(self) -> Iterator[int | None]:
+    def __iter__(self) -> Iterator[Any]:
         for a, b, v in self.runs:
-            yield from itertools.repeat(None if v < 0 else v, b - a + 1)
+            yield from itertools.repeat(self.shown(v), b - a + 1)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, WitnessRuns):
-            return self.n == other.n and self.runs == other.runs
+            return self.n == other.n and self.runs == other.runs and self.labels == other.labels
         return isinstance(other, (list, tuple)) and len(other) == self.n and list(self) == list(other)
 
     __hash__ = None  # type: ignore[assignment]
 
-    def tolist(self) -> list[int | None]:
+    def tolist(self) -> list[Any]:
         return list(self)
 
     @staticmethod
-    def of(rows: SparseRows, lo: int, window: np.ndarray) -> "WitnessRuns":
+    def of(rows: SparseRows, lo: int, window: np.ndarray, chain: Chain | None = None) -> "WitnessRuns":
         """The whole-sequence witness of a witness on the segment starting at row ``lo``.
 
-        Outside the segment every record is filled as :func:`redactopt.judge.leakage.leakage`
-        fills the records beyond the first published one: ⊥ where it can occur, else 0.
+        The records outside the segment lie beyond a record published with certainty, so they
+        cancel from the likelihood ratio; they only need an output of positive probability.  On a
+        binary chain (every transition possible) any states do: each is filled as
+        :func:`redactopt.judge.leakage.leakage` fills the records beyond the first published one,
+        ⊥ where it can occur, else 0.  On any other chain (``chain`` given, not binary; labels
+        shown) the segment's end values are continued outward along each state's most likely
+        successor (:func:`redactopt.judge.kernelk.continuation`; on the left along the
+        time-reversed chain), showing the state where it can be published and ⊥ where it is
+        always redacted.  With ``chain`` the values are its labels as text.
         """
+        window = np.asarray(window, dtype=np.int64)
+        if chain is not None and not chain.binary:
+            return WitnessRuns._continued(rows, lo, window, chain)
         hi = lo + window.shape[0]
         # blocks are separated by always-published rows: each lies inside the segment or apart from it
-        pieces = [(s, np.where(b.max(axis=1) > 0.0, -1, 0).astype(np.int8))
+        pieces = [(s, np.where(b.max(axis=1) > 0.0, -1, 0).astype(np.int64))
                   for s, b in zip(rows.starts, rows.blocks) if s + b.shape[0] <= lo or s >= hi]
-        pieces.append((lo, np.asarray(window, dtype=np.int8)))
+        pieces.append((lo, window))
         pieces.sort(key=lambda x: x[0])
         runs: list[tuple[int, int, int]] = []
-
-        def add(a: int, b: int, v: int) -> None:
-            if b < a:
-                return
-            if runs and runs[-1][2] == v and runs[-1][1] == a - 1:
-                runs[-1] = (runs[-1][0], b, v)
-            else:
-                runs.append((a, b, v))
-
         at = 0
         for s, vals in pieces:
-            add(at, s - 1, 0)
-            cut = np.flatnonzero(np.diff(vals)) + 1
-            for a, b in zip(np.r_[0, cut].tolist(), np.r_[cut, vals.shape[0]].tolist()):
-                add(s + a, s + b - 1, int(vals[a]))
+            _add_run(runs, at, s - 1, 0)
+            _add_runs(runs, s, vals)
             at = s + vals.shape[0]
-        add(at, rows.n - 1, 0)
-        return WitnessRuns(rows.n, runs)
+        _add_run(runs, at, rows.n - 1, 0)
+        return WitnessRuns(rows.n, runs, None if chain is None else tuple(str(v) for v in chain.labels))
+
+    @staticmethod
+    def _continued(rows: SparseRows, lo: int, window: np.ndarray, chain: Chain) -> "WitnessRuns":
+        from redactopt.judge.kernelk import continuation  # the matrix kernel: only for chains that need it
+
+        n, hi = rows.n, lo + window.shape[0]
+        left = continuation(chain.reversed_matrix(), rows.rows(0, lo)[::-1], int(window[0]))[::-1] if lo > 0 \
+            else window[:0]
+        right = continuation(chain.transition, rows.rows(hi, n), int(window[-1])) if hi < n else window[:0]
+        runs: list[tuple[int, int, int]] = []
+        _add_runs(runs, 0, np.concatenate([left, window, right]))
+        return WitnessRuns(n, runs, tuple(str(v) for v in chain.labels))
+
+
+def _add_run(runs: list[tuple[int, int, int]], a: int, b: int, v: int) -> None:
+    """Append the run ``a..b`` of state ``v`` (merged with the last run when they touch)."""
+    if b < a:
+        return
+    if runs and runs[-1][2] == v and runs[-1][1] == a - 1:
+        runs[-1] = (runs[-1][0], b, v)
+    else:
+        runs.append((a, b, v))
+
+
+def _add_runs(runs: list[tuple[int, int, int]], start: int, vals: np.ndarray) -> None:
+    """Append the runs of ``vals``, whose first value is record ``start``."""
+    cut = np.flatnonzero(np.diff(vals)) + 1
+    for a, b in zip(np.r_[0, cut].tolist(), np.r_[cut, vals.shape[0]].tolist()):
+        _add_run(runs, start + a, start + b - 1, int(vals[a]))
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from redactopt._validate import check_eps
-from redactopt.judge.audit import audit_segments
-from redactopt.judge.kernelk import continuation
+from redactopt.judge.audit import WitnessRuns, audit_segments
 from redactopt.judge.exact import MAX_EXACT_N, certify_exact
 from redactopt.judge.segments import segment
 from redactopt.model.chain import Chain, check_chain
@@ -24,19 +22,6 @@ __all__ = ["kaudit", "ksegment"]
 
 #: The segment of a private record (:func:`redactopt.judge.segments.segment`; the old name).
 ksegment = segment
-
-
-def _whole_witness(chain: Chain, sa: Any) -> np.ndarray:
-    """The worst output on all ``n`` records (state indices, -1 for ⊥): the segment's witness, continued
-    outward from its published end rows by outputs of positive probability
-    (:func:`redactopt.judge.kernelk.continuation`; on the left along the time-reversed chain) — the
-    ratio is the segment's, whatever follows a row published with certainty."""
-    seg = np.asarray(sa.worst.witness, dtype=np.int64)
-    lo, n = sa.lo, sa.rows.n
-    hi = lo + seg.shape[0]
-    left = continuation(chain.reversed_matrix(), sa.rows.rows(0, lo)[::-1], int(seg[0]))[::-1] if lo > 0 else seg[:0]
-    right = continuation(chain.transition, sa.rows.rows(hi, n), int(seg[-1])) if hi < n else seg[:0]
-    return np.concatenate([left, seg, right])
 
 
 def kaudit(chain: Chain, redact_prob: object, *, private: object, eps: float, method: str = "file",
@@ -55,12 +40,11 @@ def kaudit(chain: Chain, redact_prob: object, *, private: object, eps: float, me
     per = [{"private": p + 1, "leakage": r.leakage, "segment": [seg.lo + 1, seg.lo + seg.rows.shape[0]]}
            for p, (r, seg) in ((p, sa.per[p]) for p in priv)]
     res = sa.worst
-    labels = np.array([None] + [str(v) for v in chain.labels], dtype=object)
     rep: dict[str, Any] = {
         "method": method, "n": sa.rows.n, "k": chain.k, "states": [str(v) for v in chain.labels],
         "chain": chain.to_dict(), "private": [p + 1 for p in priv], "eps": float(eps), "leakage": res.leakage,
         "witness_private": res.p + sa.lo + 1,
-        "witness": labels[_whole_witness(chain, sa) + 1].tolist(),
+        "witness": WitnessRuns.of(sa.rows, sa.lo, sa.worst.witness, chain).tolist(),  # JSON-ready
         "pair": [str(chain.labels[v]) for v in res.pair], "utility": sa.utility, "per_private": per,
     }
     passed = sa.passed
