@@ -512,7 +512,7 @@ def _protected_columns(table: pd.DataFrame, column: str | None, protect: Any, bi
                        ) -> tuple[list[str], dict[str, Bins]]:
     """The protected columns (``column`` or ``protect``, exactly one) and the bins, checked against the table."""
     if (column is None) == (protect is None):
-        raise ValueError("give exactly one of --column and --protect")
+        raise ValueError("give exactly one of column= and protect= (--column, --protect)")
     cols = [column] if column is not None else parse_columns(protect, "--protect")
     if not cols:
         raise ValueError("--protect: no column named")
