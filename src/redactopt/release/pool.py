@@ -160,10 +160,16 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
         yield run
     except BaseException:
         # an error or an interrupt here: stop the workers now rather than wait for their designs
+        managers = [getattr(p, "_executor_manager_thread", None) for p in pool]
         for p in pool:
-            p.shutdown(wait=False, cancel_futures=True)
+            p.shutdown(wait=False, cancel_futures=True)  # (forgets its manager thread: joined below)
         for child in multiprocessing.active_children():
             child.terminate()
+        # the manager thread must be gone before the interpreter exits: Python 3.11's exit hook wakes
+        # it without a lock while it closes its pipe, which prints "Exception ignored ... send_bytes"
+        for thread in managers:
+            if thread is not None:
+                thread.join(timeout=10.0)
         raise
     finally:
         for p in pool:
