@@ -51,14 +51,15 @@ accepted by ``design_joint_sparse``, and described by :func:`chain_spec` for rep
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from redactopt.engine.joint import bound_table_keys, bound_tables, design_joint_sparse
+from redactopt.engine.joint import bound_table_keys, bound_tables, design_joint_sparse, design_states_release
 from redactopt.judge.certify import SparseDesign, finalize_sparse
-from redactopt.model.chain import MarkovChain, is_two_state
+from redactopt.model.chain import Chain, is_two_state
 from redactopt.model.classes import ChainClass
 from redactopt.model.influence import delta_star
 
@@ -70,20 +71,29 @@ MapFn = Callable[[Callable[[Any], Any], list], list]
 
 
 def chain_spec(chain: Hashable) -> dict[str, Any]:
-    """The file form of a key's chain: ``{"alpha", "beta"}`` or the class's ``to_dict()`` under ``"class"``."""
+    """The file form of a key's chain: ``{"alpha", "beta"}``, ``{"labels", "transition"}`` for a chain on
+    more states, or the class's ``to_dict()`` under ``"class"``."""
     if is_two_state(chain):
         return {"alpha": chain.alpha, "beta": chain.beta}
     if isinstance(chain, ChainClass):
         return {"class": chain.to_dict()}
-    raise TypeError(f"chain must be a MarkovChain or a ChainClass, got {type(chain).__name__}")
+    if isinstance(chain, Chain):
+        return chain.to_dict()
+    raise TypeError(f"chain must be a Chain or a ChainClass, got {type(chain).__name__}")
 
 
-def _chains(chain: Hashable) -> tuple[MarkovChain, ...]:
-    if is_two_state(chain):
-        return (chain,)
+def _chains(chain: Hashable) -> tuple[Chain, ...]:
     if isinstance(chain, ChainClass):
         return chain.deciding()
-    raise TypeError(f"chain must be a MarkovChain or a ChainClass, got {type(chain).__name__}")
+    if isinstance(chain, Chain):
+        return (chain,)
+    raise TypeError(f"chain must be a Chain or a ChainClass, got {type(chain).__name__}")
+
+
+@functools.lru_cache(maxsize=64)
+def _reversible(chain: Hashable) -> bool:
+    """Whether time reversal maps the chain onto itself (every two-state chain; see :func:`reflect`)."""
+    return isinstance(chain, ChainClass) or is_two_state(chain) or chain.is_reversible
 
 
 def far_start(chain: Hashable, eps: float) -> int:
@@ -152,6 +162,8 @@ class DesignKey:
         have mirror-image private mechanisms; only the one with the smaller
         ``(left, private)`` is designed, the other is its reflection (:func:`reflect`).
         """
+        if not _reversible(self.chain):  # a chain on more states need not be: its mirror is another problem
+            return self, False
         m = self.mirror()
         return (m, True) if (m.left, m.private) < (self.left, self.private) else (self, False)
 
@@ -259,7 +271,8 @@ def reflect(shape: Shape, key: DesignKey) -> Shape:
     d, n = shape.design, key.n
     rows = d.redact_prob
     parts = [(n - int(s) - b.shape[0], b[::-1].copy()) for s, b in zip(rows.starts, rows.blocks)]
-    regions = [(n - 1 - r.stop, n - 1 - r.start, r.upper_bound, r.solver) for r in d.regions]
+    regions = None if d.regions is None else [(n - 1 - r.stop, n - 1 - r.start, r.upper_bound, r.solver)
+                                              for r in d.regions]
     c = d.certificate
     design = finalize_sparse(d.chain, n, parts, private=list(key.positions), eps=d.eps, method=d.method,
                              upper_bound=c.upper_bound, solver=c.solver, scope=c.scope,
@@ -273,8 +286,12 @@ def design_shape(key: DesignKey) -> Shape:
 
     A module-level function of the key alone, so process pools and Dask workers can run it.
     """
-    design = design_joint_sparse(key.chain, key.n, eps=key.eps, private=list(key.positions), method=key.method,
-                                 time_limit=key.time_limit)
+    if isinstance(key.chain, Chain) and not key.chain.binary:  # more states: the release rule of those chains
+        design = design_states_release(key.chain, key.n, eps=key.eps, private=list(key.positions),
+                                       method=key.method, time_limit=key.time_limit)
+    else:
+        design = design_joint_sparse(key.chain, key.n, eps=key.eps, private=list(key.positions), method=key.method,
+                                     time_limit=key.time_limit)
     return Shape(key, design)
 
 

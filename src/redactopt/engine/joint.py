@@ -95,6 +95,7 @@ __all__ = [
     "improve_locally",
     "design_joint",
     "design_joint_sparse",
+    "design_states_release",
     "region_bound",
 ]
 
@@ -878,6 +879,48 @@ def _design_joint_states(chain: Chain, n: int, *, eps: float, private: object, m
                          f"take {', '.join(STATES_JOINT)}")
     sparse = _combine_max_sparse(chain, n, eps, priv, STATES_JOINT[method], time_limit)
     return sparse.to_result() if dense else sparse
+
+
+#: Release designs on chains of more than two states: ``auto`` is ``optimal`` per private record up to
+#: this many private records in a group, the joint window (``dim``) beyond.
+STATES_AUTO_OPTIMAL_MAX = 4
+
+#: The methods of :func:`design_states_release`.
+STATES_RELEASE_METHODS = ("auto", "dim", "optimal")
+
+
+def design_states_release(chain: Chain, n: int, *, eps: float, private: object, method: str = "auto",
+                          time_limit: float = 60.0) -> SparseDesign:
+    """The release design of several private records on a chain of more than two states, verified.
+
+    ``optimal``: each private record's best verified design on its window, their elementwise maximum
+    (footnote 1, :func:`_design_joint_states`).  ``dim``: one exact data-independent window per
+    cluster of private records whose windows overlap (:func:`redactopt.solvers.kdim.kdim_windows`: every
+    member within the budget, Lemma 1), verified exactly about each record and bounded by Lemma 2.
+    ``auto``: ``optimal`` up to :data:`STATES_AUTO_OPTIMAL_MAX` private records, ``dim`` beyond (the
+    per-record optima of many records cost a design each).
+    """
+    from redactopt.solvers.kdim import kdim_windows  # the k-state window solver
+
+    n, eps = check_n(n), check_eps(eps)
+    priv = check_private(private, n)
+    if method not in STATES_RELEASE_METHODS:
+        raise ValueError(f"method must be one of {', '.join(STATES_RELEASE_METHODS)}, got {method!r}")
+    per = "optimal" if method == "optimal" or (method == "auto" and len(priv) <= STATES_AUTO_OPTIMAL_MAX) else "dim"
+    if per == "optimal":
+        d = _design_joint_states(chain, n, eps=eps, private=priv, method="optimal", time_limit=time_limit,
+                                 dense=False)
+        assert isinstance(d, SparseDesign)
+        return d
+    q = kdim_windows(chain, n, eps=eps, private=priv)
+    q[list(priv)] = 1.0
+    rows = np.flatnonzero(q.max(axis=1) > 0.0)
+    runs = np.split(rows, np.flatnonzero(np.diff(rows) > 1) + 1) if rows.size else []
+    parts = [(int(r[0]), q[r[0]: r[-1] + 1]) for r in runs]
+    return finalize_sparse(chain, n, parts, private=priv, eps=eps, method="dim",
+                           upper_bound=lemma2_upper_bound(chain, n, eps=eps, private=priv), solver="lemma2",
+                           info={"per_record_method": "dim", "source": "the exact data-independent window per "
+                                                                     "cluster of private records"})
 
 
 def _best_of_optimal_and_auto(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], improve: bool,

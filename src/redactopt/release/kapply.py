@@ -6,13 +6,17 @@ release re-writes the table; every other column's values are kept).  The column 
 (rows in file order); its values are the states, as text, in order of first appearance unless a
 chain is given (then every value must be one of its labels).
 
-**Design** (``method``): ``dim`` gives every cluster of private records (records whose windows
-overlap) the exact data-independent window that keeps every member within the budget
-(:func:`redactopt.solvers.kdim.kdim_windows`); ``optimal`` gives each private record
-:func:`redactopt.engine.design.design`'s best verified design on its window and takes their elementwise
-maximum — private for every one of them, because redacting more never raises the leakage
-(post-processing).  ``auto`` is ``optimal`` for up to
-:data:`AUTO_OPTIMAL_MAX` private records and ``dim`` beyond.  The combined mechanism is verified
+**Design.**  The planner of every release, :func:`redactopt.release.plan.plan_release`, splits each
+sequence's private records into groups, designs each group's sub-problem once per distinct
+request (the design cache: sequences of any length share a design far from their ends; mirror
+images only for reversible chains) and places it exactly (the cut argument).  A group's design
+(``method``, :func:`redactopt.engine.joint.design_states_release`): ``dim`` gives every cluster of
+private records (records whose windows overlap) the exact data-independent window that keeps every
+member within the budget (:func:`redactopt.solvers.kdim.kdim_windows`); ``optimal`` gives each
+private record :func:`redactopt.engine.design.design`'s best verified design on its window and
+takes their elementwise maximum — private for every one of them, because redacting more never
+raises the leakage (post-processing).  ``auto`` is ``optimal`` for up to
+:data:`AUTO_OPTIMAL_MAX` private records and ``dim`` beyond.  Each sequence's mechanism is verified
 exactly about every private record (:func:`redactopt.judge.certify.verify`) before anything is
 drawn.
 
@@ -35,8 +39,7 @@ import numpy as np
 import pandas as pd
 
 from redactopt._validate import check_eps, check_positions
-from redactopt.engine.joint import design_joint_sparse
-from redactopt.solvers.kdim import kdim_windows
+from redactopt.engine.joint import STATES_AUTO_OPTIMAL_MAX, design_states_release
 from redactopt.errors import PrivacyCheckError
 from redactopt.io import check_input_path, new_file_mode, write_json_atomic
 from redactopt.judge.certify import verify
@@ -44,7 +47,7 @@ from redactopt.judge.leakage import leakage_segment, utility
 from redactopt.kio import KREPORT_FORMAT, kmechanism_to_dict
 from redactopt.model.chain import Chain as KChain
 from redactopt.release.bits import bernoulli_exact, bit_source
-from redactopt.release.data import sequence_key
+from redactopt.release.data import ScanState, sequence_key
 from redactopt.release.columns import Bins, output_columns, parse_bins, parse_columns, read_kind
 from redactopt.release.disclosure import Disclosure, plain_summary
 from redactopt.release.fit import ChainFit
@@ -52,12 +55,12 @@ from redactopt.release.fit import TransitionCounts, fit_counts, fit_sequences
 from redactopt.release.order import order_frame, order_keys
 from redactopt.release.zones import Outside, PrivateIndex, ZoneTally, choose_zone, reach
 from redactopt.release.apply import check_release_paths
-from redactopt.release.pool import pool_map
+from redactopt.release.plan import plan_release
 from redactopt.release.tables import compression_suffix, csv_delimiter, open_binary, table_format
 
 __all__ = ["kapply_frame", "kapply_table", "kdesign_release", "write_release", "AUTO_OPTIMAL_MAX", "KAPPLY_METHODS"]
 
-AUTO_OPTIMAL_MAX = 4
+AUTO_OPTIMAL_MAX = STATES_AUTO_OPTIMAL_MAX
 KAPPLY_METHODS = ("auto", "dim", "optimal")
 _LABEL = "NOT FOR REAL RELEASES: seeded pseudo-random draws (--seed) are reproducible by anyone who knows the seed"
 
@@ -69,34 +72,21 @@ ORDER_TEST_MAX_STATES = 16
 
 def kdesign_release(chain: KChain, n: int, *, eps: float, private: tuple[int, ...], method: str = "auto",
                     time_limit: float = 60.0) -> tuple[np.ndarray, dict[str, Any]]:
-    """The release mechanism for several private records (module docstring) and what was done."""
+    """The release mechanism of one sequence of ``n`` records (dense) and what was done: the design of
+    :func:`redactopt.engine.joint.design_states_release` (the rule every categorical release's groups use)."""
     if method not in KAPPLY_METHODS:
         raise ValueError(f"method must be one of {', '.join(KAPPLY_METHODS)}, got {method!r}")
-    per = "optimal" if method == "optimal" or (method == "auto" and len(private) <= AUTO_OPTIMAL_MAX) else "dim"
-    if per == "dim":
-        q = kdim_windows(chain, n, eps=eps, private=private)
-    else:  # footnote 1: each record's optimum on its window, the elementwise maximum
-        q = np.array(design_joint_sparse(chain, n, eps=eps, private=list(private), method="optimal",
-                                         time_limit=time_limit).redact_prob, dtype=float)
-    q[list(private)] = 1.0
-    res, ok = verify(chain, q, private, eps)
-    if not ok:
-        raise PrivacyCheckError(f"combined design leaks {res.leakage:.12g} > eps={eps:.12g}")
-    what = ("the exact data-independent window per cluster of private records" if per == "dim"
-            else "optimal per private record, elementwise maximum")
-    return q, {"method": f"{method}: {what}" if method == "auto" else what, "leakage": res.leakage}
+    d = design_states_release(chain, n, eps=eps, private=list(private), method=method, time_limit=time_limit)
+    q = np.asarray(d.redact_prob.rows(0, n))
+    return q, {"method": _how(method, [d.method]), "leakage": d.leakage}
 
 
-def _design_job(chain: dict[str, Any], n: int, eps: float, private: tuple[int, ...], method: str,
-                time_limit: float) -> tuple[np.ndarray, dict[str, Any]]:
-    """:func:`kdesign_release` for one (length, private positions), wherever it runs.
-
-    The chain travels as :meth:`KChain.to_dict` (plain lists and text, the exact chain): a worker
-    process can rebuild it whatever class or label objects the caller used, and this process
-    rebuilds it the same way, so a design does not depend on where it was made.
-    """
-    return kdesign_release(KChain(chain["transition"], labels=tuple(chain["labels"])), n, eps=eps, private=private,
-                           method=method, time_limit=time_limit)
+def _how(method: str, names: list[str]) -> str:
+    """What a categorical release's designs did, in words (``names``: the methods of their groups)."""
+    kinds = dict.fromkeys("the exact data-independent window per cluster of private records" if m == "dim"
+                          else "optimal per private record, elementwise maximum" for m in names)
+    what = "; ".join(kinds)
+    return f"{method}: {what}" if method == "auto" else what
 
 
 def _released_column(col: pd.Series, mask: np.ndarray) -> pd.Series:
@@ -273,7 +263,11 @@ class _KPlan:
 def _kplan(chain: KChain, fit: ChainFit | None, labels_all: list[str], codes: np.ndarray,
            seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]], *, eps: float, method: str,
            time_limit: float, workers: int | None) -> _KPlan:
-    """Verified designs for every distinct (length, private positions) under ``chain``."""
+    """Verified designs of every sequence under ``chain``: :func:`redactopt.release.plan.plan_release`'s groups,
+    placements and design cache (the planner of every release), one mechanism per distinct (length,
+    private positions), each verified exactly again here about every private record."""
+    if method not in KAPPLY_METHODS:
+        raise ValueError(f"method must be one of {', '.join(KAPPLY_METHODS)}, got {method!r}")
     index = {str(s): i for i, s in enumerate(chain.labels)}
     state_of = np.array([index.get(s, -1) for s in labels_all], dtype=np.int64)
     for (_, rows), priv in zip(seqs, privs):
@@ -283,12 +277,21 @@ def _kplan(chain: KChain, fit: ChainFit | None, labels_all: list[str], codes: np
             raise ValueError(f"row {r + 1}: value {labels_all[codes[r]]!r} is not a state of the chain "
                              f"({', '.join(map(str, chain.labels))}); give the chain (--transition) or fit it on a "
                              "public table that holds it (--fit-on)")
-    keys = list(dict.fromkeys((int(rows.size), priv) for (_, rows), priv in zip(seqs, privs) if priv))
+    # the designs run on the chain as plain data (KChain.to_dict: lists and text, the exact chain), so worker
+    # processes rebuild it whatever class or label objects the caller used; judged below on the caller's
     plain = chain.to_dict()
-    with pool_map(workers) as run:  # deterministic: where each design runs changes only the time
-        made = run(_design_job, [(plain, m, eps, priv, method, time_limit) for m, priv in keys])
+    planned = KChain(plain["transition"], labels=tuple(plain["labels"]))
+    plan = plan_release(_scan_of(seqs, privs), eps=eps, chain=planned, method=method, time_limit=time_limit,
+                        workers=workers)
+    first = {}
+    for c, ((_, rows), priv) in enumerate(zip(seqs, privs)):
+        if priv:
+            first.setdefault((int(rows.size), priv), c)
+    keys = list(first)
     mechs: list[dict[str, Any]] = []
-    for (m, priv), (q, how) in zip(keys, made):
+    for (m, priv), c in first.items():
+        q = np.asarray(plan.sparse_rows(c).rows(0, m))
+        how = {"method": _how(method, [plan.choices[g].shape.design.method for g in plan.groups_of(c)])}
         per_private = [leakage_segment(chain, q, p) for p in priv]
         w = max(per_private, key=lambda r: r.leakage)
         _, ok = verify(chain, q, priv, eps, worst=w)  # judged here too, on this process's chain
@@ -299,6 +302,16 @@ def _kplan(chain: KChain, fit: ChainFit | None, labels_all: list[str], codes: np
         mech = kmechanism_to_dict(chain, q, private=priv, eps=eps, method=how["method"], utility=u, leakage=w.leakage)
         mechs.append({"q": q, "how": how, "per_private": per_private, "worst": w, "utility": u, "mech": mech})
     return _KPlan(chain, fit, state_of, keys, mechs)
+
+
+def _scan_of(seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]]) -> ScanState:
+    """What the planner needs of a table's sequences: their lengths and private positions."""
+    k = len(seqs)
+    codes = np.repeat(np.arange(k, dtype=np.int64), [len(p) for p in privs])
+    pos = np.asarray([x for p in privs for x in p], dtype=np.int64)
+    n = np.asarray([rows.size for _, rows in seqs], dtype=np.int64)
+    return ScanState([sid for sid, _ in seqs], n, np.full((k, 2), -1, dtype=np.int8),
+                     np.full((k, 2), -1, dtype=np.int8), private_codes=codes, private_pos=pos, rows=int(n.sum()))
 
 
 def _kreach(plan: _KPlan) -> int:

@@ -46,10 +46,11 @@ import numpy as np
 
 from redactopt._validate import check_eps, check_positions, check_probability_open
 from redactopt.engine.cache import DesignCache, DesignKey, Shape, design_in_worker, design_shape, far_start
-from redactopt.engine.joint import JOINT_METHODS, bound_tables, region_bound, seed_bound_tables
+from redactopt.engine.joint import JOINT_METHODS, STATES_RELEASE_METHODS, bound_tables, region_bound, seed_bound_tables
 from redactopt.judge.audit import as_sparse
+from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.certify import DesignResult, RegionCertificate, SparseDesign, SparseRows
-from redactopt.model.chain import MarkovChain
+from redactopt.model.chain import Chain, MarkovChain
 from redactopt.model.classes import ChainClass
 from redactopt.release.data import ScanState, sequence_key
 from redactopt.release.fit import fit_counts
@@ -276,6 +277,9 @@ class _RegionBounds:
     def __call__(self, chain: MarkovChain, eps: float, lo: int, hi: int, priv: tuple[int, ...]) -> tuple[float, str]:
         mine = tuple(p - lo for p in priv if lo <= p <= hi)
         key = (chain, eps, hi - lo, mine)
+        if key not in self._memo and not chain.binary:  # more states: Lemma 2 (the side tables are two-state)
+            m = hi - lo + 1
+            self._memo[key] = (m * lemma2_upper_bound(chain, m, eps=eps, private=list(mine)), "lemma2")
         if key not in self._memo and chain.lam == 0.0:  # independent records: Lemma 2 alone, no side tables
             self._memo[key] = region_bound(chain, eps, 0, hi - lo, mine, {})
         if key not in self._memo:
@@ -303,6 +307,8 @@ def _group_regions(choice: Choice, group: tuple[int, ...], n: int, eps: float) -
     wl, wr = choice.wipe
     out = []
     regions = shape.design.regions
+    if regions is None:  # a chain on more states: its designs carry no region certificates
+        return out
     for i, r in enumerate(regions):
         lo, hi = max(0, r.start + o), min(n - 1, r.stop + o)
         if i == 0 and wl:
@@ -405,7 +411,7 @@ class ReleasePlan:
         starts: list[int] = []
         blocks: list[np.ndarray] = []
         for s, m, b in self.pieces(c):
-            rows = np.ones((m, 2)) if b is None else b
+            rows = np.ones((m, self.chain.k)) if b is None else b
             if starts and s == starts[-1] + blocks[-1].shape[0]:
                 blocks[-1] = np.vstack([blocks[-1], rows])
             else:
@@ -481,6 +487,7 @@ def plan_release(
     workers: int | None = None,
     robust: float | None = None,
     counts: Any = None,
+    chain: Chain | None = None,
 ) -> ReleasePlan:
     """Fit (unless alpha and beta are given) and place a verified design around every group of private records.
 
@@ -504,6 +511,13 @@ def plan_release(
     §7b); the plan's ``chain`` stays the point estimate (or the box's nominal chain) and
     ``chain_class`` holds the box.
     """
+    if chain is not None and not chain.binary:  # a chain on more states, given (or fitted by the caller)
+        return _plan_states(state, chain, eps=eps, private=private, method=method, time_limit=time_limit,
+                            map_designs=map_designs, cache=cache, workers=workers, alpha=alpha, robust=robust)
+    if chain is not None:
+        if alpha is not None or beta is not None:
+            raise ValueError("give the chain once: chain= or alpha=/beta=, not both")
+        alpha, beta = chain.alpha, chain.beta
     eps = _check_design_args(eps, method, alpha, beta, robust)
     if state.rows == 0:
         raise ValueError("the input has no data rows")
@@ -523,44 +537,81 @@ def plan_release(
     else:
         chain = MarkovChain(check_probability_open(alpha, "alpha"), check_probability_open(beta, "beta"))
     design_chain: MarkovChain | ChainClass = chain if box is None else box
+    groups = _groups_of(state, private, far_start(design_chain, eps))
+    placed = [design_chain] if box is None else [design_chain, chain]  # a box: the point design too
+    plan, done = _placed_plan(placed, chain, fit, eps, method, time_limit, state, groups, map_designs, cache, workers)
+    plan.chain_class = box
+    if box is not None:  # what robustness costs
+        pi = chain.stationary
+        plan.info["robustness"] = {
+            "nominal": {"alpha": chain.alpha, "beta": chain.beta},
+            "level": None if robust is None else float(robust),
+            "expected_redacted_robust": _mass_at(*done[0], pi),
+            "expected_redacted_point": _mass_at(*done[1], pi),
+        }
+    return plan
+
+
+#: The methods of a release on a chain of more than two states (:func:`~redactopt.engine.joint.design_states_release`).
+STATES_METHODS = STATES_RELEASE_METHODS
+
+
+def _plan_states(state: ScanState, chain: Chain, *, eps: float, private: list[int] | None, method: str,
+                 time_limit: float, map_designs: MapDesigns | None, cache: DesignCache | None,
+                 workers: int | None, alpha: object, robust: float | None) -> ReleasePlan:
+    """:func:`plan_release` on a chain of more than two states (given; the caller fits it): the same groups,
+    placements and cache, each group designed by :func:`~redactopt.engine.joint.design_states_release`."""
+    if alpha is not None:
+        raise ValueError("alpha and beta describe a two-state chain; give the chain on more states alone")
+    if robust is not None:
+        raise ValueError("a robust release is private for a box of two-state chains; a chain on more states is "
+                         "designed as given")
+    eps = check_eps(eps)
+    if method not in STATES_METHODS:
+        raise ValueError(f"method must be one of {', '.join(STATES_METHODS)} for a chain on {chain.k} states, "
+                         f"got {method!r}")
+    if state.rows == 0:
+        raise ValueError("the input has no data rows")
+    groups = _groups_of(state, private, far_start(chain, eps))
+    return _placed_plan([chain], chain, None, eps, method, time_limit, state, groups, map_designs, cache, workers)[0]
+
+
+def _groups_of(state: ScanState, private: list[int] | None, start: int) -> dict[int, list[tuple[int, ...]]]:
+    """The initial groups of private records of every sequence (``private``: positions in a single sequence)."""
     if private is not None:
         if len(state.ids) != 1:
             raise ValueError("--private positions need a single sequence; with --by use --private-column")
         check_positions(private, int(state.n[0]))
-    start = far_start(design_chain, eps)
-    if private is not None:
         groups = {0: _initial_groups(sorted(set(private)), start)} if private else {}
     else:
         groups = _scan_groups(state.private_codes, state.private_pos, start)
     if not groups:
         raise ValueError("no record is marked private: nothing to protect (check --private-column)")
+    return groups
+
+
+def _placed_plan(chains: list, chain: Any, fit: Any, eps: float, method: str, time_limit: float, state: ScanState,
+                 groups: dict[int, list[tuple[int, ...]]], map_designs: MapDesigns | None, cache: DesignCache | None,
+                 workers: int | None) -> tuple[ReleasePlan, list[tuple[dict, ChoiceOf]]]:
+    """Place every group for each of ``chains`` (one pool, one cache); the plan of the first placement and
+    every placement's ``(groups, choice_of)``."""
     cache = DesignCache() if cache is None else cache
     before = (cache.computed, cache.reflected, cache.hits)
     t0 = time.perf_counter()
-    initial = {c: list(g) for c, g in groups.items()} if box is not None else None
+    done = []
     with pool_map(workers) as pool:
         designs = _Designs(cache, map_designs or pool)
-        groups, choice_of = _place_all(design_chain, eps, method, time_limit, groups, state.n, designs)
-        if initial is not None:  # the point design too: what robustness costs
-            point_groups, point_choice = _place_all(chain, eps, method, time_limit, initial, state.n, designs)
-    seconds = time.perf_counter() - t0
-    plan = _assemble(chain, fit, eps, method, state, groups, choice_of, seconds)
-    plan.chain_class = box
-    if initial is not None:
-        pi = chain.stationary
-        plan.info["robustness"] = {
-            "nominal": {"alpha": chain.alpha, "beta": chain.beta},
-            "level": None if robust is None else float(robust),
-            "expected_redacted_robust": _mass_at(groups, choice_of, pi),
-            "expected_redacted_point": _mass_at(point_groups, point_choice, pi),
-        }
+        for c in chains:
+            done.append(_place_all(c, eps, method, time_limit, {g: list(v) for g, v in groups.items()}, state.n,
+                                   designs))
+    plan = _assemble(chain, fit, eps, method, state, done[0][0], done[0][1], time.perf_counter() - t0)
     # shapes: distinct designs used; computed: designs run for them (the rest were mirror images or
     # already in a shared cache); reused: groups placed with a design another group uses too
     plan.info["designs"] = {"shapes": len(plan.shapes), "computed": cache.computed - before[0],
                             "reflected": cache.reflected - before[1], "groups": len(plan.choices),
                             "reused": len(plan.choices) - len(plan.shapes), "cache_hits": cache.hits - before[2],
                             "rounds": designs.rounds, "shared": cache.share}
-    return plan
+    return plan, done
 
 
 def _mass_at(groups: dict[int, list[tuple[int, ...]]], choice_of: "ChoiceOf", pi: np.ndarray) -> float:

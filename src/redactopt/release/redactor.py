@@ -52,9 +52,11 @@ class Redactor:
             last = np.r_[self.b_code[1:] != self.b_code[:-1], True]
             self.lo[self.b_code[first]] = self.b_lo[first]
             self.hi[self.b_code[last]] = self.b_hi[last]
-        qt = np.concatenate(tables) if tables else np.zeros((0, 2))
+        width = tables[0].shape[1] if tables else 2  # the chain's states: 2 for a binary column
+        qt = np.concatenate(tables) if tables else np.zeros((0, width))
         Q, kk, T = exact_thresholds(qt)
-        # flat tables indexed by 2 * row + value: one gather per record
+        self.width = width
+        # flat tables indexed by width * row + value: one gather per record
         self.qf = np.ascontiguousarray(qt).reshape(-1)
         self.Q, self.k, self.T = Q.reshape(-1), kk.reshape(-1), T.reshape(-1)
 
@@ -99,7 +101,7 @@ class Redactor:
             if not sel.size:
                 return out
             spans = [(max(0, int(self.b_lo[j]) - p0), min(m, int(self.b_hi[j]) - p0 + 1), j) for j in sel.tolist()]
-            flats = [2 * (self.b_base[j] - self.b_lo[j] + positions[a:b]) + values[a:b] for a, b, j in spans]
+            flats = [self.width * (self.b_base[j] - self.b_lo[j] + positions[a:b]) + values[a:b] for a, b, j in spans]
             if len(spans) == 1:  # the usual case: a slice, no index array
                 rows = slice(spans[0][0], spans[0][1])
                 flat = flats[0]
@@ -111,7 +113,7 @@ class Redactor:
             rows, j = self._blocks_of(codes, positions)
             if not rows.size:
                 return out
-            flat = 2 * (self.b_base[j] + positions[rows] - self.b_lo[j]) + values[rows]
+            flat = self.width * (self.b_base[j] + positions[rows] - self.b_lo[j]) + values[rows]
             seg_codes = codes[rows]
         qv = self.qf[flat]
         res = qv >= 1.0
@@ -183,7 +185,7 @@ def _plan_pieces(plan: ReleasePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray,
         shape_base.append(bases)
     longest = int(plan.g_wipe.max()) if plan.g_wipe.size else 0
     ones = offset
-    tables.append(np.ones((longest, 2)))
+    tables.append(np.ones((longest, plan.chain.k)))
     G = len(plan.choices)
     if not G:
         z = np.zeros(0, dtype=np.int64)
