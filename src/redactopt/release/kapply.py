@@ -20,7 +20,7 @@ raises the leakage (post-processing).  ``auto`` is ``optimal`` for up to
 exactly about every private record (:func:`redactopt.judge.certify.verify`) before anything is
 drawn.
 
-**Draws** are exact Bernoulli draws of ``q[t, x_t]`` (:func:`redactopt.release.bits.bernoulli_exact`):
+**Draws** are exact Bernoulli draws of ``q[t, x_t]`` by the one :class:`~redactopt.release.redactor.Redactor`:
 the operating system's secure source by default, or PCG64 with ``seed`` (reproducible, labelled
 *not for real releases*), word ``t`` for record ``t``.
 """
@@ -46,8 +46,8 @@ from redactopt.judge.certify import verify
 from redactopt.judge.leakage import leakage_segment, utility
 from redactopt.kio import KREPORT_FORMAT, kmechanism_to_dict
 from redactopt.model.chain import Chain as KChain
-from redactopt.release.bits import bernoulli_exact, bit_source
-from redactopt.release.data import ScanState, sequence_key
+from redactopt.release.bits import bit_source
+from redactopt.release.data import ScanState
 from redactopt.release.columns import Bins, output_columns, parse_bins, parse_columns, read_kind
 from redactopt.release.disclosure import Disclosure, plain_summary
 from redactopt.release.fit import ChainFit
@@ -56,6 +56,7 @@ from redactopt.release.order import order_frame, order_keys
 from redactopt.release.zones import Outside, PrivateIndex, ZoneTally, choose_zone, reach
 from redactopt.release.apply import check_release_paths
 from redactopt.release.plan import plan_release
+from redactopt.release.redactor import Redactor
 from redactopt.release.tables import compression_suffix, csv_delimiter, open_binary, table_format
 
 __all__ = ["kapply_frame", "kapply_table", "kdesign_release", "write_release", "AUTO_OPTIMAL_MAX", "KAPPLY_METHODS"]
@@ -255,6 +256,7 @@ class _KPlan:
     state_of: np.ndarray  # the chain's index of each distinct row state (-1: not a state of the chain)
     keys: list[tuple[int, tuple[int, ...]]]
     mechs: list[dict[str, Any]]
+    release: Any = None  # the planner's ReleasePlan (its sequences are the table's, in order)
 
     def design_of(self, m: int, priv: tuple[int, ...]) -> dict[str, Any]:
         return self.mechs[self.keys.index((m, priv))]
@@ -301,7 +303,7 @@ def _kplan(chain: KChain, fit: ChainFit | None, labels_all: list[str], codes: np
         u = utility(chain, q)
         mech = kmechanism_to_dict(chain, q, private=priv, eps=eps, method=how["method"], utility=u, leakage=w.leakage)
         mechs.append({"q": q, "how": how, "per_private": per_private, "worst": w, "utility": u, "mech": mech})
-    return _KPlan(chain, fit, state_of, keys, mechs)
+    return _KPlan(chain, fit, state_of, keys, mechs, plan)
 
 
 def _scan_of(seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]]) -> ScanState:
@@ -577,7 +579,8 @@ def _kreleased(table: pd.DataFrame, plan: _KPlan, seqs: list[tuple[Any, np.ndarr
     rows_of: list[dict[str, Any]] = []
     worst: tuple[Any, Any] | None = None  # (segment result, sequence id)
     expected = 0.0
-    for (seq_id, rows), priv in zip(seqs, privs):
+    redactor = Redactor(plan.release, source)  # the one draw step: exact Bernoulli draws of q[t, x_t]
+    for c, ((seq_id, rows), priv) in enumerate(zip(seqs, privs)):
         m = int(rows.size)
         entry: dict[str, Any] = {"id": None if seq_id is None else str(seq_id), "rows": m,
                                  "private": [p + 1 for p in priv]}
@@ -588,9 +591,7 @@ def _kreleased(table: pd.DataFrame, plan: _KPlan, seqs: list[tuple[Any, np.ndarr
             continue
         j = plan.keys.index((m, priv))
         d = plan.mechs[j]
-        sub = bernoulli_exact(d["q"][np.arange(m), state_idx[rows]], source, key=sequence_key(seq_id),
-                              positions=np.arange(m))
-        mask[rows] = sub
+        mask[rows] = sub = redactor.redact(np.full(m, c, dtype=np.int64), np.arange(m), state_idx[rows])
         expected += d["utility"] * m
         entry.update(design=j, leakage=d["worst"].leakage, redacted=int(sub.sum()))
         rows_of.append(entry)
