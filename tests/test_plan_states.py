@@ -81,3 +81,17 @@ def test_redactor_draws_k_states_as_the_exact_bernoulli_draw():
     key = Redactor(plan, SeededBits(11)).keys[0]
     ref = bernoulli_exact(p, SeededBits(11), key=key, positions=np.arange(n))
     assert np.array_equal(got, ref)
+
+
+def test_a_private_sequence_of_one_record_on_a_chain_with_impossible_transitions():
+    """Found by a red team: the leakage ceiling of a record without neighbours was 0 * inf = nan on a chain
+    with a zero entry (an infinite one-step term).  Such a record is simply always redacted: leakage 0."""
+    from redactopt.engine.design import design
+
+    chain = Chain([[0.0, 1.0, 0.0], [0.6, 0.1, 0.3], [0.05, 0.3, 0.65]])
+    d = design(chain, 1, eps=0.3, p=0)
+    assert d.leakage == 0.0 and d.utility == 0.0 and d.redact_prob.tolist() == [[1.0, 1.0, 1.0]]
+    plan = plan_release(_state([1, 5], [[0], [2]]), eps=0.3, chain=chain, method="auto", workers=1)
+    assert plan.per_private(0) == (0.0,)
+    q = np.asarray(plan.sparse_rows(1).rows(0, 5))
+    assert leakage_bruteforce(chain, q, 2).leakage <= 0.3

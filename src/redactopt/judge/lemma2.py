@@ -245,5 +245,7 @@ def leakage_ceiling(chain: Chain, sides: int) -> float:
     :math:`\epsilon` at or above it the privacy constraint excludes nothing: designs and bounds at
     the ceiling are those at :math:`\epsilon`.
     """
+    if int(sides) == 0:  # a record with no neighbours: every mechanism leaks 0 (not 0 * inf)
+        return 1e-12
     top = max(float(window_terms(chain, 1, side)[0].max()) for side in ("left", "right"))
     return int(sides) * top * (1.0 + 1e-6) + 1e-12
