@@ -95,3 +95,16 @@ def test_a_private_sequence_of_one_record_on_a_chain_with_impossible_transitions
     assert plan.per_private(0) == (0.0,)
     q = np.asarray(plan.sparse_rows(1).rows(0, 5))
     assert leakage_bruteforce(chain, q, 2).leakage <= 0.3
+
+
+def test_short_sequences_on_a_sticky_chain_get_their_own_design_at_once():
+    """Found by a red team: a 4-record sequence on a slowly mixing chain (far distance 320) climbed the far
+    ladder through sub-problems of hundreds of records before its own (48 s); it is now designed once."""
+    chain = Chain([[0.97664, 0.02330, 0.00006], [0.01094, 0.97198, 0.01708], [0.00099, 0.01791, 0.98110]])
+    plan = plan_release(_state([4, 4, 6], [[0, 1, 3], [0, 1, 3], [2]]), eps=0.3, chain=chain, method="optimal",
+                        workers=1)
+    d = plan.info["designs"]
+    assert d["computed"] == 2 and d["groups"] == 3  # one design per distinct short sequence
+    for c, (n, priv) in enumerate([(4, [0, 1, 3]), (6, [2])]):
+        q = np.asarray(plan.sparse_rows(2 * c).rows(0, n))
+        assert all(leakage_bruteforce(chain, q, p).leakage <= 0.3 for p in priv)

@@ -19,7 +19,9 @@ or Dask on a cluster); placing one in a sequence is exact (the cut and the all-�
 * *wipe-left* ``(o, 0, D)`` when ``d_l < D``: every record before the group redacted (the
   all-⊥ extension), the right side designed; *wipe-right* ``(o, D, 0)`` when ``d_r < D``;
 * *exact* ``(o, d_l, d_r)`` — the group's own sequence — only when none of these fits (a
-  short sequence), or when no far design was found.
+  short sequence), or when no far design was found; on a chain of more than two states also at
+  once when ``d_l + d_r < 2 D`` for the first ``D`` (its designs cost their length: the exact one
+  is then the smallest).
 
 The group gets the candidate that fits (:meth:`~redactopt.engine.cache.Shape.place`) with
 the fewest expected redacted records (ties: in the order above).  Something always fits —
@@ -180,6 +182,9 @@ def place_groups(requests: list[tuple[tuple[int, ...], int, int]], base: Callabl
         uniq = list(dict.fromkeys(requests))
         placed = dict(zip(uniq, place_groups(uniq, base, start, designs)))
         return [placed[r] for r in requests]
+    chain = base(requests[0][0]).chain if requests else None
+    if isinstance(chain, Chain) and not chain.binary and any(dl + dr < 2 * start for _, dl, dr in requests):
+        return _place_short_directly(requests, base, start, designs)
     patterns = list(dict.fromkeys(o for o, _, _ in requests)) if share else [o for o, _, _ in requests]
     # the wipes a group near an end will want if the first far distance is accepted (the usual case)
     ahead = list(dict.fromkeys([base(o).with_ends(0, start) for o, dl, _ in requests if dl < start]
@@ -211,6 +216,22 @@ def place_groups(requests: list[tuple[tuple[int, ...], int, int]], base: Callabl
         if best[i] is None:  # pragma: no cover - a shape always fits its own sub-problem
             raise AssertionError(f"the design of {shape.key} does not fit its own sub-problem")
     return best  # type: ignore[return-value]
+
+
+def _place_short_directly(requests: list[tuple[tuple[int, ...], int, int]],
+                          base: Callable[[tuple[int, ...]], DesignKey], start: int, designs: _Designs) -> list[Choice]:
+    """:func:`place_groups` on a chain of more than two states: a group whose sequence is shorter than the
+    two sides of the first far sub-problem gets its own sequence's design at once (those designs cost
+    their length, and this one is the smallest that fits); the others climb the far ladder."""
+    out: list[Choice | None] = [None] * len(requests)
+    near = [i for i, (_, dl, dr) in enumerate(requests) if dl + dr < 2 * start]
+    far = [i for i in range(len(requests)) if i not in set(near)]
+    for i, ch in zip(far, place_groups([requests[i] for i in far], base, start, designs) if far else []):
+        out[i] = ch
+    exact = designs.fetch([base(requests[i][0]).with_ends(requests[i][1], requests[i][2]) for i in near])
+    for i, shape in zip(near, exact):
+        out[i] = _best([("exact", shape)], requests[i][1], requests[i][2])
+    return out  # type: ignore[return-value]
 
 
 def _best(cands: list[tuple[str, Shape]], dl: int, dr: int) -> Choice | None:
