@@ -36,7 +36,9 @@ Cases (the same data and arguments for both trees):
   occupancy data (``fit``, ``apply``, ``audit``), the many-sequence release (2,000
   sequences of 500 records, the command of ``benchmarks/many_speed.py``'s CSV case) and the
   k-state fit of a categorical column of 10^6 rows (``fit --categorical``: read whole with
-  pandas before, streamed chunk by chunk through the one estimator after).
+  pandas before, streamed chunk by chunk through the one estimator after) and its release with 60
+  private records in the middle (``apply --categorical``: one whole-sequence design before, the
+  one release planner's placed design after).
 
 The matrix form goes through the name each tree has for it: ``kleakage``/``kdesign`` on
 ``KChain`` before, the one ``leakage``/``design`` on ``Chain`` after (the rows say which).
@@ -376,6 +378,11 @@ def _v_kfit(out: str, _: Path) -> str:
     return " | ".join(" ".join(ln.split()) for ln in rows)
 
 
+def _v_kapply(out: str, _: Path) -> str:
+    wrote = re.search(r"\((\d+) rows, (\d+) redacted\)", out)
+    return f"{wrote.group(2) if wrote else '?'} redacted; leakage {_field(out, 'leakage').split()[0]}"
+
+
 def _v_apply(out: str, _: Path) -> str:
     wrote = re.search(r"\((\d+) rows, (\d+) redacted\)", out)
     leak = _field(out, "leakage").split()[0]
@@ -410,6 +417,12 @@ def _cli_cases(data_file: Path, many: Path, sequences: int) -> list[dict]:
          "form": f"fit levels.csv --column level --categorical ({CATEGORICAL_ROWS} rows, 3 states)",
          "n": CATEGORICAL_ROWS, "argv": ["fit", str(many.parent / "levels.csv"), "--column", "level",
                                          "--categorical"], "value": _v_kfit, "target": "kstate"},
+        {"key": "cli/kapply", "case": "7 k-state fit (CLI)",
+         "form": f"apply levels.csv --column level --categorical --private 500001-500060 ({CATEGORICAL_ROWS} rows)",
+         "n": CATEGORICAL_ROWS, "argv": ["apply", str(many.parent / "levels.csv"), "--column", "level",
+                                         "--categorical", "--private", "500001-500060", "--eps", "1", "--seed", "1",
+                                         "--out", "levels_out.csv", "--force"],
+         "value": _v_kapply, "target": "kstate"},
         {"key": "cli/many", "case": "4 many sequences (CLI)",
          "form": f"apply many.csv --by sid ({sequences} x {MANY['length']}, CSV)", "n": sequences * MANY["length"],
          "argv": ["apply", str(many), "--column", "Occupancy", "--by", "sid", "--private-column", "optout", "--eps",
