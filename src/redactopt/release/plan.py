@@ -224,8 +224,9 @@ def _place_short_directly(requests: list[tuple[tuple[int, ...], int, int]],
     two sides of the first far sub-problem gets its own sequence's design at once (those designs cost
     their length, and this one is the smallest that fits); the others climb the far ladder."""
     out: list[Choice | None] = [None] * len(requests)
-    near = [i for i, (_, dl, dr) in enumerate(requests) if dl + dr < 2 * start]
-    far = [i for i in range(len(requests)) if i not in set(near)]
+    is_near = [dl + dr < 2 * start for _, dl, dr in requests]
+    near = [i for i, v in enumerate(is_near) if v]
+    far = [i for i, v in enumerate(is_near) if not v]
     for i, ch in zip(far, place_groups([requests[i] for i in far], base, start, designs) if far else []):
         out[i] = ch
     exact = designs.fetch([base(requests[i][0]).with_ends(requests[i][1], requests[i][2]) for i in near])
