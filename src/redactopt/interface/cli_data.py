@@ -383,7 +383,9 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 def _kapply_refusals(args: argparse.Namespace, methods: tuple[str, ...]) -> None:
     """The options a categorical release does not take, refused in one line each (before any work)."""
     refuse_given(args, ["alpha", "beta"], "applies to binary columns; a categorical column takes --transition")
-    refuse_given(args, ["chunk_rows"], "is not available for categorical columns (the column is read at once)")
+    if args.protect is not None or args.bin:
+        refuse_given(args, ["chunk_rows"], "is not available with --protect/--bin (columns protected together are "
+                     "read at once; one categorical column is streamed)")
     refuse_given(args, ["robust"], "is not available for categorical columns (the guarantee covers the fitted or "
                  "given chain only)")
     if args.workers is not None and args.workers < 1:
@@ -396,8 +398,9 @@ def _kapply_refusals(args: argparse.Namespace, methods: tuple[str, ...]) -> None
     if args.method not in methods:
         raise UsageError(f"--method {args.method} has no k-state form; categorical columns take "
                          f"{', '.join(methods)}")
-    if STDIO in (args.out,):
-        raise UsageError("--out -: categorical releases are written to a file (.csv, .tsv or .parquet)")
+    if STDIO in (args.out,) and (args.protect is not None or args.bin):
+        raise UsageError("--out -: columns protected together (--protect/--bin) are written to a file (.csv, .tsv "
+                         "or .parquet)")
 
 
 def _kapply_summary(rep: dict, args: argparse.Namespace) -> dict:
@@ -446,25 +449,31 @@ def _kapply_text(rep: dict, args: argparse.Namespace) -> str:
 def _cmd_apply_categorical(args: argparse.Namespace) -> int:
     """``redactopt apply INPUT --column NAME --categorical|--transition T (--private LIST | --private-column C [--by B]) --eps E --out OUT``."""
     from redactopt.release.kapply import KAPPLY_METHODS, kapply_table
+    from redactopt.release.states import apply_states_table
 
     _kapply_refusals(args, KAPPLY_METHODS)
     chain = read_transition(args.transition) if args.transition else None
     private = parse_positions(args.private) if args.private is not None else None
+    kwargs = dict(eps=args.eps, private=private, private_column=args.private_column, by=args.by, chain=chain,
+                  workers=args.workers, method=args.method, seed=args.seed, report=args.report, force=args.force,
+                  time_limit=args.time_limit, smoothing=getattr(args, "smoothing", None) or "kt",
+                  keep=keep_option(args), order_by=args.order_by, fit_on=args.fit_on)
     try:
-        with stdin_as_file(args.input) as path:
-            rep = kapply_table(path, args.out, column=args.column, eps=args.eps, private=private,
-                               private_column=args.private_column, by=args.by, chain=chain, workers=args.workers,
-                               method=args.method, seed=args.seed, report=args.report, force=args.force,
-                               time_limit=args.time_limit, smoothing=getattr(args, "smoothing", None) or "kt",
-                               protect=args.protect, bins=args.bin, keep=keep_option(args), order_by=args.order_by,
-                               fit_on=args.fit_on)
+        if args.protect is None and not args.bin:  # one column: streamed, chunk by chunk
+            with Bars(progress_enabled(args.quiet)) as bars:
+                rep = apply_states_table(args.input, args.out, column=args.column, progress=bars, **_chunk(args),
+                                         **kwargs)
+        else:
+            with stdin_as_file(args.input) as path:
+                rep = kapply_table(path, args.out, column=args.column, protect=args.protect, bins=args.bin,
+                                   **kwargs)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL
     rep["input"] = str(args.input)
     text = json.dumps(_kapply_summary(rep, args), indent=2) if (args.format or "text") == "json" else \
         _kapply_text(rep, args)
-    stdout_taken = args.report == STDIO
+    stdout_taken = STDIO in (args.out, args.report)
     if not (stdout_taken and args.quiet):
         print(text, file=sys.stderr if stdout_taken else sys.stdout)
     from redactopt.interface.cli_report import maybe_write_html

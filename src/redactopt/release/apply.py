@@ -50,11 +50,12 @@ from redactopt.release.bits import (
     bit_source,
     exact_thresholds,
 )
+from redactopt.release.codec import BinaryCodec, binary_values
 from redactopt.release.columns import output_columns
 from redactopt.release.disclosure import Disclosure, plain_summary
 from redactopt.release.fitplan import plan_fitted
 from redactopt.release.order import Ordered, sequence_order
-from redactopt.release.data import ScanState, SequenceIndex, TextStates, group_ranks, parse_binary
+from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex, TextStates, group_ranks
 from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release
 from redactopt.release.pool import warm_pool
 from redactopt.release.redactor import Redactor
@@ -78,6 +79,7 @@ __all__ = [
     "Span",
     "write_redacted",
     "write_csv",
+    "splices",
     "check_release_options",
     "check_release_paths",
     "apply_table",
@@ -120,63 +122,63 @@ def ids_of(chunk: Chunk, by: str, where: str) -> Any:
     return ids
 
 
-def binary_values(chunk: Chunk, name: str, where: str, *, read_as_int: bool = False) -> np.ndarray:
-    """The 0/1 values of column ``name`` of a chunk (``int8``), checked.
-
-    ``read_as_int``: the column was read from text as integers
-    (:meth:`~redactopt.release.tables.TableReader.chunks` with ``binary``); a value other
-    than 0 and 1 raises :class:`~redactopt.release.tables.TextValues`, so that it is
-    reported as written, from a read as text.
-    """
-    col = chunk.column(name)
-    if read_as_int and col.null_count == 0:
-        v = col.to_numpy(zero_copy_only=False)
-        if bool(((v != 0) & (v != 1)).any()):
-            raise TextValues(f"column '{name}' holds integers other than 0 and 1")
-        return v.astype(np.int8, copy=False)
-    return parse_binary(col, column=name, first_row=chunk.first_row, where=where)
-
-
 def _scan(reader: Any, *, column: str, by: str | None, private_column: str | None,
-          progress: Progress | None, binary: tuple[str, ...],
-          private: PrivateIndex | None = None) -> tuple[ScanState, ZoneTally | None]:
+          progress: Progress | None, binary: tuple[str, ...], codec: Any,
+          private: PrivateIndex | None = None, private_rows: list | None = None,
+          ) -> tuple[ScanState, ZoneTally | None]:
     state = ScanState()
     tally = None if private is None else ZoneTally(2, 1)
     where = reader.label
     for chunk in reader.chunks(_columns_needed(column, by, private_column), binary=binary):
-        values = binary_values(chunk, column, where, read_as_int=column in binary)
+        values = codec.values(chunk, where, binary)
         ids = ids_of(chunk, by, where) if by else None
         flags = None
         if private_column:
             flags = binary_values(chunk, private_column, where, read_as_int=private_column in binary)
+            if private_rows is not None:
+                private_rows.append(chunk.first_row + np.flatnonzero(flags))
         if tally is not None and private is not None:  # one sequence, its private positions known: count here
             pos = state.rows + np.arange(len(chunk), dtype=np.int64)
             codes = np.zeros(len(chunk), dtype=np.int64)
             tally = tally.merge(ZoneTally.of_chunk(values, codes, private.distances(codes, pos), k=2, sequences=1,
                                                    first_row=state.rows))
-        state = state.merge(ScanState.of_chunk(values, ids, flags))
+        state = state.merge(ScanState.of_chunk(values, ids, flags, k=codec.k))
         if progress is not None:
             progress("scan", state.rows, None)
     return state, tally
 
 
 def scan(reader: Any, *, column: str, by: str | None = None, private_column: str | None = None,
-         progress: Progress | None = None, private: PrivateIndex | None = None,
-         ) -> tuple[ScanState, tuple[str, ...]]:
+         progress: Progress | None = None, private: PrivateIndex | None = None, codec: Any = None,
+         private_rows: list | None = None) -> tuple[ScanState, tuple[str, ...]]:
     """:func:`scan_table`, and the binary columns a CSV file spells as integers (read them with ``binary``).
 
-    ``private`` (one sequence, positions known): the scan also counts the transitions by their
-    distance to the private records (:class:`~redactopt.release.zones.ZoneTally`), stored as
-    the scan state's ``tally``, so that fitting needs no second pass.
+    ``private`` (one sequence, positions known, a 0/1 column): the scan also counts the
+    transitions by their distance to the private records (:class:`~redactopt.release.zones.ZoneTally`),
+    stored as the scan state's ``tally``, so that fitting needs no second pass.  ``codec``
+    reads the protected column (:mod:`redactopt.release.codec`; default: a 0/1 column); a
+    :class:`~redactopt.release.codec.StatesCodec` learns its labels here and is frozen after.
+    ``private_rows`` (a list): receives the 1-based rows flagged by ``private_column``, per chunk.
     """
     reader.require(column, by, private_column)
-    binary = tuple(c for c in (column, private_column) if c) if reader.format == "csv" else ()
-    kw = dict(column=column, by=by, private_column=private_column, progress=progress, private=private)
+    codec = BinaryCodec(column) if codec is None else codec
+    binary = tuple(c for c in (column if codec.binary else None, private_column) if c) \
+        if reader.format == "csv" else ()
+    kw = dict(column=column, by=by, private_column=private_column, progress=progress,
+              private=private if codec.binary else None, codec=codec)
+    rows: list = []
     try:
-        state, tally = _scan(reader, binary=binary, **kw)
+        state, tally = _scan(reader, binary=binary, private_rows=rows, **kw)
     except TextValues:  # "true", "1.0", " 1 ", a value to report as written: read the column as text
         binary = ()
-        state, tally = _scan(reader, binary=binary, **kw)
+        if not codec.binary:  # its labels start again (the scan stopped part-way)
+            codec.reset()
+        rows.clear()
+        state, tally = _scan(reader, binary=binary, private_rows=rows, **kw)
+    if private_rows is not None:
+        private_rows.extend(rows)
+    if not codec.binary:
+        codec.freeze()
     state.tally = tally
     return state, binary
 
@@ -254,40 +256,47 @@ def ranked(rank: np.ndarray, chunk: Chunk, codes: np.ndarray | None, counter: np
 
 def redacted_rows(reader: Any, redactor: Redactor, index: SequenceIndex, *, column: str, by: str | None,
                   counter: np.ndarray, binary: tuple[str, ...] = (), columns: list[str] | None = None,
-                  read_ahead: int = 0, rank: np.ndarray | None = None,
+                  read_ahead: int = 0, rank: np.ndarray | None = None, codec: Any = None,
                   ) -> Iterator[tuple[Chunk, np.ndarray, np.ndarray | None, np.ndarray]]:
-    """Second pass: ``(chunk, values, codes, redacted)`` for every chunk of ``columns`` (all when ``None``).
+    """Second pass: ``(chunk, states, codes, redacted)`` for every chunk of ``columns`` (all when ``None``).
 
+    ``states``: each row's state of the chain (``-1``: a value the chain does not have, in a
+    sequence without private records; :meth:`~redactopt.release.codec.StatesCodec.chain_states`).
     ``counter`` holds the rows of each sequence before the data (zeros for a whole table)
     and is advanced as the chunks go; ``codes`` is ``None`` without ``by``.  With
     ``read_ahead`` the chunks are read that many ahead in a thread (:func:`prefetched`).
     ``rank``: the rows' positions in their sequences (``--order-by``) instead of file order.
     """
+    codec = BinaryCodec(column) if codec is None else codec
     where = reader.label
     chunks = reader.chunks(columns, binary=binary)
     for chunk in (prefetched(chunks, read_ahead) if read_ahead else chunks):
-        values = binary_values(chunk, column, where, read_as_int=column in binary)
         codes = None if by is None else index.codes(ids_of(chunk, by, where), where)
+        states = codec.chain_states(codec.values(chunk, where, binary), chunk, codes, where)
         pos = positions(codes, counter, len(chunk)) if rank is None else ranked(rank, chunk, codes, counter)
-        mask = redactor.redact(codes, pos, values)
-        yield chunk, values, codes, mask
+        mask = redactor.redact(codes, pos, states if codec.binary else np.maximum(states, 0))
+        yield chunk, states, codes, mask
 
 
 def tally_zones(reader: Any, index: SequenceIndex, private: PrivateIndex, span: Span, *, column: str,
-                by: str | None, binary: tuple[str, ...] = ()) -> ZoneTally:
+                by: str | None, binary: tuple[str, ...] = (), codec: Any = None) -> ZoneTally:
     """The transitions of the rows of ``reader`` (in sequence order) by their distance to the private
-    records (:class:`~redactopt.release.zones.ZoneTally`; reads ``column`` and ``by`` only)."""
+    records (:class:`~redactopt.release.zones.ZoneTally`; reads ``column`` and ``by`` only), in the
+    scan's state codes (``codec``, default a 0/1 column)."""
+    codec = BinaryCodec(column) if codec is None else codec
     k = span.start.shape[0]
+    states = codec.k
+    triples = states <= MAX_TRIPLE_STATES
     counter = span.start.copy()
-    tally = ZoneTally(2, k)
+    tally = ZoneTally(states, k, triples)
     where = reader.label
     row = 0
     for chunk in reader.chunks(_columns_needed(column, by, None), binary=binary):
-        values = binary_values(chunk, column, where, read_as_int=column in binary)
+        values = codec.values(chunk, where, binary)
         codes = np.zeros(len(chunk), dtype=np.int64) if by is None else index.codes(ids_of(chunk, by, where), where)
         pos = positions(None if by is None else codes, counter, len(chunk))
-        tally = tally.merge(ZoneTally.of_chunk(values, codes, private.distances(codes, pos), k=2, sequences=k,
-                                               first_row=row))
+        tally = tally.merge(ZoneTally.of_chunk(values, codes, private.distances(codes, pos), k=states, sequences=k,
+                                               first_row=row, with_triples=triples))
         row += len(chunk)
     return tally
 
@@ -336,16 +345,19 @@ class Output:
         return [c for c in self.columns if c != index]
 
     def observe(self, chunk: Chunk, values: np.ndarray, mask: np.ndarray) -> None:
-        """Measure a written chunk (its rows follow the ones observed before)."""
+        """Measure a written chunk (its rows follow the ones observed before); ``values``: the chain's
+        states (``-1``: none of them, not counted as published)."""
         if self.disclosure is not None and self.disclosure.columns:
             rows = self.first_row + np.arange(len(chunk), dtype=np.int64)
-            self.disclosure.add({c: chunk.column(c) for c in self.disclosure.columns}, values, ~mask, rows)
+            known = values >= 0
+            self.disclosure.add({c: chunk.column(c) for c in self.disclosure.columns}, np.where(known, values, 0),
+                                known & ~mask, rows)
         self.first_row += len(chunk)
 
 
 def write_redacted(reader: Any, writer: TableWriter, redactor: Redactor, index: SequenceIndex, span: Span, *,
                    column: str, by: str | None, binary: tuple[str, ...] = (),
-                   progress: Progress | None = None, output: Output | None = None) -> np.ndarray:
+                   progress: Progress | None = None, output: Output | None = None, codec: Any = None) -> np.ndarray:
     """Second pass through Arrow batches: redact and write every chunk; returns the redacted count per sequence.
 
     ``span``: where the rows lie in their sequences.  ``output``: the columns written (default:
@@ -353,6 +365,7 @@ def write_redacted(reader: Any, writer: TableWriter, redactor: Redactor, index: 
     is called after every chunk.
     """
     output = Output(None) if output is None else output
+    codec = BinaryCodec(column) if codec is None else codec
     k = span.start.shape[0]
     counter = span.start.copy()
     redacted = np.zeros(k, dtype=np.int64)
@@ -364,11 +377,11 @@ def write_redacted(reader: Any, writer: TableWriter, redactor: Redactor, index: 
     read_binary = () if (from_csv and csv_out) else binary
     for chunk, values, codes, mask in redacted_rows(reader, redactor, index, column=column, by=by,
                                                     counter=counter, binary=read_binary, read_ahead=READ_AHEAD,
-                                                    columns=output.read(reader), rank=output.rank):
+                                                    columns=output.read(reader), rank=output.rank, codec=codec):
         redacted += np.bincount(codes[mask], minlength=k) if codes is not None else [int(mask.sum())]
         output.observe(chunk, values, mask)
-        writer.write_batch(released_batch(chunk, values, mask, column, as_int8=from_csv and not csv_out),
-                           delimiter=writer.delimiter)
+        as_int8 = from_csv and not csv_out and codec.binary
+        writer.write_batch(released_batch(chunk, values, mask, column, as_int8=as_int8), delimiter=writer.delimiter)
         if progress is not None:
             progress("release", int((counter - span.start).sum()), span.rows)
     if not np.array_equal(counter, span.end):
@@ -405,12 +418,13 @@ def splice_targets(reader: TableReader, redactor: Redactor, index: SequenceIndex
 
 def write_csv(reader: TableReader, writer: TableWriter, redactor: Redactor, index: SequenceIndex, span: Span, *,
               column: str, by: str | None, binary: tuple[str, ...] = (),
-              progress: Progress | None = None, output: Output | None = None) -> np.ndarray:
+              progress: Progress | None = None, output: Output | None = None, codec: Any = None) -> np.ndarray:
     """A CSV release of a CSV file that writes every column: its bytes with the redacted fields emptied
     (:mod:`redactopt.release.splice`), or, for a file whose rows cannot be found from its bytes,
     :func:`write_redacted`."""
     assert reader.layout is not None
     output = Output(None) if output is None else output
+    codec = BinaryCodec(column) if codec is None else codec
     targets = splice_targets(reader, redactor, index, span, by=by, rank=output.rank)
     total = span.rows
 
@@ -421,26 +435,36 @@ def write_csv(reader: TableReader, writer: TableWriter, redactor: Redactor, inde
     try:
         with open_binary(reader.path) as src:
             mask = splice_csv(src, writer.binary(), layout=reader.layout, column=column, targets=targets,
-                              redact=redactor.redact, rows=total, progress=tick)
+                              redact=redactor.redact, rows=total, progress=tick,
+                              state_of=None if codec.binary else codec.state_of_text)
     except Irregular:
         writer.reset()
         return write_redacted(reader, writer, redactor, index, span, column=column, by=by, binary=binary,
-                              progress=progress, output=output)
+                              progress=progress, output=output, codec=codec)
     if output.disclosure is not None and output.disclosure.columns:
-        _observe_spliced(reader, output, column, binary, targets.rows[mask])
+        _observe_spliced(reader, output, column, binary, targets.rows[mask], codec, index, by)
     return np.bincount(targets.codes[mask], minlength=span.start.shape[0]).astype(np.int64)
 
 
 def _observe_spliced(reader: TableReader, output: Output, column: str, binary: tuple[str, ...],
-                     redacted_rows_: np.ndarray) -> None:
+                     redacted_rows_: np.ndarray, codec: Any, index: SequenceIndex, by: str | None) -> None:
     """The figures of a spliced release: one more pass over the protected and the uncovered columns."""
     assert output.disclosure is not None
-    cols = list(dict.fromkeys([column] + output.disclosure.columns))
+    cols = list(dict.fromkeys([column] + ([by] if by else []) + output.disclosure.columns))
     row = 0
+    where = reader.label
     for chunk in reader.chunks(cols, binary=tuple(c for c in binary if c == column)):
-        values = binary_values(chunk, column, reader.label, read_as_int=column in binary)
-        output.observe(chunk, values, np.isin(row + np.arange(len(chunk)), redacted_rows_))
+        codes = None if by is None or codec.binary else index.codes(ids_of(chunk, by, where), where)
+        states = codec.chain_states(codec.values(chunk, where, binary), chunk, codes, where)
+        output.observe(chunk, states, np.isin(row + np.arange(len(chunk)), redacted_rows_))
         row += len(chunk)
+
+
+def splices(reader: Any, writer: TableWriter, output: Output) -> bool:
+    """Whether a release copies the input's bytes (:func:`write_csv`): CSV to CSV with the same delimiter,
+    every column written; otherwise it writes record batches (:func:`write_redacted`)."""
+    return (reader.format == "csv" and writer.format == "csv" and output.columns is None
+            and reader.layout is not None and reader.layout.delimiter == writer.delimiter)
 
 
 def _csv_rows(reader: Any) -> int | None:
@@ -529,8 +553,10 @@ def _reader_columns(reader: Any) -> list[str]:
 
 
 def plan_output(reader: Any, *, column: str, by: str | None, order_by: str | None, private_column: str | None,
-                keep: Any, rows: int, rank: np.ndarray | None = None) -> tuple[Output, list[str]]:
-    """The :class:`Output` of a binary release and the columns it leaves out.
+                keep: Any, rows: int, rank: np.ndarray | None = None,
+                labels: list[str] | None = None) -> tuple[Output, list[str]]:
+    """The :class:`Output` of a release and the columns it leaves out (``labels``: the chain's states,
+    default ``0``, ``1``).
 
     Every column written besides ``column`` is measured (:class:`~redactopt.release.disclosure.Disclosure`):
     kept columns, ``by`` and ``order_by``.
@@ -541,7 +567,7 @@ def plan_output(reader: Any, *, column: str, by: str | None, order_by: str | Non
     roles = {c: ("by" if c == by else "order-by" if c == order_by else "kept") for c in written if c != column}
     index = reader.layout.index_name if getattr(reader, "implicit_index", False) else None
     shown = {} if index is None else {index: "(row id)"}
-    disclosure = Disclosure(roles, ["0", "1"], rows, names=shown)
+    disclosure = Disclosure(roles, ["0", "1"] if labels is None else labels, rows, names=shown)
     dropped = [shown.get(c, c) for c in every if c not in written]
     return Output(None if written == every else written, disclosure, rank), dropped
 
@@ -559,23 +585,27 @@ def _read_columns(reader: Any, columns: list[str], binary: tuple[str, ...]) -> t
 
 
 def ordered_scan(reader: Any, *, column: str, by: str | None, private_column: str | None, order_by: str,
-                 ) -> tuple[ScanState, Ordered]:
+                 codec: Any = None, private_rows: list | None = None) -> tuple[ScanState, Ordered]:
     """The scan of a table whose sequences are ordered by ``order_by`` (:mod:`redactopt.release.order`).
 
     Every value is checked first in file order (messages name the file's rows), then the rows
     are sorted and scanned in sequence order.
     """
     cols = list(dict.fromkeys(c for c in (column, by, private_column, order_by) if c))
-    binary = tuple(c for c in (column, private_column) if c) if reader.format == "csv" else ()
+    binary_column = column if codec is None or codec.binary else None
+    binary = tuple(c for c in (binary_column, private_column) if c) if reader.format == "csv" else ()
     table, binary = _read_columns(reader, cols, binary)
     whole = Chunk(1, table.combine_chunks().to_batches()[0] if table.num_rows else table)
-    binary_values(whole, column, reader.label, read_as_int=column in binary)
+    codec = BinaryCodec(column) if codec is None else codec
+    codec.values(whole, reader.label, binary)  # (a categorical column's labels: in file order)
     if private_column:
-        binary_values(whole, private_column, reader.label, read_as_int=private_column in binary)
+        flags = binary_values(whole, private_column, reader.label, read_as_int=private_column in binary)
+        if private_rows is not None:
+            private_rows.append(1 + np.flatnonzero(flags))
     if by:
         ids_of(whole, by, reader.label)
     ordered = sequence_order(table, by=by, order_by=order_by, where=reader.label, chunk_rows=reader.chunk_rows)
-    state, _ = scan(ordered.reader, column=column, by=by, private_column=private_column)
+    state, _ = scan(ordered.reader, column=column, by=by, private_column=private_column, codec=codec)
     return state, ordered
 
 
@@ -652,7 +682,7 @@ def refuse_binary_options(**given: Any) -> None:
     why = dict(alpha="a categorical release takes its chain as chain= (or fits it)", beta="see alpha",
                robust="a categorical release covers the fitted or given chain, not a box of chains",
                cache="categorical designs are shared within a release only",
-               progress="a categorical release reads the table at once", chunk_rows="see progress",
+               progress="columns protected together are read at once", chunk_rows="see progress",
                report_sequences="a categorical report lists every sequence")
     for name, value in given.items():
         if value is not None and value != defaults[name]:
@@ -788,8 +818,19 @@ def apply_table(
     """
     options = dict(chain=chain, categorical=categorical, protect=protect, bins=bins)
     if is_categorical(**options):
-        refuse_binary_options(alpha=alpha, beta=beta, robust=robust, cache=cache, progress=progress,
-                              chunk_rows=chunk_rows, report_sequences=report_sequences)
+        several = protect is not None or bool(bins)
+        refuse_binary_options(alpha=alpha, beta=beta, robust=robust, cache=cache, report_sequences=report_sequences,
+                              **(dict(progress=progress, chunk_rows=chunk_rows) if several else {}))
+        if not several:  # one categorical column: streamed like a 0/1 column
+            from redactopt.release.states import apply_states_table  # builds on this module
+
+            if column is None:
+                raise ValueError("column= names the categorical column to protect (protect= several columns)")
+            return apply_states_table(source, dest, column=column, eps=eps, private=private,
+                                      private_column=private_column, by=by, chain=chain, method=method, seed=seed,
+                                      report=report, force=force, chunk_rows=chunk_rows, time_limit=time_limit,
+                                      smoothing=smoothing, simultaneous=simultaneous, workers=workers, keep=keep,
+                                      order_by=order_by, fit_on=fit_on, progress=progress)
         from redactopt.release.kapply import kapply_table  # builds on this module
 
         return kapply_table(source, dest, column=column, eps=eps, private=private, private_column=private_column,
@@ -824,8 +865,7 @@ def apply_table(
         redactor = Redactor(plan, bits)
         t0 = time.perf_counter()
         with TableWriter(dest, force=force) as writer:
-            whole = reader.format == "csv" and writer.format == "csv" and output.columns is None
-            write = write_csv if whole else write_redacted
+            write = write_csv if splices(reader, writer, output) else write_redacted
             redacted = write(reader, writer, redactor, state.index(), Span.whole(state), column=column, by=by,
                              binary=binary, progress=progress, output=output)
             rep, rows = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={

@@ -50,7 +50,7 @@ from redactopt._optional import require
 from redactopt.engine.cache import DesignCache
 from redactopt.io import STDIO, new_file_mode
 from redactopt.release.apply import (Output, Span, check_release_paths, describe_release, fit_on_counts, plan_output,
-                                     scan, tally_zones, write_csv, write_redacted)
+                                     scan, splices, tally_zones, write_csv, write_redacted)
 from redactopt.release.bits import bit_source
 from redactopt.release.data import ScanState, SequenceIndex
 from redactopt.release.disclosure import Disclosure
@@ -147,7 +147,7 @@ def _write_partition(part: Partition, i: int, folder: str, column: str, by: str 
     reader = _reader(part)
     suffix = "csv" if reader.format == "csv" else "parquet"
     with TableWriter(os.path.join(folder, f"part.{i:05d}.{suffix}")) as writer:
-        write = write_csv if reader.format == "csv" and output.columns is None else write_redacted
+        write = write_csv if splices(reader, writer, output) else write_redacted
         redacted = write(reader, writer, redactor, index, span, column=column, by=by, binary=binary, output=output)
         writer.commit()
     return redacted, output.disclosure

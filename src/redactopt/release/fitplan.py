@@ -21,11 +21,11 @@ import numpy as np
 
 from redactopt._validate import check_positions
 from redactopt.release.data import ScanState
-from redactopt.release.fit import TransitionCounts
+from redactopt.release.fit import ChainFit, TransitionCounts, fit_counts
 from redactopt.release.plan import ReleasePlan, plan_release
 from redactopt.release.zones import Outside, PrivateIndex, ZoneTally, choose_zone
 
-__all__ = ["plan_fitted", "plan_reach", "private_index", "free_sequences"]
+__all__ = ["plan_fitted", "plan_reach", "private_index", "free_sequences", "fit_outside"]
 
 #: ``tally(private_index) -> ZoneTally``: one pass over the data counting transitions by distance class.
 Tally = Callable[[PrivateIndex], ZoneTally]
@@ -60,6 +60,24 @@ def plan_reach(plan: ReleasePlan) -> int:
             seen[key] = max([priv[0] - lo, hi - priv[-1], 0] + gaps)
         far = max(far, seen[key])
     return far
+
+
+def fit_outside(out: Outside, labels: list[str], labels_all: list[str], sequences: int, **fit_kw: Any) -> ChainFit:
+    """The categorical fit of the rows outside a zone on the states ``labels`` (each state the rows show
+    there among them, in the scan's codes ``labels_all``), from their pair and triple counts
+    (:func:`redactopt.release.fit.fit_counts`; triples when the tally counted them)."""
+    seen = out.states  # row states present outside, in order of first appearance there
+    at = {s: i for i, s in enumerate(labels)}
+    idx = np.array([at[labels_all[i]] for i in seen], dtype=np.int64)
+    k = len(labels)
+    C = np.zeros((k, k), dtype=np.int64)
+    np.add.at(C, (idx[:, None], idx[None, :]), out.pairs[np.ix_(seen, seen)])
+    T = None  # the triples, for the order test (counted up to MAX_TRIPLE_STATES states)
+    if out.triples.shape[1] == out.pairs.shape[0]:
+        T = np.zeros((k, k, k), dtype=np.int64)
+        np.add.at(T, (idx[:, None, None], idx[None, :, None], idx[None, None, :]),
+                  out.triples[np.ix_(seen, seen, seen)])
+    return fit_counts(TransitionCounts(C, T, out.rows, sequences), tuple(labels), **fit_kw)
 
 
 def plan_fitted(state: ScanState, *, tally: Tally, private: list[int] | None,

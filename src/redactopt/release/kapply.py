@@ -47,11 +47,13 @@ from redactopt.judge.leakage import leakage_segment, utility
 from redactopt.kio import KREPORT_FORMAT, kmechanism_to_dict
 from redactopt.model.chain import Chain as KChain
 from redactopt.release.bits import bit_source
-from redactopt.release.data import ScanState
+from redactopt.release.codec import MAX_STATES
+from redactopt.release.data import MAX_TRIPLE_STATES, ScanState
 from redactopt.release.columns import Bins, output_columns, parse_bins, parse_columns, read_kind
 from redactopt.release.disclosure import Disclosure, plain_summary
 from redactopt.release.fit import ChainFit
-from redactopt.release.fit import TransitionCounts, fit_counts, fit_sequences
+from redactopt.release.fit import fit_sequences
+from redactopt.release.fitplan import fit_outside
 from redactopt.release.order import order_frame, order_keys
 from redactopt.release.zones import Outside, PrivateIndex, ZoneTally, choose_zone, reach
 from redactopt.release.apply import check_release_paths
@@ -68,7 +70,7 @@ _LABEL = "NOT FOR REAL RELEASES: seeded pseudo-random draws (--seed) are reprodu
 
 #: The order test of a fitted release counts triples by distance class (``k**3`` numbers each): up to
 #: this many states (8 MB); beyond, the fit reports no order test.
-ORDER_TEST_MAX_STATES = 16
+ORDER_TEST_MAX_STATES = MAX_TRIPLE_STATES
 
 
 def kdesign_release(chain: KChain, n: int, *, eps: float, private: tuple[int, ...], method: str = "auto",
@@ -172,8 +174,6 @@ def _private_flags(table: pd.DataFrame, private: object, private_column: str | N
 #: A tuple of protected values is one state; its text joins the values' texts with this.
 TUPLE_SEP = "|"
 
-#: More states than this (distinct values or tuples of the protected columns) are refused.
-MAX_STATES = 64
 
 
 @dataclass(frozen=True)
@@ -279,16 +279,30 @@ def _kplan(chain: KChain, fit: ChainFit | None, labels_all: list[str], codes: np
             raise ValueError(f"row {r + 1}: value {labels_all[codes[r]]!r} is not a state of the chain "
                              f"({', '.join(map(str, chain.labels))}); give the chain (--transition) or fit it on a "
                              "public table that holds it (--fit-on)")
+    return kplan_of(chain, fit, _scan_of(seqs, privs), state_of=state_of, eps=eps, method=method,
+                    time_limit=time_limit, workers=workers)
+
+
+def kplan_of(chain: KChain, fit: ChainFit | None, state: ScanState, *, private: list[int] | None = None,
+             state_of: np.ndarray | None = None, eps: float, method: str, time_limit: float,
+             workers: int | None) -> _KPlan:
+    """The plan of a categorical release of the sequences of ``state`` (their lengths and private positions;
+    ``private``: positions of a single sequence instead) under ``chain``: the one planner's groups,
+    placements and cache, then one mechanism per distinct (length, private positions), verified exactly
+    again here on the caller's chain.  Shared by the in-memory and the streaming release."""
+    if method not in KAPPLY_METHODS:
+        raise ValueError(f"method must be one of {', '.join(KAPPLY_METHODS)}, got {method!r}")
     # the designs run on the chain as plain data (KChain.to_dict: lists and text, the exact chain), so worker
     # processes rebuild it whatever class or label objects the caller used; judged below on the caller's
     plain = chain.to_dict()
     planned = KChain(plain["transition"], labels=tuple(plain["labels"]))
-    plan = plan_release(_scan_of(seqs, privs), eps=eps, chain=planned, method=method, time_limit=time_limit,
-                        workers=workers)
-    first = {}
-    for c, ((_, rows), priv) in enumerate(zip(seqs, privs)):
+    plan = plan_release(state, eps=eps, chain=planned, method=method, time_limit=time_limit, workers=workers,
+                        private=private)
+    first: dict[tuple[int, tuple[int, ...]], int] = {}
+    for c in range(len(state.ids)):
+        priv = tuple(sorted(plan.private_of(c)))
         if priv:
-            first.setdefault((int(rows.size), priv), c)
+            first.setdefault((int(state.n[c]), priv), c)
     keys = list(first)
     mechs: list[dict[str, Any]] = []
     for (m, priv), c in first.items():
@@ -303,7 +317,7 @@ def _kplan(chain: KChain, fit: ChainFit | None, labels_all: list[str], codes: np
         u = utility(chain, q)
         mech = kmechanism_to_dict(chain, q, private=priv, eps=eps, method=how["method"], utility=u, leakage=w.leakage)
         mechs.append({"q": q, "how": how, "per_private": per_private, "worst": w, "utility": u, "mech": mech})
-    return _KPlan(chain, fit, state_of, keys, mechs, plan)
+    return _KPlan(chain, fit, np.zeros(0, dtype=np.int64) if state_of is None else state_of, keys, mechs, plan)
 
 
 def _scan_of(seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]]) -> ScanState:
@@ -337,17 +351,7 @@ def _kfit_outside(out: Outside, space: StateSpace, first_row: np.ndarray, labels
     rows show, where a column's are not fixed) and their transition counts."""
     seen = out.states  # row states present outside, in order of first appearance there
     labels = space.labels(_seen_values(space, first_row[seen]))
-    at = {s: i for i, s in enumerate(labels)}
-    idx = np.array([at[labels_all[i]] for i in seen], dtype=np.int64)
-    k = len(labels)
-    C = np.zeros((k, k), dtype=np.int64)
-    np.add.at(C, (idx[:, None], idx[None, :]), out.pairs[np.ix_(seen, seen)])
-    T = None  # the triples, for the order test (counted up to ORDER_TEST_MAX_STATES states)
-    if out.triples.shape[1] == len(labels_all):
-        T = np.zeros((k, k, k), dtype=np.int64)
-        np.add.at(T, (idx[:, None, None], idx[None, :, None], idx[None, None, :]),
-                  out.triples[np.ix_(seen, seen, seen)])
-    return fit_counts(TransitionCounts(C, T, out.rows, sequences), tuple(labels), **fit_kw)
+    return fit_outside(out, labels, labels_all, sequences, **fit_kw)
 
 
 def _kfit_on(table: pd.DataFrame, protect: list[str], bins: dict[str, Bins], by: str | None,
@@ -576,43 +580,56 @@ def _kreleased(table: pd.DataFrame, plan: _KPlan, seqs: list[tuple[Any, np.ndarr
     source = bit_source(seed)
     mask = np.zeros(n, dtype=bool)
     state_idx = plan.state_of[codes]
-    rows_of: list[dict[str, Any]] = []
-    worst: tuple[Any, Any] | None = None  # (segment result, sequence id)
-    expected = 0.0
+    redacted = np.zeros(len(seqs), dtype=np.int64)
     redactor = Redactor(plan.release, source)  # the one draw step: exact Bernoulli draws of q[t, x_t]
     for c, ((seq_id, rows), priv) in enumerate(zip(seqs, privs)):
-        m = int(rows.size)
-        entry: dict[str, Any] = {"id": None if seq_id is None else str(seq_id), "rows": m,
-                                 "private": [p + 1 for p in priv]}
-        if not priv:  # nothing to protect: released unchanged
-            expected += m
-            entry.update(design=None, leakage=0.0, redacted=0)
-            rows_of.append(entry)
-            continue
-        j = plan.keys.index((m, priv))
-        d = plan.mechs[j]
-        mask[rows] = sub = redactor.redact(np.full(m, c, dtype=np.int64), np.arange(m), state_idx[rows])
-        expected += d["utility"] * m
-        entry.update(design=j, leakage=d["worst"].leakage, redacted=int(sub.sum()))
-        rows_of.append(entry)
-        if worst is None or d["worst"].leakage > worst[0].leakage:
-            worst = (d["worst"], seq_id)
-    assert worst is not None  # _private_flags refuses a release without a private row
+        if priv:  # (a sequence without private records is released unchanged)
+            m = int(rows.size)
+            mask[rows] = sub = redactor.redact(np.full(m, c, dtype=np.int64), np.arange(m), state_idx[rows])
+            redacted[c] = int(sub.sum())
+    rows_of, worst, expected = sequence_entries(plan, [sid for sid, _ in seqs], [int(r.size) for _, r in seqs],
+                                                privs, redacted)
     out = table[written_cols].copy()
     for c in cols:
         out[c] = _released_column(values_out[c].astype(object) if c in bins else table[c], mask)
-    rep = _kreport(plan, seqs, rows_of, worst, flags, mask, expected, seed=seed, column=TUPLE_SEP.join(cols), by=by)
+    rep = _kreport(plan, rows_of, worst, [int(i) + 1 for i in np.flatnonzero(flags)], n, int(mask.sum()), expected,
+                   seed=seed, column=TUPLE_SEP.join(cols), by=by)
     describe_columns(rep, table, chain.labels, state_idx, mask, cols=cols, bins=bins, written_cols=written_cols,
                      by=by, order_by=order_by, fit_source=fit_source)
     rep["summary"] = _ksummary(rep, plan, cols, fit_source)
     return out, rep
 
 
-def _kreport(plan: _KPlan, seqs: list[tuple[Any, np.ndarray]], rows_of: list[dict[str, Any]], worst: Any,
-             flags: np.ndarray, mask: np.ndarray, expected: float, *, seed: int | None, column: str,
-             by: str | None) -> dict[str, Any]:
-    """The k-state report (``redactopt.kreport``): chain, designs, leakage, utility, randomness."""
-    chain, fit, n = plan.chain, plan.fit, mask.shape[0]
+def sequence_entries(plan: _KPlan, ids: list, lengths: list[int], privs: list[tuple[int, ...]],
+                     redacted: np.ndarray) -> tuple[list[dict[str, Any]], tuple[Any, Any], float]:
+    """The report's row of every sequence (id, rows, private positions, design, leakage, redacted), the
+    worst (segment result, sequence id) and the expected number of published records."""
+    rows_of: list[dict[str, Any]] = []
+    worst: tuple[Any, Any] | None = None
+    expected = 0.0
+    for c, (seq_id, m, priv) in enumerate(zip(ids, lengths, privs)):
+        entry: dict[str, Any] = {"id": None if seq_id is None else str(seq_id), "rows": m,
+                                 "private": [p + 1 for p in priv]}
+        if not priv:  # nothing to protect: released unchanged
+            expected += m
+            entry.update(design=None, leakage=0.0, redacted=0)
+        else:
+            j = plan.keys.index((m, priv))
+            d = plan.mechs[j]
+            expected += d["utility"] * m
+            entry.update(design=j, leakage=d["worst"].leakage, redacted=int(redacted[c]))
+            if worst is None or d["worst"].leakage > worst[0].leakage:
+                worst = (d["worst"], seq_id)
+        rows_of.append(entry)
+    assert worst is not None  # a release without a private row is refused before it is planned
+    return rows_of, worst, expected
+
+
+def _kreport(plan: _KPlan, rows_of: list[dict[str, Any]], worst: Any, private_rows: list[int], n: int,
+             redacted: int, expected: float, *, seed: int | None, column: str, by: str | None) -> dict[str, Any]:
+    """The k-state report (``redactopt.release.kapply-report/1``): chain, designs, leakage, utility, randomness;
+    ``private_rows``: the private records' rows in the table (1-based)."""
+    chain, fit = plan.chain, plan.fit
     w, w_id = worst
     labels_txt = [str(s) for s in chain.labels]
     rep: dict[str, Any] = {
@@ -621,9 +638,9 @@ def _kreport(plan: _KPlan, seqs: list[tuple[Any, np.ndarray]], rows_of: list[dic
                   "source": "fitted" if fit is not None else "given",
                   "fit": fit.to_dict() if fit is not None else None},
         "eps": plan.mechs[0]["mech"]["eps"], "method": "; ".join(dict.fromkeys(d["how"]["method"] for d in plan.mechs)),
-        "private": [int(i) + 1 for i in np.flatnonzero(flags)],
+        "private": private_rows,
         "leakage": {"max": w.leakage, "witness_private": w.p + 1, "pair": [str(s) for s in w.pair_labels]},
-        "utility": {"expected": expected / n, "realised": 1.0 - float(mask.sum()) / n, "redacted": int(mask.sum())},
+        "utility": {"expected": expected / n, "realised": 1.0 - float(redacted) / n, "redacted": int(redacted)},
         "randomness": {"source": "numpy PCG64, seeded (word t for record t)" if seed is not None
                        else "operating system secure source (os.urandom)", "seed": seed},
         "label": _LABEL if seed is not None else None,

@@ -115,11 +115,29 @@ def _lines(buf: bytes, eof: bool, quotes: bool, delim: int, bom: int) -> tuple[i
     return cut, starts[keep], ends[keep]
 
 
+#: ``state_of(text)``: the chain's state of a field of a categorical column as the scan read it (``None``: none).
+StateOf = Callable[[str], "int | None"]
+
+
+def _text(buf: bytes, a0: int, a1: int) -> str:
+    """The field ``buf[a0:a1]`` as a CSV reader reads it (quotes removed)."""
+    raw = buf[a0:a1]
+    return (raw[1:-1].replace(b'""', b'"') if raw[:1] == b'"' and raw[-1:] == b'"' else raw).decode(
+        "utf-8", errors="replace")
+
+
+def _state(buf: bytes, a0: int, a1: int, state_of: StateOf) -> int:
+    """The state of a categorical field (:class:`Irregular` for a text the scan did not read there)."""
+    text = _text(buf, a0, a1)
+    v = state_of(text)
+    if v is None:
+        raise Irregular(f"value {text!r} where the scan read a state of the chain")
+    return v
+
+
 def _value(buf: bytes, a0: int, a1: int) -> int:
     """0 or 1 for the field ``buf[a0:a1]`` (quotes removed), as the scan read it (else :class:`Irregular`)."""
-    raw = buf[a0:a1]
-    text = (raw[1:-1].replace(b'""', b'"') if raw[:1] == b'"' and raw[-1:] == b'"' else raw).decode(
-        "utf-8", errors="replace")
+    text = _text(buf, a0, a1)
     v = binary_token(text)
     if v is None:
         raise Irregular(f"value {text!r} where the scan read 0 or 1")
@@ -127,8 +145,9 @@ def _value(buf: bytes, a0: int, a1: int) -> int:
 
 
 def _field_spans(buf: bytes, starts: np.ndarray, ends: np.ndarray, field: int, width: int,
-                 delim: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Start, end and 0/1 value of field ``field`` of the lines ``starts..ends`` of a block, in numpy.
+                 delim: bytes, state_of: StateOf | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start, end and 0/1 value of field ``field`` of the lines ``starts..ends`` of a block, in numpy
+    (``state_of``: a categorical column, each field's state from its text instead).
 
     A delimiter separates two fields unless it lies inside a quoted field, i.e. unless an
     odd number of quotes precede it in its line (every quote belongs to a quoted field: the
@@ -146,6 +165,9 @@ def _field_spans(buf: bytes, starts: np.ndarray, ends: np.ndarray, field: int, w
         raise Irregular(f"a row with {int(fields[bad[0]])} fields where the header says {width}")
     f0 = (starts if field == 0 else d[i0 + field - 1] + 1).astype(np.int64)
     f1 = (ends if field == width - 1 else d[i0 + field]).astype(np.int64)
+    if state_of is not None:
+        return f0, f1, np.array([_state(buf, a0, a1, state_of) for a0, a1 in zip(f0.tolist(), f1.tolist())],
+                                dtype=np.int64)
     first = a[np.minimum(f0, max(a.size - 1, 0))]
     one = f1 - f0 == 1
     values = np.where(one & (first == 0x31), 1, np.where(one & (first == 0x30), 0, -1)).astype(np.int8)
@@ -175,12 +197,14 @@ def _write_without(out: BinaryIO, buf: bytes, cut: int, starts: np.ndarray, ends
 
 
 def splice_csv(src: BinaryIO, out: BinaryIO, *, layout: CsvLayout, column: str, targets: Targets,
-               redact: Redact, rows: int | None, progress: Callable[[int], None] | None = None) -> np.ndarray:
+               redact: Redact, rows: int | None, progress: Callable[[int], None] | None = None,
+               state_of: StateOf | None = None) -> np.ndarray:
     """Copy the CSV ``src`` to ``out``, emptying ``column`` where ``redact`` says so; returns the mask of ``targets``.
 
     ``rows`` is the number of data rows the scan counted (a different count here raises
     :class:`Irregular`, as does anything the module docstring lists; ``None``: not known).  ``progress(rows)``
-    is called after every block of bytes.
+    is called after every block of bytes.  ``state_of``: the column is categorical (the states of its
+    fields, by their text).
     """
     field = layout.names.index(column)
     width = len(layout.names)
@@ -215,7 +239,7 @@ def splice_csv(src: BinaryIO, out: BinaryIO, *, layout: CsvLayout, column: str, 
             if tj > ti:
                 sel = slice(ti, tj)
                 li = targets.rows[sel] - row
-                spans = _field_spans(buf, starts[li], ends[li], field, width, delim)
+                spans = _field_spans(buf, starts[li], ends[li], field, width, delim, state_of)
                 red = redact(targets.codes[sel], targets.positions[sel], spans[2])
                 mask[sel] = red
                 edits = spans[0][red], spans[1][red]

@@ -1,0 +1,234 @@
+"""The release of a categorical column of a file, streamed like a 0/1 column.
+
+:func:`apply_states_table` is the categorical case of :func:`redactopt.release.apply.apply_table`:
+the same passes over the file, chunk by chunk, with the protected column read through a
+:class:`~redactopt.release.codec.StatesCodec` (its values as text are the states) instead of as
+0/1 values:
+
+1. **Scan** (:func:`redactopt.release.apply.scan`): the values of every row are checked and
+   labelled in order of first appearance; sequence lengths, transitions and private positions
+   are counted.  ``--order-by`` sorts the needed columns in memory first, as for a 0/1 column.
+2. **Fit**: a given chain; a separate public table (``fit_on``, scanned the same way); or, by
+   default, the rows the release publishes with certainty
+   (:func:`redactopt.release.zones.choose_zone` on one more pass,
+   :func:`redactopt.release.apply.tally_zones`), with the fitted chain's states those rows show
+   (:func:`redactopt.release.fitplan.fit_outside`).
+3. **Plan** (:func:`redactopt.release.kapply.kplan_of`): the one planner's groups, placements and
+   design cache, each distinct mechanism verified again exactly on the caller's chain.
+4. **Write**: a CSV release of every column copies the input's bytes and empties the redacted
+   fields (:mod:`redactopt.release.splice`); every other release streams Arrow batches with the
+   column's redacted entries null (:func:`redactopt.release.apply.write_redacted`).  Draws are the
+   exact Bernoulli draws of the one :class:`~redactopt.release.redactor.Redactor`.
+
+Memory grows with the chunk size, the number of sequences and the designs' mechanisms, not with
+the file.  The report is the categorical release report (``redactopt.release.kapply-report/1``,
+:func:`redactopt.release.kapply.sequence_entries`), read by ``audit`` and the HTML page; for the
+same rows, chain and seed it is the in-memory release's, value for value.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from redactopt._validate import check_eps, check_positions
+from redactopt.io import STDIO, stdin_as_file, write_json_atomic
+from redactopt.model.chain import Chain
+from redactopt.release.apply import (Progress, Span, _reader_columns, check_release_paths, ordered_scan, plan_output,
+                                     scan, splices, tally_zones, write_csv, write_redacted)
+from redactopt.release.bits import bit_source
+from redactopt.release.codec import StatesCodec
+from redactopt.release.data import ScanState, SequenceIndex
+from redactopt.release.fit import ChainFit, fit_counts
+from redactopt.release.fitplan import fit_outside, free_sequences, private_index
+from redactopt.release.kapply import (KAPPLY_METHODS, _kreach, _kreport, _ksummary, _KPlan, kplan_of,
+                                      sequence_entries)
+from redactopt.release.redactor import Redactor
+from redactopt.release.tables import DEFAULT_CHUNK_ROWS, TableReader, TableWriter
+from redactopt.release.zones import choose_zone
+
+__all__ = ["apply_states_table", "fit_states_on"]
+
+
+def _scan_states(reader: Any, codec: StatesCodec, *, by: str | None, private_column: str | None,
+                 order_by: str | None, progress: Progress | None,
+                 private_rows: list | None = None) -> tuple[ScanState, Any]:
+    """The scan of a categorical column in sequence order (and the order, with ``order_by``)."""
+    if order_by is not None:
+        return ordered_scan(reader, column=codec.column, by=by, private_column=private_column, order_by=order_by,
+                            codec=codec, private_rows=private_rows)
+    state, _ = scan(reader, column=codec.column, by=by, private_column=private_column, progress=progress,
+                    codec=codec, private_rows=private_rows)
+    return state, None
+
+
+def fit_states_on(path: str | os.PathLike[str], *, column: str, by: str | None, order_by: str | None,
+                  chunk_rows: int = DEFAULT_CHUNK_ROWS, **fit_kw: Any) -> ChainFit:
+    """The categorical fit of a separate, public table (``fit_on``): the same column, ``by`` and ``order_by``
+    where the table has them; its states are the values it shows (``0``, ``1`` for a column of 0s and 1s)."""
+    reader = TableReader(path, chunk_rows=chunk_rows)
+    reader.require(column)
+    codec = StatesCodec(column, empty_is_missing=reader.format == "csv")
+    state, _ = _scan_states(reader, codec, by=by if by in reader.columns else None, private_column=None,
+                            order_by=order_by if order_by in reader.columns else None, progress=None)
+    if state.rows == 0:
+        raise ValueError(f"{path}: --fit-on table has no data rows")
+    labels = codec.alphabet or codec.labels
+    counts = state.counts()
+    if labels != codec.labels or counts.pairs.shape[0] != len(labels):  # the alphabet's order, or one state only
+        at = [labels.index(s) for s in codec.labels]
+        k, m = len(labels), len(at)
+        pairs = np.zeros((k, k), dtype=np.int64)
+        pairs[np.ix_(at, at)] = counts.pairs[:m, :m]
+        triples = None
+        if counts.triples is not None:
+            triples = np.zeros((k, k, k), dtype=np.int64)
+            triples[np.ix_(at, at, at)] = counts.triples[:m, :m, :m]
+        counts = type(counts)(pairs, triples, counts.records, counts.sequences)
+    return fit_counts(counts, tuple(labels), **fit_kw)
+
+
+def _private_rows(state: ScanState, private: list[int] | None, flagged: list, ordered: Any) -> list[int]:
+    """The 1-based rows of the file that hold the private records."""
+    if private is None:
+        return sorted(int(r) for part in flagged for r in np.asarray(part).tolist())
+    pos = sorted(set(private))
+    if ordered is None:
+        return [p + 1 for p in pos]
+    return (np.flatnonzero(np.isin(ordered.rank, pos)) + 1).tolist()
+
+
+def apply_states_table(
+    source: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    column: str,
+    eps: float,
+    private: list[int] | None = None,
+    private_column: str | None = None,
+    by: str | None = None,
+    chain: Chain | None = None,
+    method: str = "auto",
+    seed: int | None = None,
+    report: str | os.PathLike[str] | None = None,
+    force: bool = False,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    time_limit: float = 60.0,
+    confidence: float = 0.95,
+    smoothing: str = "kt",
+    simultaneous: bool = False,
+    workers: int | None = None,
+    keep: list[str] | str | None = None,
+    order_by: str | None = None,
+    fit_on: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Release the categorical ``column`` of a CSV or Parquet file, streamed (module docstring); returns the report.
+
+    The options are :func:`redactopt.release.apply.apply_table`'s (``private`` 0-based); ``chain``
+    (a :class:`~redactopt.model.chain.Chain`) is the chain, else it is fitted (``confidence``,
+    ``smoothing``, ``simultaneous``: :func:`redactopt.release.fit.fit_counts`); ``method`` is one of
+    :data:`redactopt.release.kapply.KAPPLY_METHODS`.  A value the chain does not have, in a sequence
+    with private records, is an error naming its row (nothing is written).
+    """
+    if method not in KAPPLY_METHODS:
+        raise ValueError(f"method must be one of {', '.join(KAPPLY_METHODS)}, got {method!r}")
+    eps = check_eps(eps)
+    if chain is not None and not isinstance(chain, Chain):
+        raise TypeError(f"chain must be a Chain, got {type(chain).__name__}")
+    src, dst, rep_path = check_release_paths(source, dest, report, private=private, private_column=private_column,
+                                             by=by, force=force)
+    fit_kw = dict(confidence=confidence, simultaneous=simultaneous, smoothing=smoothing)
+    with stdin_as_file(source) as path:
+        reader = TableReader(path, chunk_rows=chunk_rows, label="<stdin>" if str(source) == STDIO else None)
+        reader.require(column, by, private_column, order_by)
+        plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column, keep=keep,
+                    rows=0)  # bad --keep before anything is read
+        fitted = None if fit_on is None or chain is not None else fit_states_on(
+            fit_on, column=column, by=by, order_by=order_by, chunk_rows=chunk_rows, **fit_kw)
+        codec = StatesCodec(column, None if chain is None else [str(s) for s in chain.labels],
+                            empty_is_missing=reader.format == "csv")
+        flagged: list = []
+        state, ordered = _scan_states(reader, codec, by=by, private_column=private_column, order_by=order_by,
+                                      progress=progress, private_rows=flagged)
+        if state.rows == 0:
+            raise ValueError(f"{reader.label}: the input has no data rows")
+        if private is not None:
+            if len(state.ids) != 1:
+                raise ValueError("--private positions need a single sequence; with --by use --private-column")
+            check_positions(private, int(state.n[0]))
+        kplan, fit_source = _plan(reader if ordered is None else ordered.reader, state, codec, chain=chain,
+                                  fitted=fitted, private=private, by=by, fit_kw=fit_kw,
+                                  design=dict(eps=eps, method=method, time_limit=time_limit, workers=workers))
+        if fit_on is not None and fitted is not None:
+            fit_source["table"] = str(fit_on)
+        designed = np.zeros(len(state.ids), dtype=bool)
+        designed[kplan.release.designed()] = True
+        codec.use_chain(kplan.chain, designed)
+        labels = [str(s) for s in kplan.chain.labels]
+        output, dropped = plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column,
+                                      keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank,
+                                      labels=labels)
+        binary = (private_column,) if private_column and reader.format == "csv" else ()
+        redactor = Redactor(kplan.release, bit_source(seed))
+        with TableWriter(dest, force=force) as writer:
+            redacted = (write_csv if splices(reader, writer, output) else write_redacted)(
+                reader, writer, redactor, state.index(), Span.whole(state), column=column, by=by, binary=binary,
+                progress=progress, output=output, codec=codec)
+            rep = _report(kplan, state, private, redacted, _private_rows(state, private, flagged, ordered),
+                          seed=seed, column=column, by=by)
+            written = output.columns if output.columns is not None else _reader_columns(reader)
+            rep["columns"] = {"protected": [column], "written": written,
+                              "not_covered": output.disclosure.figures() if output.disclosure is not None else [],
+                              "dropped": dropped, "bins": []}
+            rep["chain"]["fit_rows"] = fit_source
+            if order_by is not None:
+                rep["order"] = {"by": order_by}
+            rep["summary"] = _ksummary(rep, kplan, [column], fit_source)
+            rep = {"input": str(source), "output": str(dest), "input_format": reader.format, **rep}
+            if rep_path is not None:  # before the output appears: a report that cannot be written leaves nothing
+                write_json_atomic(report, rep, force=force)  # type: ignore[arg-type]
+            writer.commit()
+    return rep
+
+
+def _plan(source: Any, state: ScanState, codec: StatesCodec, *, chain: Chain | None, fitted: ChainFit | None,
+          private: list[int] | None, by: str | None, fit_kw: dict, design: dict) -> tuple[_KPlan, dict[str, Any]]:
+    """The plan at the chain given, fitted on a public table, or fitted on the rows the release publishes with
+    certainty (one more pass over ``source``, in sequence order); and where the chain came from."""
+
+    def plan_for(fit: ChainFit | Chain) -> _KPlan:
+        ch = fit if isinstance(fit, Chain) else fit.chain
+        return kplan_of(ch, None if isinstance(fit, Chain) else fit, state, private=private, **design)
+
+    if chain is not None:
+        return plan_for(chain), {"source": "given"}
+    if fitted is not None:
+        return plan_for(fitted), {"source": "fit-on", "table": "<table>", "rows": fitted.records,
+                                  "transitions": int(fitted.counts.sum()), "sequences": fitted.sequences}
+    index = private_index(state, private)
+    if not index.keys.size:
+        raise ValueError("no record is marked private: nothing to protect (check --private-column)")
+    tally = tally_zones(source, SequenceIndex(state.ids), index, Span.whole(state), column=codec.column, by=by,
+                        codec=codec)
+    alphabet = codec.alphabet
+
+    def fit_zone(out: Any) -> ChainFit:
+        labels = alphabet if alphabet is not None else [codec.labels[i] for i in out.states]
+        return fit_outside(out, labels, codec.labels, len(state.ids), **fit_kw)
+
+    _, kplan, zone = choose_zone(tally, fit=fit_zone, plan=plan_for, reach_of=_kreach, total_rows=state.rows,
+                                 free_sequences=free_sequences(state, private))
+    return kplan, zone.to_dict()
+
+
+def _report(kplan: _KPlan, state: ScanState, private: list[int] | None, redacted: np.ndarray,
+            private_rows: list[int], *, seed: int | None, column: str, by: str | None) -> dict[str, Any]:
+    """The categorical release report of a streamed release."""
+    plan = kplan.release
+    privs = [tuple(sorted(plan.private_of(c))) for c in range(len(state.ids))]
+    rows_of, worst, expected = sequence_entries(kplan, list(state.ids), [int(m) for m in state.n], privs, redacted)
+    return _kreport(kplan, rows_of, worst, private_rows, state.rows, int(redacted.sum()), expected, seed=seed,
+                    column=column, by=by)
