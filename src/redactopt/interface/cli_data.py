@@ -393,8 +393,14 @@ def _kapply_refusals(args: argparse.Namespace, methods: tuple[str, ...]) -> None
     if getattr(args, "report_sequences", "auto") != "auto":
         raise UsageError("--report-sequences is not available for categorical columns (the report lists every "
                          "sequence and one mechanism per distinct design)")
+    if args.backend != "memory" and (args.protect is not None or args.bin):
+        raise UsageError("--backend dask is not available with --protect/--bin (columns protected together are read "
+                         "at once); one categorical column (--column) runs on Dask")
     if args.backend != "memory":
-        raise UsageError("--backend dask is not available for categorical columns")
+        refuse_given(args, ["chunk_rows"], "applies to --backend memory only (Dask reads one partition at a time)")
+        refuse_given(args, ["workers"], "applies to --backend memory only (with Dask the cluster decides)")
+        refuse_given(args, ["order_by"], "sorts each sequence in memory: use --backend memory (or write the dataset "
+                     "in order)")
     if args.method not in methods:
         raise UsageError(f"--method {args.method} has no k-state form; categorical columns take "
                          f"{', '.join(methods)}")
@@ -459,7 +465,13 @@ def _cmd_apply_categorical(args: argparse.Namespace) -> int:
                   time_limit=args.time_limit, smoothing=getattr(args, "smoothing", None) or "kt",
                   keep=keep_option(args), order_by=args.order_by, fit_on=args.fit_on)
     try:
-        if args.protect is None and not args.bin:  # one column: streamed, chunk by chunk
+        if args.backend == "dask":
+            from redactopt.release.dask_backend import apply_dask
+
+            kwargs.pop("workers")
+            kwargs.pop("order_by")
+            rep = apply_dask(args.input, args.out, column=args.column, categorical=True, **kwargs)
+        elif args.protect is None and not args.bin:  # one column: streamed, chunk by chunk
             with Bars(progress_enabled(args.quiet)) as bars:
                 rep = apply_states_table(args.input, args.out, column=args.column, progress=bars, **_chunk(args),
                                          **kwargs)

@@ -49,10 +49,14 @@ import pyarrow.parquet as pq
 from redactopt._optional import require
 from redactopt.engine.cache import DesignCache
 from redactopt.io import STDIO, new_file_mode
-from redactopt.release.apply import (Output, Span, check_release_paths, describe_release, fit_on_counts, plan_output,
-                                     scan, splices, tally_zones, write_csv, write_redacted)
+from redactopt._validate import check_positions
+from redactopt.io import write_json_atomic
+from redactopt.release.apply import (Output, Span, _reader_columns, binary_chain, check_release_paths,
+                                     describe_release, fit_on_counts, is_categorical, plan_output,
+                                     refuse_binary_options, scan, splices, tally_zones, write_csv, write_redacted)
+from redactopt.release.codec import StatesCodec
 from redactopt.release.bits import bit_source
-from redactopt.release.data import ScanState, SequenceIndex
+from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex
 from redactopt.release.disclosure import Disclosure
 from redactopt.release.fitplan import plan_fitted
 from redactopt.release.zones import PrivateIndex, ZoneTally
@@ -136,19 +140,35 @@ def _scan_partition(part: Partition, column: str, by: str | None,
     return scan(_reader(part), column=column, by=by, private_column=private_column)
 
 
+def _scan_states_partition(part: Partition, column: str, by: str | None, private_column: str | None,
+                           labels: list[str] | None) -> tuple[ScanState, tuple[str, ...], StatesCodec, np.ndarray]:
+    """The scan of a partition of a categorical column, in its own labels (``labels``: a given chain's
+    states first), and its private rows (0-based within the partition)."""
+    reader = _reader(part)
+    codec = StatesCodec(column, labels, empty_is_missing=reader.format == "csv")
+    flagged: list = []
+    state, binary = scan(reader, column=column, by=by, private_column=private_column, codec=codec,
+                         private_rows=flagged)
+    first = 1 if reader.format == "csv" else 1 + sum(
+        pq.ParquetFile(part[0]).metadata.row_group(g).num_rows for g in range(part[1][0] if part[1] else 0))
+    rows = np.concatenate(flagged) - first if flagged else np.zeros(0, dtype=np.int64)
+    return state, binary, codec, rows
+
+
 def _tally_partition(part: Partition, column: str, by: str | None, index: SequenceIndex, private: PrivateIndex,
-                     span: Span, binary: tuple[str, ...]) -> ZoneTally:
-    return tally_zones(_reader(part), index, private, span, column=column, by=by, binary=binary)
+                     span: Span, binary: tuple[str, ...], codec: Any = None) -> ZoneTally:
+    return tally_zones(_reader(part), index, private, span, column=column, by=by, binary=binary, codec=codec)
 
 
 def _write_partition(part: Partition, i: int, folder: str, column: str, by: str | None, redactor: Redactor,
                      index: SequenceIndex, span: Span, binary: tuple[str, ...],
-                     output: Output) -> tuple[np.ndarray, Disclosure | None]:
+                     output: Output, codec: Any = None) -> tuple[np.ndarray, Disclosure | None]:
     reader = _reader(part)
     suffix = "csv" if reader.format == "csv" else "parquet"
     with TableWriter(os.path.join(folder, f"part.{i:05d}.{suffix}")) as writer:
         write = write_csv if splices(reader, writer, output) else write_redacted
-        redacted = write(reader, writer, redactor, index, span, column=column, by=by, binary=binary, output=output)
+        redacted = write(reader, writer, redactor, index, span, column=column, by=by, binary=binary, output=output,
+                         codec=codec)
         writer.commit()
     return redacted, output.disclosure
 
@@ -175,8 +195,18 @@ def apply_dask(
     keep: list[str] | str | None = None,
     fit_on: str | os.PathLike[str] | None = None,
     order_by: str | None = None,
+    chain: Any = None,
+    categorical: bool = False,
+    smoothing: str = "kt",
+    simultaneous: bool = False,
 ) -> dict[str, Any]:
     """:func:`redactopt.release.apply.apply_table` for a CSV or Parquet dataset, computed with Dask.
+
+    A categorical column (``categorical=True`` or a ``chain`` on more states than 0/1) is released
+    as :func:`redactopt.release.states.apply_states_table` does (its report
+    ``redactopt.release.kapply-report/1``): each partition is scanned in its own labels, which are
+    made the dataset's (in order of first appearance, partition by partition) when the scans are
+    merged.
 
     ``source`` is a folder, a glob pattern or a file (see the module docstring); ``dest``
     becomes a folder of ``part.NNNNN`` files of the input's format, one per partition, in
@@ -191,6 +221,13 @@ def apply_dask(
                          "in order)")
     fmt, parts, dst, rep_path = _check_dataset(source, dest, report, private=private, private_column=private_column,
                                                by=by, force=force, report_sequences=report_sequences)
+    if is_categorical(chain=chain, categorical=categorical, protect=None, bins=None):
+        refuse_binary_options(alpha=alpha, beta=beta, robust=robust, cache=cache, report_sequences=report_sequences)
+        return _apply_states_dask(dask, parts, fmt, source, dst, rep_path, column=column, eps=eps, private=private,
+                                  private_column=private_column, by=by, chain=chain, method=method, seed=seed,
+                                  report=report, force=force, time_limit=time_limit, keep=keep, fit_on=fit_on,
+                                  fit_kw=dict(smoothing=smoothing, simultaneous=simultaneous))
+    alpha, beta = binary_chain(chain, alpha, beta, smoothing=smoothing, simultaneous=simultaneous)
     scans = dask.compute(*[dask.delayed(_scan_partition)(p, column, by, private_column) for p in parts])
     state, spans = _merged_scans(scans)
     first = _reader(parts[0])
@@ -238,6 +275,82 @@ def apply_dask(
     return rep
 
 
+def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any, dst: Path, rep_path: Path | None, *,
+                       column: str, eps: float, private: list[int] | None, private_column: str | None,
+                       by: str | None, chain: Any, method: str, seed: int | None, report: Any, force: bool,
+                       time_limit: float, keep: Any, fit_on: Any, fit_kw: dict) -> dict[str, Any]:
+    """The Dask release of a categorical column (:func:`apply_dask`)."""
+    from redactopt.release.states import fit_states_on, plan_states, states_report  # builds on apply
+
+    given = None if chain is None else [str(s) for s in chain.labels]
+    scans = dask.compute(*[dask.delayed(_scan_states_partition)(p, column, by, private_column, given) for p in parts])
+    codec = StatesCodec(column, given, empty_is_missing=fmt == "csv")
+    for _, _, c, _ in scans:  # the dataset's labels: in order of first appearance, partition by partition
+        for s in c.labels:
+            if s not in codec.coder.index:
+                codec.coder.index[s] = len(codec.coder.labels)
+                codec.coder.labels.append(s)
+    codec.boolean = all(c.boolean for _, _, c, _ in scans)
+    codec.freeze()
+    k = codec.k
+    state, spans = _merged_scans([(s.relabel(np.array([codec.coder.index[x] for x in c.labels], dtype=np.int64), k),
+                                   b) for s, b, c, _ in scans])
+    if state.rows == 0:
+        raise ValueError(f"{source}: the dataset has no data rows")
+    if private is not None:
+        if len(state.ids) != 1:
+            raise ValueError("--private positions need a single sequence; with --by use --private-column")
+        check_positions(private, int(state.n[0]))
+    first = _reader(parts[0])
+    first.require(column, by, private_column)
+    plan_output(first, column=column, by=by, order_by=None, private_column=private_column, keep=keep, rows=0)
+    seq_index = SequenceIndex(state.ids)
+
+    def tally(private_index: PrivateIndex) -> ZoneTally:
+        pieces = dask.compute(*[dask.delayed(_tally_partition)(p, column, by, seq_index, private_index, spans[i],
+                                                               scans[i][1], codec) for i, p in enumerate(parts)])
+        total = ZoneTally(k, len(state.ids), k <= MAX_TRIPLE_STATES)
+        for piece in pieces:
+            total = total.merge(piece)
+        return total
+
+    fitted = None if fit_on is None or chain is not None else fit_states_on(fit_on, column=column, by=by,
+                                                                           order_by=None, **fit_kw)
+    kplan, fit_source = plan_states(state, codec, tally=tally, chain=chain, fitted=fitted, private=private,
+                                    fit_kw=fit_kw, design=dict(
+                                        eps=eps, method=method, time_limit=time_limit,
+                                        map_designs=lambda fn, args: list(dask.compute(*[dask.delayed(fn)(*a)
+                                                                                         for a in args]))))
+    if fitted is not None:
+        fit_source["table"] = str(fit_on)
+    designed = np.zeros(len(state.ids), dtype=bool)
+    designed[kplan.release.designed()] = True
+    codec.use_chain(kplan.chain, designed)
+    output, dropped = plan_output(first, column=column, by=by, order_by=None, private_column=private_column,
+                                  keep=keep, rows=state.rows, labels=[str(s) for s in kplan.chain.labels])
+    starts = np.cumsum([0] + [s.rows for s, _, _, _ in scans])
+    private_rows = [p + 1 for p in sorted(set(private))] if private is not None else \
+        sorted(int(starts[i] + r + 1) for i, (_, _, _, rows) in enumerate(scans) for r in rows.tolist())
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
+    os.chmod(tmp, new_file_mode(directory=True))  # mkdtemp's 0700 would outlive the rename
+    try:
+        redacted = _write_partitions(dask, parts, [(s, b) for s, b, _, _ in scans], spans, tmp, column, by,
+                                     Redactor(kplan.release, bit_source(seed)), state, output, codec)
+        rep = states_report(kplan, state, redacted, private_rows, seed=seed, column=column, by=by, output=output,
+                            dropped=dropped, fit_source=fit_source, order_by=None,
+                            written=output.columns or _reader_columns(first))
+        rep = {"input": str(source), "output": str(dst), "input_format": fmt, "backend": "dask",
+               "partitions": len(parts), **rep}
+        if rep_path is not None:
+            write_json_atomic(report, rep, force=force)
+        _replace_folder(tmp, dst)
+    except BaseException:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        raise
+    return rep
+
+
 def _check_dataset(source: Any, dest: Any, report: Any, **checks: Any) -> tuple[str, list[Partition], Path,
                                                                                   Path | None]:
     """The dataset's format and partitions, and the paths checked (:func:`check_release_paths`): no input file
@@ -267,15 +380,16 @@ def _merged_scans(scans: Any) -> tuple[ScanState, list[Span]]:
 
 
 def _write_partitions(dask: Any, parts: list[Partition], scans: Any, spans: list[Span], tmp: Path, column: str,
-                      by: str | None, redactor: Redactor, state: ScanState, output: Output) -> np.ndarray:
+                      by: str | None, redactor: Redactor, state: ScanState, output: Output,
+                      codec: Any = None) -> np.ndarray:
     """Every partition redacted and written on the workers; the redacted count per sequence.  Each partition
     measures its rows for the figures on its own, and the measures are merged here in order."""
     starts = np.cumsum([0] + [s.rows for s, _ in scans])
     shared, index = dask.delayed(redactor), dask.delayed(state.index())  # sent to the workers once
     written = dask.compute(*[dask.delayed(_write_partition)(
         p, i, str(tmp), column, by, shared, index, spans[i], scans[i][1],
-        replace(output, first_row=int(starts[i]), disclosure=output.disclosure.fresh() if output.disclosure else None))
-        for i, p in enumerate(parts)])
+        replace(output, first_row=int(starts[i]), disclosure=output.disclosure.fresh() if output.disclosure else None),
+        codec) for i, p in enumerate(parts)])
     for _, seen in written:
         if seen is not None and output.disclosure is not None:
             output.disclosure.merge(seen)

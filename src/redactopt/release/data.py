@@ -377,6 +377,26 @@ class ScanState:
         return ScanState(ids, n_new, new_first, new_last, pairs, triples, private_codes=private_codes,
                          private_pos=private_pos, rows=self.rows + later.rows, _index=index)
 
+    def relabel(self, to: np.ndarray, k: int) -> "ScanState":
+        """This scan with state ``i`` renamed ``to[i]`` among ``k`` states (a partition's own labels made the
+        dataset's: :mod:`redactopt.release.dask_backend`)."""
+        to = np.asarray(to, dtype=np.int64)
+        m = to.shape[0]
+        pairs = np.zeros((k, k), dtype=np.int64)
+        pairs[np.ix_(to, to)] = self.pairs[:m, :m]
+        triples = None
+        if self.triples is not None and k <= MAX_TRIPLE_STATES:
+            triples = np.zeros((k, k, k), dtype=np.int64)
+            triples[np.ix_(to, to, to)] = self.triples[:m, :m, :m]
+        dtype = _value_dtype(max(k, 2))
+        look = np.r_[to, -1]  # -1 (none) stays -1
+
+        def moved(v: np.ndarray) -> np.ndarray:
+            return look[np.where(v < 0, m, v)].astype(dtype)
+
+        return ScanState(list(self.ids), self.n.copy(), moved(self.first2), moved(self.last2), pairs, triples,
+                         private_codes=self.private_codes.copy(), private_pos=self.private_pos.copy(), rows=self.rows)
+
     def counts(self) -> TransitionCounts:
         """Pooled :class:`redactopt.release.fit.TransitionCounts` (no triples beyond
         :data:`MAX_TRIPLE_STATES` states)."""

@@ -285,7 +285,7 @@ def _kplan(chain: KChain, fit: ChainFit | None, labels_all: list[str], codes: np
 
 def kplan_of(chain: KChain, fit: ChainFit | None, state: ScanState, *, private: list[int] | None = None,
              state_of: np.ndarray | None = None, eps: float, method: str, time_limit: float,
-             workers: int | None) -> _KPlan:
+             workers: int | None = None, map_designs: Any = None) -> _KPlan:
     """The plan of a categorical release of the sequences of ``state`` (their lengths and private positions;
     ``private``: positions of a single sequence instead) under ``chain``: the one planner's groups,
     placements and cache, then one mechanism per distinct (length, private positions), verified exactly
@@ -297,7 +297,7 @@ def kplan_of(chain: KChain, fit: ChainFit | None, state: ScanState, *, private: 
     plain = chain.to_dict()
     planned = KChain(plain["transition"], labels=tuple(plain["labels"]))
     plan = plan_release(state, eps=eps, chain=planned, method=method, time_limit=time_limit, workers=workers,
-                        private=private)
+                        private=private, map_designs=map_designs)
     first: dict[tuple[int, tuple[int, ...]], int] = {}
     for c in range(len(state.ids)):
         priv = tuple(sorted(plan.private_of(c)))

@@ -49,7 +49,7 @@ from redactopt.release.redactor import Redactor
 from redactopt.release.tables import DEFAULT_CHUNK_ROWS, TableReader, TableWriter
 from redactopt.release.zones import choose_zone
 
-__all__ = ["apply_states_table", "fit_states_on"]
+__all__ = ["apply_states_table", "fit_states_on", "plan_states", "states_report"]
 
 
 def _scan_states(reader: Any, codec: StatesCodec, *, by: str | None, private_column: str | None,
@@ -159,9 +159,15 @@ def apply_states_table(
             if len(state.ids) != 1:
                 raise ValueError("--private positions need a single sequence; with --by use --private-column")
             check_positions(private, int(state.n[0]))
-        kplan, fit_source = _plan(reader if ordered is None else ordered.reader, state, codec, chain=chain,
-                                  fitted=fitted, private=private, by=by, fit_kw=fit_kw,
-                                  design=dict(eps=eps, method=method, time_limit=time_limit, workers=workers))
+        source = reader if ordered is None else ordered.reader
+
+        def tally(index: Any) -> Any:  # one more pass, in sequence order
+            return tally_zones(source, SequenceIndex(state.ids), index, Span.whole(state), column=column, by=by,
+                               codec=codec)
+
+        kplan, fit_source = plan_states(state, codec, tally=tally, chain=chain, fitted=fitted, private=private,
+                                        fit_kw=fit_kw, design=dict(eps=eps, method=method, time_limit=time_limit,
+                                                                   workers=workers))
         if fit_on is not None and fitted is not None:
             fit_source["table"] = str(fit_on)
         designed = np.zeros(len(state.ids), dtype=bool)
@@ -177,16 +183,9 @@ def apply_states_table(
             redacted = (write_csv if splices(reader, writer, output) else write_redacted)(
                 reader, writer, redactor, state.index(), Span.whole(state), column=column, by=by, binary=binary,
                 progress=progress, output=output, codec=codec)
-            rep = _report(kplan, state, private, redacted, _private_rows(state, private, flagged, ordered),
-                          seed=seed, column=column, by=by)
-            written = output.columns if output.columns is not None else _reader_columns(reader)
-            rep["columns"] = {"protected": [column], "written": written,
-                              "not_covered": output.disclosure.figures() if output.disclosure is not None else [],
-                              "dropped": dropped, "bins": []}
-            rep["chain"]["fit_rows"] = fit_source
-            if order_by is not None:
-                rep["order"] = {"by": order_by}
-            rep["summary"] = _ksummary(rep, kplan, [column], fit_source)
+            rep = states_report(kplan, state, redacted, _private_rows(state, private, flagged, ordered), seed=seed,
+                                column=column, by=by, output=output, dropped=dropped, fit_source=fit_source,
+                                order_by=order_by, written=output.columns or _reader_columns(reader))
             rep = {"input": str(source), "output": str(dest), "input_format": reader.format, **rep}
             if rep_path is not None:  # before the output appears: a report that cannot be written leaves nothing
                 write_json_atomic(report, rep, force=force)  # type: ignore[arg-type]
@@ -194,10 +193,11 @@ def apply_states_table(
     return rep
 
 
-def _plan(source: Any, state: ScanState, codec: StatesCodec, *, chain: Chain | None, fitted: ChainFit | None,
-          private: list[int] | None, by: str | None, fit_kw: dict, design: dict) -> tuple[_KPlan, dict[str, Any]]:
+def plan_states(state: ScanState, codec: StatesCodec, *, tally: Any, chain: Chain | None, fitted: ChainFit | None,
+                private: list[int] | None, fit_kw: dict, design: dict) -> tuple[_KPlan, dict[str, Any]]:
     """The plan at the chain given, fitted on a public table, or fitted on the rows the release publishes with
-    certainty (one more pass over ``source``, in sequence order); and where the chain came from."""
+    certainty (``tally(private_index)``: the zone tally, one more pass in sequence order); and where the
+    chain came from.  ``design``: :func:`~redactopt.release.kapply.kplan_of`'s options."""
 
     def plan_for(fit: ChainFit | Chain) -> _KPlan:
         ch = fit if isinstance(fit, Chain) else fit.chain
@@ -211,24 +211,33 @@ def _plan(source: Any, state: ScanState, codec: StatesCodec, *, chain: Chain | N
     index = private_index(state, private)
     if not index.keys.size:
         raise ValueError("no record is marked private: nothing to protect (check --private-column)")
-    tally = tally_zones(source, SequenceIndex(state.ids), index, Span.whole(state), column=codec.column, by=by,
-                        codec=codec)
+    counted = tally(index)
     alphabet = codec.alphabet
 
     def fit_zone(out: Any) -> ChainFit:
         labels = alphabet if alphabet is not None else [codec.labels[i] for i in out.states]
         return fit_outside(out, labels, codec.labels, len(state.ids), **fit_kw)
 
-    _, kplan, zone = choose_zone(tally, fit=fit_zone, plan=plan_for, reach_of=_kreach, total_rows=state.rows,
+    _, kplan, zone = choose_zone(counted, fit=fit_zone, plan=plan_for, reach_of=_kreach, total_rows=state.rows,
                                  free_sequences=free_sequences(state, private))
     return kplan, zone.to_dict()
 
 
-def _report(kplan: _KPlan, state: ScanState, private: list[int] | None, redacted: np.ndarray,
-            private_rows: list[int], *, seed: int | None, column: str, by: str | None) -> dict[str, Any]:
-    """The categorical release report of a streamed release."""
+def states_report(kplan: _KPlan, state: ScanState, redacted: np.ndarray, private_rows: list[int], *,
+                  seed: int | None, column: str, by: str | None, output: Any, dropped: list[str],
+                  fit_source: dict[str, Any], order_by: str | None, written: list[str]) -> dict[str, Any]:
+    """The categorical release report of a streamed release (``redacted``: per sequence; ``private_rows``:
+    1-based rows of the table), with its columns, where the chain came from and the plain summary."""
     plan = kplan.release
     privs = [tuple(sorted(plan.private_of(c))) for c in range(len(state.ids))]
     rows_of, worst, expected = sequence_entries(kplan, list(state.ids), [int(m) for m in state.n], privs, redacted)
-    return _kreport(kplan, rows_of, worst, private_rows, state.rows, int(redacted.sum()), expected, seed=seed,
-                    column=column, by=by)
+    rep = _kreport(kplan, rows_of, worst, private_rows, state.rows, int(redacted.sum()), expected, seed=seed,
+                   column=column, by=by)
+    rep["columns"] = {"protected": [column], "written": list(written),
+                      "not_covered": output.disclosure.figures() if output.disclosure is not None else [],
+                      "dropped": dropped, "bins": []}
+    rep["chain"]["fit_rows"] = fit_source
+    if order_by is not None:
+        rep["order"] = {"by": order_by}
+    rep["summary"] = _ksummary(rep, kplan, [column], fit_source)
+    return rep
