@@ -383,9 +383,6 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 def _kapply_refusals(args: argparse.Namespace, methods: tuple[str, ...]) -> None:
     """The options a categorical release does not take, refused in one line each (before any work)."""
     refuse_given(args, ["alpha", "beta"], "applies to binary columns; a categorical column takes --transition")
-    if args.protect is not None or args.bin:
-        refuse_given(args, ["chunk_rows"], "is not available with --protect/--bin (columns protected together are "
-                     "read at once; one categorical column is streamed)")
     refuse_given(args, ["robust"], "is not available for categorical columns (the guarantee covers the fitted or "
                  "given chain only)")
     if args.workers is not None and args.workers < 1:
@@ -393,9 +390,6 @@ def _kapply_refusals(args: argparse.Namespace, methods: tuple[str, ...]) -> None
     if getattr(args, "report_sequences", "auto") != "auto":
         raise UsageError("--report-sequences is not available for categorical columns (the report lists every "
                          "sequence and one mechanism per distinct design)")
-    if args.backend != "memory" and (args.protect is not None or args.bin):
-        raise UsageError("--backend dask is not available with --protect/--bin (columns protected together are read "
-                         "at once); one categorical column (--column) runs on Dask")
     if args.backend != "memory":
         refuse_given(args, ["chunk_rows"], "applies to --backend memory only (Dask reads one partition at a time)")
         refuse_given(args, ["workers"], "applies to --backend memory only (with Dask the cluster decides)")
@@ -404,9 +398,6 @@ def _kapply_refusals(args: argparse.Namespace, methods: tuple[str, ...]) -> None
     if args.method not in methods:
         raise UsageError(f"--method {args.method} has no k-state form; categorical columns take "
                          f"{', '.join(methods)}")
-    if STDIO in (args.out,) and (args.protect is not None or args.bin):
-        raise UsageError("--out -: columns protected together (--protect/--bin) are written to a file (.csv, .tsv "
-                         "or .parquet)")
 
 
 def _kapply_summary(rep: dict, args: argparse.Namespace) -> dict:
@@ -454,7 +445,7 @@ def _kapply_text(rep: dict, args: argparse.Namespace) -> str:
 
 def _cmd_apply_categorical(args: argparse.Namespace) -> int:
     """``redactopt apply INPUT --column NAME --categorical|--transition T (--private LIST | --private-column C [--by B]) --eps E --out OUT``."""
-    from redactopt.release.kapply import KAPPLY_METHODS, kapply_table
+    from redactopt.release.kapply import KAPPLY_METHODS
     from redactopt.release.states import apply_states_table
 
     _kapply_refusals(args, KAPPLY_METHODS)
@@ -470,15 +461,12 @@ def _cmd_apply_categorical(args: argparse.Namespace) -> int:
 
             kwargs.pop("workers")
             kwargs.pop("order_by")
-            rep = apply_dask(args.input, args.out, column=args.column, categorical=True, **kwargs)
-        elif args.protect is None and not args.bin:  # one column: streamed, chunk by chunk
+            rep = apply_dask(args.input, args.out, column=args.column, protect=args.protect, bins=args.bin,
+                             categorical=True, **kwargs)
+        else:  # streamed, chunk by chunk
             with Bars(progress_enabled(args.quiet)) as bars:
-                rep = apply_states_table(args.input, args.out, column=args.column, progress=bars, **_chunk(args),
-                                         **kwargs)
-        else:
-            with stdin_as_file(args.input) as path:
-                rep = kapply_table(path, args.out, column=args.column, protect=args.protect, bins=args.bin,
-                                   **kwargs)
+                rep = apply_states_table(args.input, args.out, column=args.column, protect=args.protect,
+                                         bins=args.bin, progress=bars, **_chunk(args), **kwargs)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL

@@ -100,8 +100,8 @@ __all__ = [
 ]
 
 
-def _columns_needed(column: str, by: str | None, private_column: str | None) -> list[str]:
-    cols = [column]
+def _columns_needed(column: str | list[str], by: str | None, private_column: str | None) -> list[str]:
+    cols = [column] if isinstance(column, str) else list(column)
     for c in (by, private_column):
         if c is not None and c not in cols:
             cols.append(c)
@@ -129,7 +129,7 @@ def _scan(reader: Any, *, column: str, by: str | None, private_column: str | Non
     state = ScanState()
     tally = None if private is None else ZoneTally(2, 1)
     where = reader.label
-    for chunk in reader.chunks(_columns_needed(column, by, private_column), binary=binary):
+    for chunk in reader.chunks(_columns_needed(codec.columns, by, private_column), binary=binary):
         values = codec.values(chunk, where, binary)
         ids = ids_of(chunk, by, where) if by else None
         flags = None
@@ -160,8 +160,8 @@ def scan(reader: Any, *, column: str, by: str | None = None, private_column: str
     :class:`~redactopt.release.codec.StatesCodec` learns its labels here and is frozen after.
     ``private_rows`` (a list): receives the 1-based rows flagged by ``private_column``, per chunk.
     """
-    reader.require(column, by, private_column)
     codec = BinaryCodec(column) if codec is None else codec
+    reader.require(*codec.columns, by, private_column)
     binary = tuple(c for c in (column if codec.binary else None, private_column) if c) \
         if reader.format == "csv" else ()
     kw = dict(column=column, by=by, private_column=private_column, progress=progress,
@@ -291,7 +291,7 @@ def tally_zones(reader: Any, index: SequenceIndex, private: PrivateIndex, span: 
     tally = ZoneTally(states, k, triples)
     where = reader.label
     row = 0
-    for chunk in reader.chunks(_columns_needed(column, by, None), binary=binary):
+    for chunk in reader.chunks(_columns_needed(codec.columns, by, None), binary=binary):
         values = codec.values(chunk, where, binary)
         codes = np.zeros(len(chunk), dtype=np.int64) if by is None else index.codes(ids_of(chunk, by, where), where)
         pos = positions(None if by is None else codes, counter, len(chunk))
@@ -302,24 +302,8 @@ def tally_zones(reader: Any, index: SequenceIndex, private: PrivateIndex, span: 
 
 
 def released_batch(chunk: Chunk, values: np.ndarray, mask: np.ndarray, column: str, *, as_int8: bool) -> Any:
-    """The chunk with ``column`` redacted: nulls where ``mask``; every other column as it is.
-
-    ``as_int8``: the column becomes ``int8`` values (text read from CSV, written to
-    Parquet); otherwise it keeps its type.  The column is nullable in the schema.
-    """
-    batch = chunk.frame
-    i = batch.schema.get_field_index(column)
-    col = batch.column(i)
-    if as_int8:
-        new = pa.array(values, type=pa.int8(), mask=mask)
-    elif mask.any():
-        new = pc.if_else(pa.array(mask), pa.scalar(None, type=col.type), col)
-    else:
-        new = col
-    schema = batch.schema.set(i, pa.field(column, new.type, nullable=True))
-    arrays = list(batch.columns)
-    arrays[i] = new
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    """The chunk with the 0/1 ``column`` redacted (:meth:`redactopt.release.codec.BinaryCodec.released`)."""
+    return BinaryCodec(column).released(chunk, values, mask, as_int8=as_int8)
 
 
 @dataclass
@@ -381,7 +365,7 @@ def write_redacted(reader: Any, writer: TableWriter, redactor: Redactor, index: 
         redacted += np.bincount(codes[mask], minlength=k) if codes is not None else [int(mask.sum())]
         output.observe(chunk, values, mask)
         as_int8 = from_csv and not csv_out and codec.binary
-        writer.write_batch(released_batch(chunk, values, mask, column, as_int8=as_int8), delimiter=writer.delimiter)
+        writer.write_batch(codec.released(chunk, values, mask, as_int8=as_int8), delimiter=writer.delimiter)
         if progress is not None:
             progress("release", int((counter - span.start).sum()), span.rows)
     if not np.array_equal(counter, span.end):
@@ -450,7 +434,7 @@ def _observe_spliced(reader: TableReader, output: Output, column: str, binary: t
                      redacted_rows_: np.ndarray, codec: Any, index: SequenceIndex, by: str | None) -> None:
     """The figures of a spliced release: one more pass over the protected and the uncovered columns."""
     assert output.disclosure is not None
-    cols = list(dict.fromkeys([column] + ([by] if by else []) + output.disclosure.columns))
+    cols = list(dict.fromkeys(codec.columns + ([by] if by else []) + output.disclosure.columns))
     row = 0
     where = reader.label
     for chunk in reader.chunks(cols, binary=tuple(c for c in binary if c == column)):
@@ -460,10 +444,12 @@ def _observe_spliced(reader: TableReader, output: Output, column: str, binary: t
         row += len(chunk)
 
 
-def splices(reader: Any, writer: TableWriter, output: Output) -> bool:
+def splices(reader: Any, writer: TableWriter, output: Output, codec: Any = None) -> bool:
     """Whether a release copies the input's bytes (:func:`write_csv`): CSV to CSV with the same delimiter,
-    every column written; otherwise it writes record batches (:func:`write_redacted`)."""
+    every column written, one protected column written as read; otherwise it writes record batches
+    (:func:`write_redacted`)."""
     return (reader.format == "csv" and writer.format == "csv" and output.columns is None
+            and (codec is None or codec.splices)
             and reader.layout is not None and reader.layout.delimiter == writer.delimiter)
 
 
@@ -552,19 +538,20 @@ def _reader_columns(reader: Any) -> list[str]:
     return list(reader.layout.names) if getattr(reader, "layout", None) is not None else list(reader.columns)
 
 
-def plan_output(reader: Any, *, column: str, by: str | None, order_by: str | None, private_column: str | None,
-                keep: Any, rows: int, rank: np.ndarray | None = None,
+def plan_output(reader: Any, *, column: str | list[str], by: str | None, order_by: str | None,
+                private_column: str | None, keep: Any, rows: int, rank: np.ndarray | None = None,
                 labels: list[str] | None = None) -> tuple[Output, list[str]]:
-    """The :class:`Output` of a release and the columns it leaves out (``labels``: the chain's states,
-    default ``0``, ``1``).
+    """The :class:`Output` of a release and the columns it leaves out (``column``: the protected column, or
+    several; ``labels``: the chain's states, default ``0``, ``1``).
 
     Every column written besides ``column`` is measured (:class:`~redactopt.release.disclosure.Disclosure`):
     kept columns, ``by`` and ``order_by``.
     """
     every = _reader_columns(reader)
-    written, kept = output_columns(every, protected=[column], by=by, order_by=order_by,
+    protected = [column] if isinstance(column, str) else list(column)
+    written, kept = output_columns(every, protected=protected, by=by, order_by=order_by,
                                    private_column=private_column, keep=keep)
-    roles = {c: ("by" if c == by else "order-by" if c == order_by else "kept") for c in written if c != column}
+    roles = {c: ("by" if c == by else "order-by" if c == order_by else "kept") for c in written if c not in protected}
     index = reader.layout.index_name if getattr(reader, "implicit_index", False) else None
     shown = {} if index is None else {index: "(row id)"}
     disclosure = Disclosure(roles, ["0", "1"] if labels is None else labels, rows, names=shown)
@@ -591,12 +578,12 @@ def ordered_scan(reader: Any, *, column: str, by: str | None, private_column: st
     Every value is checked first in file order (messages name the file's rows), then the rows
     are sorted and scanned in sequence order.
     """
-    cols = list(dict.fromkeys(c for c in (column, by, private_column, order_by) if c))
-    binary_column = column if codec is None or codec.binary else None
+    codec = BinaryCodec(column) if codec is None else codec
+    cols = list(dict.fromkeys(c for c in (*codec.columns, by, private_column, order_by) if c))
+    binary_column = column if codec.binary else None
     binary = tuple(c for c in (binary_column, private_column) if c) if reader.format == "csv" else ()
     table, binary = _read_columns(reader, cols, binary)
     whole = Chunk(1, table.combine_chunks().to_batches()[0] if table.num_rows else table)
-    codec = BinaryCodec(column) if codec is None else codec
     codec.values(whole, reader.label, binary)  # (a categorical column's labels: in file order)
     if private_column:
         flags = binary_values(whole, private_column, reader.label, read_as_int=private_column in binary)
@@ -682,8 +669,8 @@ def refuse_binary_options(**given: Any) -> None:
     why = dict(alpha="a categorical release takes its chain as chain= (or fits it)", beta="see alpha",
                robust="a categorical release covers the fitted or given chain, not a box of chains",
                cache="categorical designs are shared within a release only",
-               progress="columns protected together are read at once", chunk_rows="see progress",
-               report_sequences="a categorical report lists every sequence")
+               report_sequences="a categorical report lists every sequence",
+               progress="a categorical release of a table in memory is made at once", chunk_rows="see progress")
     for name, value in given.items():
         if value is not None and value != defaults[name]:
             raise ValueError(f"{name}= applies to 0/1 columns only: {why[name]}")
@@ -740,13 +727,14 @@ def apply_table(
 
     One entry for every chain: a 0/1 ``column`` is the default; ``categorical=True``, a ``chain``
     on more than two states, or ``protect``/``bins`` release a categorical column (or several
-    columns protected together) through :func:`redactopt.release.kapply.kapply_table`, with the
-    same ``column``, ``eps``, ``private``, ``private_column``, ``by``, ``method``, ``seed``,
-    ``report``, ``force``, ``time_limit``, ``workers``, ``keep``, ``order_by`` and ``fit_on``
-    (its report is ``redactopt.release.kapply-report/1``).  Options of the binary path alone
-    (``alpha``/``beta``, ``robust``, ``cache``, ``progress``, ``chunk_rows``,
-    ``report_sequences``) are refused there in one line each; ``smoothing`` and
-    ``simultaneous`` go to the categorical fit (:func:`redactopt.release.fit.fit_counts`).
+    columns protected together) through the same passes, read by another codec
+    (:func:`redactopt.release.states.apply_states_table`, :mod:`redactopt.release.codec`), with
+    the same ``column``, ``eps``, ``private``, ``private_column``, ``by``, ``method``, ``seed``,
+    ``report``, ``force``, ``chunk_rows``, ``progress``, ``time_limit``, ``workers``, ``keep``,
+    ``order_by`` and ``fit_on`` (its report is ``redactopt.release.kapply-report/1``).  Options of
+    the binary path alone (``alpha``/``beta``, ``robust``, ``cache``, ``report_sequences``) are
+    refused there in one line each; ``smoothing`` and ``simultaneous`` go to the categorical fit
+    (:func:`redactopt.release.fit.fit_counts`).
 
     Parameters
     ----------
@@ -817,26 +805,15 @@ def apply_table(
         alpha and beta; any other chain makes the release categorical.
     """
     options = dict(chain=chain, categorical=categorical, protect=protect, bins=bins)
-    if is_categorical(**options):
-        several = protect is not None or bool(bins)
-        refuse_binary_options(alpha=alpha, beta=beta, robust=robust, cache=cache, report_sequences=report_sequences,
-                              **(dict(progress=progress, chunk_rows=chunk_rows) if several else {}))
-        if not several:  # one categorical column: streamed like a 0/1 column
-            from redactopt.release.states import apply_states_table  # builds on this module
+    if is_categorical(**options):  # categorical column(s): streamed through the same passes
+        refuse_binary_options(alpha=alpha, beta=beta, robust=robust, cache=cache, report_sequences=report_sequences)
+        from redactopt.release.states import apply_states_table  # builds on this module
 
-            if column is None:
-                raise ValueError("column= names the categorical column to protect (protect= several columns)")
-            return apply_states_table(source, dest, column=column, eps=eps, private=private,
-                                      private_column=private_column, by=by, chain=chain, method=method, seed=seed,
-                                      report=report, force=force, chunk_rows=chunk_rows, time_limit=time_limit,
-                                      smoothing=smoothing, simultaneous=simultaneous, workers=workers, keep=keep,
-                                      order_by=order_by, fit_on=fit_on, progress=progress)
-        from redactopt.release.kapply import kapply_table  # builds on this module
-
-        return kapply_table(source, dest, column=column, eps=eps, private=private, private_column=private_column,
-                            by=by, chain=chain, method=method, seed=seed, report=report, force=force,
-                            time_limit=time_limit, smoothing=smoothing, simultaneous=simultaneous, workers=workers,
-                            protect=protect, bins=bins, keep=keep, order_by=order_by, fit_on=fit_on)
+        return apply_states_table(source, dest, column=column, eps=eps, private=private,
+                                  private_column=private_column, by=by, chain=chain, method=method, seed=seed,
+                                  report=report, force=force, chunk_rows=chunk_rows, time_limit=time_limit,
+                                  smoothing=smoothing, simultaneous=simultaneous, workers=workers, keep=keep,
+                                  order_by=order_by, fit_on=fit_on, progress=progress, protect=protect, bins=bins)
     alpha, beta = binary_chain(chain, alpha, beta, smoothing=smoothing, simultaneous=simultaneous)
     if column is None:
         raise ValueError("column= names the 0/1 column to protect (protect= several categorical columns)")

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 __all__ = ["Bins", "parse_bins", "parse_columns", "output_columns", "read_kind", "KEEP_ALL"]
 
@@ -60,9 +61,10 @@ class Bins:
         e = [_num(x) for x in self.edges]
         return [f"<{e[0]}"] + [f"{a}-{b}" for a, b in zip(e[:-1], e[1:])] + [f">={e[-1]}"]
 
-    def codes(self, values: Any, where: str = "table") -> np.ndarray:
-        """The bin of every value (``int64``); a missing or non-numeric value is an error naming the row."""
-        x = _as_numbers(values, self.column, where)
+    def codes(self, values: Any, where: str = "table", *, first_row: int = 1) -> np.ndarray:
+        """The bin of every value (``int64``); a missing or non-numeric value is an error naming the row
+        (``first_row``: the number of the first value's row)."""
+        x = _as_numbers(values, self.column, where, first_row)
         return np.searchsorted(np.asarray(self.edges), x, side="right").astype(np.int64)
 
     def apply(self, values: Any, where: str = "table") -> np.ndarray:
@@ -77,7 +79,9 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
 
 
-def _as_numbers(values: Any, column: str, where: str) -> np.ndarray:
+def _as_numbers(values: Any, column: str, where: str, first_row: int = 1) -> np.ndarray:
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = values.to_pandas()
     s = pd.Series(np.asarray(values, dtype=object)) if not isinstance(values, pd.Series) else values
     x = pd.to_numeric(s.replace("", np.nan), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     bad = np.flatnonzero(~np.isfinite(x))
@@ -86,7 +90,7 @@ def _as_numbers(values: Any, column: str, where: str) -> np.ndarray:
         v = s.iloc[i]
         what = "a missing value" if v is None or (isinstance(v, float) and math.isnan(v)) or str(v).strip() == "" \
             else f"value {str(v)!r}, not a finite number"
-        raise ValueError(f"{where}: row {i + 1}, column {column!r}: {what} (--bin needs numbers)")
+        raise ValueError(f"{where}: row {i + first_row}, column {column!r}: {what} (--bin needs numbers)")
     return x
 
 

@@ -140,14 +140,15 @@ def _scan_partition(part: Partition, column: str, by: str | None,
     return scan(_reader(part), column=column, by=by, private_column=private_column)
 
 
-def _scan_states_partition(part: Partition, column: str, by: str | None, private_column: str | None,
-                           labels: list[str] | None) -> tuple[ScanState, tuple[str, ...], StatesCodec, np.ndarray]:
-    """The scan of a partition of a categorical column, in its own labels (``labels``: a given chain's
+def _scan_states_partition(part: Partition, columns: list[str], bins: dict, by: str | None,
+                           private_column: str | None, labels: list[str] | None,
+                           ) -> tuple[ScanState, tuple[str, ...], StatesCodec, np.ndarray]:
+    """The scan of a partition of the protected column(s), in its own labels (``labels``: a given chain's
     states first), and its private rows (0-based within the partition)."""
     reader = _reader(part)
-    codec = StatesCodec(column, labels, empty_is_missing=reader.format == "csv")
+    codec = StatesCodec(columns, labels, bins=bins, empty_is_missing=reader.format == "csv")
     flagged: list = []
-    state, binary = scan(reader, column=column, by=by, private_column=private_column, codec=codec,
+    state, binary = scan(reader, column=codec.column, by=by, private_column=private_column, codec=codec,
                          private_rows=flagged)
     first = 1 if reader.format == "csv" else 1 + sum(
         pq.ParquetFile(part[0]).metadata.row_group(g).num_rows for g in range(part[1][0] if part[1] else 0))
@@ -166,7 +167,7 @@ def _write_partition(part: Partition, i: int, folder: str, column: str, by: str 
     reader = _reader(part)
     suffix = "csv" if reader.format == "csv" else "parquet"
     with TableWriter(os.path.join(folder, f"part.{i:05d}.{suffix}")) as writer:
-        write = write_csv if splices(reader, writer, output) else write_redacted
+        write = write_csv if splices(reader, writer, output, codec) else write_redacted
         redacted = write(reader, writer, redactor, index, span, column=column, by=by, binary=binary, output=output,
                          codec=codec)
         writer.commit()
@@ -199,6 +200,8 @@ def apply_dask(
     categorical: bool = False,
     smoothing: str = "kt",
     simultaneous: bool = False,
+    protect: list[str] | str | None = None,
+    bins: Any = None,
 ) -> dict[str, Any]:
     """:func:`redactopt.release.apply.apply_table` for a CSV or Parquet dataset, computed with Dask.
 
@@ -221,9 +224,13 @@ def apply_dask(
                          "in order)")
     fmt, parts, dst, rep_path = _check_dataset(source, dest, report, private=private, private_column=private_column,
                                                by=by, force=force, report_sequences=report_sequences)
-    if is_categorical(chain=chain, categorical=categorical, protect=None, bins=None):
+    if is_categorical(chain=chain, categorical=categorical, protect=protect, bins=bins):
         refuse_binary_options(alpha=alpha, beta=beta, robust=robust, cache=cache, report_sequences=report_sequences)
-        return _apply_states_dask(dask, parts, fmt, source, dst, rep_path, column=column, eps=eps, private=private,
+        from redactopt.release.states import protected_columns  # builds on apply
+
+        cols, bins_ = protected_columns(_reader(parts[0]), column, protect, bins)
+        return _apply_states_dask(dask, parts, fmt, source, dst, rep_path, columns=cols, bins=bins_, eps=eps,
+                                  private=private,
                                   private_column=private_column, by=by, chain=chain, method=method, seed=seed,
                                   report=report, force=force, time_limit=time_limit, keep=keep, fit_on=fit_on,
                                   fit_kw=dict(smoothing=smoothing, simultaneous=simultaneous))
@@ -276,25 +283,22 @@ def apply_dask(
 
 
 def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any, dst: Path, rep_path: Path | None, *,
-                       column: str, eps: float, private: list[int] | None, private_column: str | None,
+                       columns: list[str], bins: dict, eps: float, private: list[int] | None,
+                       private_column: str | None,
                        by: str | None, chain: Any, method: str, seed: int | None, report: Any, force: bool,
                        time_limit: float, keep: Any, fit_on: Any, fit_kw: dict) -> dict[str, Any]:
     """The Dask release of a categorical column (:func:`apply_dask`)."""
     from redactopt.release.states import fit_states_on, plan_states, states_report  # builds on apply
 
     given = None if chain is None else [str(s) for s in chain.labels]
-    scans = dask.compute(*[dask.delayed(_scan_states_partition)(p, column, by, private_column, given) for p in parts])
-    codec = StatesCodec(column, given, empty_is_missing=fmt == "csv")
-    for _, _, c, _ in scans:  # the dataset's labels: in order of first appearance, partition by partition
-        for s in c.labels:
-            if s not in codec.coder.index:
-                codec.coder.index[s] = len(codec.coder.labels)
-                codec.coder.labels.append(s)
-    codec.boolean = all(c.boolean for _, _, c, _ in scans)
+    scans = dask.compute(*[dask.delayed(_scan_states_partition)(p, columns, bins, by, private_column, given)
+                           for p in parts])
+    codec = StatesCodec(columns, given, bins=bins, empty_is_missing=fmt == "csv")
+    column = codec.column
+    moved = [codec.absorb(c) for _, _, c, _ in scans]  # the dataset's states: first appearance, partition by partition
     codec.freeze()
+    state, spans = _merged_scans([(s.relabel(to, codec.k), b) for (s, b, _, _), to in zip(scans, moved)])
     k = codec.k
-    state, spans = _merged_scans([(s.relabel(np.array([codec.coder.index[x] for x in c.labels], dtype=np.int64), k),
-                                   b) for s, b, c, _ in scans])
     if state.rows == 0:
         raise ValueError(f"{source}: the dataset has no data rows")
     if private is not None:
@@ -303,7 +307,7 @@ def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any,
         check_positions(private, int(state.n[0]))
     first = _reader(parts[0])
     first.require(column, by, private_column)
-    plan_output(first, column=column, by=by, order_by=None, private_column=private_column, keep=keep, rows=0)
+    plan_output(first, column=columns, by=by, order_by=None, private_column=private_column, keep=keep, rows=0)
     seq_index = SequenceIndex(state.ids)
 
     def tally(private_index: PrivateIndex) -> ZoneTally:
@@ -314,8 +318,8 @@ def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any,
             total = total.merge(piece)
         return total
 
-    fitted = None if fit_on is None or chain is not None else fit_states_on(fit_on, column=column, by=by,
-                                                                           order_by=None, **fit_kw)
+    fitted = None if fit_on is None or chain is not None else fit_states_on(fit_on, columns=columns, bins=bins,
+                                                                           by=by, order_by=None, **fit_kw)
     kplan, fit_source = plan_states(state, codec, tally=tally, chain=chain, fitted=fitted, private=private,
                                     fit_kw=fit_kw, design=dict(
                                         eps=eps, method=method, time_limit=time_limit,
@@ -326,7 +330,7 @@ def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any,
     designed = np.zeros(len(state.ids), dtype=bool)
     designed[kplan.release.designed()] = True
     codec.use_chain(kplan.chain, designed)
-    output, dropped = plan_output(first, column=column, by=by, order_by=None, private_column=private_column,
+    output, dropped = plan_output(first, column=columns, by=by, order_by=None, private_column=private_column,
                                   keep=keep, rows=state.rows, labels=[str(s) for s in kplan.chain.labels])
     starts = np.cumsum([0] + [s.rows for s, _, _, _ in scans])
     private_rows = [p + 1 for p in sorted(set(private))] if private is not None else \
@@ -336,7 +340,7 @@ def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any,
     try:
         redacted = _write_partitions(dask, parts, [(s, b) for s, b, _, _ in scans], spans, tmp, column, by,
                                      Redactor(kplan.release, bit_source(seed)), state, output, codec)
-        rep = states_report(kplan, state, redacted, private_rows, seed=seed, column=column, by=by, output=output,
+        rep = states_report(kplan, state, redacted, private_rows, seed=seed, codec=codec, by=by, output=output,
                             dropped=dropped, fit_source=fit_source, order_by=None,
                             written=output.columns or _reader_columns(first))
         rep = {"input": str(source), "output": str(dst), "input_format": fmt, "backend": "dask",

@@ -761,21 +761,22 @@ def kapply_table(input: str | os.PathLike[str], output: str | os.PathLike[str], 
                  workers: int | None = None, protect: list[str] | str | None = None,
                  bins: dict[str, Bins] | list[str] | str | None = None, keep: list[str] | str | None = None,
                  order_by: str | None = None, fit_on: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """:func:`kapply_frame` on a CSV (.csv/.txt/.tsv, values read as text) or Parquet file; writes the release.
+    """Release a categorical column, or several protected together, of a CSV or Parquet file (the rows as
+    :func:`kapply_frame` releases them in memory): :func:`redactopt.release.states.apply_states_table`, which
+    streams the file through the passes of every release.
 
     The output is written to a temporary file and renamed when complete, never overwritten without
     ``force`` and never created in a missing directory; the input is never modified.  ``report``
     (optional) receives the JSON report, which ``redactopt audit`` reads.  ``fit_on``: a separate,
-    public table (a file) to fit the chain on.  With ``keep="all"`` the input's layout (its header as
-    written, a row id without a name, a stored index) is kept; otherwise only the written columns are.
+    public table (a file) to fit the chain on.
     """
-    return release_file(input, output, report, force=force, fit_on=fit_on, what="categorical",
-                        private=private, private_column=private_column, by=by,
-                        release=lambda df, public: kapply_frame(
-                            df, column=column, eps=eps, private=private, private_column=private_column, by=by,
-                            chain=chain, method=method, protect=protect, bins=bins, keep=keep, order_by=order_by,
-                            fit_on=public, seed=seed, time_limit=time_limit, confidence=confidence,
-                            smoothing=smoothing, simultaneous=simultaneous, workers=workers))
+    from redactopt.release.states import apply_states_table  # builds on this module
+
+    return apply_states_table(input, output, column=column, eps=eps, private=private, private_column=private_column,
+                              by=by, chain=chain, method=method, seed=seed, report=report, force=force,
+                              time_limit=time_limit, confidence=confidence, smoothing=smoothing,
+                              simultaneous=simultaneous, workers=workers, protect=protect, bins=bins, keep=keep,
+                              order_by=order_by, fit_on=fit_on)
 
 
 def release_file(input: str | os.PathLike[str], output: str | os.PathLike[str],

@@ -40,6 +40,7 @@ from redactopt.release.apply import (Progress, Span, _reader_columns, check_rele
                                      scan, splices, tally_zones, write_csv, write_redacted)
 from redactopt.release.bits import bit_source
 from redactopt.release.codec import StatesCodec
+from redactopt.release.columns import Bins, parse_bins, parse_columns
 from redactopt.release.data import ScanState, SequenceIndex
 from redactopt.release.fit import ChainFit, fit_counts
 from redactopt.release.fitplan import fit_outside, free_sequences, private_index
@@ -55,27 +56,45 @@ __all__ = ["apply_states_table", "fit_states_on", "plan_states", "states_report"
 def _scan_states(reader: Any, codec: StatesCodec, *, by: str | None, private_column: str | None,
                  order_by: str | None, progress: Progress | None,
                  private_rows: list | None = None) -> tuple[ScanState, Any]:
-    """The scan of a categorical column in sequence order (and the order, with ``order_by``)."""
+    """The scan of the protected column(s) in sequence order (and the order, with ``order_by``)."""
     if order_by is not None:
-        return ordered_scan(reader, column=codec.column, by=by, private_column=private_column, order_by=order_by,
-                            codec=codec, private_rows=private_rows)
+        state, ordered = ordered_scan(reader, column=codec.column, by=by, private_column=private_column,
+                                      order_by=order_by, codec=codec, private_rows=private_rows)
+        return state, ordered
     state, _ = scan(reader, column=codec.column, by=by, private_column=private_column, progress=progress,
                     codec=codec, private_rows=private_rows)
     return state, None
 
 
-def fit_states_on(path: str | os.PathLike[str], *, column: str, by: str | None, order_by: str | None,
-                  chunk_rows: int = DEFAULT_CHUNK_ROWS, **fit_kw: Any) -> ChainFit:
-    """The categorical fit of a separate, public table (``fit_on``): the same column, ``by`` and ``order_by``
-    where the table has them; its states are the values it shows (``0``, ``1`` for a column of 0s and 1s)."""
+def protected_columns(reader: Any, column: str | None, protect: Any, bins: Any) -> tuple[list[str], dict[str, Bins]]:
+    """The protected columns (``column`` or ``protect``, exactly one) and the bins, checked against the table."""
+    if (column is None) == (protect is None):
+        raise ValueError("give exactly one of column= and protect= (--column, --protect)")
+    cols = [column] if column is not None else parse_columns(protect, "--protect")
+    if not cols:
+        raise ValueError("--protect: no column named")
+    bins_ = bins if isinstance(bins, dict) else parse_bins(bins)
+    reader.require(*cols, *bins_)
+    for c in bins_:
+        if c not in cols:
+            raise ValueError(f"--bin {c}: the column is not protected (name it in --protect or --column)")
+    return cols, bins_
+
+
+def fit_states_on(path: str | os.PathLike[str], *, columns: str | list[str], by: str | None, order_by: str | None,
+                  bins: dict[str, Bins] | None = None, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+                  **fit_kw: Any) -> ChainFit:
+    """The categorical fit of a separate, public table (``fit_on``): the same column(s) and bins, ``by`` and
+    ``order_by`` where the table has them; its states are those the table shows
+    (:meth:`~redactopt.release.codec.StatesCodec.fit_labels`)."""
     reader = TableReader(path, chunk_rows=chunk_rows)
-    reader.require(column)
-    codec = StatesCodec(column, empty_is_missing=reader.format == "csv")
+    codec = StatesCodec(columns, bins=bins, empty_is_missing=reader.format == "csv")
+    reader.require(*codec.columns)
     state, _ = _scan_states(reader, codec, by=by if by in reader.columns else None, private_column=None,
                             order_by=order_by if order_by in reader.columns else None, progress=None)
     if state.rows == 0:
         raise ValueError(f"{path}: --fit-on table has no data rows")
-    labels = codec.alphabet or codec.labels
+    labels = codec.fit_labels(range(len(codec.labels)))
     counts = state.counts()
     if labels != codec.labels or counts.pairs.shape[0] != len(labels):  # the alphabet's order, or one state only
         at = [labels.index(s) for s in codec.labels]
@@ -104,7 +123,7 @@ def apply_states_table(
     source: str | os.PathLike[str],
     dest: str | os.PathLike[str],
     *,
-    column: str,
+    column: str | None = None,
     eps: float,
     private: list[int] | None = None,
     private_column: str | None = None,
@@ -124,8 +143,16 @@ def apply_states_table(
     order_by: str | None = None,
     fit_on: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
+    protect: list[str] | str | None = None,
+    bins: Any = None,
 ) -> dict[str, Any]:
-    """Release the categorical ``column`` of a CSV or Parquet file, streamed (module docstring); returns the report.
+    """Release the categorical ``column`` of a CSV or Parquet file, or the columns ``protect`` together,
+    streamed (module docstring); returns the report.
+
+    ``protect``: several columns protected together instead of ``column`` (a row's state is the
+    tuple of their values, text joined by ``"|"``; a redaction empties all of them); ``bins``: numeric
+    columns turned into categories first (``{column: Bins}`` or ``"COLUMN:EDGE,..."`` strings,
+    :class:`~redactopt.release.columns.Bins`), written as their category.
 
     The options are :func:`redactopt.release.apply.apply_table`'s (``private`` 0-based); ``chain``
     (a :class:`~redactopt.model.chain.Chain`) is the chain, else it is fitted (``confidence``,
@@ -143,13 +170,15 @@ def apply_states_table(
     fit_kw = dict(confidence=confidence, simultaneous=simultaneous, smoothing=smoothing)
     with stdin_as_file(source) as path:
         reader = TableReader(path, chunk_rows=chunk_rows, label="<stdin>" if str(source) == STDIO else None)
-        reader.require(column, by, private_column, order_by)
-        plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column, keep=keep,
+        cols, bins_ = protected_columns(reader, column, protect, bins)
+        reader.require(by, private_column, order_by)
+        plan_output(reader, column=cols, by=by, order_by=order_by, private_column=private_column, keep=keep,
                     rows=0)  # bad --keep before anything is read
         fitted = None if fit_on is None or chain is not None else fit_states_on(
-            fit_on, column=column, by=by, order_by=order_by, chunk_rows=chunk_rows, **fit_kw)
-        codec = StatesCodec(column, None if chain is None else [str(s) for s in chain.labels],
+            fit_on, columns=cols, bins=bins_, by=by, order_by=order_by, chunk_rows=chunk_rows, **fit_kw)
+        codec = StatesCodec(cols, None if chain is None else [str(s) for s in chain.labels], bins=bins_,
                             empty_is_missing=reader.format == "csv")
+        column = codec.column
         flagged: list = []
         state, ordered = _scan_states(reader, codec, by=by, private_column=private_column, order_by=order_by,
                                       progress=progress, private_rows=flagged)
@@ -174,17 +203,17 @@ def apply_states_table(
         designed[kplan.release.designed()] = True
         codec.use_chain(kplan.chain, designed)
         labels = [str(s) for s in kplan.chain.labels]
-        output, dropped = plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column,
+        output, dropped = plan_output(reader, column=cols, by=by, order_by=order_by, private_column=private_column,
                                       keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank,
                                       labels=labels)
         binary = (private_column,) if private_column and reader.format == "csv" else ()
         redactor = Redactor(kplan.release, bit_source(seed))
         with TableWriter(dest, force=force) as writer:
-            redacted = (write_csv if splices(reader, writer, output) else write_redacted)(
+            redacted = (write_csv if splices(reader, writer, output, codec) else write_redacted)(
                 reader, writer, redactor, state.index(), Span.whole(state), column=column, by=by, binary=binary,
                 progress=progress, output=output, codec=codec)
             rep = states_report(kplan, state, redacted, _private_rows(state, private, flagged, ordered), seed=seed,
-                                column=column, by=by, output=output, dropped=dropped, fit_source=fit_source,
+                                codec=codec, by=by, output=output, dropped=dropped, fit_source=fit_source,
                                 order_by=order_by, written=output.columns or _reader_columns(reader))
             rep = {"input": str(source), "output": str(dest), "input_format": reader.format, **rep}
             if rep_path is not None:  # before the output appears: a report that cannot be written leaves nothing
@@ -212,11 +241,9 @@ def plan_states(state: ScanState, codec: StatesCodec, *, tally: Any, chain: Chai
     if not index.keys.size:
         raise ValueError("no record is marked private: nothing to protect (check --private-column)")
     counted = tally(index)
-    alphabet = codec.alphabet
 
     def fit_zone(out: Any) -> ChainFit:
-        labels = alphabet if alphabet is not None else [codec.labels[i] for i in out.states]
-        return fit_outside(out, labels, codec.labels, len(state.ids), **fit_kw)
+        return fit_outside(out, codec.fit_labels(out.states), codec.labels, len(state.ids), **fit_kw)
 
     _, kplan, zone = choose_zone(counted, fit=fit_zone, plan=plan_for, reach_of=_kreach, total_rows=state.rows,
                                  free_sequences=free_sequences(state, private))
@@ -224,7 +251,7 @@ def plan_states(state: ScanState, codec: StatesCodec, *, tally: Any, chain: Chai
 
 
 def states_report(kplan: _KPlan, state: ScanState, redacted: np.ndarray, private_rows: list[int], *,
-                  seed: int | None, column: str, by: str | None, output: Any, dropped: list[str],
+                  seed: int | None, codec: StatesCodec, by: str | None, output: Any, dropped: list[str],
                   fit_source: dict[str, Any], order_by: str | None, written: list[str]) -> dict[str, Any]:
     """The categorical release report of a streamed release (``redacted``: per sequence; ``private_rows``:
     1-based rows of the table), with its columns, where the chain came from and the plain summary."""
@@ -232,12 +259,12 @@ def states_report(kplan: _KPlan, state: ScanState, redacted: np.ndarray, private
     privs = [tuple(sorted(plan.private_of(c))) for c in range(len(state.ids))]
     rows_of, worst, expected = sequence_entries(kplan, list(state.ids), [int(m) for m in state.n], privs, redacted)
     rep = _kreport(kplan, rows_of, worst, private_rows, state.rows, int(redacted.sum()), expected, seed=seed,
-                   column=column, by=by)
-    rep["columns"] = {"protected": [column], "written": list(written),
+                   column=codec.column, by=by)
+    rep["columns"] = {"protected": list(codec.columns), "written": list(written),
                       "not_covered": output.disclosure.figures() if output.disclosure is not None else [],
-                      "dropped": dropped, "bins": []}
+                      "dropped": dropped, "bins": [b.to_dict() for b in codec.bins.values()]}
     rep["chain"]["fit_rows"] = fit_source
     if order_by is not None:
         rep["order"] = {"by": order_by}
-    rep["summary"] = _ksummary(rep, kplan, [column], fit_source)
+    rep["summary"] = _ksummary(rep, kplan, list(codec.columns), fit_source)
     return rep
