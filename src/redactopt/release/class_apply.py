@@ -39,14 +39,9 @@ from redactopt.release.apply import fit_rows_text
 from redactopt.release.class_release import ClassRelease, MultiplePrivateError, draw, release_sequence
 from redactopt.release.data import parse_binary, sequence_key
 from redactopt.release.disclosure import plain_summary
-from redactopt.release.kapply import (
-    TUPLE_SEP,
-    _released_column,
-    describe_columns,
-    plan_chain,
-    prepare_table,
-    release_file,
-)
+from redactopt.release.codec import TUPLE_SEP
+from redactopt.release.states import released_column
+from redactopt.release.table_release import describe_columns, plan_chain, prepare_table, release_file
 from redactopt.release.fit import ChainFit
 
 __all__ = ["CLASS_REPORT_FORMAT", "RELEASE_CLASSES", "class_apply_frame", "class_apply_table", "mechanism_reach",
@@ -178,7 +173,7 @@ def _class_released(table: pd.DataFrame, plan: _ClassPlan, seqs: list[tuple[Any,
         entries.append(entry)
     out = table[written_cols].copy()
     for c in cols:
-        out[c] = _released_column(values_out[c].astype(object) if c in bins else table[c], mask)
+        out[c] = released_column(values_out[c].astype(object) if c in bins else table[c], mask)
     rep = _class_report(plan, entries, flags, mask, expected, cls=cls, eps=eps, seed=seed,
                         column=TUPLE_SEP.join(cols), by=by)
     describe_columns(rep, table, plan.chain.labels, state_idx, mask, cols=cols, bins=bins, written_cols=written_cols,

@@ -75,8 +75,8 @@ def apply_frame(
 
     One entry for every chain, as :func:`redactopt.release.apply.apply_table`: a 0/1 ``column`` is
     the default; ``categorical=True``, a ``chain`` on more than two states, or ``protect``/``bins``
-    release a pandas DataFrame's categorical column(s) through
-    :func:`redactopt.release.kapply.kapply_frame` (``fit_on`` then a DataFrame).
+    release a pandas DataFrame's categorical column(s) through the same passes
+    (:func:`redactopt.release.states.apply_states_frame`; ``fit_on`` then a DataFrame).
 
     Parameters
     ----------
@@ -105,14 +105,13 @@ def apply_frame(
         with ``columns``, the chain's ``fit_rows`` and the plain-language ``summary``.
     """
     if is_categorical(chain=chain, categorical=categorical, protect=protect, bins=bins):
-        refuse_binary_options(alpha=alpha, beta=beta, robust=robust, cache=cache, chunk_rows=chunk_rows,
-                              report_sequences=report_sequences)
-        from redactopt.release.kapply import kapply_frame
+        refuse_binary_options(alpha=alpha, beta=beta, robust=robust, cache=cache, report_sequences=report_sequences)
+        from redactopt.release.states import apply_states_frame
 
-        return kapply_frame(data, column=column, eps=eps, private=private, private_column=private_column, by=by,
-                            chain=chain, method=method, seed=seed, time_limit=time_limit, smoothing=smoothing,
-                            simultaneous=simultaneous, workers=workers, protect=protect, bins=bins, keep=keep,
-                            order_by=order_by, fit_on=fit_on)
+        return apply_states_frame(data, column=column, eps=eps, private=private, private_column=private_column,
+                                  by=by, chain=chain, method=method, seed=seed, time_limit=time_limit,
+                                  smoothing=smoothing, simultaneous=simultaneous, workers=workers, protect=protect,
+                                  bins=bins, keep=keep, order_by=order_by, fit_on=fit_on, chunk_rows=chunk_rows)
     alpha, beta = binary_chain(chain, alpha, beta, smoothing=smoothing, simultaneous=simultaneous)
     if column is None:
         raise ValueError("column= names the 0/1 column to protect (protect= several categorical columns)")

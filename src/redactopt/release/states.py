@@ -29,15 +29,18 @@ same rows, chain and seed it is the in-memory release's, value for value.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from redactopt._validate import check_eps, check_positions
 from redactopt.io import STDIO, stdin_as_file, write_json_atomic
 from redactopt.model.chain import Chain
-from redactopt.release.apply import (Progress, Span, _reader_columns, check_release_paths, ordered_scan, plan_output,
-                                     scan, splices, tally_zones, write_csv, write_redacted)
+from redactopt.release.apply import (Output, Progress, Span, _reader_columns, check_release_options,
+                                     check_release_paths, ordered_scan, plan_output, redacted_rows, scan, splices,
+                                     tally_zones, write_csv, write_redacted)
 from redactopt.release.bits import bit_source
 from redactopt.release.codec import StatesCodec
 from redactopt.release.columns import Bins, parse_bins, parse_columns
@@ -47,10 +50,11 @@ from redactopt.release.fitplan import fit_outside, free_sequences, private_index
 from redactopt.release.kapply import (KAPPLY_METHODS, _kreach, _kreport, _ksummary, _KPlan, kplan_of,
                                       sequence_entries)
 from redactopt.release.redactor import Redactor
-from redactopt.release.tables import DEFAULT_CHUNK_ROWS, TableReader, TableWriter
+from redactopt.release.tables import DEFAULT_CHUNK_ROWS, MemoryReader, TableReader, TableWriter
 from redactopt.release.zones import choose_zone
 
-__all__ = ["apply_states_table", "fit_states_on", "plan_states", "states_report"]
+__all__ = ["apply_states_table", "apply_states_frame", "fit_states_on", "plan_states", "plan_states_release",
+           "states_report", "released_column"]
 
 
 def _scan_states(reader: Any, codec: StatesCodec, *, by: str | None, private_column: str | None,
@@ -81,19 +85,19 @@ def protected_columns(reader: Any, column: str | None, protect: Any, bins: Any) 
     return cols, bins_
 
 
-def fit_states_on(path: str | os.PathLike[str], *, columns: str | list[str], by: str | None, order_by: str | None,
+def fit_states_on(path: Any, *, columns: str | list[str], by: str | None, order_by: str | None,
                   bins: dict[str, Bins] | None = None, chunk_rows: int = DEFAULT_CHUNK_ROWS,
                   **fit_kw: Any) -> ChainFit:
     """The categorical fit of a separate, public table (``fit_on``): the same column(s) and bins, ``by`` and
     ``order_by`` where the table has them; its states are those the table shows
     (:meth:`~redactopt.release.codec.StatesCodec.fit_labels`)."""
-    reader = TableReader(path, chunk_rows=chunk_rows)
+    reader = TableReader(path, chunk_rows=chunk_rows) if isinstance(path, (str, os.PathLike)) else path
     codec = StatesCodec(columns, bins=bins, empty_is_missing=reader.format == "csv")
     reader.require(*codec.columns)
     state, _ = _scan_states(reader, codec, by=by if by in reader.columns else None, private_column=None,
                             order_by=order_by if order_by in reader.columns else None, progress=None)
     if state.rows == 0:
-        raise ValueError(f"{path}: --fit-on table has no data rows")
+        raise ValueError(f"{reader.label}: --fit-on table has no data rows")
     labels = codec.fit_labels(range(len(codec.labels)))
     counts = state.counts()
     if labels != codec.labels or counts.pairs.shape[0] != len(labels):  # the alphabet's order, or one state only
@@ -109,7 +113,7 @@ def fit_states_on(path: str | os.PathLike[str], *, columns: str | list[str], by:
     return fit_counts(counts, tuple(labels), **fit_kw)
 
 
-def _private_rows(state: ScanState, private: list[int] | None, flagged: list, ordered: Any) -> list[int]:
+def _private_rows(private: list[int] | None, flagged: list, ordered: Any) -> list[int]:
     """The 1-based rows of the file that hold the private records."""
     if private is None:
         return sorted(int(r) for part in flagged for r in np.asarray(part).tolist())
@@ -117,6 +121,78 @@ def _private_rows(state: ScanState, private: list[int] | None, flagged: list, or
     if ordered is None:
         return [p + 1 for p in pos]
     return (np.flatnonzero(np.isin(ordered.rank, pos)) + 1).tolist()
+
+
+@dataclass
+class Planned:
+    """A categorical release planned on a reader (:func:`plan_states_release`): what its writing pass needs."""
+
+    reader: Any
+    codec: StatesCodec
+    state: ScanState
+    ordered: Any
+    kplan: _KPlan
+    fit_source: dict[str, Any]
+    private_rows: list[int]
+    output: Output
+    dropped: list[str]
+    redactor: Redactor
+
+    def report(self, redacted: np.ndarray, *, seed: int | None, by: str | None, order_by: str | None,
+               ) -> dict[str, Any]:
+        return states_report(self.kplan, self.state, redacted, self.private_rows, seed=seed, codec=self.codec, by=by,
+                             output=self.output, dropped=self.dropped, fit_source=self.fit_source,
+                             order_by=order_by, written=self.output.columns or _reader_columns(self.reader))
+
+
+def plan_states_release(reader: Any, *, column: str | None, protect: Any, bins: Any, eps: float,
+                        private: list[int] | None, private_column: str | None, by: str | None, chain: Chain | None,
+                        method: str, seed: int | None, time_limit: float, workers: int | None, keep: Any,
+                        order_by: str | None, fit_on: Any, fit_kw: dict, progress: Progress | None) -> Planned:
+    """Check, scan, fit and plan a categorical release of ``reader`` (a file's or a table's in memory);
+    ``fit_on``: a reader of a separate public table, or ``None``."""
+    if method not in KAPPLY_METHODS:
+        raise ValueError(f"method must be one of {', '.join(KAPPLY_METHODS)}, got {method!r}")
+    eps = check_eps(eps)
+    if chain is not None and not isinstance(chain, Chain):
+        raise TypeError(f"chain must be a Chain, got {type(chain).__name__}")
+    check_release_options(private=private, private_column=private_column, by=by)
+    cols, bins_ = protected_columns(reader, column, protect, bins)
+    reader.require(by, private_column, order_by)
+    plan_output(reader, column=cols, by=by, order_by=order_by, private_column=private_column, keep=keep,
+                rows=0)  # bad --keep before anything is read
+    fitted = None if fit_on is None or chain is not None else fit_states_on(
+        fit_on, columns=cols, bins=bins_, by=by, order_by=order_by, **fit_kw)
+    codec = StatesCodec(cols, None if chain is None else [str(s) for s in chain.labels], bins=bins_,
+                        empty_is_missing=reader.format == "csv")
+    flagged: list = []
+    state, ordered = _scan_states(reader, codec, by=by, private_column=private_column, order_by=order_by,
+                                  progress=progress, private_rows=flagged)
+    if state.rows == 0:
+        raise ValueError(f"{reader.label}: the input has no data rows")
+    if private is not None:
+        if len(state.ids) != 1:
+            raise ValueError("--private positions need a single sequence; with --by use --private-column")
+        check_positions(private, int(state.n[0]))
+    source = reader if ordered is None else ordered.reader
+
+    def tally(index: Any) -> Any:  # one more pass, in sequence order
+        return tally_zones(source, SequenceIndex(state.ids), index, Span.whole(state), column=codec.column, by=by,
+                           codec=codec)
+
+    kplan, fit_source = plan_states(state, codec, tally=tally, chain=chain, fitted=fitted, private=private,
+                                    fit_kw=fit_kw, design=dict(eps=eps, method=method, time_limit=time_limit,
+                                                               workers=workers))
+    if fitted is not None:
+        fit_source["table"] = fit_on.label
+    designed = np.zeros(len(state.ids), dtype=bool)
+    designed[kplan.release.designed()] = True
+    codec.use_chain(kplan.chain, designed)
+    output, dropped = plan_output(reader, column=cols, by=by, order_by=order_by, private_column=private_column,
+                                  keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank,
+                                  labels=[str(s) for s in kplan.chain.labels])
+    return Planned(reader, codec, state, ordered, kplan, fit_source, _private_rows(private, flagged, ordered), output,
+                   dropped, Redactor(kplan.release, bit_source(seed)))
 
 
 def apply_states_table(
@@ -160,66 +236,107 @@ def apply_states_table(
     :data:`redactopt.release.kapply.KAPPLY_METHODS`.  A value the chain does not have, in a sequence
     with private records, is an error naming its row (nothing is written).
     """
-    if method not in KAPPLY_METHODS:
-        raise ValueError(f"method must be one of {', '.join(KAPPLY_METHODS)}, got {method!r}")
-    eps = check_eps(eps)
-    if chain is not None and not isinstance(chain, Chain):
-        raise TypeError(f"chain must be a Chain, got {type(chain).__name__}")
     src, dst, rep_path = check_release_paths(source, dest, report, private=private, private_column=private_column,
                                              by=by, force=force)
     fit_kw = dict(confidence=confidence, simultaneous=simultaneous, smoothing=smoothing)
     with stdin_as_file(source) as path:
         reader = TableReader(path, chunk_rows=chunk_rows, label="<stdin>" if str(source) == STDIO else None)
-        cols, bins_ = protected_columns(reader, column, protect, bins)
-        reader.require(by, private_column, order_by)
-        plan_output(reader, column=cols, by=by, order_by=order_by, private_column=private_column, keep=keep,
-                    rows=0)  # bad --keep before anything is read
-        fitted = None if fit_on is None or chain is not None else fit_states_on(
-            fit_on, columns=cols, bins=bins_, by=by, order_by=order_by, chunk_rows=chunk_rows, **fit_kw)
-        codec = StatesCodec(cols, None if chain is None else [str(s) for s in chain.labels], bins=bins_,
-                            empty_is_missing=reader.format == "csv")
-        column = codec.column
-        flagged: list = []
-        state, ordered = _scan_states(reader, codec, by=by, private_column=private_column, order_by=order_by,
-                                      progress=progress, private_rows=flagged)
-        if state.rows == 0:
-            raise ValueError(f"{reader.label}: the input has no data rows")
-        if private is not None:
-            if len(state.ids) != 1:
-                raise ValueError("--private positions need a single sequence; with --by use --private-column")
-            check_positions(private, int(state.n[0]))
-        source = reader if ordered is None else ordered.reader
-
-        def tally(index: Any) -> Any:  # one more pass, in sequence order
-            return tally_zones(source, SequenceIndex(state.ids), index, Span.whole(state), column=column, by=by,
-                               codec=codec)
-
-        kplan, fit_source = plan_states(state, codec, tally=tally, chain=chain, fitted=fitted, private=private,
-                                        fit_kw=fit_kw, design=dict(eps=eps, method=method, time_limit=time_limit,
-                                                                   workers=workers))
-        if fit_on is not None and fitted is not None:
-            fit_source["table"] = str(fit_on)
-        designed = np.zeros(len(state.ids), dtype=bool)
-        designed[kplan.release.designed()] = True
-        codec.use_chain(kplan.chain, designed)
-        labels = [str(s) for s in kplan.chain.labels]
-        output, dropped = plan_output(reader, column=cols, by=by, order_by=order_by, private_column=private_column,
-                                      keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank,
-                                      labels=labels)
+        public = None if fit_on is None else TableReader(fit_on, chunk_rows=chunk_rows)
+        p = plan_states_release(reader, column=column, protect=protect, bins=bins, eps=eps, private=private,
+                                private_column=private_column, by=by, chain=chain, method=method, seed=seed,
+                                time_limit=time_limit, workers=workers, keep=keep, order_by=order_by, fit_on=public,
+                                fit_kw=fit_kw, progress=progress)
         binary = (private_column,) if private_column and reader.format == "csv" else ()
-        redactor = Redactor(kplan.release, bit_source(seed))
         with TableWriter(dest, force=force) as writer:
-            redacted = (write_csv if splices(reader, writer, output, codec) else write_redacted)(
-                reader, writer, redactor, state.index(), Span.whole(state), column=column, by=by, binary=binary,
-                progress=progress, output=output, codec=codec)
-            rep = states_report(kplan, state, redacted, _private_rows(state, private, flagged, ordered), seed=seed,
-                                codec=codec, by=by, output=output, dropped=dropped, fit_source=fit_source,
-                                order_by=order_by, written=output.columns or _reader_columns(reader))
+            redacted = (write_csv if splices(reader, writer, p.output, p.codec) else write_redacted)(
+                reader, writer, p.redactor, p.state.index(), Span.whole(p.state), column=p.codec.column, by=by,
+                binary=binary, progress=progress, output=p.output, codec=p.codec)
+            rep = p.report(redacted, seed=seed, by=by, order_by=order_by)
             rep = {"input": str(source), "output": str(dest), "input_format": reader.format, **rep}
             if rep_path is not None:  # before the output appears: a report that cannot be written leaves nothing
                 write_json_atomic(report, rep, force=force)  # type: ignore[arg-type]
             writer.commit()
     return rep
+
+
+def apply_states_frame(table: pd.DataFrame, *, column: str | None = None, eps: float, private: Any = None,
+                       private_column: str | None = None, by: str | None = None, chain: Chain | None = None,
+                       method: str = "auto", seed: int | None = None, time_limit: float = 60.0,
+                       confidence: float = 0.95, smoothing: str = "kt", simultaneous: bool = False,
+                       workers: int | None = None, protect: list[str] | str | None = None, bins: Any = None,
+                       keep: list[str] | str | None = None, order_by: str | None = None,
+                       fit_on: pd.DataFrame | None = None, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+                       ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """:func:`apply_states_table` on a pandas DataFrame in memory (the same passes, chunk by chunk, through a
+    :class:`~redactopt.release.tables.MemoryReader`); returns the released table and the report.
+
+    The released table holds the written columns in the input's order, the same rows; a protected
+    column gets missing values for ⊥ (integers and booleans as pandas' nullable types, text as
+    ``None``, a categorical column keeps its categories) and a binned one its categories as text.
+    ``private`` may be one position or a list (0-based); ``fit_on`` a DataFrame.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
+    if len(table) == 0:
+        raise ValueError("no data rows")
+    if isinstance(private, (int, np.integer)) and not isinstance(private, bool):
+        private = [int(private)]
+    # a DataFrame's own checks first (as for a class release): named columns exist, no value is missing,
+    # ids of one type (1 and "1" are one sequence's text), the private flags mark a row
+    from redactopt.release.table_release import _complete_column, _private_flags, _protected_columns, _sequences
+
+    cols, _ = _protected_columns(table, column, protect, bins)
+    for c in (by, order_by, private_column):
+        if c is not None and c not in table.columns:
+            raise ValueError(f"column {c!r} not found; the columns are {list(map(str, table.columns))}")
+    for c in cols:
+        _complete_column(table, c)
+    _sequences(table, by)
+    _private_flags(table, private, private_column, by)
+    reader = MemoryReader(table, chunk_rows=chunk_rows, label="table")
+    public = None if fit_on is None else MemoryReader(fit_on, label="<table>")
+    p = plan_states_release(reader, column=column, protect=protect, bins=bins, eps=eps, private=private,
+                            private_column=private_column, by=by, chain=chain, method=method, seed=seed,
+                            time_limit=time_limit, workers=workers, keep=keep, order_by=order_by, fit_on=public,
+                            fit_kw=dict(confidence=confidence, simultaneous=simultaneous, smoothing=smoothing),
+                            progress=None)
+    k = len(p.state.ids)
+    counter = np.zeros(k, dtype=np.int64)
+    redacted = np.zeros(k, dtype=np.int64)
+    mask = np.zeros(len(table), dtype=bool)
+    read = list(dict.fromkeys(p.codec.columns + (p.output.columns or list(map(str, table.columns)))))
+    for chunk, states, codes, m in redacted_rows(reader, p.redactor, p.state.index(), column=p.codec.column, by=by,
+                                                 counter=counter, columns=read, rank=p.output.rank, codec=p.codec):
+        mask[chunk.first_row - 1 : chunk.first_row - 1 + len(chunk)] = m
+        redacted += np.bincount(codes[m], minlength=k) if codes is not None else [int(m.sum())]
+        p.output.observe(chunk, states, m)
+    written = p.output.columns or list(table.columns)
+    out = table[written].copy()
+    for c in p.codec.columns:
+        col = table[c]
+        if c in p.codec.bins:
+            col = pd.Series(p.codec.bins[c].apply(col, where="table"), index=table.index, dtype=object)
+        out[c] = released_column(col, mask)
+    return out, p.report(redacted, seed=seed, by=by, order_by=order_by)
+
+
+def released_column(col: pd.Series, mask: np.ndarray) -> pd.Series:
+    """A pandas column with the redacted entries missing (integers and booleans become nullable, text stays
+    text, a categorical column keeps its categories)."""
+    if isinstance(col.dtype, pd.CategoricalDtype) or pd.api.types.is_float_dtype(col.dtype):
+        out = col.copy()
+        out[mask] = np.nan
+        return out
+    if pd.api.types.is_bool_dtype(col.dtype):
+        out = col.astype("boolean")
+    elif pd.api.types.is_integer_dtype(col.dtype):
+        out = col.astype("Int64")
+    else:
+        out = col.astype(object)
+        out[mask] = None
+        return out
+    out[mask] = pd.NA
+    return out
 
 
 def plan_states(state: ScanState, codec: StatesCodec, *, tally: Any, chain: Chain | None, fitted: ChainFit | None,

@@ -1,0 +1,444 @@
+"""Releases that hold their table in memory: the class releases (:mod:`redactopt.release.class_apply`).
+
+A scan, owner or holder mechanism decides each record's redaction from a whole sequence, so a class
+release reads its table into pandas, codes every row into states here (:func:`prepare_table`: the
+protected columns and bins, the private flags, the ordered sequences), fits its chain on the rows
+it publishes with certainty (:func:`plan_chain`), and writes the released table back in the input's
+layout (:func:`release_file`).  Local releases — 0/1, categorical, several columns protected
+together — do not come here: they stream (:mod:`redactopt.release.apply`,
+:mod:`redactopt.release.states`, :mod:`redactopt.release.codec`).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from redactopt._validate import check_eps, check_positions
+from redactopt.io import check_input_path, new_file_mode, write_json_atomic
+from redactopt.model.chain import Chain as KChain
+from redactopt.release.apply import check_release_paths
+from redactopt.release.codec import MAX_STATES, TUPLE_SEP
+from redactopt.release.columns import Bins, output_columns, parse_bins, parse_columns, read_kind
+from redactopt.release.disclosure import Disclosure
+from redactopt.release.fit import ChainFit, fit_sequences
+from redactopt.release.fitplan import fit_outside
+from redactopt.release.kapply import ORDER_TEST_MAX_STATES, _kreach
+from redactopt.release.order import order_frame, order_keys
+from redactopt.release.tables import compression_suffix, csv_delimiter, open_binary, table_format
+from redactopt.release.zones import Outside, PrivateIndex, ZoneTally, choose_zone
+
+__all__ = ["prepare_table", "PreparedTable", "plan_chain", "describe_columns", "release_file", "read_table",
+           "write_release", "StateSpace", "protected_states"]
+
+
+def _complete_column(table: pd.DataFrame, name: str) -> pd.Series:
+    """The column ``name``; an error naming the columns if it is absent, or the first row it misses."""
+    if name not in table.columns:
+        raise ValueError(f"column {name!r} not found; the columns are {list(map(str, table.columns))}")
+    col = table[name]
+    bad = np.flatnonzero(col.isna().to_numpy())
+    if bad.size:
+        raise ValueError(f"row {int(bad[0]) + 1}: column {name!r} has a missing value")
+    return col
+
+
+def _sequences(table: pd.DataFrame, by: str | None) -> list[tuple[Any, np.ndarray]]:
+    """``(id, rows)`` of every sequence: the rows of one ``by`` value in table order, ids in order of
+    first appearance (one sequence, id ``None``, without ``by``)."""
+    n = len(table)
+    if by is None:
+        return [(None, np.arange(n))]
+    ids = _complete_column(table, by)
+    codes, uniques = pd.factorize(ids, sort=False)
+    # the draws of a sequence are keyed by its id's text (the same from CSV and Parquet), so ids and
+    # their texts must group the rows alike: not 1 and "1" apart, not 1 and 1.0 together
+    text_codes, _ = pd.factorize(np.array([str(v) for v in ids.to_numpy()], dtype=object), sort=False)
+    if not np.array_equal(codes, text_codes):
+        i = int(np.flatnonzero(codes != text_codes)[0])
+        same_id = np.flatnonzero(codes == codes[i])
+        same_text = np.flatnonzero(text_codes == text_codes[i])
+        j = int(next(iter(set(same_id) ^ set(same_text))))
+        a, b = ids.iloc[min(i, j)], ids.iloc[max(i, j)]
+        raise ValueError(f"column {by!r}: ids {a!r} (row {min(i, j) + 1}) and {b!r} (row {max(i, j) + 1}) "
+                         f"{'are equal but written differently' if a == b else 'have the same text ' + repr(str(a))}"
+                         "; sequences are keyed by the text of their id, so give ids one type")
+    order = np.argsort(codes, kind="stable")
+    bounds = np.cumsum(np.bincount(codes, minlength=len(uniques)))[:-1]
+    return [(uniques[i], rows) for i, rows in enumerate(np.split(order, bounds))]
+
+
+def _private_flags(table: pd.DataFrame, private: object, private_column: str | None, by: str | None) -> np.ndarray:
+    """Boolean flags of the private rows, from 0-based positions or a 0/1 column."""
+    from redactopt.release.apply import check_release_options
+    from redactopt.release.data import parse_binary
+
+    check_release_options(private=private, private_column=private_column, by=by)
+    n = len(table)
+    flags = np.zeros(n, dtype=bool)
+    if private_column is None:
+        flags[list(check_positions(private, n))] = True
+        return flags
+    vals = _complete_column(table, private_column).to_numpy()
+    if vals.dtype == object:
+        vals = np.array([str(v) for v in vals])
+    flags[:] = parse_binary(vals, column=private_column, first_row=1, where="table") == 1
+    if not flags.any():
+        raise ValueError(f"column {private_column!r} marks no row private (1); nothing to protect")
+    return flags
+
+
+
+
+
+@dataclass(frozen=True)
+class StateSpace:
+    """The protected values of every row and where the states of their chain come from.
+
+    ``texts[c]``: the text of column ``c`` on every row (its bin for a binned column);
+    ``fixed[c]``: the column's values known without reading the data — a binned column's bins, a
+    0/1 column's two values, a pandas categorical's categories — or ``None``: its values are the
+    ones the fitted rows show (in order of first appearance there).  A state is the tuple of the
+    protected columns' values (text joined by :data:`TUPLE_SEP`); the states of a fitted chain are
+    every tuple of the columns' values (:meth:`labels`).
+    """
+
+    columns: list[str]
+    texts: dict[str, np.ndarray]
+    fixed: dict[str, list[str] | None]
+
+    def row_states(self) -> np.ndarray:
+        parts = [self.texts[c] for c in self.columns]
+        return parts[0] if len(parts) == 1 else np.array([TUPLE_SEP.join(t) for t in zip(*parts)], dtype=object)
+
+    def labels(self, seen: dict[str, list[str]]) -> list[str]:
+        """Every state: the tuples of each column's fixed values, or of the values in ``seen``."""
+        alphabets = [self.fixed[c] if self.fixed[c] is not None else seen[c] for c in self.columns]
+        size = int(np.prod([len(a) for a in alphabets]))
+        if size > MAX_STATES:
+            raise ValueError(f"the protected column(s) {', '.join(self.columns)} make {size} states (more than "
+                             f"{MAX_STATES}): bin numeric columns coarser (--bin) or protect fewer columns")
+        return [TUPLE_SEP.join(t) for t in itertools.product(*alphabets)]
+
+
+def protected_states(table: pd.DataFrame, protect: list[str], bins: dict[str, Bins],
+                     ) -> tuple[StateSpace, dict[str, pd.Series]]:
+    """The :class:`StateSpace` of the protected columns and the values written for each (a binned one:
+    its bins).  A continuous column (numbers with a fractional part) must be binned (``--bin``)."""
+    texts, fixed, written = {}, {}, {}
+    for c in protect:
+        col = _complete_column(table, c)
+        if c in bins:
+            lab = pd.Series(bins[c].apply(col, where="table"), index=col.index)
+            texts[c], fixed[c], written[c] = lab.astype(str).to_numpy(dtype=object), bins[c].labels, lab
+            continue
+        kind, num = read_kind(col)
+        if kind == "number" and num is not None and not np.all(np.floor(num) == num):
+            i = int(np.flatnonzero(np.floor(num) != num)[0])
+            raise ValueError(f"column {c!r} is continuous (row {i + 1}: {col.iloc[i]!r}); protect it in categories: "
+                             f"--bin {c}:EDGE[,EDGE...]")
+        text = np.array([str(v) for v in col.tolist()], dtype=object)
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            fixed[c] = [str(v) for v in col.cat.categories]
+        elif pd.api.types.is_bool_dtype(col.dtype):
+            fixed[c] = ["False", "True"]
+        else:
+            fixed[c] = ["0", "1"] if set(np.unique(text).tolist()) <= {"0", "1"} else None
+        texts[c], written[c] = text, col
+    return StateSpace(list(protect), texts, fixed), written
+
+
+def _ordered_sequences(table: pd.DataFrame, by: str | None, order_by: str | None) -> list[tuple[Any, np.ndarray]]:
+    """:func:`_sequences`, each sequence's rows sorted by ``order_by`` (:mod:`redactopt.release.order`)."""
+    seqs = _sequences(table, by)
+    if order_by is None:
+        return seqs
+    codes = np.empty(len(table), dtype=np.int64)
+    for i, (_, rows) in enumerate(seqs):
+        codes[rows] = i
+    keys, _ = order_keys(table[order_by], order_by, "table")
+    perm = order_frame(codes, keys, ids=[sid for sid, _ in seqs], name=order_by, where="table")
+    bounds = np.cumsum([rows.size for _, rows in seqs])[:-1]
+    return [(sid, rows) for (sid, _), rows in zip(seqs, np.split(perm, bounds))]
+
+
+def _seen_values(space: StateSpace, rows: np.ndarray) -> dict[str, list[str]]:
+    """Each column's values on the given rows, in order of first appearance."""
+    return {c: list(dict.fromkeys(space.texts[c][rows].tolist())) for c in space.columns}
+
+
+def _kfit_outside(out: Outside, space: StateSpace, first_row: np.ndarray, labels_all: list[str], sequences: int,
+                  **fit_kw: Any) -> ChainFit:
+    """The k-state fit of the rows outside a zone: the states of :meth:`StateSpace.labels` (the values the
+    rows show, where a column's are not fixed) and their transition counts."""
+    seen = out.states  # row states present outside, in order of first appearance there
+    labels = space.labels(_seen_values(space, first_row[seen]))
+    return fit_outside(out, labels, labels_all, sequences, **fit_kw)
+
+
+def _kfit_on(table: pd.DataFrame, protect: list[str], bins: dict[str, Bins], by: str | None,
+             order_by: str | None, **fit_kw: Any) -> ChainFit:
+    """The k-state fit of a separate, public table (``fit_on``): its sequences, ``by``/``order_by`` where it has them."""
+    space, _ = protected_states(table, protect, bins)
+    states = space.row_states()
+    seqs = _ordered_sequences(table, by if by in table.columns else None,
+                              order_by if order_by in table.columns else None)
+    labels = space.labels(_seen_values(space, np.arange(len(table))))
+    return fit_sequences([states[rows].tolist() for _, rows in seqs], labels=labels, **fit_kw)
+
+
+@dataclass(frozen=True)
+class PreparedTable:
+    """A table checked and coded for a categorical release (:func:`prepare_table`): the protected
+    columns and bins, the columns written, the private flags, the state space, the ordered sequences,
+    every row's state code with the labels, a row holding each state and the private positions per
+    sequence."""
+
+    table: pd.DataFrame
+    eps: float
+    cols: list[str]
+    bins: dict[str, Bins]
+    by: str | None
+    order_by: str | None
+    written_cols: list[str]
+    kept: list[str]
+    flags: np.ndarray
+    space: Any
+    values_out: Any
+    seqs: list[tuple[Any, np.ndarray]]
+    codes: np.ndarray
+    labels: list[str]
+    first_row: np.ndarray
+    privs: list[tuple[int, ...]]
+
+
+def prepare_table(table: pd.DataFrame, *, column: str | None, protect: Any, bins: Any, eps: float,
+                  by: str | None, order_by: str | None, private: object, private_column: str | None,
+                  keep: Any, convert: Any = None) -> PreparedTable:
+    """Check a table for a categorical release and code its rows (every check before any fit or design).
+
+    ``convert(table, cols)``, when given, rewrites the protected column after the columns are checked
+    (the class releases' 0/1 column).  Shared by :func:`kapply_frame` and
+    :func:`redactopt.release.class_apply.class_apply_frame`.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
+    cols, bins_ = _protected_columns(table, column, protect, bins)
+    eps = check_eps(eps)
+    if len(table) == 0:
+        raise ValueError("no data rows")
+    for c in (by, order_by):
+        if c is not None and c not in table.columns:
+            raise ValueError(f"column {c!r} not found; the columns are {list(map(str, table.columns))}")
+    if convert is not None:
+        table = convert(table, cols)
+    written_cols, kept = output_columns(list(map(str, table.columns)), protected=cols, by=by, order_by=order_by,
+                                        private_column=private_column, keep=keep)
+    flags = _private_flags(table, private, private_column, by)
+    space, values_out = protected_states(table, cols, bins_)
+    seqs = _ordered_sequences(table, by, order_by)
+    codes, uniq = pd.factorize(pd.Series(space.row_states()), sort=False)
+    return PreparedTable(table, eps, cols, bins_, by, order_by, written_cols, kept, flags, space, values_out, seqs,
+                         codes, [str(u) for u in uniq], np.unique(codes, return_index=True)[1],  # a row per state
+                         [tuple(int(i) for i in np.flatnonzero(flags[rows])) for _, rows in seqs])
+
+
+def plan_chain(prep: PreparedTable, plan_for: Any, *, chain: KChain | None, fit_on: pd.DataFrame | None,
+               fit_kw: dict, reach_of: Any = None) -> tuple[Any, dict]:
+    """``plan_for`` at the chain given, fitted on ``fit_on`` (a separate public table, already converted),
+    or fitted on the rows the release publishes with certainty (:func:`_kplan_zones`); the plan and
+    where its chain came from."""
+    if chain is not None:
+        if not isinstance(chain, KChain):
+            raise TypeError(f"chain must be a KChain, got {type(chain).__name__}")
+        return plan_for(chain), {"source": "given"}
+    if fit_on is not None:
+        fitted = _kfit_on(fit_on, prep.cols, prep.bins, prep.by, prep.order_by, **fit_kw)
+        return plan_for(fitted), {"source": "fit-on", "table": "<table>", "rows": fitted.records,
+                                  "transitions": int(fitted.counts.sum()), "sequences": fitted.sequences}
+    return _kplan_zones(prep.codes, prep.labels, prep.seqs, prep.privs, plan_for,
+                        lambda out: _kfit_outside(out, prep.space, prep.first_row, prep.labels, len(prep.seqs),
+                                                  **fit_kw), reach_of=reach_of or _kreach)
+
+
+def describe_columns(rep: dict, table: pd.DataFrame, labels: Any, state_idx: np.ndarray, mask: np.ndarray, *,
+                     cols: list[str], bins: dict[str, Bins], written_cols: list[str], by: str | None,
+                     order_by: str | None, fit_source: dict) -> None:
+    """The report's columns (protected, written, dropped, bins and, for every other written column, what
+    it reveals about the protected state on the released rows: :class:`~redactopt.release.disclosure.Disclosure`),
+    where the chain was fitted and the order.  Shared by categorical and class releases."""
+    n = len(table)
+    roles = {c: ("by" if c == by else "order-by" if c == order_by else "kept") for c in written_cols if c not in cols}
+    disclosure = Disclosure(roles, [str(s) for s in labels], n)
+    known = state_idx >= 0
+    disclosure.add({c: table[c].to_numpy() for c in roles}, np.where(known, state_idx, 0), known & ~mask,
+                   np.arange(n))
+    rep["columns"] = {"protected": cols, "written": written_cols, "not_covered": disclosure.figures(),
+                      "dropped": [str(c) for c in table.columns if c not in written_cols],
+                      "bins": [b.to_dict() for b in bins.values()]}
+    rep["chain"]["fit_rows"] = fit_source
+    if order_by is not None:
+        rep["order"] = {"by": order_by}
+
+
+def _protected_columns(table: pd.DataFrame, column: str | None, protect: Any, bins: Any,
+                       ) -> tuple[list[str], dict[str, Bins]]:
+    """The protected columns (``column`` or ``protect``, exactly one) and the bins, checked against the table."""
+    if (column is None) == (protect is None):
+        raise ValueError("give exactly one of column= and protect= (--column, --protect)")
+    cols = [column] if column is not None else parse_columns(protect, "--protect")
+    if not cols:
+        raise ValueError("--protect: no column named")
+    bins_ = bins if isinstance(bins, dict) else parse_bins(bins)
+    for c in list(cols) + list(bins_):
+        if c not in table.columns:
+            raise ValueError(f"column {c!r} not found; the columns are {list(map(str, table.columns))}")
+    for c in bins_:
+        if c not in cols:
+            raise ValueError(f"--bin {c}: the column is not protected (name it in --protect or --column)")
+    return cols, bins_
+
+
+def _kplan_zones(codes: np.ndarray, labels_all: list[str], seqs: list[tuple[Any, np.ndarray]],
+                 privs: list[tuple[int, ...]], plan_for: Any, fit_outside: Any,
+                 reach_of: Any = _kreach) -> tuple[Any, dict]:
+    """Fit on the rows the release publishes with certainty (:func:`~redactopt.release.zones.choose_zone`) and plan.
+
+    ``reach_of(plan)``: how far from its nearest private record the plan's designs may redact
+    (:func:`_kreach` for local designs; the class releases of :mod:`redactopt.release.class_apply`
+    pass their own)."""
+    order = np.concatenate([rows for _, rows in seqs])
+    seq_code = np.repeat(np.arange(len(seqs)), [rows.size for _, rows in seqs])
+    pos = np.concatenate([np.arange(rows.size) for _, rows in seqs])
+    pc_, pp_ = [], []
+    for i, priv in enumerate(privs):
+        pc_ += [i] * len(priv)
+        pp_ += list(priv)
+    index = PrivateIndex.of(np.asarray(pc_, dtype=np.int64), np.asarray(pp_, dtype=np.int64),
+                            np.asarray([rows.size for _, rows in seqs], dtype=np.int64))
+    tally = ZoneTally.of_chunk(codes[order], seq_code, index.distances(seq_code, pos), k=len(labels_all),
+                               sequences=len(seqs), with_triples=len(labels_all) <= ORDER_TEST_MAX_STATES)
+    fit, kplan, zone = choose_zone(
+        tally, fit=fit_outside, plan=plan_for,
+        reach_of=reach_of, total_rows=int(order.size), free_sequences=sum(1 for p in privs if not p))
+    return kplan, zone.to_dict()
+
+
+@dataclass
+class _Layout:
+    """What a file's own layout needs to be written back as it was (beyond its columns' values)."""
+
+    kind: str  # "csv" or "parquet"
+    keep_index: bool = False  # CSV: a row-id column without a name, read as the index
+    header: list[str] | None = None  # CSV: the header as written (pandas renames blank and repeated names)
+    index: list | None = None  # Parquet: a stored index, moved into columns so --by can name it
+    stored_index: bool = False  # Parquet: the index is stored as columns (else as range metadata, or none)
+
+
+def read_table(path: Path) -> tuple[pd.DataFrame, _Layout]:
+    if table_format(path) == "parquet":
+        import pyarrow.parquet as pq
+
+        meta = pq.read_schema(path).pandas_metadata or {}
+        stored = any(isinstance(c, str) for c in meta.get("index_columns", []))
+        df = pd.read_parquet(path)
+        if not stored:  # a range index (metadata only) or none: pandas keeps it and writes it back
+            return df, _Layout("parquet")
+        names = list(df.index.names)
+        flat = df.reset_index(allow_duplicates=True)
+        moved = list(flat.columns[: len(names)])
+        if len(set(map(str, flat.columns))) < flat.shape[1]:  # an index named like a column: left as the index
+            return df, _Layout("parquet", stored_index=True)
+        return flat, _Layout("parquet", index=list(zip(moved, names)), stored_index=True)
+    sep = csv_delimiter(path, sniff=True)
+    with open_binary(path) as fh:
+        df = pd.read_csv(fh, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
+    with open_binary(path) as fh:
+        header = pd.read_csv(fh, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
+    # a header one field shorter than the rows (a row-id column without a name) becomes the index
+    keep_index = not isinstance(df.index, pd.RangeIndex)
+    return df, _Layout("csv", keep_index, header if len(header) == len(df.columns) else None)
+
+
+def _write(released: pd.DataFrame, layout: _Layout, tmp: str, out_name: str) -> None:
+    """Write the release in the input's layout: its header, its index, its row-id column."""
+    if layout.index:
+        released = released.set_index([c for c, _ in layout.index])
+        released.index.names = [n for _, n in layout.index]
+    if table_format(out_name) == "parquet":
+        released.to_parquet(tmp, index=layout.keep_index if layout.kind == "csv" else (layout.stored_index or None))
+        return
+    sep = csv_delimiter(out_name)
+    # compressed as the output's name says (the temporary file's name says nothing)
+    with open_binary(tmp, "wb", compression=compression_suffix(out_name)) as raw, \
+            io.TextIOWrapper(raw, encoding="utf-8", newline="") as fh:
+        if layout.kind == "csv":
+            released.to_csv(fh, sep=sep, index=layout.keep_index, header=layout.header or True,
+                            index_label=False if layout.keep_index else None)
+        else:
+            released.to_csv(fh, sep=sep, index=layout.stored_index)
+
+
+def _trimmed(layout: _Layout, written: list[str]) -> _Layout:
+    """The layout of a release that writes only some columns: no row id without a name, no header as
+    written (those belong to every column); a Parquet index only where its columns are written."""
+    index = [(c, nm) for c, nm in (layout.index or []) if c in written] or None
+    return _Layout(layout.kind, False, None, index, layout.stored_index and index is not None)
+
+
+def write_release(released: pd.DataFrame, table: pd.DataFrame, layout: _Layout, out_path: Path) -> None:
+    """Write a released table (of the input ``table``, read as ``layout``) to ``out_path``: a temporary
+    file renamed when complete, in the input's layout where every column is written."""
+    every = set(map(str, released.columns)) == set(map(str, table.columns))
+    if not every:  # an index that is not one of the written columns is a column not written
+        layout = _trimmed(layout, list(map(str, released.columns)))
+        released = released.reset_index(drop=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
+    os.close(fd)
+    try:
+        os.chmod(tmp, new_file_mode())
+        _write(released, layout, tmp, out_path.name)
+        os.replace(tmp, out_path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def release_file(input: str | os.PathLike[str], output: str | os.PathLike[str],
+                 report: str | os.PathLike[str] | None, *, force: bool, fit_on: str | os.PathLike[str] | None,
+                 what: str, private: object, private_column: str | None, by: str | None,
+                 release: Any) -> dict[str, Any]:
+    """A release of a file: ``release(table, public table or None)`` gives ``(released table, report)``.
+
+    The binary path's checks come first — the input is never the output or the report, the report is
+    not the output, existing files need ``force``, a name of unknown format is refused — all before
+    anything is read or written; the release is written to a temporary file and renamed.  Shared by
+    :func:`kapply_table` and :func:`redactopt.release.class_apply.class_apply_table`.
+    """
+    if "-" in (str(input), str(output)):
+        raise ValueError(f"{what} releases read and write files, not standard input or output")
+    src, out_path, _ = check_release_paths(input, output, report, private=private, private_column=private_column,
+                                           by=by, force=force)
+    for path in (src, out_path):
+        table_format(path)  # a name whose format is unknown is refused before anything is read
+    public = None
+    if fit_on is not None:
+        public, _ = read_table(check_input_path(fit_on))
+    df, layout = read_table(src)
+    released, rep = release(df, public)
+    if fit_on is not None:
+        rep["chain"]["fit_rows"]["table"] = str(fit_on)
+    write_release(released, df, layout, out_path)
+    rep = {"input": str(input), "output": str(output), "input_format": layout.kind, **rep}
+    if report is not None:
+        write_json_atomic(report, rep, force=force)
+    return rep
