@@ -49,7 +49,8 @@ def kmechanism_to_dict(chain: KChain, redact_prob: np.ndarray, *, private: objec
                        utility: float | None = None, leakage: float | None = None,
                        certificate: dict | None = None) -> dict[str, Any]:
     """The ``redactopt.mechanism/3`` object of a mechanism on a chain given as a matrix (``private`` 0-based)."""
-    d = mechanism_to_dict(chain, np.asarray(redact_prob, dtype=float), private=private, eps=eps, method=method,
+    rows = redact_prob if isinstance(redact_prob, SparseRows) else np.asarray(redact_prob, dtype=float)
+    d = mechanism_to_dict(chain, rows, private=private, eps=eps, method=method,
                           utility=utility, leakage=leakage, certificate=certificate)
     d["chain"] = chain.to_dict()  # every chain written as its matrix, a MarkovChain (however given) too
     return d

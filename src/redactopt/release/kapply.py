@@ -30,7 +30,8 @@ the operating system's secure source by default, or PCG64 with ``seed`` (reprodu
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from bisect import bisect_right
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,8 @@ import pandas as pd
 from redactopt.engine.joint import STATES_AUTO_OPTIMAL_MAX, design_states_release
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import verify
-from redactopt.judge.leakage import leakage_segment, utility
+from redactopt.judge.certify import SparseRows
+from redactopt.judge.leakage import leakage_segment
 from redactopt.kio import KREPORT_FORMAT, kmechanism_to_dict
 from redactopt.model.chain import Chain as KChain
 from redactopt.release.data import MAX_TRIPLE_STATES, ScanState
@@ -131,25 +133,46 @@ def kplan_of(chain: KChain, fit: ChainFit | None, state: ScanState, *, private: 
     keys = list(first)
     mechs: list[dict[str, Any]] = []
     for (m, priv), c in first.items():
-        q = np.asarray(plan.sparse_rows(c).rows(0, m))
+        rows = plan.sparse_rows(c)
         how = {"method": _how(method, [plan.choices[g].shape.design.method for g in plan.groups_of(c)])}
-        per_private = [leakage_segment(chain, q, p) for p in priv]
+        per_private = [_judged(chain, rows, p, eps) for p in priv]  # judged here too, on this process's chain
         w = max(per_private, key=lambda r: r.leakage)
-        _, ok = verify(chain, q, priv, eps, worst=w)  # judged here too, on this process's chain
-        if not ok:
-            raise PrivacyCheckError(f"the design for {m} records, private {[p + 1 for p in priv]}, leaks "
-                                    f"{w.leakage:.12g} > eps={eps:.12g}")
-        u = utility(chain, q)
-        mech = kmechanism_to_dict(chain, q, private=priv, eps=eps, method=how["method"], utility=u, leakage=w.leakage)
-        mechs.append({"q": q, "how": how, "per_private": per_private, "worst": w, "utility": u, "mech": mech})
+        pi = np.asarray(chain.stationary, dtype=float)
+        u = 1.0 - sum(float((b @ pi).sum()) for b in rows.blocks) / m  # Definition 2 (zero rows publish)
+        mech = kmechanism_to_dict(chain, rows, private=priv, eps=eps, method=how["method"], utility=u,
+                                  leakage=w.leakage)
+        mechs.append({"rows": rows, "how": how, "per_private": per_private, "worst": w, "utility": u, "mech": mech})
     return _KPlan(chain, fit, np.zeros(0, dtype=np.int64) if state_of is None else state_of, keys, mechs, plan)
+
+
+def _judged(chain: KChain, rows: SparseRows, p: int, eps: float) -> Any:
+    """The exact leakage about private record ``p`` of a sparse mechanism, verified within ``eps``.
+
+    Judged on the block holding ``p`` and one row on each side: the blocks are separated by rows
+    published with certainty, and such a row cuts the dependence on everything beyond it (the
+    segment argument of :func:`redactopt.judge.certify.verify`; the chain is stationary, so the
+    window's first row has the stationary law), so the window's leakage is the sequence's.  The
+    result keeps no witness (a long sequence's would be as long as the sequence)."""
+    i = bisect_right(rows.starts, p) - 1
+    inside = i >= 0 and p < rows.starts[i] + rows.blocks[i].shape[0]
+    lo = max(0, (rows.starts[i] if inside else p) - 1)
+    hi = min(rows.n, (rows.starts[i] + rows.blocks[i].shape[0] if inside else p + 1) + 1)
+    q = rows.rows(lo, hi)
+    r = leakage_segment(chain, q, p - lo)
+    _, ok = verify(chain, q, (p - lo,), eps, worst=r)
+    if not ok:
+        raise PrivacyCheckError(f"the design for {rows.n} records leaks {r.leakage:.12g} > eps={eps:.12g} about "
+                                f"record {p + 1}")
+    return replace(r, p=p, witness=np.zeros(0, dtype=np.int64))
 
 
 def _kreach(plan: _KPlan) -> int:
     """How far from its nearest private record a design of the plan may redact (:func:`~redactopt.release.zones.reach`)."""
     blocks = []
     for (m, priv), d in zip(plan.keys, plan.mechs):
-        rows = np.flatnonzero(d["q"].max(axis=1) > 0.0)
+        sparse = d["rows"]
+        rows = np.concatenate([s + np.flatnonzero(b.max(axis=1) > 0.0) for s, b in zip(sparse.starts, sparse.blocks)]
+                              or [np.zeros(0, dtype=np.int64)])
         runs = np.split(rows, np.flatnonzero(np.diff(rows) > 1) + 1) if rows.size else []
         blocks.append(([(int(r[0]), int(r[-1])) for r in runs], list(priv)))
     return reach(blocks)
