@@ -381,3 +381,17 @@ def test_cli_fit_unknown_column_and_unreadable_files(tmp_path, run, capsys):
     unknown.write_text("x")
     assert run(["fit", str(unknown), "--column", "occ"]) == 2
     assert "unknown table format" in capsys.readouterr().err
+
+
+def test_fit_with_states_matches_numbers_by_value():
+    """``states=[1, 2]`` on float data: 1.0 is the state 1 (the values' text "1.0" alone would not be).
+    Counted by hand: 1,2,1,1,2,2,1 has 1->1 once, 1->2 twice, 2->1 twice, 2->2 once."""
+    import redactopt
+
+    f = redactopt.fit(np.array([1.0, 2.0, 1.0, 1.0, 2.0, 2.0, 1.0]), states=[1, 2])
+    assert f.chain.labels == ("1", "2") and f.counts.tolist() == [[1, 2], [2, 1]]
+    assert redactopt.fit(np.array([1, 2, 1, 1, 2, 2, 1]), states=[1, 2]).counts.tolist() == [[1, 2], [2, 1]]
+    with pytest.raises(ValueError, match="value '2.5' is not one of the states"):
+        redactopt.fit(np.array([1.0, 2.5]), states=[1, 2])
+    with pytest.raises(ValueError, match="value 'True' is not one of the states"):
+        redactopt.fit([True, False, True], states=[1, 0])  # a boolean is not taken for a number here

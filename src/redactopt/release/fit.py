@@ -748,8 +748,29 @@ def fit(sequences: object, *, states: Sequence[object] | None = None, confidence
             return fit_chain(seqs, confidence=confidence, **options)
     items = list(sequences)  # type: ignore[call-overload]
     one = all(np.ndim(v) == 0 for v in items)  # one sequence of values, as in _as_sequences
-    return fit_sequences([items] if one else items, confidence=confidence,
+    seqs = [items] if one else items
+    if states is not None:
+        seqs = [_as_states(seq, states) for seq in seqs]
+    return fit_sequences(seqs, confidence=confidence,
                          labels=None if states is None else [str(v) for v in states], **options)
+
+
+def _as_states(values: Iterable[object], states: Sequence[object]) -> list[object]:
+    """The values as the given states' texts where they equal a state written otherwise (the number 1.0 is
+    the state ``1``); any other value is left as it is (and refused by the fit if it is no state)."""
+    texts = {str(s) for s in states}
+    numbers: dict[float, str] = {}
+    for s in states:
+        if isinstance(s, (int, float, np.integer, np.floating)) and not isinstance(s, (bool, np.bool_)):
+            numbers.setdefault(float(s), str(s))
+    out: list[object] = []
+    for v in values:
+        if str(v) in texts or not numbers or isinstance(v, (bool, np.bool_)) \
+                or not isinstance(v, (int, float, np.integer, np.floating)):
+            out.append(v)
+        else:
+            out.append(numbers.get(float(v), v))
+    return out
 
 
 def _as_sequences_or_none(sequences: object) -> list[np.ndarray] | None:
