@@ -24,28 +24,7 @@ from redactopt.model.chain import Chain
 from redactopt.release.apply import apply_table
 from redactopt.release.kapply import kapply_frame, kapply_table
 
-CHAIN = Chain([[0.7, 0.3, 0.0], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]], labels=("home", "work", "shop"))
-LENGTHS = {"ann": 6, "bob": 6, "cy": 5, "dee": 7, "eve": 6}
-PRIVATE = {"ann": [2], "bob": [2], "cy": [], "dee": [1, 5], "eve": [4]}
-
-
-def _table(rng, lengths=LENGTHS, private=PRIVATE, chain=CHAIN) -> pd.DataFrame:
-    """Sequences sampled from ``chain``, rows interleaved (each sequence keeps its order)."""
-    rows = []
-    for pid, n in lengths.items():
-        x = int(rng.choice(chain.k, p=chain.stationary))
-        for t in range(n):
-            rows.append({"person": pid, "t": t, "place": chain.labels[x], "hide": int(t in private.get(pid, []))})
-            x = int(rng.choice(chain.k, p=chain.transition[x]))
-    df = pd.DataFrame(rows).sample(frac=1.0, random_state=int(rng.integers(1 << 30)))
-    return df.sort_values("t", kind="stable").reset_index(drop=True)
-
-
-def _dense(mech: dict) -> np.ndarray:
-    q = np.zeros((mech["n"], len(mech["states"])))
-    for b in mech["blocks"]:
-        q[b["start"] - 1 : b["start"] - 1 + len(b["redact_prob"])] = b["redact_prob"]
-    return q
+from test_kapply_by import CHAIN, LENGTHS, PRIVATE, _dense, _table  # noqa: E402  (the same sampled tables)
 
 
 def _same_report(a: dict, b: dict) -> None:
@@ -56,7 +35,7 @@ def _same_report(a: dict, b: dict) -> None:
 
 @pytest.mark.parametrize("chunk_rows", [1, 4, 1000])
 def test_each_sequence_private_by_brute_force_and_bytes_kept(tmp_path, rng, chunk_rows):
-    df = _table(rng)
+    df = _table(rng, LENGTHS, PRIVATE)
     src = tmp_path / "in.csv"
     df.to_csv(src, index=False)
     out = tmp_path / "out.csv"
@@ -180,7 +159,7 @@ def test_too_many_values_is_one_message(tmp_path):
 
 
 def test_cli_streams_with_chunk_rows_and_standard_output(run, tmp_path, capsys, rng):
-    df = _table(rng)
+    df = _table(rng, LENGTHS, PRIVATE)
     df.to_csv(tmp_path / "in.csv", index=False)
     (tmp_path / "P.json").write_text(json.dumps(CHAIN.to_dict()))
     base = ["apply", str(tmp_path / "in.csv"), "--column", "place", "--transition", str(tmp_path / "P.json"),

@@ -260,10 +260,9 @@ def apply_dask(
     output, dropped = plan_output(first, column=column, by=by, order_by=None, private_column=private_column,
                                   keep=keep, rows=state.rows)
     bits = bit_source(seed)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
-    os.chmod(tmp, new_file_mode(directory=True))  # mkdtemp's 0700 would outlive the rename
     t0 = time.perf_counter()
-    try:
+
+    def write(tmp: Path) -> dict[str, Any]:
         redacted = _write_partitions(dask, parts, scans, spans, tmp, column, by, Redactor(plan, bits), state, output)
         rep, rows = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
             "input": str(source), "output": str(dst), "column": column, "by": by,
@@ -274,6 +273,18 @@ def apply_dask(
         rep["apply_seconds"] = time.perf_counter() - t0
         if rep_path is not None:
             rep = write_report(report, rep, rows=rows, force=force)  # type: ignore[arg-type]
+        return rep
+
+    return _into_folder(dst, write)
+
+
+def _into_folder(dst: Path, write: Any) -> dict[str, Any]:
+    """``write(folder)`` into a temporary folder beside ``dst``, renamed into place when it returns (removed if
+    it raises); its result."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
+    os.chmod(tmp, new_file_mode(directory=True))  # mkdtemp's 0700 would outlive the rename
+    try:
+        rep = write(tmp)
         _replace_folder(tmp, dst)
     except BaseException:
         if tmp.exists():
@@ -335,9 +346,8 @@ def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any,
     starts = np.cumsum([0] + [s.rows for s, _, _, _ in scans])
     private_rows = [p + 1 for p in sorted(set(private))] if private is not None else \
         sorted(int(starts[i] + r + 1) for i, (_, _, _, rows) in enumerate(scans) for r in rows.tolist())
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
-    os.chmod(tmp, new_file_mode(directory=True))  # mkdtemp's 0700 would outlive the rename
-    try:
+
+    def write(tmp: Path) -> dict[str, Any]:
         redacted = _write_partitions(dask, parts, [(s, b) for s, b, _, _ in scans], spans, tmp, column, by,
                                      Redactor(kplan.release, bit_source(seed)), state, output, codec)
         rep = states_report(kplan, state, redacted, private_rows, seed=seed, codec=codec, by=by, output=output,
@@ -347,12 +357,9 @@ def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any,
                "partitions": len(parts), **rep}
         if rep_path is not None:
             write_json_atomic(report, rep, force=force)
-        _replace_folder(tmp, dst)
-    except BaseException:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        raise
-    return rep
+        return rep
+
+    return _into_folder(dst, write)
 
 
 def _check_dataset(source: Any, dest: Any, report: Any, **checks: Any) -> tuple[str, list[Partition], Path,

@@ -71,7 +71,8 @@ def _scan_states(reader: Any, codec: StatesCodec, *, by: str | None, private_col
 
 
 def protected_columns(reader: Any, column: str | None, protect: Any, bins: Any) -> tuple[list[str], dict[str, Bins]]:
-    """The protected columns (``column`` or ``protect``, exactly one) and the bins, checked against the table."""
+    """The protected columns (``column`` or ``protect``, exactly one) and the bins, checked against the table
+    (``reader.require(*names)`` raises for a column the table lacks)."""
     if (column is None) == (protect is None):
         raise ValueError("give exactly one of column= and protect= (--column, --protect)")
     cols = [column] if column is not None else parse_columns(protect, "--protect")

@@ -27,7 +27,7 @@ from redactopt.io import check_input_path, new_file_mode, write_json_atomic
 from redactopt.model.chain import Chain as KChain
 from redactopt.release.apply import check_release_paths
 from redactopt.release.codec import MAX_STATES, TUPLE_SEP
-from redactopt.release.columns import Bins, output_columns, parse_bins, parse_columns, read_kind
+from redactopt.release.columns import Bins, output_columns, read_kind
 from redactopt.release.disclosure import Disclosure
 from redactopt.release.fit import ChainFit, fit_sequences
 from redactopt.release.fitplan import fit_outside
@@ -291,20 +291,18 @@ def describe_columns(rep: dict, table: pd.DataFrame, labels: Any, state_idx: np.
 
 def _protected_columns(table: pd.DataFrame, column: str | None, protect: Any, bins: Any,
                        ) -> tuple[list[str], dict[str, Bins]]:
-    """The protected columns (``column`` or ``protect``, exactly one) and the bins, checked against the table."""
-    if (column is None) == (protect is None):
-        raise ValueError("give exactly one of column= and protect= (--column, --protect)")
-    cols = [column] if column is not None else parse_columns(protect, "--protect")
-    if not cols:
-        raise ValueError("--protect: no column named")
-    bins_ = bins if isinstance(bins, dict) else parse_bins(bins)
-    for c in list(cols) + list(bins_):
-        if c not in table.columns:
-            raise ValueError(f"column {c!r} not found; the columns are {list(map(str, table.columns))}")
-    for c in bins_:
-        if c not in cols:
-            raise ValueError(f"--bin {c}: the column is not protected (name it in --protect or --column)")
-    return cols, bins_
+    """The protected columns (``column`` or ``protect``, exactly one) and the bins, checked against the table
+    (:func:`redactopt.release.states.protected_columns`, naming a missing column as a DataFrame's check does)."""
+    from redactopt.release.states import protected_columns  # builds on this module's callers
+
+    class _Columns:
+        @staticmethod
+        def require(*names: Any) -> None:
+            for c in names:
+                if c not in table.columns:
+                    raise ValueError(f"column {c!r} not found; the columns are {list(map(str, table.columns))}")
+
+    return protected_columns(_Columns, column, protect, bins)
 
 
 def _kplan_zones(codes: np.ndarray, labels_all: list[str], seqs: list[tuple[Any, np.ndarray]],
