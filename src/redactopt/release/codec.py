@@ -157,7 +157,9 @@ class StatesCodec:
         return len(self.columns) == 1 and not self.bins
 
     def _column_codes(self, chunk: Chunk, c: str, where: str) -> tuple[np.ndarray, list[str]]:
-        col = chunk.column(c)
+        # a DataFrame's column as it is (a column of mixed Python objects has no Arrow type; its values' texts
+        # are the states all the same)
+        col = chunk.frame[c] if isinstance(chunk.frame, pd.DataFrame) else chunk.column(c)
         if c in self.bins:
             b = self.bins[c]
             return b.codes(col, where, first_row=chunk.first_row), b.labels

@@ -56,7 +56,7 @@ __all__ = ["kapply_frame", "kapply_table", "kdesign_release", "kplan_of", "seque
 
 #: Names this module served before the in-memory table code moved (:mod:`redactopt.release.table_release`).
 _MOVED = ("write_release", "read_table", "release_file", "prepare_table", "PreparedTable", "plan_chain",
-          "describe_columns", "StateSpace", "protected_states")
+          "describe_columns")
 
 
 def __getattr__(name: str) -> Any:

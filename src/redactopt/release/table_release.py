@@ -12,7 +12,6 @@ together — do not come here: they stream (:mod:`redactopt.release.apply`,
 from __future__ import annotations
 
 import io
-import itertools
 import os
 import tempfile
 from dataclasses import dataclass
@@ -26,18 +25,18 @@ from redactopt._validate import check_eps, check_positions
 from redactopt.io import check_input_path, new_file_mode, write_json_atomic
 from redactopt.model.chain import Chain as KChain
 from redactopt.release.apply import check_release_paths
-from redactopt.release.codec import MAX_STATES, TUPLE_SEP
-from redactopt.release.columns import Bins, output_columns, read_kind
+from redactopt.release.codec import StatesCodec
+from redactopt.release.columns import Bins, output_columns
 from redactopt.release.disclosure import Disclosure
-from redactopt.release.fit import ChainFit, fit_sequences
+from redactopt.release.fit import ChainFit
 from redactopt.release.fitplan import fit_outside
 from redactopt.release.kapply import ORDER_TEST_MAX_STATES, _kreach
 from redactopt.release.order import order_frame, order_keys
-from redactopt.release.tables import compression_suffix, csv_delimiter, open_binary, table_format
-from redactopt.release.zones import Outside, PrivateIndex, ZoneTally, choose_zone
+from redactopt.release.tables import Chunk, MemoryReader, compression_suffix, csv_delimiter, open_binary, table_format
+from redactopt.release.zones import PrivateIndex, ZoneTally, choose_zone
 
 __all__ = ["prepare_table", "PreparedTable", "plan_chain", "describe_columns", "release_file", "read_table",
-           "write_release", "StateSpace", "protected_states"]
+           "write_release"]
 
 
 def _complete_column(table: pd.DataFrame, name: str) -> pd.Series:
@@ -99,63 +98,6 @@ def _private_flags(table: pd.DataFrame, private: object, private_column: str | N
 
 
 
-@dataclass(frozen=True)
-class StateSpace:
-    """The protected values of every row and where the states of their chain come from.
-
-    ``texts[c]``: the text of column ``c`` on every row (its bin for a binned column);
-    ``fixed[c]``: the column's values known without reading the data — a binned column's bins, a
-    0/1 column's two values, a pandas categorical's categories — or ``None``: its values are the
-    ones the fitted rows show (in order of first appearance there).  A state is the tuple of the
-    protected columns' values (text joined by :data:`TUPLE_SEP`); the states of a fitted chain are
-    every tuple of the columns' values (:meth:`labels`).
-    """
-
-    columns: list[str]
-    texts: dict[str, np.ndarray]
-    fixed: dict[str, list[str] | None]
-
-    def row_states(self) -> np.ndarray:
-        parts = [self.texts[c] for c in self.columns]
-        return parts[0] if len(parts) == 1 else np.array([TUPLE_SEP.join(t) for t in zip(*parts)], dtype=object)
-
-    def labels(self, seen: dict[str, list[str]]) -> list[str]:
-        """Every state: the tuples of each column's fixed values, or of the values in ``seen``."""
-        alphabets = [self.fixed[c] if self.fixed[c] is not None else seen[c] for c in self.columns]
-        size = int(np.prod([len(a) for a in alphabets]))
-        if size > MAX_STATES:
-            raise ValueError(f"the protected column(s) {', '.join(self.columns)} make {size} states (more than "
-                             f"{MAX_STATES}): bin numeric columns coarser (--bin) or protect fewer columns")
-        return [TUPLE_SEP.join(t) for t in itertools.product(*alphabets)]
-
-
-def protected_states(table: pd.DataFrame, protect: list[str], bins: dict[str, Bins],
-                     ) -> tuple[StateSpace, dict[str, pd.Series]]:
-    """The :class:`StateSpace` of the protected columns and the values written for each (a binned one:
-    its bins).  A continuous column (numbers with a fractional part) must be binned (``--bin``)."""
-    texts, fixed, written = {}, {}, {}
-    for c in protect:
-        col = _complete_column(table, c)
-        if c in bins:
-            lab = pd.Series(bins[c].apply(col, where="table"), index=col.index)
-            texts[c], fixed[c], written[c] = lab.astype(str).to_numpy(dtype=object), bins[c].labels, lab
-            continue
-        kind, num = read_kind(col)
-        if kind == "number" and num is not None and not np.all(np.floor(num) == num):
-            i = int(np.flatnonzero(np.floor(num) != num)[0])
-            raise ValueError(f"column {c!r} is continuous (row {i + 1}: {col.iloc[i]!r}); protect it in categories: "
-                             f"--bin {c}:EDGE[,EDGE...]")
-        text = np.array([str(v) for v in col.tolist()], dtype=object)
-        if isinstance(col.dtype, pd.CategoricalDtype):
-            fixed[c] = [str(v) for v in col.cat.categories]
-        elif pd.api.types.is_bool_dtype(col.dtype):
-            fixed[c] = ["False", "True"]
-        else:
-            fixed[c] = ["0", "1"] if set(np.unique(text).tolist()) <= {"0", "1"} else None
-        texts[c], written[c] = text, col
-    return StateSpace(list(protect), texts, fixed), written
-
-
 def _ordered_sequences(table: pd.DataFrame, by: str | None, order_by: str | None) -> list[tuple[Any, np.ndarray]]:
     """:func:`_sequences`, each sequence's rows sorted by ``order_by`` (:mod:`redactopt.release.order`)."""
     seqs = _sequences(table, by)
@@ -170,29 +112,14 @@ def _ordered_sequences(table: pd.DataFrame, by: str | None, order_by: str | None
     return [(sid, rows) for (sid, _), rows in zip(seqs, np.split(perm, bounds))]
 
 
-def _seen_values(space: StateSpace, rows: np.ndarray) -> dict[str, list[str]]:
-    """Each column's values on the given rows, in order of first appearance."""
-    return {c: list(dict.fromkeys(space.texts[c][rows].tolist())) for c in space.columns}
-
-
-def _kfit_outside(out: Outside, space: StateSpace, first_row: np.ndarray, labels_all: list[str], sequences: int,
-                  **fit_kw: Any) -> ChainFit:
-    """The k-state fit of the rows outside a zone: the states of :meth:`StateSpace.labels` (the values the
-    rows show, where a column's are not fixed) and their transition counts."""
-    seen = out.states  # row states present outside, in order of first appearance there
-    labels = space.labels(_seen_values(space, first_row[seen]))
-    return fit_outside(out, labels, labels_all, sequences, **fit_kw)
-
-
 def _kfit_on(table: pd.DataFrame, protect: list[str], bins: dict[str, Bins], by: str | None,
              order_by: str | None, **fit_kw: Any) -> ChainFit:
-    """The k-state fit of a separate, public table (``fit_on``): its sequences, ``by``/``order_by`` where it has them."""
-    space, _ = protected_states(table, protect, bins)
-    states = space.row_states()
-    seqs = _ordered_sequences(table, by if by in table.columns else None,
-                              order_by if order_by in table.columns else None)
-    labels = space.labels(_seen_values(space, np.arange(len(table))))
-    return fit_sequences([states[rows].tolist() for _, rows in seqs], labels=labels, **fit_kw)
+    """The k-state fit of a separate, public table (``fit_on``): its sequences, ``by``/``order_by`` where it
+    has them (:func:`redactopt.release.states.fit_states_on`)."""
+    from redactopt.release.states import fit_states_on  # builds on this module's callers
+
+    return fit_states_on(MemoryReader(table, label="<table>"), columns=protect, bins=bins, by=by,
+                         order_by=order_by, **fit_kw)
 
 
 @dataclass(frozen=True)
@@ -211,12 +138,11 @@ class PreparedTable:
     written_cols: list[str]
     kept: list[str]
     flags: np.ndarray
-    space: Any
+    codec: StatesCodec
     values_out: Any
     seqs: list[tuple[Any, np.ndarray]]
     codes: np.ndarray
     labels: list[str]
-    first_row: np.ndarray
     privs: list[tuple[int, ...]]
 
 
@@ -243,12 +169,17 @@ def prepare_table(table: pd.DataFrame, *, column: str | None, protect: Any, bins
     written_cols, kept = output_columns(list(map(str, table.columns)), protected=cols, by=by, order_by=order_by,
                                         private_column=private_column, keep=keep)
     flags = _private_flags(table, private, private_column, by)
-    space, values_out = protected_states(table, cols, bins_)
+    for c in cols:
+        _complete_column(table, c)
+    codec = StatesCodec(cols, bins=bins_, empty_is_missing=False)  # the states of every release's codec
+    codes = codec.values(Chunk(1, table[cols]), "table")
+    codec.freeze()
+    values_out = {c: pd.Series(bins_[c].apply(table[c], where="table"), index=table.index) if c in bins_
+                  else table[c] for c in cols}
     seqs = _ordered_sequences(table, by, order_by)
-    codes, uniq = pd.factorize(pd.Series(space.row_states()), sort=False)
-    return PreparedTable(table, eps, cols, bins_, by, order_by, written_cols, kept, flags, space, values_out, seqs,
-                         codes, [str(u) for u in uniq], np.unique(codes, return_index=True)[1],  # a row per state
-                         [tuple(int(i) for i in np.flatnonzero(flags[rows])) for _, rows in seqs])
+    return PreparedTable(table, eps, cols, bins_, by, order_by, written_cols, kept, flags, codec, values_out, seqs,
+                         codes, list(codec.labels), [tuple(int(i) for i in np.flatnonzero(flags[rows]))
+                                                     for _, rows in seqs])
 
 
 def plan_chain(prep: PreparedTable, plan_for: Any, *, chain: KChain | None, fit_on: pd.DataFrame | None,
@@ -265,8 +196,8 @@ def plan_chain(prep: PreparedTable, plan_for: Any, *, chain: KChain | None, fit_
         return plan_for(fitted), {"source": "fit-on", "table": "<table>", "rows": fitted.records,
                                   "transitions": int(fitted.counts.sum()), "sequences": fitted.sequences}
     return _kplan_zones(prep.codes, prep.labels, prep.seqs, prep.privs, plan_for,
-                        lambda out: _kfit_outside(out, prep.space, prep.first_row, prep.labels, len(prep.seqs),
-                                                  **fit_kw), reach_of=reach_of or _kreach)
+                        lambda out: fit_outside(out, prep.codec.fit_labels(out.states), prep.labels, len(prep.seqs),
+                                                **fit_kw), reach_of=reach_of or _kreach)
 
 
 def describe_columns(rep: dict, table: pd.DataFrame, labels: Any, state_idx: np.ndarray, mask: np.ndarray, *,
