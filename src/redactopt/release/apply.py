@@ -157,7 +157,7 @@ def scan(reader: Any, *, column: str, by: str | None = None, private_column: str
     transitions by their distance to the private records (:class:`~redactopt.release.zones.ZoneTally`),
     stored as the scan state's ``tally``, so that fitting needs no second pass.  ``codec``
     reads the protected column (:mod:`redactopt.release.codec`; default: a 0/1 column); a
-    :class:`~redactopt.release.codec.StatesCodec` learns its labels here and is frozen after.
+    :class:`~redactopt.release.codec.StatesCodec` learns its labels here (the caller freezes it).
     ``private_rows`` (a list): receives the 1-based rows flagged by ``private_column``, per chunk.
     """
     codec = BinaryCodec(column) if codec is None else codec
@@ -177,8 +177,6 @@ def scan(reader: Any, *, column: str, by: str | None = None, private_column: str
         state, tally = _scan(reader, binary=binary, private_rows=rows, **kw)
     if private_rows is not None:
         private_rows.extend(rows)
-    if not codec.binary:
-        codec.freeze()
     state.tally = tally
     return state, binary
 
@@ -279,10 +277,12 @@ def redacted_rows(reader: Any, redactor: Redactor, index: SequenceIndex, *, colu
 
 
 def tally_zones(reader: Any, index: SequenceIndex, private: PrivateIndex, span: Span, *, column: str,
-                by: str | None, binary: tuple[str, ...] = (), codec: Any = None) -> ZoneTally:
+                by: str | None, binary: tuple[str, ...] = (), codec: Any = None, first_row: int = 0) -> ZoneTally:
     """The transitions of the rows of ``reader`` (in sequence order) by their distance to the private
     records (:class:`~redactopt.release.zones.ZoneTally`; reads ``column`` and ``by`` only), in the
-    scan's state codes (``codec``, default a 0/1 column)."""
+    scan's state codes (``codec``, default a 0/1 column); ``first_row``: the number of the reader's
+    first row among all rows (a partition of a dataset starts later), so that "first seen" is the
+    dataset's."""
     codec = BinaryCodec(column) if codec is None else codec
     k = span.start.shape[0]
     states = codec.k
@@ -290,7 +290,7 @@ def tally_zones(reader: Any, index: SequenceIndex, private: PrivateIndex, span: 
     counter = span.start.copy()
     tally = ZoneTally(states, k, triples)
     where = reader.label
-    row = 0
+    row = first_row
     for chunk in reader.chunks(_columns_needed(codec.columns, by, None), binary=binary):
         values = codec.values(chunk, where, binary)
         codes = np.zeros(len(chunk), dtype=np.int64) if by is None else index.codes(ids_of(chunk, by, where), where)

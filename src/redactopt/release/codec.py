@@ -115,20 +115,21 @@ class StatesCodec:
     part) must be binned: refused, naming a row, when the scan ends.
 
     :meth:`fit_labels` gives the states of a fitted chain: per column its values known without the
-    data — its bins, a categorical column's categories, ``False``/``True`` for a boolean column,
+    fitted rows — its bins, ``False``/``True`` for a column of those values (a boolean column),
     ``0``/``1`` for a column of 0s and 1s — or else the values the fitted rows show, in order of first
-    appearance there; the states are every tuple of them.
+    appearance there; the states are every tuple of them.  An empty value is a missing one (an
+    error naming its row) in every format, and with several columns no value may hold
+    :data:`TUPLE_SEP`.
     """
 
     binary = False
 
     def __init__(self, columns: str | list[str], labels: list[str] | None = None, *,
-                 bins: dict[str, Any] | None = None, empty_is_missing: bool = True) -> None:
+                 bins: dict[str, Any] | None = None) -> None:
         self.columns = [columns] if isinstance(columns, str) else list(columns)
         #: how messages and the report name the protected column(s)
         self.column = TUPLE_SEP.join(self.columns)
         self.bins = dict(bins or {})
-        self.empty_is_missing = empty_is_missing
         self._given = None if labels is None else [str(v) for v in labels]
         self.state_of: np.ndarray | None = None  # the chain's state of each label (-1: none)
         self.designed: np.ndarray | None = None  # per sequence code: it has private records
@@ -142,10 +143,10 @@ class StatesCodec:
         one = len(self.columns) == 1
         self.parts: list[tuple[str, ...]] = [(v,) if one else tuple(v.split(TUPLE_SEP)) for v in self.labels]
         self.fixed = False
-        self.text = {c: TextStates(empty_is_missing=self.empty_is_missing) for c in self.columns if c not in self.bins}
+        # an empty value is missing whatever the format (written to CSV it would be an empty field, which is ⊥)
+        self.text = {c: TextStates(empty_is_missing=True) for c in self.columns if c not in self.bins}
         self.first_rows: dict[str, list[int]] = {c: [] for c in self.text}  # the first row of each value
-        self.boolean = {c: True for c in self.text}  # every chunk so far of a boolean type
-        self.categories: dict[str, list[str] | None] = {c: None for c in self.text}
+        self.state_rows: list[int] = [0] * len(self.labels)  # the first row of each state (0: a given state)
 
     @property
     def k(self) -> int:
@@ -153,8 +154,11 @@ class StatesCodec:
 
     @property
     def splices(self) -> bool:
-        """Whether a CSV release may copy the input's bytes (one column, written as read)."""
-        return len(self.columns) == 1 and not self.bins
+        """Whether a CSV release may copy the input's bytes: one column, written as read, and every value
+        of it a state of the chain (a splice reads only the rows it may redact, so a value the chain
+        lacks must be looked for by a pass that reads every row)."""
+        return (len(self.columns) == 1 and not self.bins
+                and (self.state_of is None or bool((self.state_of >= 0).all())))
 
     def _column_codes(self, chunk: Chunk, c: str, where: str) -> tuple[np.ndarray, list[str]]:
         # a DataFrame's column as it is (a column of mixed Python objects has no Arrow type; its values' texts
@@ -163,21 +167,16 @@ class StatesCodec:
         if c in self.bins:
             b = self.bins[c]
             return b.codes(col, where, first_row=chunk.first_row), b.labels
-        typ = getattr(col, "type", None)
-        dtype = getattr(col, "dtype", None)
-        is_bool = (typ is not None and pa.types.is_boolean(typ)) or dtype == np.dtype(bool)
-        self.boolean[c] = self.boolean[c] and is_bool
-        if isinstance(dtype, pd.CategoricalDtype):
-            self.categories[c] = [str(v) for v in dtype.categories]
-        elif typ is not None and pa.types.is_dictionary(typ):
-            dictionary = (col.chunks[0] if isinstance(col, pa.ChunkedArray) and col.num_chunks else col).dictionary
-            self.categories[c] = list(dict.fromkeys((self.categories[c] or []) +
-                                                    [str(v) for v in dictionary.to_pylist()]))
         coder = self.text[c]
         before = len(coder.labels)
         codes = coder.codes(col, column=c, first_row=chunk.first_row, where=where)
         for j in range(before, len(coder.labels)):
-            self.first_rows[c].append(chunk.first_row + int(np.argmax(codes == j)))
+            row = chunk.first_row + int(np.argmax(codes == j))
+            if len(self.columns) > 1 and TUPLE_SEP in coder.labels[j]:
+                raise ValueError(f"{where}: row {row}, column '{c}': value {coder.labels[j]!r} holds {TUPLE_SEP!r}, "
+                                 f"which joins the values of columns protected together; with --protect no value "
+                                 f"may hold it (two tuples would be one state)")
+            self.first_rows[c].append(row)
         return codes, coder.labels
 
     def values(self, chunk: Chunk, where: str, binary: tuple[str, ...] = ()) -> np.ndarray:
@@ -205,37 +204,38 @@ class StatesCodec:
                                      "the first pass (the input changed while it was being read)")
                 if len(self.labels) >= MAX_STATES:
                     self._check_continuous()  # the likelier cause: a column of measurements
-                    what = "distinct values" if len(self.columns) == 1 else "distinct tuples of values"
-                    raise ValueError(f"{where}: row {row}, column '{self.column}': more than {MAX_STATES} {what}; a "
-                                     f"categorical release has at most that many states (bin numeric columns "
-                                     "coarser: --bin, or protect fewer columns)")
-                self.index[text] = len(self.labels)
-                self.labels.append(text)
-                self.parts.append(parts)
+                    self._too_many(where, row)
+                self._add(text, parts, row)
             state[j] = self.index[text]
         return state[inv]
 
-    def absorb(self, other: "StatesCodec") -> np.ndarray:
-        """Take in the states another scan learnt (a later partition of a dataset), in its order of first
-        appearance; returns the code here of each of its states (:meth:`ScanState.relabel
-        <redactopt.release.data.ScanState.relabel>`)."""
-        for text, parts in zip(other.labels, other.parts):
+    def _add(self, text: str, parts: tuple[str, ...], row: int) -> None:
+        self.index[text] = len(self.labels)
+        self.labels.append(text)
+        self.parts.append(parts)
+        self.state_rows.append(row)
+
+    def _too_many(self, where: str, row: int) -> None:
+        what = "distinct values" if len(self.columns) == 1 else "distinct tuples of values"
+        raise ValueError(f"{where}: row {row}, column '{self.column}': more than {MAX_STATES} {what}; a categorical "
+                         "release has at most that many states (bin numeric columns coarser: --bin, or protect "
+                         "fewer columns)")
+
+    def absorb(self, other: "StatesCodec", offset: int = 0, where: str = "") -> np.ndarray:
+        """Take in the states another scan learnt (a later partition of a dataset, whose row ``r`` is row
+        ``r + offset`` here), in its order of first appearance; returns the code here of each of its
+        states (:meth:`ScanState.relabel <redactopt.release.data.ScanState.relabel>`)."""
+        for text, parts, row in zip(other.labels, other.parts, other.state_rows):
             if text not in self.index:
                 if len(self.labels) >= MAX_STATES:
-                    raise ValueError(f"column '{self.column}': more than {MAX_STATES} distinct values; a categorical "
-                                     "release has at most that many states")
-                self.index[text] = len(self.labels)
-                self.labels.append(text)
-                self.parts.append(parts)
+                    self._too_many(where, row + offset)
+                self._add(text, parts, row + offset)
         for c, mine in self.text.items():
             for v, r in zip(other.text[c].labels, other.first_rows[c]):
                 if v not in mine.index:
                     mine.index[v] = len(mine.labels)
                     mine.labels.append(v)
-                    self.first_rows[c].append(r)
-            self.boolean[c] = self.boolean[c] and other.boolean[c]
-            if other.categories[c] is not None:
-                self.categories[c] = list(dict.fromkeys((self.categories[c] or []) + other.categories[c]))
+                    self.first_rows[c].append(r + offset)
         return np.array([self.index[t] for t in other.labels], dtype=np.int64)
 
     def freeze(self) -> None:
@@ -257,15 +257,18 @@ class StatesCodec:
                                  f"protect it in categories: --bin {c}:EDGE[,EDGE...]")
 
     def alphabet(self, c: str) -> list[str] | None:
-        """The values of column ``c`` known without the fitted rows (class docstring), or ``None``."""
+        """The values of column ``c`` known without the fitted rows (class docstring), or ``None``.
+
+        Decided by the values alone, never by the column's type, so that the same rows give the same
+        release from CSV (text), Parquet (typed) or a DataFrame: a boolean column and a text column of
+        ``False``/``True`` alike; a categorical column's categories are its values seen (an unused
+        category is no state)."""
         if c in self.bins:
             return list(self.bins[c].labels)
-        if self.categories[c] is not None:
-            return list(self.categories[c])
-        values = self.text[c].labels
-        if self.boolean[c] and set(values) <= {"False", "True"}:
+        values = set(self.text[c].labels)
+        if values <= {"False", "True"}:
             return ["False", "True"]
-        if set(values) <= {"0", "1"}:
+        if values <= {"0", "1"}:
             return ["0", "1"]
         return None
 

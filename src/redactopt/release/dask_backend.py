@@ -142,23 +142,25 @@ def _scan_partition(part: Partition, column: str, by: str | None,
 
 def _scan_states_partition(part: Partition, columns: list[str], bins: dict, by: str | None,
                            private_column: str | None, labels: list[str] | None,
-                           ) -> tuple[ScanState, tuple[str, ...], StatesCodec, np.ndarray]:
+                           ) -> tuple[ScanState, tuple[str, ...], StatesCodec, np.ndarray, int]:
     """The scan of a partition of the protected column(s), in its own labels (``labels``: a given chain's
-    states first), and its private rows (0-based within the partition)."""
+    states first), its private rows (0-based within the partition) and the number its reader gives its
+    first row."""
     reader = _reader(part)
-    codec = StatesCodec(columns, labels, bins=bins, empty_is_missing=reader.format == "csv")
+    codec = StatesCodec(columns, labels, bins=bins)
     flagged: list = []
     state, binary = scan(reader, column=codec.column, by=by, private_column=private_column, codec=codec,
                          private_rows=flagged)
     first = 1 if reader.format == "csv" else 1 + sum(
         pq.ParquetFile(part[0]).metadata.row_group(g).num_rows for g in range(part[1][0] if part[1] else 0))
     rows = np.concatenate(flagged) - first if flagged else np.zeros(0, dtype=np.int64)
-    return state, binary, codec, rows
+    return state, binary, codec, rows, first
 
 
 def _tally_partition(part: Partition, column: str, by: str | None, index: SequenceIndex, private: PrivateIndex,
-                     span: Span, binary: tuple[str, ...], codec: Any = None) -> ZoneTally:
-    return tally_zones(_reader(part), index, private, span, column=column, by=by, binary=binary, codec=codec)
+                     span: Span, binary: tuple[str, ...], codec: Any = None, first_row: int = 0) -> ZoneTally:
+    return tally_zones(_reader(part), index, private, span, column=column, by=by, binary=binary, codec=codec,
+                       first_row=first_row)
 
 
 def _write_partition(part: Partition, i: int, folder: str, column: str, by: str | None, redactor: Redactor,
@@ -304,11 +306,17 @@ def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any,
     given = None if chain is None else [str(s) for s in chain.labels]
     scans = dask.compute(*[dask.delayed(_scan_states_partition)(p, columns, bins, by, private_column, given)
                            for p in parts])
-    codec = StatesCodec(columns, given, bins=bins, empty_is_missing=fmt == "csv")
+    codec = StatesCodec(columns, given, bins=bins)
     column = codec.column
-    moved = [codec.absorb(c) for _, _, c, _ in scans]  # the dataset's states: first appearance, partition by partition
-    codec.freeze()
-    state, spans = _merged_scans([(s.relabel(to, codec.k), b) for (s, b, _, _), to in zip(scans, moved)])
+    starts = np.cumsum([0] + [s.rows for s, _, _, _, _ in scans])
+    # the dataset's states: in order of first appearance, partition by partition (rows named as the dataset's)
+    moved = [codec.absorb(c, offset=int(starts[i]) - (first - 1), where=str(source))
+             for i, (_, _, c, _, first) in enumerate(scans)]
+    try:
+        codec.freeze()
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc} (rows counted through the dataset)") from None
+    state, spans = _merged_scans([(s.relabel(to, codec.k), b) for (s, b, _, _, _), to in zip(scans, moved)])
     k = codec.k
     if state.rows == 0:
         raise ValueError(f"{source}: the dataset has no data rows")
@@ -323,7 +331,8 @@ def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any,
 
     def tally(private_index: PrivateIndex) -> ZoneTally:
         pieces = dask.compute(*[dask.delayed(_tally_partition)(p, column, by, seq_index, private_index, spans[i],
-                                                               scans[i][1], codec) for i, p in enumerate(parts)])
+                                                               scans[i][1], codec, int(starts[i]))
+                                for i, p in enumerate(parts)])
         total = ZoneTally(k, len(state.ids), k <= MAX_TRIPLE_STATES)
         for piece in pieces:
             total = total.merge(piece)
@@ -343,12 +352,11 @@ def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any,
     codec.use_chain(kplan.chain, designed)
     output, dropped = plan_output(first, column=columns, by=by, order_by=None, private_column=private_column,
                                   keep=keep, rows=state.rows, labels=[str(s) for s in kplan.chain.labels])
-    starts = np.cumsum([0] + [s.rows for s, _, _, _ in scans])
     private_rows = [p + 1 for p in sorted(set(private))] if private is not None else \
-        sorted(int(starts[i] + r + 1) for i, (_, _, _, rows) in enumerate(scans) for r in rows.tolist())
+        sorted(int(starts[i] + r + 1) for i, (_, _, _, rows, _) in enumerate(scans) for r in rows.tolist())
 
     def write(tmp: Path) -> dict[str, Any]:
-        redacted = _write_partitions(dask, parts, [(s, b) for s, b, _, _ in scans], spans, tmp, column, by,
+        redacted = _write_partitions(dask, parts, [(s, b) for s, b, _, _, _ in scans], spans, tmp, column, by,
                                      Redactor(kplan.release, bit_source(seed)), state, output, codec)
         rep = states_report(kplan, state, redacted, private_rows, seed=seed, codec=codec, by=by, output=output,
                             dropped=dropped, fit_source=fit_source, order_by=None,

@@ -156,6 +156,8 @@ class TextStates:
             enc = pc.dictionary_encode(arr)
             local = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
             texts = [str(u) for u in enc.dictionary.to_pylist()]
+            if pa.types.is_floating(arr.type) and "nan" in texts:  # a NaN stored as a value is missing too
+                local = np.where(local == texts.index("nan"), -1, local)
         missing = local < 0
         if self.empty_is_missing and "" in texts:
             missing |= local == texts.index("")

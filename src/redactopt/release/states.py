@@ -60,14 +60,17 @@ __all__ = ["apply_states_table", "apply_states_frame", "fit_states_on", "plan_st
 def _scan_states(reader: Any, codec: StatesCodec, *, by: str | None, private_column: str | None,
                  order_by: str | None, progress: Progress | None,
                  private_rows: list | None = None) -> tuple[ScanState, Any]:
-    """The scan of the protected column(s) in sequence order (and the order, with ``order_by``)."""
+    """The scan of the protected column(s) in sequence order (and the order, with ``order_by``); the codec's
+    states are fixed after it."""
+    ordered = None
     if order_by is not None:
         state, ordered = ordered_scan(reader, column=codec.column, by=by, private_column=private_column,
                                       order_by=order_by, codec=codec, private_rows=private_rows)
-        return state, ordered
-    state, _ = scan(reader, column=codec.column, by=by, private_column=private_column, progress=progress,
-                    codec=codec, private_rows=private_rows)
-    return state, None
+    else:
+        state, _ = scan(reader, column=codec.column, by=by, private_column=private_column, progress=progress,
+                        codec=codec, private_rows=private_rows)
+    codec.freeze()
+    return state, ordered
 
 
 def protected_columns(reader: Any, column: str | None, protect: Any, bins: Any) -> tuple[list[str], dict[str, Bins]]:
@@ -93,7 +96,7 @@ def fit_states_on(path: Any, *, columns: str | list[str], by: str | None, order_
     ``order_by`` where the table has them; its states are those the table shows
     (:meth:`~redactopt.release.codec.StatesCodec.fit_labels`)."""
     reader = TableReader(path, chunk_rows=chunk_rows) if isinstance(path, (str, os.PathLike)) else path
-    codec = StatesCodec(columns, bins=bins, empty_is_missing=reader.format == "csv")
+    codec = StatesCodec(columns, bins=bins)
     reader.require(*codec.columns)
     state, _ = _scan_states(reader, codec, by=by if by in reader.columns else None, private_column=None,
                             order_by=order_by if order_by in reader.columns else None, progress=None)
@@ -164,8 +167,7 @@ def plan_states_release(reader: Any, *, column: str | None, protect: Any, bins: 
                 rows=0)  # bad --keep before anything is read
     fitted = None if fit_on is None or chain is not None else fit_states_on(
         fit_on, columns=cols, bins=bins_, by=by, order_by=order_by, **fit_kw)
-    codec = StatesCodec(cols, None if chain is None else [str(s) for s in chain.labels], bins=bins_,
-                        empty_is_missing=reader.format == "csv")
+    codec = StatesCodec(cols, None if chain is None else [str(s) for s in chain.labels], bins=bins_)
     flagged: list = []
     state, ordered = _scan_states(reader, codec, by=by, private_column=private_column, order_by=order_by,
                                   progress=progress, private_rows=flagged)

@@ -171,7 +171,7 @@ def prepare_table(table: pd.DataFrame, *, column: str | None, protect: Any, bins
     flags = _private_flags(table, private, private_column, by)
     for c in cols:
         _complete_column(table, c)
-    codec = StatesCodec(cols, bins=bins_, empty_is_missing=False)  # the states of every release's codec
+    codec = StatesCodec(cols, bins=bins_)  # the states of every release's codec
     codes = codec.values(Chunk(1, table[cols]), "table")
     codec.freeze()
     values_out = {c: pd.Series(bins_[c].apply(table[c], where="table"), index=table.index) if c in bins_
