@@ -153,6 +153,8 @@ class TextStates:
             texts = [str(u) for u in uniques]
         else:
             arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else pa.array(values)
+            if pa.types.is_dictionary(arr.type):  # its dictionary may hold values no row has (unused categories)
+                arr = arr.dictionary_decode()
             enc = pc.dictionary_encode(arr)
             local = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
             texts = [str(u) for u in enc.dictionary.to_pylist()]
@@ -171,6 +173,8 @@ class TextStates:
         np.minimum.at(first, local, np.arange(local.size))
         glob = np.empty(len(texts), dtype=np.int64)
         for j in np.argsort(first, kind="stable").tolist():
+            if first[j] == local.size:  # a value no row of the chunk holds (a pandas category unused)
+                continue
             t = texts[j]
             if t not in self.index:
                 if self.fixed:
