@@ -426,20 +426,20 @@ def write_csv(reader: TableReader, writer: TableWriter, redactor: Redactor, inde
         return write_redacted(reader, writer, redactor, index, span, column=column, by=by, binary=binary,
                               progress=progress, output=output, codec=codec)
     if output.disclosure is not None and output.disclosure.columns:
-        _observe_spliced(reader, output, column, binary, targets.rows[mask], codec, index, by)
+        _observe_spliced(reader, output, binary, targets.rows[mask], codec)
     return np.bincount(targets.codes[mask], minlength=span.start.shape[0]).astype(np.int64)
 
 
-def _observe_spliced(reader: TableReader, output: Output, column: str, binary: tuple[str, ...],
-                     redacted_rows_: np.ndarray, codec: Any, index: SequenceIndex, by: str | None) -> None:
-    """The figures of a spliced release: one more pass over the protected and the uncovered columns."""
+def _observe_spliced(reader: TableReader, output: Output, binary: tuple[str, ...], redacted_rows_: np.ndarray,
+                     codec: Any) -> None:
+    """The figures of a spliced release: one more pass over the protected and the uncovered columns (a
+    spliced column's values are all states of the chain: :attr:`~redactopt.release.codec.StatesCodec.splices`)."""
     assert output.disclosure is not None
-    cols = list(dict.fromkeys(codec.columns + ([by] if by else []) + output.disclosure.columns))
+    cols = list(dict.fromkeys(codec.columns + output.disclosure.columns))
     row = 0
     where = reader.label
-    for chunk in reader.chunks(cols, binary=tuple(c for c in binary if c == column)):
-        codes = None if by is None or codec.binary else index.codes(ids_of(chunk, by, where), where)
-        states = codec.chain_states(codec.values(chunk, where, binary), chunk, codes, where)
+    for chunk in reader.chunks(cols, binary=tuple(c for c in binary if c in codec.columns)):
+        states = codec.chain_states(codec.values(chunk, where, binary), chunk, None, where)
         output.observe(chunk, states, np.isin(row + np.arange(len(chunk)), redacted_rows_))
         row += len(chunk)
 

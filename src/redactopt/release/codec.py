@@ -147,6 +147,7 @@ class StatesCodec:
         self.text = {c: TextStates(empty_is_missing=True) for c in self.columns if c not in self.bins}
         self.first_rows: dict[str, list[int]] = {c: [] for c in self.text}  # the first row of each value
         self.state_rows: list[int] = [0] * len(self.labels)  # the first row of each state (0: a given state)
+        self._lut = np.zeros(0, dtype=np.int64)  # one column: the state of each of its value codes (-1: none yet)
 
     @property
     def k(self) -> int:
@@ -185,29 +186,40 @@ class StatesCodec:
         m = len(chunk)
         if m == 0:
             return np.zeros(0, dtype=np.int64)
-        if len(per) == 1:
-            uniq, inv = np.unique(per[0][0], return_inverse=True)
-            tuples = uniq[:, None]
-        else:
-            tuples, inv = np.unique(np.stack([p[0] for p in per], axis=1), axis=0, return_inverse=True)
+        if len(per) == 1:  # one column: its value codes map to states through a table (no sort per chunk)
+            codes, texts = per[0]
+            if self._lut.size < len(texts):
+                self._lut = np.concatenate([self._lut, np.full(len(texts) - self._lut.size, -1, dtype=np.int64)])
+            state = self._lut[codes]
+            new = np.flatnonzero(state < 0)
+            if new.size:  # values first met in this chunk, in order of first appearance
+                uniq, first = np.unique(codes[new], return_index=True)
+                for j in np.argsort(first, kind="stable").tolist():
+                    c = int(uniq[j])
+                    self._lut[c] = self._state(texts[c], (texts[c],), chunk.first_row + int(new[first[j]]), where)
+                state = self._lut[codes]
+            return state
+        tuples, inv = np.unique(np.stack([p[0] for p in per], axis=1), axis=0, return_inverse=True)
         inv = inv.reshape(-1)
         first = np.full(tuples.shape[0], m, dtype=np.int64)
         np.minimum.at(first, inv, np.arange(m, dtype=np.int64))
         state = np.empty(tuples.shape[0], dtype=np.int64)
         for j in np.argsort(first, kind="stable").tolist():  # new states in order of first appearance
             parts = tuple(per[i][1][int(tuples[j, i])] for i in range(len(per)))
-            text = TUPLE_SEP.join(parts)
-            if text not in self.index:
-                row = chunk.first_row + int(first[j])
-                if self.fixed:
-                    raise ValueError(f"{where}: row {row}, column '{self.column}': value {text!r} was not read in "
-                                     "the first pass (the input changed while it was being read)")
-                if len(self.labels) >= MAX_STATES:
-                    self._check_continuous()  # the likelier cause: a column of measurements
-                    self._too_many(where, row)
-                self._add(text, parts, row)
-            state[j] = self.index[text]
+            state[j] = self._state(TUPLE_SEP.join(parts), parts, chunk.first_row + int(first[j]), where)
         return state[inv]
+
+    def _state(self, text: str, parts: tuple[str, ...], row: int, where: str) -> int:
+        """The code of the state ``text`` (first held by ``row``), a new one unless the scan is over."""
+        if text not in self.index:
+            if self.fixed:
+                raise ValueError(f"{where}: row {row}, column '{self.column}': value {text!r} was not read in "
+                                 "the first pass (the input changed while it was being read)")
+            if len(self.labels) >= MAX_STATES:
+                self._check_continuous()  # the likelier cause: a column of measurements
+                self._too_many(where, row)
+            self._add(text, parts, row)
+        return self.index[text]
 
     def _add(self, text: str, parts: tuple[str, ...], row: int) -> None:
         self.index[text] = len(self.labels)

@@ -49,14 +49,13 @@ import pyarrow.parquet as pq
 from redactopt._optional import require
 from redactopt.engine.cache import DesignCache
 from redactopt.io import STDIO, new_file_mode
-from redactopt._validate import check_positions
 from redactopt.io import write_json_atomic
 from redactopt.release.apply import (Output, Span, _reader_columns, binary_chain, check_release_paths,
                                      describe_release, fit_on_counts, is_categorical, plan_output,
                                      refuse_binary_options, scan, splices, tally_zones, write_csv, write_redacted)
 from redactopt.release.codec import StatesCodec
 from redactopt.release.bits import bit_source
-from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex
+from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex, check_private_positions
 from redactopt.release.disclosure import Disclosure
 from redactopt.release.fitplan import plan_fitted
 from redactopt.release.zones import PrivateIndex, ZoneTally
@@ -320,10 +319,7 @@ def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any,
     k = codec.k
     if state.rows == 0:
         raise ValueError(f"{source}: the dataset has no data rows")
-    if private is not None:
-        if len(state.ids) != 1:
-            raise ValueError("--private positions need a single sequence; with --by use --private-column")
-        check_positions(private, int(state.n[0]))
+    check_private_positions(state, private)
     first = _reader(parts[0])
     first.require(column, by, private_column)
     plan_output(first, column=columns, by=by, order_by=None, private_column=private_column, keep=keep, rows=0)

@@ -415,6 +415,17 @@ class ScanState:
         return SequenceIndex(self.ids, index if index is not None and len(index) == len(self.ids) else None)
 
 
+def check_private_positions(state: ScanState, private: list[int] | None) -> None:
+    """``private`` (0-based positions, if given) needs a scan of a single sequence and positions inside it."""
+    if private is None:
+        return
+    if len(state.ids) != 1:
+        raise ValueError("--private positions need a single sequence; with --by use --private-column")
+    from redactopt._validate import check_positions
+
+    check_positions(private, int(state.n[0]))
+
+
 #: Triples (the order test) are counted up to this many states (``k**3`` numbers).
 MAX_TRIPLE_STATES = 16
 

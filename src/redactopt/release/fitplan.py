@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from redactopt._validate import check_positions
-from redactopt.release.data import ScanState
+from redactopt.release.data import ScanState, check_private_positions
 from redactopt.release.fit import ChainFit, TransitionCounts, fit_counts
 from redactopt.release.plan import ReleasePlan, plan_release
 from redactopt.release.zones import Outside, PrivateIndex, ZoneTally, choose_zone
@@ -97,10 +96,7 @@ def plan_fitted(state: ScanState, *, tally: Tally, private: list[int] | None,
                       "transitions": int(fit_on.pairs.sum()), "sequences": int(fit_on.sequences)}
     if state.rows == 0:
         raise ValueError("the input has no data rows")
-    if private is not None:  # positions are checked before any fit (they decide the zones)
-        if len(state.ids) != 1:
-            raise ValueError("--private positions need a single sequence; with --by use --private-column")
-        check_positions(private, int(state.n[0]))
+    check_private_positions(state, private)  # before any fit (the positions decide the zones)
     index = private_index(state, private)
     if not index.keys.size:
         raise ValueError("no record is marked private: nothing to protect (check --private-column)")

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from redactopt._validate import check_eps, check_positions, check_probability_open
+from redactopt._validate import check_eps, check_probability_open
 from redactopt.engine.cache import DesignCache, DesignKey, Shape, design_in_worker, design_shape, far_start
 from redactopt.engine.joint import JOINT_METHODS, STATES_RELEASE_METHODS, bound_tables, region_bound, seed_bound_tables
 from redactopt.judge.audit import as_sparse
@@ -54,7 +54,7 @@ from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.certify import DesignResult, RegionCertificate, SparseDesign, SparseRows
 from redactopt.model.chain import Chain, MarkovChain
 from redactopt.model.classes import ChainClass
-from redactopt.release.data import ScanState, sequence_key
+from redactopt.release.data import ScanState, check_private_positions, sequence_key
 from redactopt.release.fit import fit_counts
 from redactopt.release.pool import MapDesigns, pool_map, warm_pool
 
@@ -601,9 +601,7 @@ def _plan_states(state: ScanState, chain: Chain, *, eps: float, private: list[in
 def _groups_of(state: ScanState, private: list[int] | None, start: int) -> dict[int, list[tuple[int, ...]]]:
     """The initial groups of private records of every sequence (``private``: positions in a single sequence)."""
     if private is not None:
-        if len(state.ids) != 1:
-            raise ValueError("--private positions need a single sequence; with --by use --private-column")
-        check_positions(private, int(state.n[0]))
+        check_private_positions(state, private)
         groups = {0: _initial_groups(sorted(set(private)), start)} if private else {}
     else:
         groups = _scan_groups(state.private_codes, state.private_pos, start)

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from redactopt._validate import check_eps, check_positions
+from redactopt._validate import check_eps
 from redactopt.io import STDIO, stdin_as_file, write_json_atomic
 from redactopt.model.chain import Chain
 from redactopt.release.apply import (Output, Progress, Span, _reader_columns, check_release_options,
@@ -44,7 +44,7 @@ from redactopt.release.apply import (Output, Progress, Span, _reader_columns, ch
 from redactopt.release.bits import bit_source
 from redactopt.release.codec import StatesCodec
 from redactopt.release.columns import Bins, parse_bins, parse_columns
-from redactopt.release.data import ScanState, SequenceIndex
+from redactopt.release.data import ScanState, SequenceIndex, check_private_positions
 from redactopt.release.fit import ChainFit, fit_counts
 from redactopt.release.fitplan import fit_outside, free_sequences, private_index
 from redactopt.release.kapply import (KAPPLY_METHODS, _kreach, _kreport, _ksummary, _KPlan, kplan_of,
@@ -173,10 +173,7 @@ def plan_states_release(reader: Any, *, column: str | None, protect: Any, bins: 
                                   progress=progress, private_rows=flagged)
     if state.rows == 0:
         raise ValueError(f"{reader.label}: the input has no data rows")
-    if private is not None:
-        if len(state.ids) != 1:
-            raise ValueError("--private positions need a single sequence; with --by use --private-column")
-        check_positions(private, int(state.n[0]))
+    check_private_positions(state, private)
     source = reader if ordered is None else ordered.reader
 
     def tally(index: Any) -> Any:  # one more pass, in sequence order
