@@ -45,7 +45,8 @@ from typing import Union
 
 from redactopt.model.chain import Chain, MarkovChain, check_labels, check_transition
 
-__all__ = ["VaryingChain", "is_varying", "as_varying", "level_runs", "judged_chain", "AnyChain"]
+__all__ = ["VaryingChain", "is_varying", "as_varying", "level_runs", "judged_chain", "chain_window", "row_laws",
+           "AnyChain"]
 
 #: Runs of one level longer than this are propagated in blocks of the matrix's powers.
 _POWER_BLOCK = 256
@@ -119,6 +120,14 @@ class VaryingChain:
     labels : sequence of k hashable values, optional
         The states' names (default ``"0" .. "k-1"``).
 
+    Attributes
+    ----------
+    rounding_steps : int
+        How many floating-point steps of propagation the initial law went through: 0 when given; a
+        :meth:`window` starting at row ``lo`` adds ``lo`` (its initial law is a computed marginal).
+        The judges widen their decision band by the error this can cause
+        (:func:`redactopt.judge.tolerances.chain_zone`).
+
     Notes
     -----
     Equality and hashing are by the labels, the exact level matrices, the level of every row and the
@@ -159,7 +168,7 @@ class VaryingChain:
         init_f.setflags(write=False)
         self.__dict__.update(labels=lab, level_names=tuple(names), matrices=stacked, exact_matrices=tuple(exacts),
                              row_level=row_level, initial=init_f, exact_initial=init_x, _marg=None, _hash=None,
-                             _powers={}, _raw=tuple(raws), _raw_initial=init_raw)
+                             _powers={}, _raw=tuple(raws), _raw_initial=init_raw, rounding_steps=0)
 
     # --- identity ---------------------------------------------------------------------------------
     def __setattr__(self, name: str, value: object) -> None:
@@ -363,7 +372,8 @@ class VaryingChain:
         out.__dict__.update(labels=self.labels, level_names=self.level_names, matrices=self.matrices,
                             exact_matrices=self.exact_matrices, row_level=rl, initial=init, exact_initial=ex,
                             _marg=None, _hash=None, _powers=self._powers, _raw=self._raw,
-                            _raw_initial=self._raw_initial if lo == 0 else init.tolist())
+                            _raw_initial=self._raw_initial if lo == 0 else init.tolist(),
+                            rounding_steps=self.rounding_steps + lo)
         return out
 
     def constant(self) -> Chain | None:
@@ -524,6 +534,20 @@ def judged_chain(chain: object, n: int, name: str = "chain") -> Chain | VaryingC
         raise TypeError(f"{name} must be a Chain (a MarkovChain or a transition matrix) or a VaryingChain, "
                         f"got {type(chain).__name__}")
     return chain
+
+
+def chain_window(chain: Chain | VaryingChain, lo: int, hi: int) -> Chain | VaryingChain:
+    """The chain of rows ``lo .. hi - 1``: a homogeneous chain is its own window (it is stationary)."""
+    if isinstance(chain, VaryingChain):
+        return judged_chain(chain.window(lo, hi), hi - lo)
+    return chain
+
+
+def row_laws(chain: Chain | VaryingChain, lo: int, hi: int) -> np.ndarray:
+    """The law of every row in ``[lo, hi)``, ``(hi - lo, k)``: the stationary law repeated, or the marginals."""
+    if isinstance(chain, VaryingChain):
+        return chain.marginals()[lo:hi]
+    return np.broadcast_to(chain.stationary, (hi - lo, chain.k))
 
 
 def as_varying(chain: Chain | VaryingChain, n: int) -> VaryingChain:
