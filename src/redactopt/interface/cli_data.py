@@ -78,46 +78,82 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--smoothing", choices=["kt", "none"], default=None,
                     help="--categorical: rows with a never-seen transition use the Krichevsky-Trofimov estimate "
                          "(kt, default) or keep the estimate 0 (none)")
+    ap.add_argument("--order-by", default=None, metavar="COL",
+                    help="order the rows of each sequence by this column (numbers, datetimes or text) before "
+                         "counting transitions, as apply does; with a datetime column the fit also tests one chain "
+                         "against one per hour of the day and one per weekday")
+    ap.add_argument("--varies-with", default=None, metavar="COL[:hour|:weekday|:hour+weekday]",
+                    help="also fit a chain whose transitions change with a level: the hour, the weekday or both of "
+                         "a datetime column, or the values of any column (the step from a row to the next uses the "
+                         "row's level); prints each level's counts and estimates with intervals, levels without "
+                         "data, and the homogeneity test (one chain against one per level)")
     add_format(ap, ["text", "json"])
     add_quiet(ap)
     ap.set_defaults(func=_cmd_fit)
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    """``redactopt fit``: one streaming scan and one estimator; the column's codec is 0/1 unless --categorical."""
+    """``redactopt fit``: one streaming scan and one estimator; the column's codec is 0/1 unless --categorical.
+
+    ``--order-by`` orders each sequence first (in memory, as apply does); the alternatives to one chain
+    (``--varies-with``, and per hour and weekday of a datetime ``--order-by``) take one more pass each.
+    """
     if not args.categorical:
         refuse_given(args, ["smoothing"], "applies to --categorical only")
     # pandas and pyarrow load with the data commands only: design and audit start faster
-    from redactopt.release.apply import scan_states, scan_table
-    from redactopt.release.fit import BINARY_LABELS, fit_counts
-    from redactopt.release.tables import TableReader
+    from redactopt.release.fit import fit_counts
+    from redactopt.release.levels import model_alternatives, parse_varies_with
 
-    label = "<stdin>" if args.input == STDIO else None
-    with stdin_as_file(args.input) as path, Bars(progress_enabled(args.quiet)) as bars:
-        reader = TableReader(path, label=label, **_chunk(args))
-        if args.categorical:
-            state, labels = scan_states(reader, column=args.column, by=args.by, progress=bars)
-        else:
-            state, labels = scan_table(reader, column=args.column, by=args.by, progress=bars), BINARY_LABELS
-    if state.rows == 0:
-        raise UsageError(f"{reader.label}: no data rows")
+    spec = None if args.varies_with is None else parse_varies_with(args.varies_with)
     options = dict(smoothing=args.smoothing or "kt") if args.categorical else {}
-    try:
-        fit = fit_counts(state.counts(), tuple(labels), confidence=args.confidence, interval=args.interval,
-                         **options)
-    except ValueError as exc:
-        if not args.categorical:
-            raise
-        raise UsageError(f"{args.input}: {exc}") from None
+    with stdin_as_file(args.input) as path, Bars(progress_enabled(args.quiet)) as bars:
+        state, labels, source, where = _fit_scan(args, path, spec, bars)
+        if state.rows == 0:
+            raise UsageError(f"{where}: no data rows")
+        try:
+            fit = fit_counts(state.counts(), tuple(labels), confidence=args.confidence, interval=args.interval,
+                             **options)
+        except ValueError as exc:
+            if not args.categorical:
+                raise
+            raise UsageError(f"{args.input}: {exc}") from None
+        alt = model_alternatives(source, column=args.column, by=args.by, order_by=args.order_by, varies_with=spec,
+                                 labels=tuple(labels), categorical=args.categorical, fit=fit,
+                                 confidence=args.confidence, interval=args.interval, **options)
     if (args.format or "text") == "json":
-        d: dict[str, Any] = {"input": str(args.input), "column": args.column, "by": args.by}
+        d: dict[str, Any] = {"input": str(args.input), "column": args.column, "by": args.by,
+                             "order_by": args.order_by}
         d.update(fit.to_dict())
+        d.update(alt.to_dict())
         print(json.dumps(d, indent=2))
     else:
         print(f"input     : {args.input}  column '{args.column}'" + (f"  by '{args.by}'" if args.by else "")
+              + (f"  ordered by '{args.order_by}'" if args.order_by else "")
               + ("  (categorical)" if args.categorical else ""))
         print(fit.text())
+        if alt.text():
+            print(alt.text())
     return EXIT_OK
+
+
+def _fit_scan(args: argparse.Namespace, path: Any, spec: Any, bars: Any) -> tuple[Any, Any, Any, str]:
+    """The scan ``fit`` estimates from: ``(state, labels, reader of the rows in sequence order, label)``."""
+    from redactopt.release.apply import ordered_scan, scan_states, scan_table
+    from redactopt.release.codec import BinaryCodec, StatesCodec
+    from redactopt.release.fit import BINARY_LABELS
+    from redactopt.release.tables import TableReader
+
+    reader = TableReader(path, label="<stdin>" if args.input == STDIO else None, **_chunk(args))
+    reader.require(args.column, args.by, args.order_by, None if spec is None else spec.column)
+    if args.order_by is not None:
+        codec = StatesCodec(args.column) if args.categorical else BinaryCodec(args.column)
+        state, ordered = ordered_scan(reader, column=args.column, by=args.by, private_column=None,
+                                      order_by=args.order_by, codec=codec)
+        return state, (codec.labels if args.categorical else BINARY_LABELS), ordered.reader, reader.label
+    if args.categorical:
+        state, labels = scan_states(reader, column=args.column, by=args.by, progress=bars)
+        return state, labels, reader, reader.label
+    return scan_table(reader, column=args.column, by=args.by, progress=bars), BINARY_LABELS, reader, reader.label
 
 
 # --------------------------------------------------------------------------

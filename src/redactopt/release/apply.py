@@ -55,7 +55,7 @@ from redactopt.release.columns import output_columns
 from redactopt.release.disclosure import Disclosure, plain_summary
 from redactopt.release.fitplan import plan_fitted
 from redactopt.release.order import Ordered, sequence_order
-from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex, TextStates, group_ranks
+from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex, TextStates, group_ranks, ids_of
 from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release
 from redactopt.release.pool import warm_pool
 from redactopt.release.redactor import Redactor
@@ -106,20 +106,6 @@ def _columns_needed(column: str | list[str], by: str | None, private_column: str
         if c is not None and c not in cols:
             cols.append(c)
     return cols
-
-
-def ids_of(chunk: Chunk, by: str, where: str) -> Any:
-    """The ``by`` column of a chunk (an Arrow array); a missing or empty id is an error naming the row."""
-    ids = chunk.column(by)
-    if isinstance(ids, pa.ChunkedArray):
-        ids = ids.combine_chunks()
-    missing = ids.is_null()
-    if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type):
-        missing = pc.or_(missing, pc.equal(ids, ""))
-    if pc.any(missing).as_py():
-        i = int(np.flatnonzero(missing.to_numpy(zero_copy_only=False))[0])
-        raise ValueError(f"{where}: row {chunk.first_row + i}, column '{by}': missing value")
-    return ids
 
 
 def _scan(reader: Any, *, column: str, by: str | None, private_column: str | None,
