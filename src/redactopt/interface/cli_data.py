@@ -289,12 +289,15 @@ def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:
         "sequences": rep["designed_sequences"], "sequences_count": rep["sequences_count"],
         "sequences_file": rep.get("sequences_file"),
         "randomness": rep["randomness"]["source"], "label": rep.get("label"),
-        "warnings": list(fit.get("warnings", [])), "report": report_path,
+        "warnings": list(fit.get("warnings", [])),
+        "model_warnings": list((rep.get("model_check") or {}).get("warnings", [])),
+        "model_check": (rep.get("model_check") or {}).get("alternatives", []), "report": report_path,
     }
 
 
 def _summary_text(s: dict[str, Any]) -> str:
-    lines = [
+    lines = [f"WARNING   : {w}" for w in s.get("model_warnings") or []]  # a model the data prefer leaks more
+    lines += [
         f"wrote     : {s['output']}  ({s['rows']} rows, {s['redacted']} redacted)",
         f"chain     : alpha={s['chain']['alpha']:.6g}  beta={s['chain']['beta']:.6g}  ({s['chain']['source']})",
     ]
@@ -319,6 +322,10 @@ def _summary_text(s: dict[str, Any]) -> str:
         lines.append(f"designs   : {d['shapes']} distinct for {d['groups']} group(s) of private records in "
                      f"{s['sequences']} sequence(s), {d['reused']} group(s) sharing one; {tried} candidate design(s) "
                      f"verified ({d['computed']} computed, {d['reflected']} as mirror images)")
+    for m in s.get("model_check") or []:
+        pv = "n/a" if m["p_value"] is None else f"{m['p_value']:.3g}"
+        lines.append(f"model     : under the chain that varies with {m['model']} (homogeneity test p = {pv}, fitted "
+                     f"on the same rows) this release leaks {m['leakage']:.6g}")
     lines.append(f"randomness: {s['randomness']}")
     if s["label"]:
         lines.append(f"label     : {s['label']}")

@@ -38,7 +38,7 @@ from redactopt.model.varying import VaryingChain
 from redactopt.release.fit import ChainFit, TransitionCounts, chi2_sf, fit_counts
 
 __all__ = ["LevelSpec", "parse_varies_with", "level_names_of", "level_transitions", "VaryingFit", "fit_levels",
-           "LevelScan", "LevelCoder", "scan_levels", "ModelAlternatives", "model_alternatives", "HOMOGENEITY_LEVEL",
+           "LevelScan", "LevelCoder", "scan_levels", "ModelAlternatives", "model_alternatives", "HOMOGENEITY_LEVEL", "is_datetime",
            "homogeneity_test", "HomogeneityTest", "DERIVED"]
 
 #: What a datetime column can be read as.
@@ -404,7 +404,7 @@ def model_alternatives(reader: Any, *, column: str, by: str | None, order_by: st
     specs: list[LevelSpec] = []
     if varies_with is not None:
         specs.append(varies_with)
-    if order_by is not None and _is_datetime(reader, order_by):
+    if order_by is not None and is_datetime(reader, order_by):
         for d in ("hour", "weekday"):
             s = LevelSpec(order_by, d)
             if s not in specs:
@@ -418,7 +418,8 @@ def model_alternatives(reader: Any, *, column: str, by: str | None, order_by: st
     return ModelAlternatives(fits, None if varies_with is None else varies_with.text())
 
 
-def _is_datetime(reader: Any, column: str) -> bool:
+def is_datetime(reader: Any, column: str) -> bool:
+    """Whether ``column`` of a table reads as datetimes (its first chunk decides)."""
     from redactopt.release.columns import read_kind
 
     for chunk in reader.chunks([column]):
