@@ -100,7 +100,7 @@ def level_names_of(values: Any, spec: LevelSpec, *, where: str = "input", first_
         raise ValueError(f"{where}: row {first_row + i}, column '{spec.column}': {s.iloc[i]!r} is not a date and "
                          f"time (--varies-with {spec.text()} reads its {spec.derive})")
     hour = t.dt.hour.to_numpy()
-    day = t.dt.weekday.to_numpy()
+    day = t.dt.day_of_week.to_numpy()
     if spec.derive == "hour":
         table = np.array([f"{h:02d}" for h in range(24)], dtype=object)
         return table[hour]
