@@ -353,7 +353,7 @@ def certify_exact(chain: object, *args: object, max_terms: int = 400) -> ExactCe
     or the binary form ``certify_exact(alpha, beta, redact_prob, private, eps)`` with ``alpha`` and
     ``beta`` any exact numbers (the chain :math:`[[1-\\alpha,\\alpha],[\\beta,1-\\beta]]`).
     """
-    if isinstance(chain, Chain):
+    if isinstance(chain, (Chain, VaryingChain)):
         redact_prob, private, eps = args
         results = _results(chain, redact_prob, private)
     else:
@@ -382,7 +382,7 @@ def _private_of(rows: Matrix, private: object) -> tuple[int, ...]:
     return priv
 
 
-def _results(chain: Chain, redact_prob: object, private: object) -> list[ExactResult]:
+def _results(chain: Chain | VaryingChain, redact_prob: object, private: object) -> list[ExactResult]:
     rows = _rows(redact_prob, chain.k)
     return [exact_leakage(chain, rows, p) for p in _private_of(rows, private)]
 
