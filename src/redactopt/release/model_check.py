@@ -17,7 +17,7 @@ change with the hour of the day and with the weekday are alternatives the fit ca
 
 The report then states the leakage of the release under each alternative; when one the data
 prefer (p below :data:`~redactopt.release.levels.HOMOGENEITY_LEVEL`) leaks more than ε, the release
-warns in one line before its summary and names the commands that fit that chain and design for it.
+warns in one line before its summary and names the option that designs for it (``--varies-with``).
 """
 
 from __future__ import annotations
@@ -110,9 +110,8 @@ class ModelCheck:
             p = r["p_value"]
             if r["leakage"] > self.eps and p is not None and p < HOMOGENEITY_LEVEL:
                 out.append(f"under the chain that varies with {r['model']}, which fits better (p = {p:.3g}), this "
-                           f"release leaks {r['leakage']:.3g} > eps = {self.eps:g} (record {r['record']}); "
-                           f"'redactopt fit --varies-with {r['model']}' fits that chain and 'redactopt design "
-                           "--chain' designs for it")
+                           f"release leaks {r['leakage']:.3g} > eps = {self.eps:g} (record {r['record']}); use "
+                           f"--varies-with {r['model']}")
         return out
 
     def to_dict(self) -> dict[str, Any]:
