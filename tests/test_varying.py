@@ -444,3 +444,27 @@ def test_apply_varies_with_is_private_under_its_chain(tmp_path):
     out = pd.read_csv(tmp_path / "out.csv")
     outside = q.max(axis=1) == 0
     assert np.array_equal(out["x"].to_numpy()[outside].astype(int), x[outside])
+
+
+def test_window_terms_stacked_equal_the_one_member_recursion_and_the_exact_leakage():
+    """The stacked side terms of a group (all members at once) against side_terms (one member at a time), and
+    the window leakage they give against the exact evaluator on the window mechanism."""
+    from redactopt.engine.varying import _Terms, side_terms
+
+    rng = np.random.default_rng(2)
+    steps, init = _random_steps(rng, 60, 3, zeros=False)
+    chain = VaryingChain.from_steps(steps, init)
+    members = [20, 21, 25]
+    T = _Terms(chain, members)
+    for L, R in ((10, 30), (0, 40), (15, 59), (19, 26)):
+        got = T.leaks(L, R)
+        q = np.zeros((60, 3))
+        q[L : R + 1] = 1.0
+        for i, p in enumerate(members):
+            assert got[i] == pytest.approx(leakage(chain, q, p).leakage, abs=1e-10)
+    for i, p in enumerate(members):
+        for side, table in (("left", T.left), ("right", T.right)):
+            m = min(T.size, p if side == "left" else 59 - p)
+            ref = side_terms(chain, p, side, m)
+            fin = np.isfinite(ref)
+            assert np.array_equal(fin, np.isfinite(table[i, :m])) and np.allclose(ref[fin], table[i, :m][fin])

@@ -77,37 +77,78 @@ def side_terms(chain: VaryingChain, p: int, side: str, m: int) -> np.ndarray:
     return out
 
 
+def _stacked_terms(steps: np.ndarray, members: np.ndarray, size: int, direction: int, mask: np.ndarray) -> np.ndarray:
+    r""":func:`side_terms` of every member at once, ``[member, d - 1, x, x']`` for ``d = 1..size``.
+
+    ``steps`` are the chain's forward steps (``direction = 1``, step ``p + d - 1`` at distance ``d``) or its
+    backward steps (``-1``: step ``p - d``, from row ``p - d + 1`` to ``p - d``).
+    """
+    m, k = members.size, steps.shape[1]
+    out = np.full((m, size, k, k), -np.inf)
+    A = np.broadcast_to(np.eye(k), (m, k, k)).copy()
+    logs = np.zeros((m, k))
+    eye = np.eye(k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for d in range(1, size + 1):
+            idx = members + d - 1 if direction == 1 else members - d
+            ok = (idx >= 0) & (idx < steps.shape[0])
+            if not ok.any():
+                break
+            S = np.where(ok[:, None, None], steps[np.clip(idx, 0, steps.shape[0] - 1)], eye)
+            A = A @ S
+            top = A.max(axis=2)
+            logs = logs + np.log(top)
+            A = A / top[:, :, None]
+            la = np.log(A) + logs[:, :, None]  # [member, x, v]
+            diff = la[:, :, None, :] - la[:, None, :, :]  # [member, x, x', v]
+            diff = np.where(np.isnan(diff), -np.inf, diff)
+            out[:, d - 1] = np.where(ok[:, None, None] & mask, diff.max(axis=3), -np.inf)
+    return out
+
+
 class _Terms:
-    """The side terms of a group's members, extended on demand (``radius`` records per side at first)."""
+    """The side terms of a group's members, stacked ``[member, distance - 1, x, x']`` and extended on demand,
+    so the leakage about every member of a window is one gather (:meth:`leaks`)."""
 
     def __init__(self, chain: VaryingChain, members: Sequence[int]) -> None:
-        self.chain, self.members = chain, list(members)
-        self.left: dict[int, np.ndarray] = {}
-        self.right: dict[int, np.ndarray] = {}
+        self.chain, self.members = chain, np.asarray(list(members), dtype=np.int64)
+        k = chain.k
+        self.size = 0
+        self.left = np.zeros((len(members), 0, k, k))
+        self.right = np.zeros((len(members), 0, k, k))
+        possible = np.array([chain.marginal(int(p)) > 0.0 for p in self.members])  # [member, x]
+        self.mask = possible[:, :, None] & possible[:, None, :] & ~np.eye(k, dtype=bool)[None]
+        self.some = self.mask.any(axis=(1, 2))
 
-    def _get(self, table: dict, p: int, side: str, d: int, limit: int) -> np.ndarray:
-        have = table.get(p)
-        if have is None or have.shape[0] < d:
-            size = min(limit, max(d, 2 * (0 if have is None else have.shape[0]), 64))
-            table[p] = have = side_terms(self.chain, p, side, size)
-        return have[d - 1]
+    def _grow(self, d: int) -> None:
+        """Terms up to distance ``d`` on both sides of every member, all members advancing together
+        (beyond a side's end: ``-inf``, never read — a window there reaches the end and reads 0)."""
+        size = min(max(d, 2 * self.size, 64), self.chain.n)
+        self.left = _stacked_terms(self.chain.backward_steps(), self.members, size, -1, self.mask)
+        self.right = _stacked_terms(self.chain.steps(), self.members, size, 1, self.mask)
+        self.size = size
 
-    def leak(self, p: int, L: int, R: int) -> float:
-        """The exact leakage about ``p`` of the window ``[L, R]`` (0 beyond an end of the sequence)."""
+    def leaks(self, L: int, R: int) -> np.ndarray:
+        """The exact leakage about every member of the window ``[L, R]`` (0 beyond an end of the sequence)."""
         n, k = self.chain.n, self.chain.k
-        lt = np.zeros((k, k)) if L == 0 else self._get(self.left, p, "left", p - L + 1, p)
-        rt = np.zeros((k, k)) if R == n - 1 else self._get(self.right, p, "right", R + 1 - p, n - 1 - p)
+        dl, dr = self.members - L + 1, R + 1 - self.members
+        need = int(max(dl.max(), dr.max()))
+        if need > self.size:
+            self._grow(need)
+        idx = np.arange(self.members.size)
+        lt = np.zeros((idx.size, k, k)) if L == 0 else self.left[idx, dl - 1]
+        rt = np.zeros((idx.size, k, k)) if R == n - 1 else self.right[idx, dr - 1]
         with np.errstate(invalid="ignore"):
             tot = lt + rt
-        possible = self.chain.marginal(p) > 0.0
-        tot[~possible, :] = -np.inf
-        tot[:, ~possible] = -np.inf
-        tot[np.arange(k), np.arange(k)] = -np.inf
         tot = np.where(np.isnan(tot), np.inf, tot)
-        return max(0.0, float(tot.max())) if possible.sum() >= 2 else 0.0
+        tot = np.where(self.mask, tot, -np.inf)
+        return np.where(self.some, np.maximum(tot.max(axis=(1, 2)), 0.0), 0.0)
+
+    def leak(self, p: int, L: int, R: int) -> float:
+        return float(self.leaks(L, R)[int(np.flatnonzero(self.members == p)[0])])
 
     def feasible(self, L: int, R: int, budget: float) -> bool:
-        return all(self.leak(p, L, R) <= budget for p in self.members)
+        return bool(np.all(self.leaks(L, R) <= budget))
 
 
 def _group_window(chain: VaryingChain, members: Sequence[int], budget: float) -> tuple[int, int]:
@@ -150,7 +191,12 @@ def varying_windows(chain: VaryingChain, *, eps: float, private: object,
     eps = check_eps(eps)
     priv = check_private(private, chain.n)
     b = eps if budget is None else budget
-    groups = [[p] for p in priv]
+    groups: list[list[int]] = []
+    for p in priv:  # runs of adjacent private records start as one group (their windows would merge)
+        if groups and p == groups[-1][-1] + 1:
+            groups[-1].append(p)
+        else:
+            groups.append([p])
     while True:
         wins = [(*_group_window(chain, g, b), g) for g in groups]
         merged: list[list[int]] = []

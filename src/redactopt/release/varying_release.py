@@ -11,7 +11,9 @@ allows, plan, draw, write), with the chain of the levels:
   (:func:`redactopt.release.levels.fit_levels`).
 * **Plan.** Each sequence with private records gets its own varying chain (its rows' levels,
   :meth:`~redactopt.release.levels.VaryingFit.chain_for`) and its own design
-  (:func:`redactopt.engine.varying.design_varying`), verified exactly on each block under that chain.
+  (:func:`redactopt.engine.varying.design_varying`), verified exactly on each block under that chain;
+  sequences whose rows have the same levels (so the same steps and, from them, the same first law)
+  and the same private records share one design — the same problem.
 * **Report.** ``redactopt.release.kapply-report/1`` (the report of a release whose chain is not one
   0/1 chain), whose mechanisms carry the varying chain; ``redactopt audit`` reads it and judges every
   design again under its sequence's chain, and the report's ``model_check`` states the leakage under
@@ -115,6 +117,7 @@ class VaryingPlan:
     fit: VaryingFit
     designs: dict[int, Any]
     seconds: float
+    computed: int = 0
 
     def reach(self, private: dict[int, list[int]]) -> int:
         """The farthest redactable row from the nearest private record of its sequence."""
@@ -132,10 +135,14 @@ def _plan(vfit: VaryingFit, row_levels: dict[int, np.ndarray], names: tuple[str,
     t0 = time.perf_counter()
     table = np.array(names, dtype=object)
     designs = {}
+    made: dict[tuple, Any] = {}  # sequences with the same rows' steps, first law and private records: one design
     for c, lv in row_levels.items():
-        chain = vfit.chain_for(table[lv].tolist())
-        designs[c] = design_varying(chain, eps=eps, private=private[c], method=method, time_limit=time_limit)
-    return VaryingPlan(vfit, designs, time.perf_counter() - t0)
+        key = (lv.tobytes(), tuple(private[c]))
+        if key not in made:
+            chain = vfit.chain_for(table[lv].tolist())
+            made[key] = design_varying(chain, eps=eps, private=private[c], method=method, time_limit=time_limit)
+        designs[c] = made[key]
+    return VaryingPlan(vfit, designs, time.perf_counter() - t0, len(made))
 
 
 def apply_varying_table(source: str | os.PathLike[str], dest: str | os.PathLike[str], *, column: str, eps: float,
@@ -240,7 +247,7 @@ def _report(vplan: VaryingPlan, state: Any, by_seq: dict[int, list[int]], redact
         "utility": {"expected": expected / total, "realised": 1.0 - red / total, "redacted": red,
                     "upper_bound": sum(d["certificate"]["upper_bound"] * d["n"] for d in designs) / total
                     + sum(s["rows"] for s in seqs if s["design"] is None) / total},
-        "design_seconds": vplan.seconds, "seed": seed,
+        "design_seconds": vplan.seconds, "designs_computed": vplan.computed, "seed": seed,
         "randomness": {"source": bits.description, "secure": bool(bits.secure)},
         "label": NOT_FOR_RELEASE if seed is not None else None,
         "warnings": list(vplan.fit.warnings),

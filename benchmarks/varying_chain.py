@@ -1,0 +1,163 @@
+"""Chains that vary with the step (issue 33): exact leakage, designs and releases, against one chain.
+
+Usage: python benchmarks/varying_chain.py [--out DIR] [--quick]
+
+Writes varying_chain.csv / .md into DIR (default bench-out).  Rows:
+
+* ``leakage``: records per second of the exact evaluator on a 24-level hourly chain (every record
+  redactable, so the evaluation runs to the end) against the same mechanism on one chain;
+* ``design``: designs on an hourly chain (one private record, two- and one-sided; a run of 60):
+  seconds, utility, the certified bound (Lemma 2 per step) and the gap;
+* ``occupancy``: the shipped data, the end-of-day release (rows 7090-7149, eps 1, --order-by date)
+  with one chain and with ``--varies-with date:hour``: seconds, redacted rows, leakage under the
+  release's own chain and under the other;
+* ``many``: sequences of one day of minutes with a private run of 30 in one sequence in ten, one chain
+  against the hourly chain (seconds and the ratio; the issue's target is <= 3x at 10^7 rows).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import out_dir, parser, write_table  # noqa: E402
+
+from redactopt import MarkovChain, datasets, leakage  # noqa: E402
+from redactopt.engine.varying import design_varying  # noqa: E402
+from redactopt.model.varying import VaryingChain  # noqa: E402
+
+
+def _hourly(rng: np.random.Generator, n: int, minutes: int = 1) -> VaryingChain:
+    mats = {}
+    for h in range(24):
+        a, b = rng.uniform(0.002, 0.05, 2)
+        mats[f"{h:02d}"] = [[1 - a, a], [b, 1 - b]]
+    rows = [f"{(i * minutes // 60) % 24:02d}" for i in range(n)]
+    return VaryingChain(mats, rows, initial=[0.7, 0.3], labels=(0, 1))
+
+
+def _leakage_rows(rng: np.random.Generator, quick: bool) -> list[dict]:
+    out = []
+    for n in ((10**4, 10**5) if quick else (10**4, 10**5, 10**6)):
+        chain = _hourly(rng, n)
+        chain.marginals()  # computed once per chain (a release computes them once per sequence)
+        q = rng.uniform(0.3, 1.0, (n, 2))
+        p = n // 2
+        q[p] = 1.0
+        one = MarkovChain(0.01, 0.02)
+        t = time.perf_counter()
+        leakage(chain, q, p)
+        tv = time.perf_counter() - t
+        t = time.perf_counter()
+        leakage(one, q, p)
+        tc = time.perf_counter() - t
+        out.append({"case": "leakage", "size": n, "seconds": tv, "one_chain_seconds": tc,
+                    "records_per_s": n / tv, "ratio": tv / tc, "utility": "", "bound": "", "gap": "", "leakage": ""})
+    return out
+
+
+def _design_rows(rng: np.random.Generator, quick: bool) -> list[dict]:
+    out = []
+    for n in ((1440,) if quick else (1440, 10**4)):
+        chain = _hourly(rng, n)
+        for name, priv in (("two-sided", [n // 2]), ("one-sided", [0]), ("run of 60", list(range(n // 2, n // 2 + 60)))):
+            t = time.perf_counter()
+            d = design_varying(chain, eps=1.0, private=priv)
+            s = time.perf_counter() - t
+            c = d.certificate
+            out.append({"case": f"design {name}", "size": n, "seconds": s, "one_chain_seconds": "",
+                        "records_per_s": "", "ratio": "", "utility": d.utility, "bound": c.upper_bound,
+                        "gap": c.gap, "leakage": d.leakage})
+    return out
+
+
+def _occupancy_rows() -> list[dict]:
+    from redactopt.release.apply import apply_table
+    from redactopt.release.varying_release import apply_varying_table
+
+    data = datasets.path("occupancy")
+    priv = list(range(7089, 7149))
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        rep = apply_table(data, Path(tmp) / "a.csv", column="Occupancy", eps=1.0, private=priv, order_by="date",
+                          seed=1)
+        s1 = time.perf_counter() - t
+        hour = next(m for m in rep["model_check"]["alternatives"] if m["model"] == "date:hour")
+        out.append({"case": "occupancy one chain", "size": rep["rows"], "seconds": s1, "one_chain_seconds": s1,
+                    "records_per_s": "", "ratio": 1.0, "utility": rep["utility"]["expected"],
+                    "bound": rep["utility"]["upper_bound"], "gap": rep["utility"]["gap"],
+                    "leakage": f"{rep['leakage']['max']:.7g} (hourly chain: {hour['leakage']:.4g})"})
+        t = time.perf_counter()
+        rep = apply_varying_table(data, Path(tmp) / "b.csv", column="Occupancy", eps=1.0, private=priv,
+                                  order_by="date", varies_with="date:hour", seed=1)
+        s2 = time.perf_counter() - t
+        one = rep["model_check"]["alternatives"][0]["leakage"]
+        ub = rep["utility"]["upper_bound"]
+        out.append({"case": "occupancy --varies-with date:hour", "size": rep["rows"], "seconds": s2,
+                    "one_chain_seconds": s1, "records_per_s": "", "ratio": s2 / s1,
+                    "utility": rep["utility"]["expected"], "bound": ub, "gap": ub - rep["utility"]["expected"],
+                    "leakage": f"{rep['leakage']['max']:.7g} (one chain: {one:.4g})"})
+    return out
+
+
+def _many_rows(rng: np.random.Generator, quick: bool) -> list[dict]:
+    import pandas as pd
+
+    from redactopt.release.apply import apply_table
+    from redactopt.release.varying_release import apply_varying_table
+
+    out = []
+    chain = _hourly(rng, 1440)
+    P = chain.steps()
+    for days in ((20,) if quick else (20, 100)):
+        n = 1440 * days
+        xs = np.empty(n, dtype=np.int8)
+        for d in range(days):  # every day a path of the hourly chain
+            x = int(rng.random() < 0.3)
+            for i in range(1440):
+                xs[d * 1440 + i] = x
+                if i < 1439:
+                    x = int(rng.random() < P[i, x, 1])
+        ts = pd.Timestamp("2021-01-04") + pd.to_timedelta(np.arange(n), unit="min")
+        flag = np.zeros(n, dtype=np.int8)
+        for d in range(0, days, 10):
+            flag[d * 1440 + 700 : d * 1440 + 730] = 1
+        df = pd.DataFrame({"day": np.repeat(np.arange(days), 1440), "ts": ts, "x": xs, "optout": flag})
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "in.csv"
+            df.to_csv(path, index=False)
+            t = time.perf_counter()
+            apply_table(path, Path(tmp) / "a.csv", column="x", eps=1.0, by="day", private_column="optout", seed=1)
+            s1 = time.perf_counter() - t
+            t = time.perf_counter()
+            rep = apply_varying_table(path, Path(tmp) / "b.csv", column="x", eps=1.0, by="day", private_column="optout",
+                                      varies_with="ts:hour", seed=1)
+            s2 = time.perf_counter() - t
+        out.append({"case": f"many: {days} days, {len(range(0, days, 10))} with a private run", "size": n,
+                    "seconds": s2, "one_chain_seconds": s1, "records_per_s": n / s2, "ratio": s2 / s1,
+                    "utility": rep["utility"]["expected"], "bound": rep["utility"]["upper_bound"],
+                    "gap": rep["utility"]["upper_bound"] - rep["utility"]["expected"],
+                    "leakage": rep["leakage"]["max"]})
+    return out
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = parser(__doc__).parse_args(argv)
+    out = out_dir(args.out)
+    rng = np.random.default_rng(33)
+    rows = _leakage_rows(rng, args.quick) + _design_rows(rng, args.quick) + _occupancy_rows() + \
+        _many_rows(rng, args.quick)
+    for r in rows:
+        print(r)
+    write_table(rows, out / "varying_chain", "Chains that vary with the step (issue 33)")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
