@@ -29,6 +29,8 @@ import numpy as np
 
 from redactopt.judge.leakage import leakage
 from redactopt.judge.segments import block_segments
+from redactopt.release.codec import BinaryCodec
+from redactopt.release.fitplan import plan_reach, private_index
 from redactopt.release.data import SequenceIndex, group_ranks, ids_of
 from redactopt.release.levels import (HOMOGENEITY_LEVEL, LevelCoder, LevelSpec, VaryingFit, fit_levels, is_datetime,
                                       level_transitions)
@@ -168,9 +170,6 @@ def release_model_check(*, plan: Any, state: Any, fit_source: dict[str, Any], re
     when there is none to test.  The rows fitted: outside the zone the release fitted its chain outside, or —
     a given chain, a public table — outside the reach of its designs (rows it publishes with certainty).
     ``reader`` reads the rows in sequence order."""
-    from redactopt.release.codec import BinaryCodec
-    from redactopt.release.fitplan import plan_reach, private_index
-
     specs: list[LevelSpec] = [] if varies_with is None else [varies_with]
     if order_by is not None and is_datetime(reader, order_by):
         specs += [s for s in (LevelSpec(order_by, "hour"), LevelSpec(order_by, "weekday")) if s not in specs]

@@ -270,7 +270,7 @@ def _report(vplan: VaryingPlan, state: Any, by_seq: dict[int, list[int]], redact
 def _one_chain_check(vplan: VaryingPlan, by_seq: dict[int, list[int]], one: MarkovChain) -> dict[str, Any]:
     """The release's exact leakage under the one chain fitted on the same rows (the model it replaces)."""
     worst = 0.0
-    for c, d in vplan.designs.items():
+    for d in {id(d): d for d in vplan.designs.values()}.values():  # a design shared by sequences: judged once
         for seg in block_segments(d.redact_prob, tuple(d.private)):
             worst = max([worst] + [leakage(one, seg.rows, p - seg.lo).leakage for p in seg.private])
     t = vplan.fit.test
