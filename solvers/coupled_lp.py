@@ -121,7 +121,9 @@ def _privacy(QL: np.ndarray, QR: np.ndarray, starts: list, nL: int, nR: int, k: 
         for cidx, v in entries:
             rows.append(r), cols.append(cidx), vals.append(v), errs.append(0.0)
         r += 1
-    for x, y in ((x, y) for x in range(k) for y in range(k) if x != y):
+    # a ratio beyond the doubles (eps >= 710): no privacy rows at all, a relaxation (still a bound)
+    pairs = [(x, y) for x in range(k) for y in range(k) if x != y] if math.isfinite(E) else []
+    for x, y in pairs:
         coef = np.array([QL[x, cl] * QR[x, cr] - E * QL[y, cl] * QR[y, cr] for cl, cr in starts])
         err = np.array([(QL[x, cl] * QR[x, cr] + E * QL[y, cl] * QR[y, cr]) * 8 * U for cl, cr in starts])
         if not np.any(coef > 0):

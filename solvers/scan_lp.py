@@ -50,9 +50,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from redactopt.judge.scan import exp_enclosure, scan_side_ratios
+from redactopt.judge.scan import exp_enclosure, ratio_within, side_within
 from redactopt.model.chain import Chain as KChain
-from redactopt.judge.exact import ratio_at_most_exp
 from redactopt.model.mechanism_classes import ScanMechanism, as_kchain, occupation, side_chain, side_chain_exact
 from redactopt.solvers.lp_certificate import LinearProgram, LPSolution, dual_parts, solve_lp
 from redactopt.solvers.split_bound import DualData, interpolated_bound
@@ -67,6 +66,8 @@ SNAP = 1e-9
 GRID1, GRID2 = 16, 4
 #: Budget margins (nats) a design LP is solved below the budget, tried in turn until one verifies.
 MARGINS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3)
+#: Designs solve with budget ratios at most e^27.6 (about 1e12): HiGHS refuses entries above 1e15.
+LOG_DESIGN_E_MAX = 27.631021115928547
 
 
 def pairs_of(k: int) -> list[tuple[int, int]]:
@@ -173,7 +174,9 @@ def side_program(spec: SideSpec, W: int, mode: str, E: np.ndarray, first: np.nda
     if not ok.get(mode, False):
         raise ValueError(f"side_program: W = {W} and mode {mode!r} do not fit a side of {m} records")
     pairs = pairs_of(k)
-    active = tuple(j for j, (x, y) in enumerate(pairs) if np.any(spec.T[x] - E[x, y] * spec.T[y] > 0))
+    # a pair whose budget ratio is beyond the doubles (E = inf) has no rows: a relaxation, valid for a bound
+    active = tuple(j for j, (x, y) in enumerate(pairs)
+                   if math.isfinite(E[x, y]) and np.any(spec.T[x] - E[x, y] * spec.T[y] > 0))
     key = (W, mode, active, None if first is None else tuple(bool(f) for f in first))
     cache = _PATTERNS.setdefault(spec, {})
     if key not in cache:
@@ -317,6 +320,8 @@ def _side_program_direct(spec: SideSpec, W: int, mode: str, E: np.ndarray,
     d0 = 0 if first is None else 1
     pair_rows = {}
     for x, y in pairs_of(k):
+        if not math.isfinite(E[x, y]):
+            continue  # beyond the doubles: no rows (side_program)
         coef = spec.T[x] - E[x, y] * spec.T[y]
         if not np.any(coef > 0):
             continue  # the pair's constraints are vacuous (every event's ratio is a mediant below E)
@@ -337,10 +342,11 @@ def _side_program_direct(spec: SideSpec, W: int, mode: str, E: np.ndarray,
 
 
 def _budget_matrix(k: int, budgets: dict, *, upward: bool, margin: float = 0.0) -> np.ndarray:
-    """``E[x, x'] = exp(budget)``: a proven upper bound (``upward``) or a float below it by ``margin``, at least 1 (designs)."""
+    """``E[x, x'] = exp(budget)``: a proven upper bound (``upward``; ``inf`` beyond the doubles) or a float below it
+    by ``margin``, at least 1 and at most ``exp(LOG_DESIGN_E_MAX)`` (designs: a smaller ratio only tightens them)."""
     E = np.ones((k, k))
     for (x, y), a in budgets.items():
-        E[x, y] = exp_enclosure(a)[1] if upward else math.exp(max(float(a) - margin, 0.0))
+        E[x, y] = exp_enclosure(a)[1] if upward else math.exp(min(max(float(a) - margin, 0.0), LOG_DESIGN_E_MAX))
     return E
 
 
@@ -358,7 +364,7 @@ def first_admissible(spec: SideSpec, budgets: tuple) -> np.ndarray:
             if T[x][c] == 0:
                 continue
             # Taylor terms until decided (a budget may sit 1e-12 above a chain's ratio: the jump)
-            ok[c] &= T[y][c] > 0 and ratio_at_most_exp(T[x][c] / T[y][c], Fraction(a)) is True
+            ok[c] &= T[y][c] > 0 and ratio_within(T[x][c] / T[y][c], Fraction(a)) is True
     return ok
 
 
@@ -426,8 +432,31 @@ class _SideOracle:
             data = self._dual_data(lp, sol, E)
             bound = math.nextafter(data.base + math.fsum((data.upper * np.maximum(data.r_hi, 0.0)).tolist())
                                    * (1.0 + 4.0 * U), math.inf)  # as lp_certificate.dual_bound, parts shared
+            bound = min(bound, self._first_bound(lp.info["budgets"], E))
             self.cache[budgets] = (bound, sol.value, slope, data)
         return self.cache[budgets]
+
+    def _first_bound(self, budgets: tuple, E: np.ndarray) -> float:
+        r"""The bound with each first-record event's admissibility decided exactly, where that differs from ``E``'s.
+
+        A first-record event ``(1, c)`` of an owner scan has the fixed ratio :math:`T(x,c)/T(x',c)`, so every
+        scan within the budgets has :math:`\mu^c_1(c)=0` when that ratio exceeds :math:`e^a` exactly, and its rows
+        hold by themselves otherwise: the program with them so (``first``) is still a relaxation.  It differs from
+        the program at the rounded-up ``E`` only for a budget sitting on a ratio of the chain (ε = ln 3 on a ratio
+        of 3 - 3e-16: the bound took the jump the budget does not allow).  ``inf`` where it does not apply.
+        """
+        if self.spec.holder:
+            return math.inf
+        first = first_admissible(self.spec, budgets)
+        T = self.spec.T
+        k = T.shape[0]
+        loose = np.array([all(T[x, c] <= E[x, y] * T[y, c] for x, y in pairs_of(k)) for c in range(k)])
+        if not np.any(loose & ~first):
+            return math.inf
+        try:
+            return solve_lp(side_program(self.spec, self.W, self.bound_mode, E, first)).bound
+        except RuntimeError:
+            return math.inf
 
     def _bound_solve(self, budgets: tuple) -> tuple[LinearProgram, LPSolution | None]:
         """The bound LP at these budgets; where HiGHS gives up (budgets sitting on a ratio of the chain make
@@ -513,6 +542,9 @@ def _scaled_rows(lp: LinearProgram, scale: np.ndarray | None) -> LinearProgram:
     r = np.ones(lp.A_ub.shape[0])
     for rows in lp.info["pair_rows"].values():
         r[rows] = scale
+    # HiGHS refuses entries above 1e15 (a model of a huge budget over a tiny event would be empty)
+    top = np.asarray(abs(lp.A_ub).max(axis=1).todense()).ravel()
+    r = np.minimum(r, np.where(top > 0, 1e9 / np.where(top > 0, top, 1.0), r))
     return LinearProgram(lp.c, (sp.diags(r) @ lp.A_ub).tocsr(), lp.b_ub * r, lp.A_eq, lp.b_eq, lp.upper,
                          info=lp.info)
 
@@ -534,17 +566,19 @@ def side_optimum(spec: SideSpec, eps: float, W: int | None = None) -> tuple[floa
 
 
 def side_check(spec: SideSpec, S: np.ndarray, budgets: tuple) -> bool:
-    """Whether the side alone keeps every pair's ratio within its budget, up to 1e-12 (a proposer's filter: a
-    first-record event may sit exactly at its budget; the combined mechanism is judged exactly)."""
+    """Whether the side alone keeps every pair's ratio within its budget, proven
+    (:func:`~redactopt.judge.scan.side_within`: outward rounding, rationals where that cannot decide).
+
+    A first-record event may sit exactly at its budget (the snapped splits put it there): the enclosure
+    cannot decide it and rationals do.  A tolerance here would pass a rule the judge then refuses
+    (ε = ln 3 on a ratio of 3 - 3e-16: the whole scan fell back to redacting everything).
+    """
     k = spec.Q.shape[0]
     if spec.side == "right":
         mech = ScanMechanism(spec.chain, spec.m + 1, 0, None, S, holder=spec.holder)
     else:
         mech = ScanMechanism(spec.chain, spec.m + 1, spec.m, S, None, holder=spec.holder)
-    rat = scan_side_ratios(mech, spec.side)
-    if rat is None:
-        return False
-    return all(rat.hi[x, y] <= exp_enclosure(a)[1] * (1 + 1e-12) for (x, y), a in zip(pairs_of(k), budgets))
+    return side_within(mech, spec.side, dict(zip(pairs_of(k), budgets)))
 
 
 def _running(spec: SideSpec, S: np.ndarray) -> np.ndarray:
@@ -1069,7 +1103,7 @@ def _snapped_splits(left: SideSpec, right: SideSpec, a: np.ndarray, eps: float) 
                 if 0.0 <= v <= eps and abs(v - a[j]) <= 1e-9:
                     for _ in range(64):  # nudge by ulps until the event is admissible exactly
                         bud = Fraction(v) if is_left else F - Fraction(v)
-                        if ratio_at_most_exp(rho, bud) is True:
+                        if ratio_within(rho, bud) is True:
                             opts.append(v)
                             break
                         v = math.nextafter(v, math.inf if is_left else -math.inf)
@@ -1092,6 +1126,31 @@ def _two_sided_design(left: _SideOracle, right: _SideOracle, a: np.ndarray, eps:
             best = (u, cand, {"left": tl, "right": tr})
     assert best is not None
     return best[1], best[2]
+
+
+def _other_splits(left: _SideOracle, right: _SideOracle, a: np.ndarray, tables: dict, value: float, eps: float,
+                  tol_count: float, deadline: float) -> tuple[np.ndarray, dict]:
+    """Where the sides designed at the search's split publish more than ``tol_count`` less than the LPs promised
+    there, the same at splits moved into the domain: the most useful pair.
+
+    The LP values guide the search only; at a budget within the LP's tolerance of 0 (a split giving one side
+    all of a pair's budget, the other 1e-16) that side's LP is feasible to the tolerance and its design, judged
+    strictly, publishes nothing (α = 1e-12, β = 1 - 1e-12, holder scan: 0.33 where 0.83 is possible).
+    """
+    got = side_count(left.spec, tables["left"]) + side_count(right.spec, tables["right"])
+    if got >= value - tol_count:
+        return a, tables
+    lo, hi, _ = _split_domain(left.spec, right.spec, eps)
+    alts = [np.clip(a, lo + d * (hi - lo), hi - d * (hi - lo)) for d in (1e-6, 1e-3, 0.05)]
+    alts.append(np.clip(np.full_like(a, eps / 2), lo, hi))
+    for alt in alts:
+        if time.monotonic() > deadline:
+            break
+        cand, tb = _two_sided_design(left, right, alt, eps, tol_count / 16)
+        u = side_count(left.spec, tb["left"]) + side_count(right.spec, tb["right"])
+        if u > got:
+            a, tables, got = cand, tb, u
+    return a, tables
 
 
 def _assemble(kc: KChain, n: int, p: int, holder: bool, tables: dict) -> ScanMechanism:
@@ -1156,6 +1215,8 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
             design = {s: _SideOracle(o.spec, min(o.spec.m, o.W + o.W // 2)) if o.W < o.spec.m else o
                       for s, o in orcs.items()}
         a, tables = _two_sided_design(design["left"], design["right"], a, eps, tol * n / 16)
+        a, tables = _other_splits(design["left"], design["right"], a, tables, bb["value"], eps, tol * n,
+                                  t0 + time_limit)
         extra_solves += sum(o.solves for s, o in design.items() if o is not orcs[s])
         split = {pr: float(v) for pr, v in zip(pairs_of(kc.k), a)}
     mech = _assemble(kc, n, p, holder, tables)

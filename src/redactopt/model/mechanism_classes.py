@@ -44,12 +44,14 @@ __all__ = [
     "side_chain_exact",
     "local_as_scan",
     "scan_as_owner",
+    "owner_as_holder",
     "release_masks",
     "record_tuples",
     "MAX_TABLE_ENTRIES",
     "occupation",
     "tuple_probabilities",
     "row_keys",
+    "output_index",
 ]
 
 #: The mechanism classes, each contained in the next (docs/beyond_local.md, §1).
@@ -419,3 +421,25 @@ def scan_as_owner(mech: ScanMechanism) -> OwnerMechanism:
         for (b1, w1), (b2, w2) in itertools.product(*laws):
             table[keys[xi], b1 | b2] = w1 * w2
     return OwnerMechanism(mech.chain, n, p, table, holder=mech.holder)
+
+
+def output_index(k: int, n: int, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """The output of every (record tuple, release mask) of a table over ``n`` records, and the tuples.
+
+    ``out[i, j]`` is the output of tuple ``i`` (:func:`record_tuples`) under mask ``j``: base ``k + 1``
+    digits over the non-private records in order (digit ``k`` is ⊥).
+    """
+    X = record_tuples(k, n)
+    others = [t for t in range(n) if t != p]
+    w = (k + 1) ** np.arange(n - 1)
+    base = int(k * w.sum())
+    contrib = (X[:, others] - k) * w[None, :]
+    return base + contrib @ release_masks(n - 1).T.astype(np.int64), X
+
+
+def owner_as_holder(mech: OwnerMechanism) -> OwnerMechanism:
+    r"""An owner table as a holder table: the row of every full record tuple is the owner row of its records
+    other than :math:`X_p` (the same kernel, so the same leakage and utility; an owner mechanism is a holder one)."""
+    if mech.holder:
+        return mech
+    return OwnerMechanism(mech.chain, mech.n, mech.p, mech.table[row_keys(mech.k, mech.n, mech.p, False)], holder=True)
