@@ -99,14 +99,15 @@ def rows_scaled(lp: LinearProgram) -> LinearProgram:
     entry becomes subnormal.  Same feasible set, same optimum: any of its dual points bounds the original.
     """
     A = lp.A_ub.tocsr()
-    shift = np.zeros(A.shape[0])
-    for r in range(A.shape[0]):
-        vals = np.abs(A.data[A.indptr[r]:A.indptr[r + 1]])
-        vals = vals[vals > 0]
-        if vals.size:
-            hi, lo = math.frexp(float(vals.max()))[1], math.frexp(float(vals.min()))[1]
-            shift[r] = min(hi, lo + 1020)
-    f = np.ldexp(1.0, (-shift).astype(int))
+    A.eliminate_zeros()
+    shift = np.zeros(A.shape[0], dtype=np.int64)
+    live = np.flatnonzero(np.diff(A.indptr) > 0)
+    if live.size:
+        ex = np.frexp(np.abs(A.data))[1].astype(np.int64)
+        hi = np.maximum.reduceat(ex, A.indptr[live])
+        lo = np.minimum.reduceat(ex, A.indptr[live])
+        shift[live] = np.minimum(hi, lo + 1020)
+    f = np.ldexp(1.0, -shift)
     D = sp.diags(f)
     dA = None if lp.dA_ub is None else (D @ lp.dA_ub).tocsr()
     db = None if lp.db_ub is None else lp.db_ub * f

@@ -390,6 +390,9 @@ def window_bound(chain: object, n: int, *, eps: float, p: int, holder: bool = Fa
     kc = as_kchain(chain)
     top = total or max_exact_n(kc.k, holder)
     start, length = fit_window(n, p, top)
+    if total is None or total >= min(n, max_exact_n(kc.k, holder)):
+        ub, win, _ = class_bound(kc, n, p, eps, holder, deadline)  # the largest window first, then smaller ones
+        return ub, win
     cnt = _bound(kc, length, p - start, eps, holder, deadline)
     if cnt is not None:
         return math.nextafter((cnt + (n - length)) / n, math.inf), (start, length)
@@ -417,9 +420,17 @@ def propose_block(chain: object, n: int, *, eps: float, p: int, holder: bool = F
         return BlockMechanism(n, p, start, inner) if length < n else inner
 
     notes: list = []
-    ub, win = window_bound(kc, n, eps=eps, p=p, holder=holder, total=bound_total, deadline=deadline)
-    inner, margin = _solve_design(kc, length, p - start, eps, holder, tuple(t - start for t in forced),
-                                  lambda m: accept(whole(m)), deadline, notes)
+    half = None if deadline is None else time.monotonic() + 0.5 * max(0.0, deadline - time.monotonic())
+    ub, win = window_bound(kc, n, eps=eps, p=p, holder=holder, total=bound_total, deadline=half)
+    try:
+        inner, margin = _solve_design(kc, length, p - start, eps, holder, tuple(t - start for t in forced),
+                                      lambda m: accept(whole(m)), deadline, notes)
+        if forced and margin == math.inf:  # redacting everything would not publish the boundary: no block
+            raise BlockInfeasible(f"no block design of {length} records was certified within the time limit "
+                                  f"({'; '.join(notes) or 'every margin refused'})")
+    except BlockInfeasible as exc:
+        exc.bound = (ub, win)  # type: ignore[attr-defined]  # the window bound holds all the same
+        raise
     return OwnerProposal(whole(inner), ub, "holder-window-lp" if holder else "owner-window-lp",
                          {"block": (start, length), "window": win, "margin": margin,
                           "seconds": time.monotonic() - t0, "notes": notes})

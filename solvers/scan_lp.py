@@ -591,7 +591,7 @@ def _running(spec: SideSpec, S: np.ndarray) -> np.ndarray:
     return run
 
 
-def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf) -> np.ndarray:
+def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadline: float = math.inf) -> np.ndarray:
     """A verified stop table for one side at these budgets (docs/beyond_local.md, §3, "Designs").
 
     An LP's absolute tolerances do not fix the ratios of events whose probability is tiny, and the
@@ -607,20 +607,22 @@ def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf) -> np.
     stop at ``W`` can cost more at small budgets than at the whole budget that chose ``W``), the side is
     designed again on a window twice as long (up to the whole side) and the better rule kept.
     """
-    best = _side_design(orc, budgets, loss)
+    best = _side_design(orc, budgets, loss, deadline)
     spec = orc.spec
-    while orc.W < spec.m and orc.upper(budgets)[1] - side_count(spec, best) > loss:
+    while orc.W < spec.m and orc.upper(budgets)[1] - side_count(spec, best) > loss and time.monotonic() < deadline:
         orc = _SideOracle(spec, min(spec.m, 2 * orc.W))
-        wider = _side_design(orc, budgets, loss)
+        wider = _side_design(orc, budgets, loss, deadline)
         if side_count(spec, wider) > side_count(spec, best):
             best = wider
     return best
 
 
-def _side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf) -> np.ndarray:
+def _side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadline: float = math.inf) -> np.ndarray:
     spec = orc.spec
     best: np.ndarray | None = None
     for margin in MARGINS:
+        if best is not None and time.monotonic() > deadline:  # out of time: the best passing rule so far
+            return best
         try:
             S = orc.design(budgets, margin)
         except RuntimeError:
@@ -784,7 +786,13 @@ def _seed(value: object, lo: np.ndarray, hi: np.ndarray, eps: float, deadline: f
             a = lo.copy()
             a[free] = lo[free] + np.array(g) * (hi[free] - lo[free])
             pts.append(a)
-    best_v, best_a = max((value(a), tuple(a)) for a in pts)  # type: ignore[operator]
+    best_v, best_a = -math.inf, tuple(pts[0])
+    for i, a in enumerate(pts):  # the grid stops at the deadline (its first points are the likeliest)
+        if i and time.monotonic() > deadline:
+            break
+        v = value(a)  # type: ignore[operator]
+        if v > best_v:
+            best_v, best_a = v, tuple(a)
     step = 0.05 * float(np.max(hi - lo, initial=0.0))
     dirs = []
     for j in free:
@@ -1113,14 +1121,16 @@ def _snapped_splits(left: SideSpec, right: SideSpec, a: np.ndarray, eps: float) 
 
 
 def _two_sided_design(left: _SideOracle, right: _SideOracle, a: np.ndarray, eps: float,
-                      loss: float = math.inf) -> tuple[np.ndarray, dict]:
+                      loss: float = math.inf, deadline: float = math.inf) -> tuple[np.ndarray, dict]:
     """Both sides designed at the split (and its snapped variants, :func:`_snapped_splits`): the most useful pair."""
     best: tuple | None = None
     for cand in _snapped_splits(left.spec, right.spec, a, eps):
         if np.any(cand < 0) or np.any(cand > eps):
             continue
-        tl = side_design(left, tuple(Fraction(float(v)) for v in cand), loss)
-        tr = side_design(right, tuple(Fraction(eps) - Fraction(float(v)) for v in cand), loss)
+        if best is not None and time.monotonic() > deadline:
+            break
+        tl = side_design(left, tuple(Fraction(float(v)) for v in cand), loss, deadline)
+        tr = side_design(right, tuple(Fraction(eps) - Fraction(float(v)) for v in cand), loss, deadline)
         u = side_count(left.spec, tl) + side_count(right.spec, tr)
         if best is None or u > best[0]:
             best = (u, cand, {"left": tl, "right": tr})
@@ -1146,7 +1156,7 @@ def _other_splits(left: _SideOracle, right: _SideOracle, a: np.ndarray, tables: 
     for alt in alts:
         if time.monotonic() > deadline:
             break
-        cand, tb = _two_sided_design(left, right, alt, eps, tol_count / 16)
+        cand, tb = _two_sided_design(left, right, alt, eps, tol_count / 16, deadline)
         u = side_count(left.spec, tb["left"]) + side_count(right.spec, tb["right"])
         if u > got:
             a, tables, got = cand, tb, u
@@ -1194,13 +1204,13 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
         (s, orc), = orcs.items()
         b = tuple(Fraction(eps) for _ in range(K))
         bound, split, boxes, stopped = orc.upper(b)[0], {}, 0, False
-        tables = {s: side_design(orc, b, tol * n / 4)}
+        tables = {s: side_design(orc, b, tol * n / 4, t0 + 0.95 * time_limit)}
     elif not orcs:
         bound, split, boxes, stopped, tables = 0.0, {}, 0, False, {}
     else:
-        # the split search gets 85 % of the time: the two sides' designs and the judge follow it
+        # the split search gets 70 % of the time: the two sides' designs (to 90 %) and the judge follow it
         # the target gap tol * n is shared: 3/4 to the split search, 1/16 to each side's design
-        bb = _branch_and_bound(orcs["left"], orcs["right"], eps, 0.75 * tol * n, t0 + 0.85 * time_limit, max_boxes)
+        bb = _branch_and_bound(orcs["left"], orcs["right"], eps, 0.75 * tol * n, t0 + 0.7 * time_limit, max_boxes)
         a = bb["split"]
         bound, boxes, stopped = bb["bound"], bb["boxes"], bb["stopped"]
         extra_solves = bb.get("solves", 0)
@@ -1214,9 +1224,9 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
             # n = 10^3 a sure stop there loses ~2e-6 where one at W lost 3e-3; side_design widens it if need be)
             design = {s: _SideOracle(o.spec, min(o.spec.m, o.W + o.W // 2)) if o.W < o.spec.m else o
                       for s, o in orcs.items()}
-        a, tables = _two_sided_design(design["left"], design["right"], a, eps, tol * n / 16)
+        a, tables = _two_sided_design(design["left"], design["right"], a, eps, tol * n / 16, t0 + 0.9 * time_limit)
         a, tables = _other_splits(design["left"], design["right"], a, tables, bb["value"], eps, tol * n,
-                                  t0 + time_limit)
+                                  t0 + 0.9 * time_limit)
         extra_solves += sum(o.solves for s, o in design.items() if o is not orcs[s])
         split = {pr: float(v) for pr, v in zip(pairs_of(kc.k), a)}
     mech = _assemble(kc, n, p, holder, tables)

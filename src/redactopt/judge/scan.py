@@ -434,10 +434,10 @@ def owner_leakage(mech: OwnerMechanism | BlockMechanism) -> ClassLeakage:
     for t in range(n - 1):
         pr *= P[X[:, t], X[:, t + 1]]
         path &= P[X[:, t], X[:, t + 1]] > 0
-    kern = inner.table / inner.table.sum(axis=1, keepdims=True)
-    kx = kern[row_keys(k, n, p, inner.holder)]
+    keys = row_keys(k, n, p, inner.holder)
+    kx = inner.kernel()[keys]  # each row divided by its sum without overflow (OwnerMechanism.kernel)
     w = (pr / pi[X[:, p]])[:, None] * kx
-    w_s = path[:, None] & (kx > 0)
+    w_s = path[:, None] & (inner.table[keys] > 0)  # the support of the table itself: an entry lost is refused
     flat = X[:, p][:, None] * (k + 1) ** (n - 1) + out
     size = k * (k + 1) ** (n - 1)
     lik = np.bincount(flat.ravel(), weights=w.ravel(), minlength=size).reshape(k, -1)
