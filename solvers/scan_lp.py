@@ -650,7 +650,8 @@ def side_count(spec: SideSpec, S: np.ndarray) -> float:
     return float(np.einsum("cdv,d->", mu, spec.m - np.arange(S.shape[0], dtype=float)))
 
 
-def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16, half: bool = False) -> int:
+def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16, half: bool = False,
+                  deadline: float = math.inf) -> int:
     """The truncation ``W`` of a side: doubled until the relaxation's bound and a forced stop at ``W`` agree within ``tol_count``.
 
     Judged for every pair at the whole budget, then at a half, a quarter and an eighth of it (a split
@@ -671,7 +672,7 @@ def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16,
         b = tuple(Fraction(eps) / share for _ in pairs_of(k))
         E = _budget_matrix(k, dict(zip(pairs_of(k), b)), upward=True)
         if half and share == 2:
-            while W < spec.m:
+            while W < spec.m and time.monotonic() < deadline:
                 try:
                     ub = solve_lp(side_program(spec, W, "relax", E)).bound
                     lb = solve_lp(side_program(spec, min(spec.m, 2 * W), "force", E), bound=False).value
@@ -682,7 +683,7 @@ def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16,
                 W = min(spec.m, 2 * W if W < 64 else W + 16)
             cap = max(W, 32)
             continue
-        while W < min(spec.m, cap):
+        while W < min(spec.m, cap) and time.monotonic() < deadline:
             try:
                 ub = solve_lp(side_program(spec, W, "relax", E)).bound
                 lb = solve_lp(side_program(spec, W, "force", E), bound=False).value
@@ -1197,7 +1198,9 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
                           None if p == n - 1 else np.zeros((n - 1 - p, kc.k, kc.k)), holder=holder)
     specs = {s: SideSpec(kc, s, mech0.side_length(s), holder) for s in ("left", "right") if mech0.side_length(s)}
     half = len(specs) == 2 and swap_symmetric(kc)
-    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, half=half)) for s, sp_ in specs.items()}
+    # the window grows for at most a tenth of the time per side (a shorter one only loosens the bound)
+    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, half=half, deadline=time.monotonic() + 0.1 *
+                                              time_limit)) for s, sp_ in specs.items()}
     K = len(pairs_of(kc.k))
     extra_solves = 0
     if len(orcs) == 1:
@@ -1208,16 +1211,17 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
     elif not orcs:
         bound, split, boxes, stopped, tables = 0.0, {}, 0, False, {}
     else:
-        # the split search gets 70 % of the time: the two sides' designs (to 90 %) and the judge follow it
+        # the split search gets 60 % of the time (the coupled bound to 75 %): the two sides' designs (to 90 %) and the judge follow it
         # the target gap tol * n is shared: 3/4 to the split search, 1/16 to each side's design
-        bb = _branch_and_bound(orcs["left"], orcs["right"], eps, 0.75 * tol * n, t0 + 0.7 * time_limit, max_boxes)
+        bb = _branch_and_bound(orcs["left"], orcs["right"], eps, 0.75 * tol * n, t0 + 0.6 * time_limit, max_boxes)
         a = bb["split"]
         bound, boxes, stopped = bb["bound"], bb["boxes"], bb["stopped"]
         extra_solves = bb.get("solves", 0)
-        if stopped and not holder:  # every scan is a coupled scan: that LP's bound holds too
+        left = t0 + 0.75 * time_limit - time.monotonic()
+        if stopped and not holder and left > 0:  # every scan is a coupled scan: that LP's bound holds too
             from redactopt.solvers.coupled_lp import coupled_scan_bound
 
-            coupled = coupled_scan_bound(kc, n, eps=eps, p=p)[0] * n
+            coupled = coupled_scan_bound(kc, n, eps=eps, p=p, time_limit=left)[0] * n
             bound = min(bound, math.nextafter(coupled, math.inf))
         design = orcs
         if half:  # the half-budget window was judged against a sure stop at 2 W: design on 1.5 W at once (at

@@ -8,6 +8,7 @@ re-judged by enumerating all record tuples and outputs in rationals.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from fractions import Fraction
@@ -322,3 +323,29 @@ def test_a_holder_lp_too_slow_for_the_time_limit_falls_back_and_says_so():
     assert time.monotonic() - t < 60  # generous: the 10 % + 1 s target is measured in the benchmark
     assert d.verdict == "certified" and d.certificate.upper_bound >= d.utility
     assert d.info["best"] != "holder-lp" or d.info.get("notes") is None
+
+
+@pytest.mark.parametrize("argv", [
+    ["--class", "owner", "--n", "5", "--private", "3", "--eps", "1e-12", "--alpha", "0.1", "--beta", "0.3"],
+    ["--class", "holder", "--n", "7", "--private", "7", "--eps", "30", "--alpha", "0.000108", "--beta", "0.000203"],
+    ["--class", "owner", "--n", "4", "--private", "4", "--eps", "1e-06", "--alpha", "1e-06", "--beta", "0.999"],
+    ["--class", "local", "--n", "5", "--private", "3", "--eps", "1e-300", "--alpha", "0.1", "--beta", "0.3"],
+    ["--class", "local", "--n", "5", "--private", "3", "--eps", "5e-324", "--alpha", "0.1", "--beta", "0.3"],
+    ["--class", "scan", "--n", "5", "--private", "3", "--eps", "1e300", "--alpha", "0.1", "--beta", "0.3"],
+])
+def test_cli_designs_at_the_edges_exit_0(run, capsys, argv):
+    assert run(["design", *argv, "--time-limit", "5"]) == 0
+    out = capsys.readouterr()
+    assert "utility" in out.out and out.err == ""
+
+
+def test_cli_design_class_file_is_the_monotone_design(run, capsys, tmp_path):
+    # design --class scan alone (no compare, no cache): the local design's completion is a candidate
+    out = tmp_path / "scan.json"
+    assert run(["design", "--class", "scan", "--n", "2", "--private", "1", "--eps", "1.0986122886681096",
+                "--alpha", "0.2", "--beta", "0.4", "--out", str(out)]) == 0
+    capsys.readouterr()
+    d = json.loads(out.read_text())
+    assert d["designed_for"] == "scan" and d["utility"] == pytest.approx(1 / 3, abs=1e-8)
+    assert run(["audit", str(out)]) == 0
+    assert "result    : PASS" in capsys.readouterr().out

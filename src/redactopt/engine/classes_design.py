@@ -206,8 +206,8 @@ def _stage(cls: str, kc: KChain, n: int, eps: float, p: int, prev: ClassDesign |
 def _table_class(kc: KChain, n: int, eps: float, p: int, holder: bool,
                  deadline: float) -> tuple[_Candidate | None, tuple[float, str, bool], dict]:
     """The exact LP's design for small ``n`` (the bound: :func:`~redactopt.solvers.owner_lp.class_bound`), else
-    block designs with their window bounds, on blocks growing while the time allows (a block four times as
-    long to solve as the last is tried only if that much time is left).  A block that cannot publish its
+    block designs with their window bounds, on blocks growing while the time allows (the next block, 2k times
+    the variables, only while 3k times the last one's time is left).  A block that cannot publish its
     boundary for sure is no candidate; its window bound still certifies the class; the smallest bound is kept."""
     name = "holder" if holder else "owner"
     top = max_exact_n(kc.k, holder)
@@ -221,7 +221,7 @@ def _table_class(kc: KChain, n: int, eps: float, p: int, holder: bool,
     last = 0.0
     for total in range(max(3, top - 3), top + 1):
         left = deadline - time.monotonic()
-        if best is not None and left < 4 * last or left <= 0:
+        if left < max(0.2, 3 * kc.k * last):  # the next block's LP has 2k times the variables
             break
         t0 = time.monotonic()
         try:
@@ -293,10 +293,11 @@ def design_class(chain: object, n: int, *, eps: float, p: int = 0, cls: str = "s
     shares = STAGE_SHARES[cls]
     prev: ClassDesign | None = None
     spent = 0.0
+    plan = max(0.1 * tl, 0.95 * tl - 0.25)  # what the stages plan with: judging and assembling take the rest
     for c in CLASSES[:CLASSES.index(cls) + 1]:
         spent += shares[c]
         if c not in memo:
-            deadline = t0 + spent * tl
+            deadline = t0 + spent * plan
             if c == "local":
                 memo[c] = _local(chain, n, eps, p, max(0.5 * (deadline - time.monotonic()), 0.01))
             else:
