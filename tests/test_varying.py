@@ -527,3 +527,23 @@ def test_step_frontier_on_constant_steps_brackets_the_homogeneous_optimum():
     assert leakage(c, q, p).leakage <= eps
     assert opt.certificate.upper_bound * n >= utility(c, q) * n - 1e-9
     assert res.bound - utility(c, q) * n < 0.1  # records
+
+
+def test_attack_under_a_varying_chain_stays_below_the_exact_leakage_and_finds_a_leak():
+    """The sampled attack's lower bound holds under a varying chain (below the exact leakage) and, on a
+    mechanism that leaks, comes near it; restricted to the segment it equals the whole-sequence attack."""
+    from redactopt.judge.attack import attack
+
+    rng = np.random.default_rng(5)
+    steps = []
+    for t in range(29):
+        a, b = (0.05, 0.08) if t < 15 else (0.3, 0.2)
+        steps.append([[1 - a, a], [b, 1 - b]])
+    chain = VaryingChain.from_steps(steps, [0.6, 0.4], labels=(0, 1))
+    q = np.zeros((30, 2))
+    q[14:17] = 1.0  # the private record 15 and its neighbours redacted: a leaky mechanism
+    exact = leakage(chain, q, 15).leakage
+    a = attack(chain, q, p=15, samples=20_000, rng=np.random.default_rng(1))
+    b = attack(chain, q, p=15, samples=20_000, rng=np.random.default_rng(1), restrict=False)
+    assert a.lower_bound <= exact and a.lower_bound > 0.5 * exact
+    assert a.lower_bound == pytest.approx(b.lower_bound, abs=1e-12)

@@ -47,6 +47,7 @@ from redactopt.errors import TooLongError
 from redactopt.judge.audit import as_sparse, segments
 from redactopt.judge.leakage import check_mechanism, log_likelihood_ratios
 from redactopt.model.chain import Chain, check_chain
+from redactopt.model.varying import VaryingChain, chain_window, judged_chain
 
 __all__ = ["AttackResult", "attack", "sample_outputs", "BATCH_CELLS"]
 
@@ -74,16 +75,19 @@ class AttackResult:
     other: int = -1  #: the value the event is compared under (binary: ``1 - favoured``)
 
 
-def _walk(x: np.ndarray, P: np.ndarray, ts: range, step: int, rng: np.random.Generator) -> None:
+def _walk(x: np.ndarray, P: np.ndarray, ts: range, step: int, rng: np.random.Generator, offset: int = 0) -> None:
     """Continue the chains of ``x`` over records ``ts`` (each from its neighbour ``t - step``, one uniform
-    per sample and record) with the ``(k, k)`` matrix ``P`` of that direction."""
+    per sample and record) with the ``(k, k)`` matrix ``P`` of that direction — or, for a chain that varies
+    with the step, ``P`` the ``(n - 1, k, k)`` steps of that direction indexed by row (record ``t`` of ``x``
+    is row ``t + offset``: forward from row ``t - 1`` through ``P[t - 1]``, backward through ``P[t]``)."""
     samples = x.shape[0]
-    if P.shape[0] == 2:  # two states: one comparison per cell
-        for t in ts:
-            x[:, t] = rng.random(samples) < P[x[:, t - step], 1]
-        return
-    cum = np.cumsum(P, axis=1)[:, :-1]  # the last state takes the rest (no rounding past 1)
+    fixed = np.cumsum(P, axis=1)[:, :-1] if P.ndim == 2 else None  # the last state takes the rest
     for t in ts:
+        M = P if P.ndim == 2 else P[t + offset - 1 if step == 1 else t + offset]
+        if M.shape[0] == 2:  # two states: one comparison per cell
+            x[:, t] = rng.random(samples) < M[x[:, t - step], 1]
+            continue
+        cum = fixed if fixed is not None else np.cumsum(M, axis=1)[:, :-1]
         x[:, t] = (rng.random(samples)[:, None] >= cum[x[:, t - step]]).sum(axis=1)
 
 
@@ -92,19 +96,23 @@ def _redacted(x: np.ndarray, q: np.ndarray, a: int, b: int, rng: np.random.Gener
     return rng.random((x.shape[0], b - a)) < q[np.arange(a, b)[None, :], x[:, a:b]]
 
 
-def _matrices(chain: Chain) -> tuple[np.ndarray, np.ndarray]:
-    """The transition matrices forward (after ``p``) and backward (before it: the time reversal)."""
+def _matrices(chain: Chain | VaryingChain) -> tuple[np.ndarray, np.ndarray]:
+    """The transition matrices forward (after ``p``) and backward (before it: the time reversal); for a
+    chain that varies with the step, its steps and its reversed steps, by row."""
+    if isinstance(chain, VaryingChain):
+        return chain.steps(), chain.backward_steps()
     P = chain.transition_matrix
     return P, (P if chain.k == 2 else chain.reversed_matrix())
 
 
 def _segment_chains(PP: tuple[np.ndarray, np.ndarray], q: np.ndarray, p: int, xp: int, samples: int,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Chains on the records of ``q`` given ``X_p = xp`` (right side, then left side), then which are redacted."""
+                    rng: np.random.Generator, offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Chains on the records of ``q`` (rows ``offset ..`` of the chain) given ``X_p = xp`` (right side, then
+    left side), then which are redacted."""
     x = np.empty((samples, q.shape[0]), dtype=np.int8)
     x[:, p] = xp
-    _walk(x, PP[0], range(p + 1, q.shape[0]), 1, rng)
-    _walk(x, PP[1], range(p - 1, -1, -1), -1, rng)
+    _walk(x, PP[0], range(p + 1, q.shape[0]), 1, rng, offset)
+    _walk(x, PP[1], range(p - 1, -1, -1), -1, rng, offset)
     return x, _redacted(x, q, 0, q.shape[0], rng)
 
 
@@ -137,7 +145,7 @@ def sample_outputs(chain: Chain, q: np.ndarray, p: int, xp: int, samples: int,
     """
     lo, hi = (0, q.shape[0] - 1) if segment is None else segment
     PP = _matrices(chain)
-    x, mask = _segment_chains(PP, q[lo : hi + 1], p - lo, xp, samples, rng)
+    x, mask = _segment_chains(PP, q[lo : hi + 1], p - lo, xp, samples, rng, lo)
     if segment is None:
         x[mask] = -1
         return x
@@ -169,7 +177,7 @@ def _sampled_ratios(chain: Chain, q: np.ndarray, p: int, xp: int, samples: int, 
 
     a = 0
     for m in _batch_sizes(samples, cells):
-        x, mask = _segment_chains(PP, q[lo : lo + cells], p - lo, xp, m, rng)
+        x, mask = _segment_chains(PP, q[lo : lo + cells], p - lo, xp, m, rng, lo)
         if rest_rng is None:
             x[mask] = -1
             ratios(x, a)
@@ -226,8 +234,10 @@ def attack(chain: Chain, redact_prob: object, *, p: int, samples: int = 100_000,
         docstring).  ``False`` samples every record: the same lower bound for the same
         ``rng``, at the cost of the whole sequence.
     """
-    check_chain(chain)
+    if not isinstance(chain, VaryingChain):
+        check_chain(chain)
     rows = as_sparse(redact_prob, k=chain.k)
+    chain = judged_chain(chain, rows.n)
     p = check_index(p, rows.n, "p")
     if not bool(np.all(rows.rows(p, p + 1)[0] == 1.0)):
         raise ValueError(f"redact_prob row {p} (0-based) is the private record and must be all ones "
@@ -242,6 +252,7 @@ def attack(chain: Chain, redact_prob: object, *, p: int, samples: int = 100_000,
     if restrict:
         q, (p_q,) = check_mechanism(seg.rows, p - seg.lo, "p", k=chain.k)
         lo, rest_rng = 0, None
+        chain = chain_window(chain, seg.lo, seg.lo + cells)  # a varying chain: the segment's own steps
     else:  # the segment from rng, as when restricted; the rest from a child (spawning draws nothing)
         q, (p_q,) = check_mechanism(np.asarray(rows), p, "p", k=chain.k)
         lo, rest_rng = seg.lo, rng.spawn(1)[0]
