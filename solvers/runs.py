@@ -67,7 +67,7 @@ from redactopt.solvers.frontier import (
 
 __all__ = ["Contraction", "contractions", "chain_contractions", "stack", "log_phi", "coordinate_leak", "budget_for_leak",
            "PairMap", "RunMaps", "run_maps", "solve_run", "RunAnalysis", "run_analysis", "propose_run",
-           "run_leakages"]
+           "run_leakages", "run_bound"]
 
 #: Relative error allowed for the entries and determinants of a contraction (products of at most a few
 #: thousand 2x2 stochastic matrices of non-negative entries lose about 2 ulps per factor).
@@ -587,8 +587,8 @@ class RunAnalysis:
     every record of the run; ``redact_prob`` is the design at the best budgets, ``edge`` the same
     budgets spent to ``eps`` exactly; ``left``/``right`` the sides' budgets ``(a, b)`` about their
     boundary records; ``single_bounds`` the one-record bounds computed on the same tables (each a
-    relaxation, ``{offset in the run: bound per record}``), ``bound_source`` which bound won
-    (``"run"`` or ``"record j"``, 0-based position); ``table_gap`` the gap to the design's own
+    relaxation, ``{offset in the run: bound per record}``), ``bound_record`` the record (0-based
+    position) whose one-record bound won, ``None`` where the run's own did; ``table_gap`` the gap to the design's own
     value; ``grid``, ``windows``, ``seconds`` how it was computed.
     """
 
@@ -599,7 +599,7 @@ class RunAnalysis:
     right: tuple[float, float]
     run_bound: float
     single_bounds: dict[int, float]
-    bound_source: str
+    bound_record: int | None
     table_gap: float
     grid: int
     windows: tuple[int, int]
@@ -632,20 +632,21 @@ class _Model:
 
 
 def _model(chain: MarkovChain, left: list[Contraction], right: list[Contraction], W: list[int], eps: float,
-           epsl: float) -> _Model:
+           epsl: float, grid: int | None) -> _Model:
     R = max(W[0], W[1], 1)
-    tab_lb = side_tables(chain, R, G=G_LB, upper=False)
-    tab_ub = side_tables(chain, R, G=G_UB0, upper=True)
+    G = G_UB0 if grid is None else int(grid)
+    tab_lb = side_tables(chain, R, G=G_LB if grid is None else G, upper=False)
+    tab_ub = side_tables(chain, R, G=G, upper=True)
     maps = run_maps(tab_ub.geo, left, right)
     res = solve_run(tab_ub, tab_lb, W[0], W[1], maps, eps, epsl)
     # the pattern search gains little (1e-3 records on the walk-through's 388-record sides) and each step
     # runs the greedy policies on both sides: a fixed number of steps per record modelled
-    evals = int(min(60, max(8, 6000 // R)))
+    evals = int(min(60, max(8, 3000 // R)))
     a, b = polish_budgets(RunSplit(tab_lb, W[0], W[1], maps, epsl), tab_lb, *res.split, max_evals=evals)
     ar, br = maps.right_budgets(np.array([a]), np.array([b]), epsl, outward=False)
     ql = side_design(tab_lb, W[0], a, b)
     qr = side_design(tab_lb, W[1], float(ar[0]), float(br[0]))
-    return _Model(W, R, tab_lb, tab_ub, G_UB0, maps, res, a, b, ql, qr)
+    return _Model(W, R, tab_lb, tab_ub, G, maps, res, a, b, ql, qr)
 
 
 def _single_bounds(md: _Model, n: int, first: int, offsets: Sequence[int], eps: float, epsl: float) -> dict[int, float]:
@@ -684,7 +685,7 @@ def _singles_worth_bounding(md: _Model, n: int, first: int, last: int, epsl: flo
 
 
 def run_analysis(chain: MarkovChain, n: int, *, eps: float, first: int, last: int, time_limit: float = 60.0,
-                 target_gap: float = 1e-4, singles: str = "auto") -> RunAnalysis:
+                 target_gap: float = 1e-4, singles: str = "auto", grid: int | None = None) -> RunAnalysis:
     """Certified bound and design of the run ``first..last`` (0-based, inclusive) by the side frontiers through the run.
 
     The model window of each side doubles until the design cuts inside it; the upper-bound grid
@@ -692,7 +693,9 @@ def run_analysis(chain: MarkovChain, n: int, *, eps: float, first: int, last: in
     next refinement fits in ``time_limit`` seconds.  ``singles``: the run's records whose one-record
     bounds are computed too (relaxations; the smallest bound wins): ``"auto"`` those whose own
     problem's grid policy does not already publish more than the run's bound (no other can win),
-    ``"all"``, ``"ends"`` or ``"none"``.
+    ``"all"``, ``"ends"`` or ``"none"``.  ``grid``: the first upper-bound grid and the policy grid
+    (default the frontier's, :data:`~redactopt.solvers.frontier.G_UB0` and
+    :data:`~redactopt.solvers.frontier.G_LB`).
     """
     n, eps, first = check_problem(chain, n, eps, first)
     if not first <= int(last) < n:
@@ -703,11 +706,11 @@ def run_analysis(chain: MarkovChain, n: int, *, eps: float, first: int, last: in
     if chain.lam == 0.0 or mL + mR == 0:  # independent records (nothing leaks) or nothing but the run
         q = _assemble(n, first, last, np.zeros((mL, 2)), np.zeros((mR, 2)))
         u = (n - r) / n
-        return RunAnalysis(u, q, q, (eps, eps), (eps, eps), u, {}, "run", 0.0, 0, (mL, mR), time.perf_counter() - t0)
+        return RunAnalysis(u, q, q, (eps, eps), (eps, eps), u, {}, None, 0.0, 0, (mL, mR), time.perf_counter() - t0)
     left, right = chain_contractions(chain, r)
     W = [_run_window(chain, mL, eps), _run_window(chain, mR, eps)]
     while True:
-        md = _model(chain, left, right, W, eps, epsl)
+        md = _model(chain, left, right, W, eps, epsl, grid)
         grow = [W[0] < mL and not _cuts(md.ql), W[1] < mR and not _cuts(md.qr)]
         if not any(grow):
             break
@@ -724,7 +727,7 @@ def run_analysis(chain: MarkovChain, n: int, *, eps: float, first: int, last: in
     elif offs is None:
         raise ValueError(f"singles must be 'auto', 'all', 'ends' or 'none', got {singles!r}")
     single = {j: b / n for j, b in _single_bounds(md, n, first, offs, eps, epsl).items()}
-    bound, source = min([(ub / n, "run")] + [(b, f"record {first + j}") for j, b in single.items()])
+    bound, source = min([(ub / n, -1)] + [(b, first + j) for j, b in single.items()])
     s = eps / epsl
     amax, bmax = md.maps.left_max(eps, outward=False)
     ae, be = min(md.a * s, amax), min(md.b * s, bmax)
@@ -733,7 +736,8 @@ def run_analysis(chain: MarkovChain, n: int, *, eps: float, first: int, last: in
                      side_design(md.tab_lb, W[1], float(are[0]), float(bre[0])))
     ar, br = md.maps.right_budgets(np.array([md.a]), np.array([md.b]), epsl, outward=False)
     return RunAnalysis(bound, _assemble(n, first, last, md.ql, md.qr), edge, (md.a, md.b),
-                       (float(ar[0]), float(br[0])), ub / n, single, source, (ub - value) / n, md.G,
+                       (float(ar[0]), float(br[0])), ub / n, single, None if source < 0 else source,
+                       (ub - value) / n, md.G,
                        (W[0], W[1]), time.perf_counter() - t0)
 
 
@@ -758,16 +762,56 @@ def _refine(md: _Model, ub: float, value: float, n: int, eps: float, epsl: float
 
 
 def propose_run(chain: MarkovChain, n: int, *, eps: float, first: int, last: int, time_limit: float = 60.0,
-                target_gap: float = 1e-4, singles: str = "auto") -> Candidate:
+                target_gap: float = 1e-4, singles: str = "auto", grid: int | None = None) -> Candidate:
     """The run's design as a proposal (:func:`run_analysis`): ``solver="run-frontier"``, its certified bound
     (``bound_solver`` ``"run-frontier"`` or, where a one-record relaxation won, ``"frontier-dp"``), the design
-    spent to ``eps`` exactly as a fallback."""
+    spent to ``eps`` exactly as a fallback.  ``info["bound_source"]`` is ``"run"`` or ``"record"``
+    (``info["bound_record"]``: which one, 0-based)."""
     ra = run_analysis(chain, n, eps=eps, first=first, last=last, time_limit=time_limit, target_gap=target_gap,
-                      singles=singles)
+                      singles=singles, grid=grid)
     info = {"budgets": {"left": list(ra.left), "right": list(ra.right)}, "grid": ra.grid,
-            "windows": list(ra.windows), "table_gap": ra.table_gap, "seconds": ra.seconds,
-            "bound_source": ra.bound_source, "run_bound": ra.run_bound,
-            "single_bounds": {str(first + j): b for j, b in ra.single_bounds.items()}}
+            "windows": list(ra.windows), "table_gap": ra.table_gap, "target_gap": target_gap, "seconds": ra.seconds,
+            "bound_source": "run" if ra.bound_record is None else "record", "bound_record": ra.bound_record,
+            "run_bound": ra.run_bound, "single_bounds": {str(first + j): b for j, b in ra.single_bounds.items()}}
     return Candidate(ra.redact_prob, "run-frontier", "optimal" if ra.table_gap <= target_gap else "time_limit",
-                     upper_bound=ra.upper_bound, bound_solver="run-frontier" if ra.bound_source == "run" else "frontier-dp",
+                     upper_bound=ra.upper_bound,
+                     bound_solver="run-frontier" if ra.bound_record is None else "frontier-dp",
                      fallbacks=(ra.edge,), info=info, fallback_info=({"budgets": "spent to eps exactly"},))
+
+
+# ----------------------------------------------------------------------------
+# bounds alone (pieces of a region holding several runs)
+# ----------------------------------------------------------------------------
+#: Grid of the tables behind :func:`run_bound` (a bound, not a design: coarse).
+BOUND_GRID = 1000
+
+_TABLES: dict[tuple, Tables] = {}
+
+
+def _tables(chain: MarkovChain, R: int, G: int, upper: bool) -> Tables:
+    """Side tables memoised in this process (the last four): a table for sides of up to ``R`` records bounds every
+    shorter side, so ``R`` is rounded up to a power of two and shared by the pieces of a region."""
+    key = (chain, R, G, upper)
+    if key not in _TABLES:
+        while len(_TABLES) >= 4:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[key] = side_tables(chain, R, G=G, upper=upper)
+    return _TABLES[key]
+
+
+def run_bound(chain: MarkovChain, n: int, *, eps: float, first: int, last: int, grid: int = BOUND_GRID) -> float:
+    """Certified bound (expected records) on what any mechanism private about every record of the run
+    ``first..last`` publishes among ``n`` records: :func:`solve_run` on both whole sides, no design.
+
+    ``n`` records form the problem on their own (a window of a sequence starts at a stationary record).
+    """
+    n, eps, first = check_problem(chain, n, eps, first)
+    last = int(last)
+    r, mL, mR = last - first + 1, first, n - 1 - last
+    if chain.lam == 0.0 or mL + mR == 0:
+        return float(mL + mR)
+    R = 1 << max(int(max(mL, mR, 1)) - 1, 0).bit_length()
+    tab_ub, tab_lb = _tables(chain, R, grid, True), _tables(chain, R, grid, False)
+    maps = run_maps(tab_ub.geo, *chain_contractions(chain, r))
+    epsl = eps - 2.0 * ETA * max(1.0, eps)
+    return solve_run(tab_ub, tab_lb, mL, mR, maps, eps, epsl).ub
