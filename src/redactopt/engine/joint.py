@@ -1058,7 +1058,8 @@ def _run_info(w: RunWindow) -> dict:
             "published": w.result.utility * (w.hi - w.lo + 1), "upper_bound": c.upper_bound * (w.hi - w.lo + 1),
             "solver": c.solver, "relaxation": _strict_label(w.relaxation, list(range(first, last + 1))),
             "grid": info.get("grid"),
-            "table_gap": info.get("table_gap"), "target_gap": info.get("target_gap"),
+            "table_gap": info.get("table_gap"),
+            "target_gap": info.get("target_gap") if math.isfinite(info.get("target_gap") or math.inf) else None,
             "status": info.get("solver_status")}
 
 

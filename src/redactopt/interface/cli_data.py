@@ -254,7 +254,24 @@ def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:
         "sequences_file": rep.get("sequences_file"),
         "randomness": rep["randomness"]["source"], "label": rep.get("label"),
         "warnings": list(fit.get("warnings", [])), "report": report_path,
+        "regions": list(rep.get("regions") or [])[:REGION_LINES + 1],
     }
+
+
+#: ``apply`` prints the region certificates of a one-sequence release up to this many (then says how many more).
+REGION_LINES = 4
+
+
+def region_lines(regions: list[dict[str, Any]]) -> list[str]:
+    """One line per region certificate: what the design publishes there, the certified bound, and which bound."""
+    out = []
+    for r in regions[:REGION_LINES]:
+        src = r["solver"] + (f", from {r['relaxation']} alone" if r.get("relaxation") else "")
+        out.append(f"certified : rows {r['rows'][0]}-{r['rows'][1]} publish {r['published']:.6g} expected records; "
+                   f"no eps-private mechanism more than {r['upper_bound']:.6g} (gap {r['gap']:.3g}; {src})")
+    if len(regions) > REGION_LINES:
+        out.append("certified : ... more regions in the report")
+    return out
 
 
 def _summary_text(s: dict[str, Any]) -> str:
@@ -273,6 +290,8 @@ def _summary_text(s: dict[str, Any]) -> str:
         "private record(s)" + (" and every chain of the box)" if box is not None else ")"),
         f"utility   : expected {s['utility']['expected']:.6g}  realised {s['utility']['realised']:.6g}",
     ]
+    if s["sequences_count"] == 1:
+        lines += region_lines(s.get("regions") or [])
     rob = s["chain"].get("robustness")
     if rob:
         lines.append(f"robustness: {rob['expected_redacted_robust']:.6g} expected redacted records against "
