@@ -269,3 +269,63 @@ def test_run_bound_never_above_a_single_record_bound(alpha, beta, n, first, last
         assert u <= single.certificate.upper_bound
     if (n, first, last) == (30, 8, 10):
         assert ra.upper_bound < 0.5266  # record 11 alone: 0.52660; the issue's bound was 0.64918
+
+
+# --------------------------------------------------------------------------
+# the design layer: relaxations carried, several runs, what the user sees
+# --------------------------------------------------------------------------
+def test_bound_on_rows_by_hand():
+    from redactopt.judge.relaxation import Relaxation, best_bound, bound_on_rows
+
+    # rows 10..19 bounded by 4.5 for record 12 alone; rows 5..24 hold private records 6, 12, 13 and 23
+    r = Relaxation(10, 19, 4.5, "frontier-dp", "record", (12,))
+    priv = [6, 12, 13, 23]
+    # outside 10..19 within 5..24: rows 5..9 (5 rows, 6 private -> 4) and 20..24 (5 rows, 23 private -> 4)
+    assert bound_on_rows(r, 5, 24, priv) == 4.5 + 4 + 4
+    assert bound_on_rows(r, 12, 15, priv) == 4.5
+    assert best_bound(5, 24, (20.0, "lemma2"), [r], priv) == (12.5, "frontier-dp", r)
+    assert best_bound(5, 24, (12.0, "lemma2"), [r], priv) == (12.0, "lemma2", None)
+    assert r.label == "record 13"
+
+
+def test_issue_design_uses_the_run_and_never_exceeds_a_record_bound():
+    from redactopt.engine.joint import design_joint_sparse
+
+    chain = MarkovChain(0.05, 0.2)
+    d = design_joint_sparse(chain, 30, eps=1.0, private=[8, 9, 10], method="optimal")
+    singles = [design(chain, 30, eps=1.0, p=p) for p in (8, 9, 10)]
+    assert d.certificate.upper_bound <= min(s.certificate.upper_bound for s in singles)
+    assert d.certificate.upper_bound < 0.5266 and d.certificate.gap <= 1e-4
+    assert d.utility <= min(s.certificate.upper_bound for s in singles)
+    assert d.utility > 0.51575  # the joint window the issue reported
+    assert certify_exact(0.05, 0.2, np.asarray(d.redact_prob).tolist(), [8, 9, 10], 1.0).status == "certified"
+    assert [r["private"] for r in d.info["runs"]] == [[9, 11]]
+    auto = design_joint_sparse(chain, 30, eps=1.0, private=[8, 9, 10], method="auto")
+    assert auto.utility >= d.utility - auto.certificate.gap  # auto has the run design among its candidates
+    assert auto.certificate.upper_bound <= min(s.certificate.upper_bound for s in singles)
+
+
+def test_two_runs_near_each_other_against_a_grid_search():
+    # private {1, 2} and {5} in 7 records: a region holding two runs, cut between them for the bound
+    from redactopt.engine.joint import design_joint_sparse
+    from redactopt.engine.runs import split_bound
+
+    chain, n, eps, run = MarkovChain(0.1, 0.3), 7, 0.8, [1, 2, 5]
+    found, _ = _grid_search(chain, n, run, eps, np.linspace(0, 1, 3))
+    cut = split_bound(chain, eps, 0, n - 1, run)
+    assert cut is not None and cut[0] >= found * n - 1e-9
+    d = design_joint_sparse(chain, n, eps=eps, private=run, method="optimal")
+    assert d.certificate.upper_bound >= found - 1e-12
+    assert d.utility >= found - d.certificate.gap - 1e-12
+    assert all(leakage_bruteforce(chain, np.asarray(d.redact_prob), p).leakage <= eps * (1 + 1e-12) for p in run)
+
+
+def test_design_command_prints_each_run():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "redactopt", "design", "--n", "30", "--private", "9-11", "--eps", "1",
+                          "--alpha", "0.05", "--beta", "0.2"], capture_output=True, text=True, check=True).stdout
+    lines = {ln.split(":", 1)[0].strip(): ln.split(":", 1)[1] for ln in out.splitlines() if " : " in ln}
+    assert float(lines["upper bound"].split()[0]) < 0.5266
+    assert lines["run"].strip().startswith("9-11: rows 1-30 publish")

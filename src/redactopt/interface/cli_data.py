@@ -255,6 +255,7 @@ def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:
         "randomness": rep["randomness"]["source"], "label": rep.get("label"),
         "warnings": list(fit.get("warnings", [])), "report": report_path,
         "regions": list(rep.get("regions") or [])[:REGION_LINES + 1],
+        "runs": list((rep.get("design_info") or {}).get("runs") or [])[:REGION_LINES],
     }
 
 
@@ -272,6 +273,16 @@ def region_lines(regions: list[dict[str, Any]]) -> list[str]:
     if len(regions) > REGION_LINES:
         out.append("certified : ... more regions in the report")
     return out
+
+
+def run_line(run: dict[str, Any]) -> str:
+    """Where ``--method optimal`` stopped refining a run's bound: at its target gap, or at the time limit."""
+    (a, b), (lo, hi) = run["private"], run["window"]
+    m = hi - lo + 1
+    gap = run["upper_bound"] - run["published"]
+    how = (f"stopped at its target gap of {run['target_gap'] * m:.3g} records" if run.get("status") == "optimal"
+           else "stopped by the time limit before its target gap")
+    return f"search    : the run of {b - a + 1} private records: certified gap {gap:.3g} records on its {m} rows, {how}"
 
 
 def _summary_text(s: dict[str, Any]) -> str:
@@ -292,6 +303,7 @@ def _summary_text(s: dict[str, Any]) -> str:
     ]
     if s["sequences_count"] == 1:
         lines += region_lines(s.get("regions") or [])
+        lines += [run_line(r) for r in s.get("runs") or [] if r.get("target_gap") is not None]
     rob = s["chain"].get("robustness")
     if rob:
         lines.append(f"robustness: {rob['expected_redacted_robust']:.6g} expected redacted records against "
