@@ -55,7 +55,8 @@ from redactopt.release.columns import output_columns
 from redactopt.release.disclosure import Disclosure, plain_summary
 from redactopt.release.fitplan import plan_fitted
 from redactopt.release.order import Ordered, sequence_order
-from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex, TextStates, group_ranks
+from redactopt.release.model_check import release_model_check
+from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex, TextStates, group_ranks, ids_of
 from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release
 from redactopt.release.pool import warm_pool
 from redactopt.release.redactor import Redactor
@@ -106,20 +107,6 @@ def _columns_needed(column: str | list[str], by: str | None, private_column: str
         if c is not None and c not in cols:
             cols.append(c)
     return cols
-
-
-def ids_of(chunk: Chunk, by: str, where: str) -> Any:
-    """The ``by`` column of a chunk (an Arrow array); a missing or empty id is an error naming the row."""
-    ids = chunk.column(by)
-    if isinstance(ids, pa.ChunkedArray):
-        ids = ids.combine_chunks()
-    missing = ids.is_null()
-    if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type):
-        missing = pc.or_(missing, pc.equal(ids, ""))
-    if pc.any(missing).as_py():
-        i = int(np.flatnonzero(missing.to_numpy(zero_copy_only=False))[0])
-        raise ValueError(f"{where}: row {chunk.first_row + i}, column '{by}': missing value")
-    return ids
 
 
 def _scan(reader: Any, *, column: str, by: str | None, private_column: str | None,
@@ -836,6 +823,9 @@ def apply_table(
             fit_on=counts, progress=progress, design=design)
         if fit_on is not None:
             fit_source["table"] = str(fit_on)
+        models = release_model_check(plan=plan, state=state, fit_source=fit_source, column=column, by=by,
+                                     reader=reader if ordered is None else ordered.reader, order_by=order_by,
+                                     private=private)
         output, dropped = plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column,
                                       keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank)
         bits = bit_source(seed)
@@ -850,6 +840,8 @@ def apply_table(
                 "private_column": private_column}, sequences=report_sequences, to_file=_to_file(report))
             describe_release(rep, plan, protected=[column], output=output, dropped=dropped, fit_source=fit_source,
                              order_by=order_by, ordered=ordered)
+            if models is not None:
+                rep["model_check"] = models.to_dict()
             rep["apply_seconds"] = time.perf_counter() - t0
             if rep_path is not None:  # before the output appears: a report that cannot be written leaves nothing
                 rep = write_report(report, rep, rows=rows, force=force)  # type: ignore[arg-type]
