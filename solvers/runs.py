@@ -58,6 +58,7 @@ from redactopt.solvers.frontier import (
     Tables,
     TwoSided,
     best_side_policy,
+    cell_bound,
     pinned_value,
     side_design,
     side_tables,
@@ -334,10 +335,6 @@ def run_leakages(left: Sequence[Contraction], right: Sequence[Contraction], side
 #: Budgets offered to the designs sit this (relative) factor above a pin threshold.
 UP = 1.0 + 1e-12
 
-#: Cells per problem with which the one-dimensional branch and bound starts.
-CELLS0 = 32
-
-
 def pin_thresholds(geo: Geo, m: int, thread: str) -> tuple[np.ndarray, np.ndarray]:
     """A side's pin thresholds of ``thread`` (``c_0..c_m``, and ``0`` for "never", index ``m + 1``), plain and deflated."""
     c = np.concatenate((geo.thresholds(m, +1 if thread == "A" else -1), [0.0])) if m else np.array([0.0])
@@ -471,47 +468,11 @@ class SamePairs:
 
 
 def same_pairs_bound(pins: SamePairs, best: RunSplit, tol: float, max_rounds: int) -> tuple[float, int]:
-    """Bound of the same-pair combinations by a one-dimensional branch and bound; also the cells visited.
-
-    Each problem's free left budget starts as :data:`CELLS0` cells of ``[0, xmax]``.  A cell is retired
-    with its bound once that is within ``tol`` of the best value found, or once halving it cannot lower
-    it (it equals a point bound); the result is the largest bound retired or still open.
-    """
+    """Bound of the same-pair combinations by a one-dimensional branch and bound over each problem's free left
+    budget in ``[0, xmax]`` (:func:`redactopt.solvers.frontier.cell_bound`); also the cells visited."""
     if pins.size == 0:
         return -np.inf, 0
-    frac = np.linspace(0.0, 1.0, CELLS0 + 1)
-    pid = np.repeat(np.arange(pins.size), CELLS0)
-    x0 = np.tile(frac[:-1], pins.size) * pins.xmax[pid]
-    x1 = np.tile(frac[1:], pins.size) * pins.xmax[pid]
-    retired, cells, u = -np.inf, 0, np.empty(0)
-    for _ in range(max_rounds):
-        if pid.size == 0:
-            break
-        cells += pid.size
-        pins.offer(best, pid, 0.5 * (x0 + x1))
-        pins.offer(best, pid, x1)
-        u = pins.bound(pid, x0, x1)
-        live = u > best.value + 0.25 * tol
-        if np.any(~live):
-            retired = max(retired, float(u[~live].max()))
-        pid, x0, x1, u = pid[live], x0[live], x1[live], u[live]
-        if pid.size == 0 or float(u.max()) <= best.value + tol:
-            break
-        sens = u - np.maximum(pins.bound(pid, x0, x0), pins.bound(pid, x1, x1))
-        frozen = (sens <= 0.05 * tol) | (x1 - x0 < 1e-14)
-        if np.any(frozen):
-            retired = max(retired, float(u[frozen].max()))
-        pid, x0, x1, u = pid[~frozen], x0[~frozen], x1[~frozen], u[~frozen]
-        if pid.size == 0:
-            break
-        xm = 0.5 * (x0 + x1)
-        pid = np.concatenate((pid, pid))
-        x0, x1 = np.concatenate((x0, xm)), np.concatenate((xm, x1))
-        u = np.concatenate((u, u))
-    else:
-        if pid.size:
-            u = pins.bound(pid, x0, x1)
-    return max(retired, float(u.max()) if u.size else -np.inf), cells
+    return cell_bound(pins, best, pins.xmax, tol, max_rounds)
 
 
 def solve_run(tab_ub: Tables, tab_lb: Tables, mL: int, mR: int, maps: RunMaps, eps: float, epsl: float,
