@@ -272,12 +272,14 @@ def lower_edges(chain: VaryingChain, block: np.ndarray, L: int, members: Sequenc
 
 
 def design_varying(chain: VaryingChain, *, eps: float, private: object, method: str = "auto",
-                   time_limit: float = 60.0) -> SparseDesign:
+                   time_limit: float = 60.0, gap: float = 1e-4) -> SparseDesign:
     """A verified local design on a varying chain (module docstring), sparse: every row outside its blocks published.
 
-    ``method``: ``"auto"`` (the windows with their edges lowered, :data:`VARYING_METHODS`) or ``"dim"``
-    (the exact joint windows).  The certificate is Lemma 2 on the varying chain, over every local
-    mechanism.
+    ``method``: ``"auto"`` (:data:`VARYING_METHODS`: the windows with their edges lowered and, for one
+    private record on a binary chain, the side frontier under varying steps,
+    :mod:`redactopt.solvers.step_frontier`, whose grids are refined until the certified gap is at most
+    ``gap`` or the time is up) or ``"dim"`` (the exact joint windows).  The certificate is the smallest
+    of Lemma 2 per step and the frontier's bound, each over every local mechanism.
     """
     if not isinstance(chain, VaryingChain):
         raise TypeError(f"chain must be a VaryingChain, got {type(chain).__name__}")
@@ -287,12 +289,101 @@ def design_varying(chain: VaryingChain, *, eps: float, private: object, method: 
     eps = check_eps(eps)
     priv = check_private(private, chain.n)
     deadline = time.monotonic() + float(time_limit)
-    bound = lemma2_upper_bound(chain, chain.n, eps=eps, private=priv)
+    bound, solver = lemma2_upper_bound(chain, chain.n, eps=eps, private=priv), "lemma2"
     parts = []
-    for L, R, members in varying_windows(chain, eps=eps, private=priv, budget=_budget(chain, eps)):
+    wins = varying_windows(chain, eps=eps, private=priv, budget=_budget(chain, eps))
+    for L, R, members in wins:
         block = np.ones((R - L + 1, chain.k))
         if method == "auto":
             block = lower_edges(chain, block, L, members, eps, deadline=deadline)
         parts.append((L, block))
-    return finalize_sparse(chain, chain.n, parts, private=priv, eps=eps, method=method, upper_bound=bound,
-                           solver="lemma2", info={"source": "windows" if method == "dim" else "windows+edges"})
+    best = None
+    if method == "auto" and chain.binary and len(priv) == 1:
+        L, R, _ = wins[0]
+        found = frontier_design(chain, priv[0], eps, reach=max(priv[0] - L, R - priv[0]) + 1, deadline=deadline,
+                                gap=gap)
+        if found is not None and found[1] < bound:
+            bound, solver = found[1], "step-frontier"
+        if found is not None:
+            best = finalize_sparse(chain, chain.n, found[0], private=priv, eps=eps, method=method,
+                                   upper_bound=bound, solver=solver, info=dict(found[2], source="step frontier"))
+    windows = finalize_sparse(chain, chain.n, parts, private=priv, eps=eps, method=method, upper_bound=bound,
+                              solver=solver, info={"source": "windows" if method == "dim" else "windows+edges"})
+    return windows if best is None or windows.utility >= best.utility else best
+
+
+def frontier_design(chain: VaryingChain, p: int, eps: float, *, reach: int, deadline: float,
+                    gap: float) -> tuple[list, float, dict] | None:
+    """The side frontier's design and certified bound for private record ``p`` (:mod:`redactopt.solvers.step_frontier`).
+
+    Windows of ``W`` records per side (from twice ``reach``, doubled until the design cuts inside them)
+    and grids of ``G`` rooms (doubled until the bound is within ``gap`` of the design's utility, as the
+    tables' values estimate it, or the time is up).  Returns ``(parts, bound as a utility, info)`` —
+    the design is judged by the caller — or ``None`` when the time ran out before a first answer.
+    """
+    from redactopt.judge.leakage import utility
+    from redactopt.solvers.step_frontier import side_problem, step_tables
+
+    n = chain.n
+    design_eps = _budget(chain, eps)
+    marg = chain.marginals()
+    W = max(2 * reach + 16, 32)
+    G = 2048
+    out = None
+    while time.monotonic() < deadline:
+        Wl, Wr = min(W, p), min(W, n - 1 - p)
+        left = side_problem(chain.side_steps(p, "left", Wl), marg[p - Wl : p][::-1], p) if p else None
+        right = side_problem(chain.side_steps(p, "right", Wr), marg[p + 1 : p + 1 + Wr], n - 1 - p) if Wr else None
+        tl = step_tables(left, G) if left is not None else None
+        tr = step_tables(right, G) if right is not None else None
+        res = _split(tl, tr, eps, deadline, tol=max(1e-9, gap * n / 4))
+        q = _best_policy(tl, tr, res.split if res is not None else (eps, eps), eps, design_eps, n, p, Wl, Wr,
+                         marg)
+        cuts = (Wl == p or not q[p - Wl].any()) and (Wr == n - 1 - p or not q[p + Wr].any())
+        bound = (res.bound if res is not None else float(p + n - 1 - p)) / n
+        u = utility(chain, q)
+        out = ([(p - Wl, q[p - Wl : p + 1 + Wr])], float(bound), {"W": W, "G": G, "boxes": 0 if res is None else res.boxes})
+        if not cuts and (Wl < p or Wr < n - 1 - p):
+            W *= 2
+            continue
+        if bound - u <= gap or G >= 1 << 15:
+            break
+        G *= 4
+    return out
+
+
+def _best_policy(tl: object, tr: object, split: tuple[float, float], eps: float, design_eps: float, n: int, p: int,
+                 Wl: int, Wr: int, marg: np.ndarray) -> np.ndarray:
+    """The two sides' policies at the split, the design's margin below ``eps`` taken from one side or shared —
+    whichever publishes the most (the best split often sits at a jump of one side's value: a cut)."""
+    from redactopt.solvers.step_frontier import side_policy_at
+
+    a, b = split
+    dlt = eps - design_eps
+    best, best_u = None, -1.0
+    for la, lb, ra, rb in ((a - dlt / 2, b - dlt / 2, eps - a - dlt / 2, eps - b - dlt / 2),
+                           (a - dlt, b - dlt, eps - a, eps - b), (a, b, eps - a - dlt, eps - b - dlt),
+                           (a - dlt, b, eps - a, eps - b - dlt), (a, b - dlt, eps - a - dlt, eps - b)):
+        q = np.zeros((n, 2))
+        q[p] = 1.0
+        if tl is not None:
+            q[p - Wl : p] = side_policy_at(tl, max(la, 0.0), max(lb, 0.0))[::-1]
+        if tr is not None:
+            q[p + 1 : p + 1 + Wr] = side_policy_at(tr, max(ra, 0.0), max(rb, 0.0))
+        u = float(((1.0 - q) * marg).sum())
+        if u > best_u:
+            best, best_u = q, u
+    return best
+
+
+def _split(tl: object, tr: object, eps: float, deadline: float, tol: float) -> object:
+    """The two-sided branch and bound (one side alone when the other is empty)."""
+    from redactopt.solvers.step_frontier import TwoSided, side_bound_at, two_sided
+
+    if tl is not None and tr is not None:
+        return two_sided(tl, tr, eps, tol=tol, time_limit=max(0.5, min(5.0, deadline - time.monotonic())))
+    tab = tl if tl is not None else tr
+    if tab is None:
+        return None
+    val = float(side_bound_at(tab, np.array([eps]), np.array([eps]))[0])
+    return TwoSided(val, (eps, eps) if tl is not None else (0.0, 0.0), val, 1, False)
