@@ -533,7 +533,7 @@ def polish_budgets(best: RunSplit, tab_lb: Tables, a: float, b: float, *, min_st
 
 def _run_window(chain: MarkovChain, m: int, eps: float) -> int:
     """Initial model window of a side of a run: the one-record frontier's (beyond it the optimum has almost always cut)."""
-    return min(m, 2 * delta_star(chain, eps / 4.0) + 16)
+    return min(m, 2 * delta_star(chain, max(eps / 4.0, math.ulp(0.0))) + 16)  # a subnormal eps halves to 0
 
 
 def _cuts(qs: np.ndarray) -> bool:
