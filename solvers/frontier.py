@@ -52,6 +52,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -855,17 +856,25 @@ class _SamePins:
 
 
 def _same_pins_bound(pins: _SamePins, best: _BestSplit, tol: float, max_rounds: int) -> tuple[float, int]:
-    """Bound of AA and BB by a one-dimensional branch and bound; also the number of cells visited.
+    """Bound of AA and BB by a one-dimensional branch and bound over ``[0, eps]`` (:func:`cell_bound`)."""
+    return cell_bound(pins, best, np.full(pins.combo.size, pins.eps), tol, max_rounds)
 
-    A cell is retired with its bound once that is within ``tol`` of the best split found, or
+
+def cell_bound(pins: Any, best: Any, xmax: np.ndarray, tol: float, max_rounds: int) -> tuple[float, int]:
+    """A one-dimensional branch and bound over the free budget of several problems; also the cells visited.
+
+    Problem ``i`` starts as :data:`_CELLS0` cells of ``[0, xmax[i]]``; ``pins.bound(pid, x0, x1)`` bounds
+    a cell, ``pins.offer(best, pid, x)`` offers budgets to ``best`` (whose ``value`` is the best found).
+    A cell is retired with its bound once that is within ``tol`` of the best value found, or
     once splitting cannot lower it (it equals a point bound); the result is the largest bound
-    retired or still open.
+    retired or still open.  (The one-record frontier's AA/BB search and the run solver's same-pair
+    search, :mod:`redactopt.solvers.runs`.)
     """
-    n_pairs = pins.combo.size
-    edges = np.linspace(0.0, pins.eps, _CELLS0 + 1)
+    n_pairs = int(np.size(xmax))
+    edges = np.linspace(0.0, np.asarray(xmax, dtype=float), _CELLS0 + 1, axis=-1).reshape(n_pairs, _CELLS0 + 1)
     pid = np.repeat(np.arange(n_pairs), _CELLS0)
-    x0 = np.tile(edges[:-1], n_pairs)
-    x1 = np.tile(edges[1:], n_pairs)
+    x0 = edges[:, :-1].ravel()
+    x1 = edges[:, 1:].ravel()
     retired = -np.inf
     cells = 0
     u = np.empty(0)

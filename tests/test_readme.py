@@ -79,7 +79,7 @@ def test_every_console_block_of_the_pages_is_run():
 
 NEEDLES = ["redactopt datasets path occupancy", "redactopt design --n 10 --eps 1",
            "redactopt audit --method 3r --n 10 --eps 0.5", "redactopt design --transition",
-           "--by sid --private-column", "--robust 0.95", "redactopt design --class scan"]
+           "--by sid --private-column", "--robust 0.95", "redactopt design --class scan", "--private 9-11"]
 
 
 @pytest.mark.parametrize("needle", NEEDLES)

@@ -282,6 +282,12 @@ def reflect(shape: Shape, key: DesignKey) -> Shape:
     return Shape(key, design)
 
 
+#: ``method="optimal"`` in a release: the gap (expected records of a sub-problem) at which the certified bound
+#: of a run of private records stops being refined (:func:`redactopt.engine.joint.design_joint_sparse`'s
+#: ``target_gap``, per record of the sub-problem; a function of the key, so the design stays one of the key).
+RELEASE_RUN_GAP = 0.5
+
+
 def design_shape(key: DesignKey) -> Shape:
     """The design of a key's sub-problem (:func:`~redactopt.engine.joint.design_joint_sparse`), as a :class:`Shape`.
 
@@ -292,7 +298,7 @@ def design_shape(key: DesignKey) -> Shape:
                                        method=key.method, time_limit=key.time_limit)
     else:
         design = design_joint_sparse(key.chain, key.n, eps=key.eps, private=list(key.positions), method=key.method,
-                                     time_limit=key.time_limit)
+                                     time_limit=key.time_limit, target_gap=RELEASE_RUN_GAP / key.n)
     return Shape(key, design)
 
 

@@ -65,6 +65,7 @@ import numpy as np
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_eps, check_n, check_private
 from redactopt.engine.design import METHODS, SOLVER_MAX_EPS
+from redactopt.engine.runs import RUN_AUTO_GRID, RunWindow, design_run_window, private_runs, split_bound
 from redactopt.engine.window import design_sparse, design_window
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import (
@@ -77,6 +78,7 @@ from redactopt.judge.certify import (
 from redactopt.judge.classes import nominal_bound
 from redactopt.judge.leakage import leakage, side_extremes, side_pattern_products
 from redactopt.judge.lemma2 import leakage_ceiling, lemma2_upper_bound
+from redactopt.judge.relaxation import Relaxation, best_bound, bound_on_rows
 from redactopt.judge.segments import extended_block, segment_groups
 from redactopt.judge.tolerances import round_up, safe_budget
 from redactopt.model.chain import Chain, MarkovChain, is_two_state
@@ -376,49 +378,122 @@ def region_bound(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequenc
     return bound, name
 
 
-def _block_regions(chain: MarkovChain, n: int, eps: float, priv: Sequence[int],
-                   parts: list[tuple[int, np.ndarray]]) -> tuple[list[tuple[int, int, float, str]], float]:
-    """Region certificates for the blocks of a design (each block with its two neighbours)."""
+def _record_relaxations(results: list[tuple[int, int, DesignResult]]) -> list[Relaxation]:
+    """Each one-record window design's certificate as a relaxation: every mechanism private about that record
+    publishes at most the window's bound on its rows (docs/mathematics.md §7c)."""
+    out = []
+    for lo, hi, res in results:
+        c = res.certificate
+        if c.scope == "all" and len(res.private) == 1:
+            out.append(Relaxation(lo, hi, c.upper_bound * (hi - lo + 1), c.solver, "record", (lo + res.private[0],)))
+    return out
+
+
+def _run_relaxations(windows: Sequence[RunWindow]) -> list[Relaxation]:
+    return [w.relaxation for w in windows]
+
+
+def _relaxed(chain: MarkovChain, eps: float, lo: int, hi: int, priv: Sequence[int], tables: dict,
+             relax: Sequence[Relaxation]) -> tuple[int, int, float, str, str]:
+    """Rows ``lo..hi``: the smallest of :func:`region_bound` and every relaxation's bound there, which won, and
+    the relaxation's name when it relaxed the rows' private records (:mod:`redactopt.judge.relaxation`)."""
+    own = region_bound(chain, eps, lo, hi, priv, tables)
+    split = split_bound(chain, eps, lo, hi, priv) if _run_bounds_apply(chain, eps) else None
+    if split is not None and split[0] < own[0]:  # the rows cut between their runs, each piece bounded alone
+        own = (split[0], "run-split")
+    bound, name, won = best_bound(lo, hi, own, relax, priv)
+    return lo, hi, bound, name, _strict_label(won, [p for p in priv if lo <= p <= hi])
+
+
+def _run_bounds_apply(chain: MarkovChain, eps: float) -> bool:
+    """Where the run solver's tables serve (as :func:`region_bound`'s side tables: correlated records, a budget
+    below the ceiling and within the tables' range)."""
+    return chain.lam != 0.0 and eps < leakage_ceiling(chain, 1) and eps <= SOLVER_MAX_EPS
+
+
+def _strict_label(won: Relaxation | None, mine: Sequence[int]) -> str:
+    """The name of the relaxation that won, when it dropped some of the private records ``mine`` (else it is the
+    problem itself: no name)."""
+    if won is None or not mine:
+        return ""
+    if won.kind == "run" and won.private[0] <= mine[0] and mine[-1] <= won.private[-1]:
+        return ""
+    if won.kind == "record" and list(mine) == [won.private[0]]:
+        return ""
+    return won.label
+
+
+def _block_regions(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], parts: list[tuple[int, np.ndarray]],
+                   relax: Sequence[Relaxation] = ()) -> tuple[list[tuple], float]:
+    """Region certificates for the blocks of a design (each block with its two neighbours), each the smallest of
+    its own bound and every relaxation's, and the whole sequence's bound they add up to.
+
+    With relaxations, the regions are also tried widened to the rows of every relaxation that meets them
+    (merged where they overlap): a relaxation bounds its own rows, so there its bound holds without the
+    rows it was computed on counting one each.  The set of regions with the smaller total is kept; both
+    are valid (disjoint rows, one per row outside them).
+    """
     starts, blocks = merge_blocks(n, parts)
+    rows = [(max(0, s - 1), min(n - 1, s + blk.shape[0])) for s, blk in zip(starts, blocks)]
+    rows = [(lo, hi) for lo, hi in rows if any(lo <= p <= hi for p in priv)]
+    options = [rows]
+    if relax:
+        options.append(_merged(rows + [(r.start, r.stop) for r in relax
+                                       if any(r.start <= hi and lo <= r.stop for lo, hi in rows)]))
     tables: dict = {}
-    regions = []
-    for s, blk in zip(starts, blocks):
-        lo, hi = max(0, s - 1), min(n - 1, s + blk.shape[0])
-        if any(lo <= p <= hi for p in priv):
-            regions.append((lo, hi) + region_bound(chain, eps, lo, hi, priv, tables))
-    inside = sum(hi - lo + 1 for lo, hi, _, _ in regions)
-    return regions, round_up((math.fsum(b for _, _, b, _ in regions) + n - inside) / n, 2 * len(regions) + 2)
+    best: tuple[list[tuple], float] | None = None
+    for option in options:
+        regions = [_relaxed(chain, eps, lo, hi, priv, tables, relax) for lo, hi in option]
+        inside = sum(r[1] - r[0] + 1 for r in regions)
+        total = round_up((math.fsum(r[2] for r in regions) + n - inside) / n, 2 * len(regions) + 2)
+        if best is None or total < best[1]:
+            best = (regions, total)
+    assert best is not None
+    return best
+
+
+def _merged(rows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Row ranges sorted and merged where they overlap or touch."""
+    out: list[list[int]] = []
+    for lo, hi in sorted(rows):
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return [(a, b) for a, b in out]
 
 
 def _regions(chain: MarkovChain, n: int, eps: float, priv: Sequence[int],
-             results: list[tuple[int, int, DesignResult]]) -> tuple[list[tuple[int, int, float, str]], float, str]:
+             results: list[tuple[int, int, DesignResult]],
+             relax: Sequence[Relaxation] = ()) -> tuple[list[tuple], float, str]:
     """Region certificates from per-record designs on windows, and the whole-sequence bound.
 
-    Overlapping windows form one region.  :func:`region_bound` bounds every region (its
-    private records included); a region with one private record also has its design's
-    certificate over the window (a window of the sequence: every mechanism's restriction to it is private for
-    the window alone, the ends being stationary records) and keeps the smaller.  Rows
-    outside every region count one each.
+    Overlapping windows form one region.  Each region's bound is the smallest of
+    :func:`region_bound` (its private records included) and every relaxation's: each member's window
+    certificate (that record alone, :func:`_record_relaxations`) and ``relax``.  Rows outside every
+    region count one each.
     """
     regions = []
     for lo, hi, res in sorted(results, key=lambda r: r[0]):
         if regions and lo <= regions[-1][1]:
             regions[-1][1] = max(regions[-1][1], hi)
-            regions[-1][2].append(res)
         else:
-            regions.append([lo, hi, [res]])
-    out = []
+            regions.append([lo, hi])
+    relax = list(relax) + _record_relaxations(results)
     tables: dict = {}
-    for lo, hi, members in regions:
-        m = hi - lo + 1
-        bound, name = region_bound(chain, eps, lo, hi, priv, tables)
-        if len(members) == 1 and members[0].n == m:
-            c = members[0].certificate
-            if c.scope == "all" and c.upper_bound * m < bound:
-                bound, name = c.upper_bound * m, c.solver
-        out.append((lo, hi, bound, name))
-    total = math.fsum(b for _, _, b, _ in out) + n - sum(hi - lo + 1 for lo, hi, _, _ in out)
+    out = [_relaxed(chain, eps, lo, hi, priv, tables, relax) for lo, hi in regions]
+    total = math.fsum(r[2] for r in out) + n - sum(r[1] - r[0] + 1 for r in out)
     return out, round_up(total / n, 2 * len(out) + 2), "regions"
+
+
+def _whole_bound(n: int, priv: Sequence[int], bound: tuple[float, str],
+                 relax: Sequence[Relaxation]) -> tuple[float, str, str]:
+    """The whole sequence's bound: ``bound`` or a relaxation's carried to all ``n`` rows (rounded outward), and the
+    relaxation's name when one won."""
+    b, name, won = best_bound(0, n - 1, (bound[0] * n, bound[1]), relax, priv)
+    if won is None:
+        return bound[0], bound[1], ""
+    return round_up(b / n, 4), name, _strict_label(won, priv)
 
 
 class _Blocks:
@@ -475,10 +550,10 @@ def _combine_max_sparse(chain: MarkovChain, n: int, eps: float, priv: tuple[int,
     stopped = False
     if chain.binary:
         regions, bound, solver = _regions(chain, n, eps, priv, results)
-    else:  # the region bounds are built on the two-state side frontier: each record's window bound carried
+    else:  # the region bounds are built on the two-state side frontier: each record's window bound carried (§7c)
         regions, (bound, solver, stopped) = None, min(
-            ((round_up(((hi - lo + 1) * r.certificate.upper_bound + n - (hi - lo + 1)) / n, 4), r.certificate.solver,
-              r.certificate.stopped) for lo, hi, r in results), key=lambda b: b[0])
+            ((round_up(bound_on_rows(rx, 0, n - 1, priv) / n, 4), rx.solver, r.certificate.stopped)
+             for lo, hi, r in results for rx in _record_relaxations([(lo, hi, r)])), key=lambda b: b[0])
     lemma2 = lemma2_upper_bound(chain, n, eps=eps, private=priv)
     if lemma2 <= bound:
         bound, solver, stopped = lemma2, "lemma2", False
@@ -749,6 +824,7 @@ def design_joint(
     method: str = "auto",
     improve: bool = True,
     time_limit: float = 60.0,
+    target_gap: float = 1e-4,
 ) -> DesignResult:
     r"""Design a mechanism whose exact leakage about **every** private record is at most ``eps``.
 
@@ -765,11 +841,14 @@ def design_joint(
         0-based indices of the private records.
     method : str
         ``"auto"`` (default): the best of the joint data-independent windows
-        (:func:`joint_dim`), the footnote's maximum of per-record exact DIM windows
-        and, for at most three private records, of per-record calibrated 3R designs;
-        then :func:`improve_locally`.  ``"optimal"``: the per-record optima combined by the
-        footnote's maximum *and* every candidate of ``"auto"``, the more useful (so never
-        worse than the default), certified by the smaller of their bounds.  Any other method
+        (:func:`joint_dim`), the footnote's maximum of per-record exact DIM windows,
+        for at most three private records of per-record calibrated 3R designs, and —
+        where private records form runs of adjacent records — each run's design by the
+        run decomposition (:mod:`redactopt.engine.runs`, on a coarse grid) with the other
+        records' DIM windows; then :func:`improve_locally`.  ``"optimal"``: each run's certified
+        design (refined to ``target_gap``) and every other private record's optimum, combined by
+        the footnote's maximum, *and* every candidate of ``"auto"``, the more useful (so never
+        worse than the default), certified by the smallest of their bounds.  Any other method
         of :func:`redactopt.engine.design.design` (``"dim"``, ``"3r-calibrated"``, ...):
         per-record designs on windows combined by the footnote's maximum (:func:`combine_max`).
     improve : bool
@@ -777,16 +856,22 @@ def design_joint(
         can start from (one whose leakage sits within rounding of ``eps`` cannot be; the next can).
     time_limit : float
         Seconds per optimiser call of :func:`redactopt.engine.design.design`.
+    target_gap : float
+        ``method="optimal"``: the utility per record of a run's window at which the run solver
+        stops refining its bound (:func:`redactopt.solvers.runs.run_analysis`).
 
     Returns
     -------
     DesignResult
         Built by :func:`~redactopt.judge.certify.finalize` with ``private`` = all private
         records: the exact leakage is the worst over them and never above ``eps``.  The
-        certificate is Lemma 2's bound for the whole sequence (scope ``"all"``).
+        certificate is the smallest valid bound found for the whole sequence (scope ``"all"``):
+        Lemma 2's, the regions', and those of problems with fewer private records — each run's,
+        each record's window bound (a relaxation, docs/mathematics.md §7c; ``info["bound_relaxation"]``
+        names the one that won); ``info["runs"]`` describes each run's design and bound.
     """
     res = _design_joint(chain, n, eps=eps, private=private, method=method, improve=improve,
-                        time_limit=time_limit, dense=True)
+                        time_limit=time_limit, dense=True, target_gap=target_gap)
     assert isinstance(res, DesignResult)
     return res
 
@@ -800,6 +885,7 @@ def design_joint_sparse(
     method: str = "auto",
     improve: bool = True,
     time_limit: float = 60.0,
+    target_gap: float = 1e-4,
 ) -> SparseDesign:
     """:func:`design_joint` with time and memory independent of ``n`` (for releases).
 
@@ -809,13 +895,14 @@ def design_joint_sparse(
     always-published neighbours, which is exact for the whole sequence.
     """
     res = _design_joint(chain, n, eps=eps, private=private, method=method, improve=improve,
-                        time_limit=time_limit, dense=False)
+                        time_limit=time_limit, dense=False, target_gap=target_gap)
     assert isinstance(res, SparseDesign)
     return res
 
 
 def _design_joint_class(chain_class: ChainClass, n: int, *, eps: float, private: object, method: str,
-                        improve: bool, time_limit: float, dense: bool) -> SparseDesign | DesignResult:
+                        improve: bool, time_limit: float, dense: bool,
+                        target_gap: float = 1e-4) -> SparseDesign | DesignResult:
     """:func:`design_joint_sparse` private for every chain of a class.
 
     At each deciding chain of the class a sparse design; their blocks merged by elementwise
@@ -827,7 +914,7 @@ def _design_joint_class(chain_class: ChainClass, n: int, *, eps: float, private:
     """
     deciding = chain_class.deciding()
     designs = [_design_joint(c, n, eps=eps, private=private, method=method, improve=improve,
-                             time_limit=time_limit, dense=False) for c in deciding]
+                             time_limit=time_limit, dense=False, target_gap=target_gap) for c in deciding]
     base = designs[0]
     parts = [(s, b) for d in designs for s, b in zip(d.redact_prob.starts, d.redact_prob.blocks)]
     info = dict(base.info, chain_class=chain_class.to_dict(),
@@ -923,40 +1010,192 @@ def design_states_release(chain: Chain, n: int, *, eps: float, private: object, 
                                                                      "cluster of private records"})
 
 
+def _run_windows(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], time_limit: float,
+                 target_gap: float, grid: int | None) -> list[RunWindow]:
+    """Every run of two or more adjacent private records designed on its window (:mod:`redactopt.engine.runs`)."""
+    return [design_run_window(chain, n, eps=eps, first=f, last=l, time_limit=time_limit, target_gap=target_gap,
+                              grid=grid) for f, l in private_runs(priv) if l > f]
+
+
+def _singletons(priv: Sequence[int]) -> tuple[int, ...]:
+    """The private records that are runs of one (no private neighbour)."""
+    return tuple(f for f, l in private_runs(priv) if l == f)
+
+
+def _combine_runs_sparse(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], time_limit: float,
+                         target_gap: float) -> tuple[SparseDesign, list[RunWindow], list[Relaxation]]:
+    """``method="optimal"``'s own candidate: each run of two or more private records its certified run design
+    (the run decomposition, refined to ``target_gap``), each other private record its optimum on its window,
+    combined by the footnote's maximum (private about every record: post-processing).  Certified by the
+    smallest of Lemma 2, the regions and every run's and record's window bound (relaxations)."""
+    windows = _run_windows(chain, n, eps, priv, time_limit, target_gap, None)
+    singles = _singletons(priv)
+    results = _local_results(chain, n, eps, singles, "optimal", time_limit) if singles else []
+    relax = _run_relaxations(windows) + _record_relaxations(results)
+    parts = [(w.lo, w.hi, w.block) for w in windows] + [(lo, hi, np.asarray(r.redact_prob)) for lo, hi, r in results]
+    blocks = _Blocks.of_max(n, parts, priv)
+    regions, total = _block_regions(chain, n, eps, priv, blocks.parts(), relax)
+    bound, solver, won = _whole_bound(n, priv, (total, "regions"), relax)
+    lemma2 = lemma2_upper_bound(chain, n, eps=eps, private=priv)
+    if lemma2 <= bound:
+        bound, solver, won = lemma2, "lemma2", ""
+    stopped = any(w.result.certificate.stopped for w in windows) or any(r.certificate.stopped for *_, r in results)
+    info = {"per_record_method": "optimal", "runs": [_run_info(w) for w in windows],
+            "windows": [[lo, hi] for lo, hi, _ in parts]}
+    if won:
+        info["bound_relaxation"] = won
+    name = "max-optimal" if len(priv) > 1 else "optimal"
+    design = finalize_sparse(chain, n, blocks.parts(), private=priv, eps=eps, method=name, upper_bound=bound,
+                             solver=solver, regions=regions, stopped=stopped, info=info)
+    return design, windows, relax
+
+
+def _run_info(w: RunWindow) -> dict:
+    """What a report says about a run's window design (1-based rows)."""
+    c, info = w.result.certificate, w.result.info
+    first, last = w.lo + w.result.private[0], w.lo + w.result.private[-1]
+    return {"private": [first + 1, last + 1], "window": [w.lo + 1, w.hi + 1], "utility": w.result.utility,
+            "published": w.result.utility * (w.hi - w.lo + 1), "upper_bound": c.upper_bound * (w.hi - w.lo + 1),
+            "solver": c.solver, "relaxation": _strict_label(w.relaxation, list(range(first, last + 1))),
+            "grid": info.get("grid"),
+            "table_gap": info.get("table_gap"),
+            "target_gap": info.get("target_gap") if math.isfinite(info.get("target_gap") or math.inf) else None,
+            "status": info.get("solver_status")}
+
+
 def _best_of_optimal_and_auto(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], improve: bool,
-                              time_limit: float) -> SparseDesign:
-    """``method="optimal"``: the per-record optima combined (footnote 1) *and* every candidate of
-    ``"auto"``, the more useful verified design (ties: the per-record optima), certified by the
-    smaller of their bounds — each bounds every mechanism private about all the private records —
-    so that ``optimal`` is never worse than the default."""
-    per_record = _combine_max_sparse(chain, n, eps, priv, "optimal", time_limit)
-    auto = _design_joint(chain, n, eps=eps, private=priv, method="auto", improve=improve, time_limit=time_limit,
-                         dense=False)
-    assert isinstance(auto, SparseDesign)
-    best = auto if auto.utility > per_record.utility else per_record
-    bounded = min((per_record, auto), key=lambda d: d.certificate.upper_bound)
-    top = bounded.certificate
-    # the region certificates that add up to the bound, where they hold every block of the design
+                              time_limit: float, target_gap: float) -> SparseDesign:
+    """``method="optimal"``: its own candidate (:func:`_combine_runs_sparse`: run designs and per-record optima)
+    *and* every candidate of ``"auto"`` (given the same run designs), the more useful verified design (ties:
+    the first), certified by the smallest bound either found — each bounds every mechanism private about all
+    the private records — so that ``optimal`` is never worse than the default."""
+    own, windows, relax = _combine_runs_sparse(chain, n, eps, priv, time_limit, target_gap)
+    auto = _auto_sparse(chain, n, eps, priv, improve, time_limit, windows, relax)
+    best = auto if auto.utility > own.utility else own
     rows = best.redact_prob
-    inside = all(any(r.start <= s and s + b.shape[0] - 1 <= r.stop for r in bounded.regions)
-                 for s, b in zip(rows.starts, rows.blocks))
-    regions = (bounded if inside else best).regions
-    own = "the per-record optima" if len(priv) > 1 else "optimal on its window"
-    info = dict(best.info, source=("auto: " + str(auto.info.get("source"))) if best is auto else own,
-                candidates={per_record.method: per_record.utility, "auto": auto.utility})
-    return finalize_sparse(chain, n, list(zip(rows.starts, rows.blocks)), private=priv, eps=eps, method="optimal",
-                           upper_bound=top.upper_bound, solver=top.solver, info=info,
-                           regions=[(r.start, r.stop, r.upper_bound, r.solver) for r in regions])
+    parts = list(zip(rows.starts, rows.blocks))
+    regions, total = _block_regions(chain, n, eps, priv, parts, relax)
+    bounds = [(own.certificate.upper_bound, own.certificate.solver, own.info.get("bound_relaxation", "")),
+              (auto.certificate.upper_bound, auto.certificate.solver, auto.info.get("bound_relaxation", "")),
+              _whole_bound(n, priv, (total, "regions"), relax)]
+    bound, solver, won = min(bounds, key=lambda b: b[0])
+    label = "the per-record optima" if len(priv) > 1 else "optimal on its window"
+    if windows:
+        label = "the run designs" + (" and per-record optima" if _singletons(priv) else "")
+    info = dict(best.info, source=("auto: " + str(auto.info.get("source"))) if best is auto else label,
+                candidates={own.method: own.utility, "auto": auto.utility}, runs=own.info.get("runs", []))
+    info.pop("bound_relaxation", None)
+    if won:
+        info["bound_relaxation"] = won
+    stopped = own.certificate.stopped if bound == own.certificate.upper_bound else False
+    return finalize_sparse(chain, n, parts, private=priv, eps=eps, method="optimal", upper_bound=bound,
+                           solver=solver, info=info, regions=regions, stopped=stopped)
+
+
+def _auto_makers(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], time_limit: float,
+                 windows: Sequence[RunWindow]) -> dict:
+    """``auto``'s candidates as block makers (each private by construction, see the module docstring)."""
+    makers = {
+        "joint-dim": lambda: _Blocks.of_windows(n, _joint_windows(chain, n, eps, priv)),
+        "max-dim": lambda: _Blocks.of_max(n, _local_parts(chain, n, eps, priv, "dim", time_limit), priv),
+    }
+    if windows:  # each run its run design, every other private record its DIM window
+        singles = _singletons(priv)
+        makers["max-run"] = lambda: _Blocks.of_max(
+            n, [(w.lo, w.hi, w.block) for w in windows]
+            + (_local_parts(chain, n, eps, singles, "dim", time_limit) if singles else []), priv)
+    if len(priv) <= AUTO_CALIBRATED_MAX:
+        makers["max-3r-calibrated"] = lambda: _Blocks.of_max(
+            n, _local_parts(chain, n, eps, priv, "3r-calibrated", time_limit, split="half"), priv)
+    return makers
+
+
+def _auto_tries(chain: MarkovChain, eps: float, priv: tuple[int, ...], built: dict, utilities: dict, improve: bool,
+                info: dict, n: int) -> list[tuple[str, list[tuple[int, np.ndarray]]]]:
+    """The candidates in the order they are tried: by utility, each improved one (:func:`improve_locally`,
+    from every start it accepts) before the ones it equals."""
+    order = sorted(utilities, key=lambda k: -utilities[k])
+    if not improve:
+        return [(k, built[k].parts()) for k in order]
+    pi = chain.stationary
+    skipped, ranked = {}, [(utilities[k], 1, k, built[k].parts()) for k in order]
+    for name in order:
+        blocks = _Blocks(n, [(s, b.copy()) for s, b in built[name].parts()])
+        try:
+            info.setdefault("improvement", {})[name] = blocks.improve(chain, eps, priv)
+        except PrivacyCheckError as exc:
+            skipped[name] = str(exc)
+            continue
+        ranked.append((blocks.utility(pi), 0, "improved " + name, blocks.parts()))
+    if skipped:
+        info.setdefault("improvement", {})["skipped"] = skipped
+    return [(name, parts) for _, _, name, parts in sorted(ranked, key=lambda r: (-r[0], r[1]))]
+
+
+def _auto_sparse(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], improve: bool, time_limit: float,
+                 windows: Sequence[RunWindow] | None = None, relax: Sequence[Relaxation] | None = None,
+                 dense: bool = False) -> SparseDesign:
+    """``method="auto"``: every candidate of :func:`_auto_makers` (the runs designed on a coarse grid unless
+    ``windows`` are given), improved, the best one that passes the exact check (with ``dense`` also on all
+    ``n`` records); certified by the smallest of Lemma 2, every candidate's regions and the relaxations (the
+    runs' window bounds, ``relax``)."""
+    t0 = time.perf_counter()
+    if windows is None:
+        windows = _run_windows(chain, n, eps, priv, time_limit, math.inf, RUN_AUTO_GRID)
+    relax = list(_run_relaxations(windows) if relax is None else relax)
+    pi = chain.stationary
+    errors: dict[str, str] = {}
+    utilities: dict[str, float] = {}
+    built: dict[str, _Blocks] = {}
+    for name, make in _auto_makers(chain, n, eps, priv, time_limit, windows).items():
+        try:
+            built[name] = make()
+        except PrivacyCheckError as exc:
+            errors[name] = str(exc)
+            continue
+        utilities[name] = built[name].utility(pi)
+    if not built:
+        raise PrivacyCheckError("no candidate design: " + "; ".join(errors.values()))
+    info: dict = {"candidates": utilities, "start": max(utilities, key=lambda k: utilities[k])}
+    if errors:
+        info["failed"] = errors
+    if windows:
+        info["runs"] = [_run_info(w) for w in windows]
+    tries = _auto_tries(chain, eps, priv, built, utilities, improve, info, n)
+    # every candidate's region certificates bound every private mechanism (they depend on the
+    # regions' geometry only): the smallest total certifies whichever candidate is returned
+    certified = [_block_regions(chain, n, eps, priv, parts, relax) for _, parts in tries]
+    total = min(t for _, t in certified)
+    best_bound_, solver, won = _whole_bound(n, priv, (total, "regions"), relax)
+    bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)
+    if bound <= best_bound_:
+        best_bound_, solver, won = bound, "lemma2", ""
+    if won:
+        info["bound_relaxation"] = won
+    failures = []
+    for (name, parts), (regions, _) in zip(tries, certified):
+        info["source"] = name
+        info["seconds"] = time.perf_counter() - t0
+        try:
+            sparse = finalize_sparse(chain, n, parts, private=priv, eps=eps, method="auto", upper_bound=best_bound_,
+                                     solver=solver, info=dict(info), regions=regions)
+            if dense:
+                sparse.to_result()  # verified on all n records too, or the next candidate
+            return sparse
+        except PrivacyCheckError as exc:
+            failures.append(f"{name}: {exc}")
+    raise PrivacyCheckError("no candidate passed the exact check: " + "; ".join(failures))
 
 
 def _design_joint(chain: MarkovChain | ChainClass, n: int, *, eps: float, private: object, method: str,
-                  improve: bool, time_limit: float, dense: bool) -> SparseDesign | DesignResult:
+                  improve: bool, time_limit: float, dense: bool,
+                  target_gap: float = 1e-4) -> SparseDesign | DesignResult:
     """Both entry points; with ``dense`` each accepted candidate is also re-verified on all
     ``n`` records (:meth:`~redactopt.judge.certify.SparseDesign.to_result`), and a candidate that
     fails there makes way for the next one, like one that fails on its blocks."""
     if isinstance(chain, ChainClass):
         return _design_joint_class(chain, n, eps=eps, private=private, method=method, improve=improve,
-                                   time_limit=time_limit, dense=dense)
+                                   time_limit=time_limit, dense=dense, target_gap=target_gap)
     if isinstance(chain, Chain) and not chain.binary:
         return _design_joint_states(chain, n, eps=eps, private=private, method=method, time_limit=time_limit,
                                     dense=dense)
@@ -966,71 +1205,10 @@ def _design_joint(chain: MarkovChain | ChainClass, n: int, *, eps: float, privat
     priv = check_private(private, n)
     if method not in JOINT_METHODS:
         raise ValueError(f"method must be one of {', '.join(JOINT_METHODS)}, got {method!r}")
-    t0 = time.perf_counter()
     if method == "optimal":
-        sparse = _best_of_optimal_and_auto(chain, n, eps, priv, improve, time_limit)
-        return sparse.to_result() if dense else sparse
-    if method != "auto":
+        sparse = _best_of_optimal_and_auto(chain, n, eps, priv, improve, time_limit, target_gap)
+    elif method != "auto":
         sparse = _combine_max_sparse(chain, n, eps, priv, method, time_limit)
-        return sparse.to_result() if dense else sparse
-
-    # Candidates as blocks (each private by construction, see the module docstring); the
-    # best is verified exactly by finalize_sparse (a rejected one makes way for the next).
-    makers = {
-        "joint-dim": lambda: _Blocks.of_windows(n, _joint_windows(chain, n, eps, priv)),
-        "max-dim": lambda: _Blocks.of_max(n, _local_parts(chain, n, eps, priv, "dim", time_limit), priv),
-    }
-    if len(priv) <= AUTO_CALIBRATED_MAX:
-        makers["max-3r-calibrated"] = lambda: _Blocks.of_max(
-            n, _local_parts(chain, n, eps, priv, "3r-calibrated", time_limit, split="half"), priv)
-    pi = chain.stationary
-    errors: dict[str, str] = {}
-    utilities: dict[str, float] = {}
-    built: dict[str, _Blocks] = {}
-    for name, make in makers.items():
-        try:
-            built[name] = make()
-        except PrivacyCheckError as exc:
-            errors[name] = str(exc)
-            continue
-        utilities[name] = built[name].utility(pi)
-    if not built:
-        raise PrivacyCheckError("no candidate design: " + "; ".join(errors.values()))
-    order = sorted(utilities, key=lambda k: -utilities[k])
-    info: dict = {"candidates": utilities, "start": order[0]}
-    if errors:
-        info["failed"] = errors
-    bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)
-    tries: list[tuple[str, list[tuple[int, np.ndarray]]]] = [(k, built[k].parts()) for k in order]
-    if improve:
-        # every candidate improve_locally accepts as a start (one whose leakage sits within rounding
-        # of eps cannot be; the improvement is local, so the best start need not end best): the
-        # improved designs join the candidates by utility, each before the ones it equals
-        skipped, ranked = {}, [(utilities[k], 1, k, built[k].parts()) for k in order]
-        for name in order:
-            blocks = _Blocks(n, [(s, b.copy()) for s, b in built[name].parts()])
-            try:
-                info.setdefault("improvement", {})[name] = blocks.improve(chain, eps, priv)
-            except PrivacyCheckError as exc:
-                skipped[name] = str(exc)
-                continue
-            ranked.append((blocks.utility(pi), 0, "improved " + name, blocks.parts()))
-        tries = [(name, parts) for _, _, name, parts in sorted(ranked, key=lambda r: (-r[0], r[1]))]
-        if skipped:
-            info.setdefault("improvement", {})["skipped"] = skipped
-    failures = []
-    # every candidate's region certificates bound every private mechanism (they depend on the
-    # regions' geometry only): the smallest total certifies whichever candidate is returned
-    certified = [_block_regions(chain, n, eps, priv, parts) for _, parts in tries]
-    total = min(t for _, t in certified)
-    best_bound, solver = (total, "regions") if total < bound else (bound, "lemma2")
-    for (name, parts), (regions, _) in zip(tries, certified):
-        info["source"] = name
-        info["seconds"] = time.perf_counter() - t0
-        try:
-            sparse = finalize_sparse(chain, n, parts, private=priv, eps=eps, method="auto", upper_bound=best_bound,
-                                     solver=solver, info=dict(info), regions=regions)
-            return sparse.to_result() if dense else sparse
-        except PrivacyCheckError as exc:
-            failures.append(f"{name}: {exc}")
-    raise PrivacyCheckError("no candidate passed the exact check: " + "; ".join(failures))
+    else:
+        sparse = _auto_sparse(chain, n, eps, priv, improve, time_limit, dense=dense)
+    return sparse.to_result() if dense else sparse

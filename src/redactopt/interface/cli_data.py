@@ -296,7 +296,35 @@ def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:
         "warnings": list(fit.get("warnings", [])),
         "model_warnings": list((rep.get("model_check") or {}).get("warnings", [])),
         "model_check": (rep.get("model_check") or {}).get("alternatives", []), "report": report_path,
+        "regions": list(rep.get("regions") or [])[:REGION_LINES + 1],
+        "runs": list((rep.get("design_info") or {}).get("runs") or [])[:REGION_LINES],
     }
+
+
+#: ``apply`` prints the region certificates of a one-sequence release up to this many (then says how many more).
+REGION_LINES = 4
+
+
+def region_lines(regions: list[dict[str, Any]]) -> list[str]:
+    """One line per region certificate: what the design publishes there, the certified bound, and which bound."""
+    out = []
+    for r in regions[:REGION_LINES]:
+        src = r["solver"] + (f", from {r['relaxation']} alone" if r.get("relaxation") else "")
+        out.append(f"certified : rows {r['rows'][0]}-{r['rows'][1]} publish {r['published']:.6g} expected records; "
+                   f"no eps-private mechanism more than {r['upper_bound']:.6g} (gap {r['gap']:.3g}; {src})")
+    if len(regions) > REGION_LINES:
+        out.append("certified : ... more regions in the report")
+    return out
+
+
+def run_line(run: dict[str, Any]) -> str:
+    """Where ``--method optimal`` stopped refining a run's bound: at its target gap, or at the time limit."""
+    (a, b), (lo, hi) = run["private"], run["window"]
+    m = hi - lo + 1
+    gap = run["upper_bound"] - run["published"]
+    how = (f"stopped at its target gap of {run['target_gap'] * m:.3g} records" if run.get("status") == "optimal"
+           else "stopped by the time limit before its target gap")
+    return f"search    : the run of {b - a + 1} private records: certified gap {gap:.3g} records on its {m} rows, {how}"
 
 
 def _summary_text(s: dict[str, Any]) -> str:
@@ -316,6 +344,9 @@ def _summary_text(s: dict[str, Any]) -> str:
         "private record(s)" + (" and every chain of the box)" if box is not None else ")"),
         f"utility   : expected {s['utility']['expected']:.6g}  realised {s['utility']['realised']:.6g}",
     ]
+    if s["sequences_count"] == 1:
+        lines += region_lines(s.get("regions") or [])
+        lines += [run_line(r) for r in s.get("runs") or [] if r.get("target_gap") is not None]
     rob = s["chain"].get("robustness")
     if rob:
         lines.append(f"robustness: {rob['expected_redacted_robust']:.6g} expected redacted records against "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -128,6 +129,22 @@ def stopped_text(gap: float) -> str:
     return f"stopped by the time limit; remaining gap {gap:.3g} (raise --time-limit to narrow it)"
 
 
+def run_text(run: dict[str, Any]) -> str:
+    """One run of private records (``info["runs"]``): what its window design publishes, its certified bound there
+    and which problem gave the bound, and where the refinement stopped (1-based rows)."""
+    (a, b), (lo, hi) = run["private"], run["window"]
+    gap = run["upper_bound"] - run["published"]
+    relaxed = f", from {run['relaxation']} alone" if run.get("relaxation") else ""
+    text = (f"{a}-{b}: rows {lo}-{hi} publish {run['published']:.6g}, bound {run['upper_bound']:.6g} "
+            f"(gap {gap:.3g} records; {run['solver']}{relaxed})")
+    target = run.get("target_gap")
+    if target is not None and math.isfinite(target) and run.get("status") == "optimal":
+        text += f"; refined until the gap met the target {run['target_gap'] * (hi - lo + 1):.3g} records"
+    elif run.get("status") == "time_limit":
+        text += "; refinement stopped by the time limit"
+    return text
+
+
 def method_text(res: DesignResult | SparseDesign) -> str:
     """The method of a design and the solver whose proposal won (``optimal``: the best candidate)."""
     src = res.info.get("source")
@@ -147,6 +164,11 @@ def _summary(res: DesignResult | SparseDesign) -> list[tuple[str, str]]:
     per = getattr(res, "per_private", None)
     if per is not None and len(res.private) > 1:  # several private records: the exact leakage about each
         rows.insert(3, ("each", _elide([f"{p + 1}: {v:.10g}" for p, v in zip(res.private, per)], "  ")))
+    if res.info.get("bound_relaxation"):
+        rows.insert(rows.index(("gap", f"{c.gap:.3g}")), ("bound from", f"{res.info['bound_relaxation']} alone (a "
+                                                          "problem with fewer private records: a relaxation)"))
+    for run in res.info.get("runs", []):  # each run of private records: its design, bound and relaxation
+        rows.append(("run", run_text(run)))
     if c.stopped:
         rows.append(("search", stopped_text(c.gap)))
     if res.chain_class is not None:

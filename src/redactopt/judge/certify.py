@@ -362,7 +362,9 @@ class RegionCertificate:
 
     ``upper_bound`` (expected published records there, over *every* mechanism private about
     all the private records) and ``published`` (this design's expected published records
-    there); ``solver`` names the bound (``"lemma2"``, ``"frontier-dp"``, ``"scip"``).
+    there); ``solver`` names the bound (``"lemma2"``, ``"frontier-dp"``, ``"run-frontier"``,
+    ``"scip"``); ``relaxation``, when the bound is that of a problem with fewer private records
+    (:mod:`redactopt.judge.relaxation`), which one (``"run 9-11"``, ``"record 11"``, 1-based).
     """
 
     start: int
@@ -370,14 +372,18 @@ class RegionCertificate:
     published: float
     upper_bound: float
     solver: str
+    relaxation: str = ""
 
     @property
     def gap(self) -> float:
         return max(0.0, self.upper_bound - self.published)
 
     def to_dict(self) -> dict:
-        return {"rows": [self.start + 1, self.stop + 1], "published": self.published,
-                "upper_bound": self.upper_bound, "gap": self.gap, "solver": self.solver}
+        out = {"rows": [self.start + 1, self.stop + 1], "published": self.published,
+               "upper_bound": self.upper_bound, "gap": self.gap, "solver": self.solver}
+        if self.relaxation:
+            out["relaxation"] = self.relaxation
+        return out
 
 
 @dataclass(frozen=True)
@@ -510,7 +516,7 @@ def _verify_blocks(chains: list[Chain], n: int, starts: list[int], blocks: list[
 
 def _region_certificates(chain: Chain, rows: SparseRows, starts: list[int], blocks: list[np.ndarray],
                          priv: tuple[int, ...], eps: float,
-                         regions: list[tuple[int, int, float, str]] | None) -> list[RegionCertificate]:
+                         regions: list[tuple] | None) -> list[RegionCertificate]:
     """The bounds of :func:`finalize_sparse`'s regions (default: Lemma 2 on each block with its two
     neighbours), each checked against what the design publishes there (:class:`BoundError` below it)."""
     n = rows.n
@@ -524,12 +530,12 @@ def _region_certificates(chain: Chain, rows: SparseRows, starts: list[int], bloc
                 else float(m)
             regions.append((lo, hi, bound, "lemma2"))
     certs = []
-    for lo, hi, bound, name in regions:
+    for lo, hi, bound, name, *relaxed in regions:
         published = float(((1.0 - rows.rows(lo, hi + 1)) * row_laws(chain, lo, hi + 1)).sum())
         if not bound >= published - UTILITY_ATOL * (hi - lo + 1):
             raise BoundError(f"{name} bound {bound!r} on rows {lo + 1}..{hi + 1} is below what the design "
                              f"publishes there ({published!r})")
-        certs.append(RegionCertificate(int(lo), int(hi), published, float(bound), name))
+        certs.append(RegionCertificate(int(lo), int(hi), published, float(bound), name, *relaxed))
     return certs
 
 
@@ -546,7 +552,7 @@ def finalize_sparse(
     scope: str = "all",
     info: dict | None = None,
     tol: float = SNAP_TOL,
-    regions: list[tuple[int, int, float, str]] | None = None,
+    regions: list[tuple] | None = None,
     chain_class: ChainClass | None = None,
     stopped: bool = False,
     class_bound: tuple[float, str, str] | None = None,
@@ -562,7 +568,8 @@ def finalize_sparse(
     record, as the sequence does).  Time and memory depend on the blocks, not on ``n``.
 
     ``regions`` are ``(start, stop, upper_bound_records, solver)`` bounds on what any
-    eps-private mechanism publishes in those rows; by default each block (with its two
+    eps-private mechanism publishes in those rows (a fifth entry names the relaxation that gave the
+    bound, :attr:`RegionCertificate.relaxation`); by default each block (with its two
     neighbours) gets Lemma 2's bound (:func:`redactopt.judge.lemma2.lemma2_upper_bound` on the
     rows, private records included).  With ``chain_class`` every block is verified at every
     deciding chain too (``per_private`` and ``leakage`` are then the worst over the class).

@@ -580,10 +580,35 @@ def _regions_table(regions: list[dict[str, Any]] | None, key: str) -> str:
         return ""
     rows = [[f"{r['rows'][0]:,}–{r['rows'][1]:,}", _num(r.get("published"), f"{key}.{i}.published"),
              _num(r.get("upper_bound"), f"{key}.{i}.upper_bound"), _num(r.get("gap"), digits=3),
-             _e(r.get("solver", ""))] for i, r in enumerate(regions)]
+             _e(r.get("solver", "")), _e(r.get("relaxation") or "its private records")] for i, r in enumerate(regions)]
     return ("<p>Region certificates: in each region, the expected number of records this design publishes and the "
-            "most any ε-private mechanism can publish there.</p>"
-            + _table(["rows", "published (expected)", "certified upper bound", "gap", "bound"], rows, {1, 2, 3}))
+            "most any ε-private mechanism can publish there; a bound computed for fewer of its private records "
+            "(a relaxation: a run, or one record alone) holds for all of them.</p>"
+            + _table(["rows", "published (expected)", "certified upper bound", "gap", "bound", "bound from"], rows,
+                     {1, 2, 3}))
+
+
+def _runs_table(runs: list[dict[str, Any]] | None, key: str) -> str:
+    """Each run of adjacent private records: its window, what its design publishes there and its certified bound."""
+    if not runs:
+        return ""
+    rows = []
+    for i, r in enumerate(runs):
+        (a, b), (lo, hi) = r["private"], r["window"]
+        target = r.get("target_gap")
+        stop = "time limit" if r.get("status") == "time_limit" else (
+            f"target {target * (hi - lo + 1):.3g} records met" if isinstance(target, float) and _finite(target)
+            else "one grid")
+        rows.append([_num(b - a + 1), _num(hi - lo + 1), _num(r.get("published"), f"{key}.{i}.published"),
+                     _num(r.get("upper_bound"), f"{key}.{i}.upper_bound"),
+                     _num(r.get("upper_bound", 0.0) - r.get("published", 0.0), digits=3),
+                     _e(r.get("solver", "")) + (f" ({_e(r['relaxation'])} alone)" if r.get("relaxation") else ""),
+                     _e(stop)])
+    return ("<p>Runs of adjacent private records, each designed on a window of rows around it by the run "
+            "decomposition: what the run's design publishes in its window, and the most any mechanism private "
+            "about the run can (the region certificates above carry these bounds to the sequence's rows).</p>"
+            + _table(["private records in the run", "window (rows)", "published (expected)",
+                      "certified upper bound", "gap", "bound", "refinement"], rows, {0, 1, 2, 3, 4}))
 
 
 def _design_card(title: str, mech: dict[str, Any], *, key: str, plot: bool, facts: list[tuple[str, str]],
@@ -626,6 +651,7 @@ def _designs_binary(rep: dict[str, Any], max_designs: int) -> str:
         out.append(_design_card("The design", rep["mechanism"], key="mechanism", plot=True,
                                 facts=[("how it was found", _e(source or rep.get("method", "")))],
                                 regions=rep.get("regions")))
+        out.append(_runs_table(_get(rep, "design_info", "runs"), "design_info.runs"))
         return "".join(out) + "</section>"
     if not shapes:                                   # older reports: each sequence carries its mechanism
         inline = [s for s in rep.get("sequences") or [] if isinstance(s.get("mechanism"), dict)]

@@ -338,12 +338,26 @@ def _group_regions(choice: Choice, group: tuple[int, ...], n: int, eps: float) -
         if i == len(regions) - 1 and wr:
             hi = max(hi, o + shape.key.n - 1 + wr)
         if (lo, hi) == (r.start + o, r.stop + o):
-            out.append(RegionCertificate(lo, hi, r.published, r.upper_bound, r.solver))
+            out.append(RegionCertificate(lo, hi, r.published, r.upper_bound, r.solver, r.relaxation))
         elif any(lo <= p <= hi for p in group):
             cut = (max(lo, r.start + o) - (r.start + o)) + ((r.stop + o) - min(hi, r.stop + o))  # rows published there
-            out.append(RegionCertificate(lo, hi, r.published - cut, *_REGION_BOUNDS(shape.design.chain, eps, lo, hi,
-                                                                                   group)))
+            bound = _REGION_BOUNDS(shape.design.chain, eps, lo, hi, group)
+            carried = _carried(r, o, lo, hi, group)
+            out.append(RegionCertificate(lo, hi, r.published - cut, *(bound if bound[0] <= carried[0] else carried)))
     return out
+
+
+def _carried(r: RegionCertificate, o: int, lo: int, hi: int, group: tuple[int, ...]) -> tuple[float, str, str]:
+    """The shape's region bound carried to the rows ``lo..hi`` it is moved to, cut or widened.
+
+    Rows cut off (beyond the sequence): a mechanism private on the shorter rows extends to the
+    shape's rows by records redacted with certainty (the all-⊥ extension leaves every leakage as it
+    is), so the shape's bound still holds.  Rows added (records always redacted beyond the shape):
+    each publishes at most one, a private one none (docs/mathematics.md §7c).
+    """
+    added = max(0, (r.start + o) - lo) + max(0, hi - (r.stop + o))
+    added -= sum(1 for p in group if lo <= p < r.start + o or r.stop + o < p <= hi)
+    return r.upper_bound + added, r.solver, r.relaxation
 
 
 def _covered(regions: list[RegionCertificate]) -> int:
