@@ -269,8 +269,8 @@ def apply_dask(
             "input": str(source), "output": str(dst), "column": column, "by": by,
             "private_column": private_column, "backend": "dask", "dataset_format": fmt,
             "partitions": len(parts)}, sequences=report_sequences, to_file=report is not None and str(report) != STDIO)
-        describe_release(rep, plan, protected=[column], output=output, dropped=dropped, fit_source=fit_source,
-                         order_by=None, ordered=None)
+        rep = describe_release(rep, plan, protected=[column], output=output, dropped=dropped,
+                               fit_source=fit_source, order_by=None, ordered=None)
         rep["apply_seconds"] = time.perf_counter() - t0
         if rep_path is not None:
             rep = write_report(report, rep, rows=rows, force=force)  # type: ignore[arg-type]
