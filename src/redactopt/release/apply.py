@@ -950,7 +950,7 @@ def describe_release(rep: dict[str, Any], plan: ReleasePlan, *, protected: list[
         sequences=holding, model=model + (" (given)" if fit is None and "table" not in fit_source else ""),
         fit_rows=fit_rows_text(fit_source), order_test=test, figures=figures, rows=rep["rows"],
         redacted=rep["utility"]["redacted"], expected_utility=rep["utility"]["expected"],
-        positions=rep["reveals"]["statement"])
+        positions=rep["reveals"]["short"])
     return rep
 
 

@@ -154,12 +154,12 @@ class TimeWatch:
             last[id_key(uniq[c])] = (float(sx[e]), int(rows[e]))
 
     def refuse(self, *, accept: bool) -> list[str]:
-        """Raise for the first column out of order (``accept``: return the notes instead)."""
+        """Raise for the first column out of order (``accept``: return what was accepted instead)."""
         if not self.violation:
             return []
         name, why = next(iter(self.violation.items()))
         if accept:
-            return [f"rows out of time order accepted (--accept-model): {why}"]
+            return [f"rows out of time order ({why})"]
         raise ReleaseRefused(f"rows out of time order: {why}; the chain would be fitted and the release designed on "
                              f"rows out of order — give --order-by {name} (or --accept-model if the file's order is the "
                              "time order)")
@@ -222,7 +222,7 @@ def refuse_broken_model(alternatives: list[ModelAlternative], eps: float, *, acc
             raise ReleaseRefused(f"broken model: {why}; order the rows (--order-by COLUMN), give a chain you trust "
                                  "(--alpha/--beta, --transition, --fit-on), or --accept-model to release for the "
                                  "first-order chain anyway")
-        notes.append(f"model accepted (--accept-model) although {why}")
+        notes.append(why)
     return notes
 
 
@@ -238,6 +238,6 @@ def refuse_unseen_states(fit: Any, *, accept: bool) -> list[str]:
     why = (f"{len(unseen)} state(s) of the chain never observed in the fit ({shown}: no transition out of them on "
            f"the {fit.records} rows it read), whose rows are a uniform guess, the least conservative one")
     if accept:
-        return [f"model accepted (--accept-model) although {why}"]
+        return [why]
     raise ReleaseRefused(f"{why}; give the chain (--transition), fit it on a public table that shows these states "
                          "(--fit-on), or --accept-model to release with the uniform rows")

@@ -42,7 +42,7 @@ def notice(rep: dict[str, Any], *, public: bool = False) -> str:
     """A report's first line: :data:`CONFIDENTIAL` (or :data:`PUBLIC_NOTICE`), and every override accepted."""
     accepted = (rep.get("model") or {}).get("accepted") or []
     head = PUBLIC_NOTICE if public else CONFIDENTIAL
-    return head + ("; MODEL ACCEPTED: " + "; ".join(accepted) if accepted else "")
+    return head + ("; MODEL ACCEPTED (--accept-model): " + "; ".join(accepted) if accepted else "")
 
 
 def reveals_section(*, sequences: int, with_private: int, cover: dict[str, Any] | None) -> dict[str, Any]:
@@ -55,7 +55,9 @@ def reveals_section(*, sequences: int, with_private: int, cover: dict[str, Any] 
             "redacts records around it, so the pattern of redactions shows which sequences hold private records "
             f"({with_private} of {sequences}) and where their blocks are (the middle of a block lies near its "
             "private rows). --cover K hides them among K decoys per private run in every sequence.")
-        return {"positions_protected": False, "cover": None, "statement": statement}
+        short = (f"Nor the positions of the private records: the pattern of redactions shows which sequences hold them "
+                 f"({with_private} of {sequences}) and where (--cover K hides them among decoys).")
+        return {"positions_protected": False, "cover": None, "statement": statement, "short": short}
     copies = "; ".join(f"{c['per_sequence']} run(s) of length {c['length']}" for c in cover["copies"])
     bounds = ", ".join(f"{c['bound']:.3g} (length {c['length']})" for c in cover["copies"])
     cost = cover.get("expected_redacted") or {}
@@ -67,8 +69,10 @@ def reveals_section(*, sequences: int, with_private: int, cover: dict[str, Any] 
         f"most {bounds}. What it reveals: the lengths of the private runs and the largest number of them in one "
         "sequence. Cost: " + (f"{cost['without']:.6g} expected redacted rows without the cover, {cost['with']:.6g} "
                               "with it." if cost else "the decoys' redactions."))
+    short = (f"The positions of the private records are hidden among decoys (--cover {cover['k']}): each copy is real "
+             f"with probability at most {bounds}.")
     return {"positions_protected": True, "cover": {"k": cover["k"], "copies": cover["copies"]},
-            "statement": statement}
+            "statement": statement, "short": short}
 
 
 #: The warning of a release whose positions are not covered.
@@ -87,7 +91,7 @@ def collect_warnings(rep: dict[str, Any], extra: list[str] | None = None) -> lis
     verdicts, the positions when they are not covered, and ``extra``."""
     out: list[str] = []
     model = rep.get("model") or {}
-    out += list(model.get("accepted") or [])
+    out += [f"released although (--accept-model): {w}" for w in model.get("accepted") or []]
     out += fit_warnings(rep)
     out += list(rep.get("warnings") or [])
     for alt in model.get("alternatives") or []:

@@ -413,11 +413,13 @@ def states_report(kplan: _KPlan, state: ScanState, redacted: np.ndarray, private
     rep["chain"]["fit_rows"] = fit_source
     if order_by is not None:
         rep["order"] = {"by": order_by}
-    rep["shapes"] = shape_entries(plan)
+    # every distinct design on its own sub-problem (for the public report; without its timings, so that the
+    # same rows give the same report)
+    rep["shapes"] = [{k: v for k, v in e.items() if k != "design_info"} for e in shape_entries(plan)]
     _, holding = count_real(guard) if guard.real is not None else (0, sum(1 for s in rows_of if s["private"]))
     if guard.cover is not None:
         rep["leakage"]["decoy_records"] = decoy_records(guard)
     rep = guard.finish(rep, sequences=len(state.ids), with_private=holding)
     rep["summary"] = _ksummary(rep, kplan, list(codec.columns), fit_source, sequences=holding,
-                               positions=rep["reveals"]["statement"])
+                               positions=rep["reveals"]["short"])
     return rep
