@@ -59,6 +59,7 @@ from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex, 
 from redactopt.release.disclosure import Disclosure
 from redactopt.release.fitplan import plan_fitted
 from redactopt.release.guard import ReleaseGuard
+from redactopt.release.refusals import refuse_flag_protected
 from redactopt.release.zones import PrivateIndex, ZoneTally
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import build_report, report_text, write_report
@@ -231,12 +232,14 @@ def apply_dask(
         from redactopt.release.states import protected_columns  # builds on apply
 
         cols, bins_ = protected_columns(_reader(parts[0]), column, protect, bins)
+        refuse_flag_protected(cols, private_column)
         return _apply_states_dask(dask, parts, fmt, source, dst, rep_path, columns=cols, bins=bins_, eps=eps,
                                   private=private,
                                   private_column=private_column, by=by, chain=chain, method=method, seed=seed,
                                   report=report, force=force, time_limit=time_limit, keep=keep, fit_on=fit_on,
                                   fit_kw=dict(smoothing=smoothing, simultaneous=simultaneous))
     alpha, beta = binary_chain(chain, alpha, beta, smoothing=smoothing, simultaneous=simultaneous)
+    refuse_flag_protected([column], private_column)
     scans = dask.compute(*[dask.delayed(_scan_partition)(p, column, by, private_column) for p in parts])
     state, spans = _merged_scans(scans)
     first = _reader(parts[0])

@@ -152,7 +152,8 @@ def public_report(rep: dict[str, Any]) -> dict[str, Any]:
     out["designs"] = public_designs(rep)
     cover = rep.get("cover")
     if isinstance(cover, dict):
-        out["cover"] = {k: cover[k] for k in ("k", "copies", "expected_redacted", "source") if k in cover}
+        # (not its cost without the decoys: that is the plan of the real runs alone, which would tell them)
+        out["cover"] = {k: cover[k] for k in ("k", "copies", "source") if k in cover}
     rev = rep.get("reveals") or {}
     out["reveals"] = {k: rev[k] for k in ("positions_protected", "cover") if k in rev}
     model = rep.get("model") or {}
