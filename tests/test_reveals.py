@@ -356,3 +356,68 @@ def test_warnings_come_first_in_the_summary_and_under_warnings_in_json(homes, ru
     assert "positions : NOT covered" in rest and f"({CONFIDENTIAL})" in rest
     code, out, _ = _cli(run, capsys, *argv, "--force", "--format", "json")
     assert code == 0 and json.loads(out)["warnings"] == rep["warnings"]
+
+
+def test_the_flag_check_runs_on_every_back_end(homes, run, capsys, tmp_path):
+    d, _ = homes
+    pytest.importorskip("dask")
+    from redactopt.release.dask_backend import apply_dask
+
+    with pytest.raises(ReleaseRefused, match="is the protected column"):
+        apply_dask(d / "homes.csv", tmp_path / "ds", column="occupied", by="home", private_column="occupied",
+                   eps=1.0, alpha=ALPHA, beta=BETA)
+    assert not (tmp_path / "ds").exists()
+    err = _refused_from_the_cli(run, capsys, tmp_path, d / "homes.csv", "--column", "occupied", "--by", "home",
+                                "--private-column", "occupied", "--eps", "1", "--class", "scan")
+    assert "--public-report applies to local releases" in err  # (its options are refused first, then the flag)
+    code, _, err = _cli(run, capsys, "apply", d / "homes.csv", "--column", "occupied", "--by", "home",
+                        "--private-column", "occupied", "--eps", "1", "--class", "scan", "--out", tmp_path / "c.csv")
+    assert code == 2 and "is the protected column" in err and not (tmp_path / "c.csv").exists()
+
+
+def test_a_covered_release_in_memory_and_a_covered_categorical_release_audit_clean(homes, run, capsys, tmp_path):
+    d, df = homes
+    released, rep = apply_frame(df, column="occupied", by="home", private_column="optout", eps=1.0, alpha=ALPHA,
+                                beta=BETA, seed=2, cover=1, method="dim")
+    assert rep["reveals"]["positions_protected"] is True and rep["cover"]["copies"][0]["per_sequence"] == 2
+    # every home holds blocks now, with or without an opt-out: the private rows among them
+    assert all(s["blocks"] for s in rep["sequences"])
+    assert released["occupied"].isna().to_numpy()[df["optout"].to_numpy() == 1].all()
+    level = df.assign(level=np.where(df["occupied"] == 1, "on", "off"))
+    level.to_csv(tmp_path / "lv.csv", index=False)
+    code, _, err = _cli(run, capsys, "apply", tmp_path / "lv.csv", "--column", "level", "--categorical", "--by", "home",
+                        "--private-column", "optout", "--eps", "1", "--seed", "2", "--cover", "1", "--method", "dim",
+                        "--out", tmp_path / "o.csv", "--report", tmp_path / "r.json", "--quiet")
+    assert code == 0, err
+    k = json.loads((tmp_path / "r.json").read_text())
+    assert len(k["private"]) == 33 and k["leakage"]["decoy_records"] > 0
+    code, out, _ = _cli(run, capsys, "audit", tmp_path / "r.json")
+    assert code == 0 and "overall   : PASS" in out
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_one_sequence_with_a_given_chain_is_watched_and_covered_without_a_fitting_pass(tmp_path, fmt):
+    """The release paths that need no fit (a CSV designed while scanned, a Parquet file never scanned) judge the
+    time order and draw the same cover from the same seed."""
+    from homes import chain_values
+
+    df = pd.DataFrame({"ts": pd.date_range("2024-01-01", periods=3000, freq="min"),
+                       "x": chain_values(3000, np.random.default_rng(0))})
+    write = {"csv": lambda d, p: d.to_csv(p, index=False), "parquet": lambda d, p: d.to_parquet(p)}[fmt]
+    write(df, tmp_path / f"one.{fmt}")
+    write(df.iloc[::-1].reset_index(drop=True), tmp_path / f"back.{fmt}")
+    kw = dict(column="x", eps=1.0, alpha=ALPHA, beta=BETA)
+    with pytest.raises(ReleaseRefused, match="column 'ts' goes back in time: row 2"):
+        apply_table(tmp_path / f"back.{fmt}", tmp_path / f"o.{fmt}", private=[5], **kw)
+    assert not (tmp_path / f"o.{fmt}").exists()
+    rep = apply_table(tmp_path / f"one.{fmt}", tmp_path / f"c.{fmt}", private=list(range(1000, 1010)), seed=1, cover=2,
+                      **kw)
+    runs = rep["cover"]["decoy_runs"][0]["runs"]
+    assert len(runs) == 2 and all(b - a == 9 for a, b in runs)
+    # the decoys of seed 1, drawn here from the cover's stream: uniform starts of 10 records among 2991
+    from redactopt.release.bits import SeededBits
+    from redactopt.release.cover import uniform_integers
+    from redactopt.release.data import sequence_key
+
+    starts = uniform_integers(SeededBits(1), sequence_key(None), 3000 - 10 + 1, 2, tag=10)
+    assert sorted(runs) == sorted([[int(s) + 1, int(s) + 10] for s in starts])

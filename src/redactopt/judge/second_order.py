@@ -159,6 +159,16 @@ def _extreme(points: np.ndarray) -> np.ndarray:
         return first
 
 
+def _rays(cand: np.ndarray, labels: list) -> tuple[np.ndarray, list]:
+    """The extreme rays among candidate vectors (zero vectors, outputs of probability 0, dropped), normalised,
+    with their labels (what each came from)."""
+    keep = np.flatnonzero(cand.sum(axis=1) > 0)
+    cand = cand[keep]
+    cand = cand / cand.sum(axis=1, keepdims=True)
+    idx = _extreme(cand)
+    return cand[idx], [labels[keep[i]] for i in idx]
+
+
 def _left_cones(Q: np.ndarray, mu: np.ndarray, q: np.ndarray, stops: set[int]) -> dict[int, tuple]:
     """Forward: at each row ``t`` of ``stops`` (>= 1), the extreme rays ``l(y_0..y_t)[z]`` (normalised), and
     the back-pointers to rebuild their outputs: ``(vectors, [(parent, symbol) per step])``."""
@@ -167,24 +177,15 @@ def _left_cones(Q: np.ndarray, mu: np.ndarray, q: np.ndarray, stops: set[int]) -
     z_a = np.array([0, 0, 1, 1])
     for u, v in pairs:  # rows 0 and 1: Z_1 = (X_0, X_1) from the pair law
         vecs.append(mu.reshape(-1) * _emission(q[0], u)[z_a] * _emission(q[1], v))
-    L = np.array(vecs)
-    keep = L.sum(axis=1) > 0
-    L, labels = L[keep], [pairs[i] for i in np.flatnonzero(keep)]
-    L = L / L.sum(axis=1, keepdims=True)
-    idx = _extreme(L)
-    L, history = L[idx], [[labels[i] for i in idx]]
+    L, first = _rays(np.array(vecs), pairs)
+    history = [first]
     out: dict[int, tuple] = {}
     if 1 in stops:
         out[1] = (L, list(history))
     for t in range(2, max(stops) + 1 if stops else 2):
-        cand = np.vstack([(L @ Q) * _emission(q[t], y) for y in _SYMBOLS])
-        par = [(i, y) for y in _SYMBOLS for i in range(L.shape[0])]
-        keep = cand.sum(axis=1) > 0
-        cand, par = cand[keep], [par[i] for i in np.flatnonzero(keep)]
-        cand = cand / cand.sum(axis=1, keepdims=True)
-        idx = _extreme(cand)
-        L = cand[idx]
-        history.append([par[i] for i in idx])
+        L, step = _rays(np.vstack([(L @ Q) * _emission(q[t], y) for y in _SYMBOLS]),
+                        [(i, y) for y in _SYMBOLS for i in range(L.shape[0])])
+        history.append(step)
         if t in stops:
             out[t] = (L, list(history))
     return out
@@ -199,14 +200,9 @@ def _right_cones(Q: np.ndarray, q: np.ndarray, stops: set[int]) -> dict[int, tup
     if m - 1 in stops:
         out[m - 1] = (R, [])
     for t in range(m - 2, min(stops) - 1 if stops else m - 1, -1):
-        cand = np.vstack([(R * _emission(q[t + 1], y)) @ Q.T for y in _SYMBOLS])
-        par = [(i, y) for y in _SYMBOLS for i in range(R.shape[0])]
-        keep = cand.sum(axis=1) > 0
-        cand, par = cand[keep], [par[i] for i in np.flatnonzero(keep)]
-        cand = cand / cand.sum(axis=1, keepdims=True)
-        idx = _extreme(cand)
-        R = cand[idx]
-        history.append([par[i] for i in idx])
+        R, step = _rays(np.vstack([(R * _emission(q[t + 1], y)) @ Q.T for y in _SYMBOLS]),
+                        [(i, y) for y in _SYMBOLS for i in range(R.shape[0])])
+        history.append(step)
         if t in stops:
             out[t] = (R, list(history))
     return out
