@@ -129,7 +129,31 @@ class TimeWatch:
                 continue
             self._check(name, x, codes, uniq, chunk.first_row)
 
+    def _check_one(self, name: str, x: np.ndarray, key: Any, first_row: int) -> None:
+        """:meth:`_check` of a chunk of one sequence (its rows in their order: no sort)."""
+        rows = np.flatnonzero(~np.isnan(x))
+        if not rows.size:
+            return
+        v = x[rows]
+        last_v, last_row = self.last[name].get(key, (np.nan, 0))
+        back = np.flatnonzero(v[1:] < v[:-1])
+        if v[0] < last_v:  # (NaN compares False: a sequence's first row)
+            self._violate(name, key, first_row + int(rows[0]), last_row)
+        elif back.size:
+            self._violate(name, key, first_row + int(rows[back[0] + 1]), first_row + int(rows[back[0]]))
+        self.last[name][key] = (float(v[-1]), first_row + int(rows[-1]))
+
+    def _violate(self, name: str, seq: Any, row: int, before: int) -> None:
+        if name not in self.violation:
+            what = "" if seq is None else f" in sequence {seq!r}"
+            self.violation[name] = (f"column '{name}' goes back in time{what}: row {row} holds an earlier "
+                                    f"{'time' if self.kinds[name] == 'datetime' else 'value'} than row {before} "
+                                    "before it")
+
     def _check(self, name: str, x: np.ndarray, codes: np.ndarray, uniq: list, first_row: int) -> None:
+        if len(uniq) == 1:  # one sequence (the common case): its rows are already in their order
+            self._check_one(name, x, id_key(uniq[0]), first_row)
+            return
         order = np.argsort(codes, kind="stable")
         order = order[~np.isnan(x[order])]  # a missing time is no step
         sc, sx, rows = codes[order], x[order], order + first_row
@@ -142,13 +166,9 @@ class TimeWatch:
         before[starts] = [v for v, _ in carried]  # a sequence's first row here follows its last row before
         before_row[starts] = [r for _, r in carried]
         back = np.flatnonzero(sx < before)
-        if back.size and name not in self.violation:
+        if back.size:
             i = int(back[0])
-            seq = uniq[int(sc[i])]
-            what = "" if seq is None else f" in sequence {seq!r}"
-            self.violation[name] = (f"column '{name}' goes back in time{what}: row {int(rows[i])} holds an earlier "
-                                    f"{'time' if self.kinds[name] == 'datetime' else 'value'} than row "
-                                    f"{int(before_row[i])} before it")
+            self._violate(name, uniq[int(sc[i])], int(rows[i]), int(before_row[i]))
         ends = np.r_[starts[1:], sc.size] - 1
         for e, c in zip(ends.tolist(), sc[ends].tolist()):
             last[id_key(uniq[c])] = (float(sx[e]), int(rows[e]))
