@@ -992,7 +992,7 @@ def side_tables(chain: MarkovChain, R: int, *, G: int, upper: bool) -> Tables:
 
 def _window(chain: MarkovChain, m: int, eps: float) -> int:
     """Initial model window of a side: beyond it the optimum has (almost always) cut."""
-    return min(m, 2 * delta_star(chain, eps / 4.0) + 16)
+    return min(m, 2 * delta_star(chain, max(eps / 4.0, math.ulp(0.0))) + 16)  # a subnormal eps halves to 0
 
 
 def _cuts(qs: np.ndarray) -> bool:

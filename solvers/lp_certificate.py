@@ -19,6 +19,7 @@ rationals for small programs (tests, and a second opinion).
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -27,7 +28,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import OptimizeWarning, linprog
 
-__all__ = ["LinearProgram", "LPSolution", "solve_lp", "dual_bound", "dual_parts", "dual_bound_exact"]
+__all__ = ["LinearProgram", "LPSolution", "solve_lp", "solve_robust", "rows_scaled", "dual_bound", "dual_parts",
+           "dual_bound_exact"]
 
 U = 2.0**-53
 
@@ -90,6 +92,53 @@ def solve_lp(lp: LinearProgram, *, time_limit: float | None = None, bound: bool 
     return LPSolution(x, value, y_ub, y_eq, bnd, status)
 
 
+def rows_scaled(lp: LinearProgram) -> LinearProgram:
+    r"""The same program with each inequality row multiplied by a power of two bringing its largest entry into
+    :math:`[\tfrac12,1)` (exact in floating point: the data's error bounds scale with it, the right-hand sides
+    are zero or scale too).  Rows whose entries span more than :math:`2^{1020}` are shifted less, so that no
+    entry becomes subnormal.  Same feasible set, same optimum: any of its dual points bounds the original.
+    """
+    A = lp.A_ub.tocsr()
+    A.eliminate_zeros()
+    shift = np.zeros(A.shape[0], dtype=np.int64)
+    live = np.flatnonzero(np.diff(A.indptr) > 0)
+    if live.size:
+        ex = np.frexp(np.abs(A.data))[1].astype(np.int64)
+        hi = np.maximum.reduceat(ex, A.indptr[live])
+        lo = np.minimum.reduceat(ex, A.indptr[live])
+        shift[live] = np.minimum(hi, lo + 1020)
+    f = np.ldexp(1.0, -shift)
+    D = sp.diags(f)
+    dA = None if lp.dA_ub is None else (D @ lp.dA_ub).tocsr()
+    db = None if lp.db_ub is None else lp.db_ub * f
+    return LinearProgram(lp.c, (D @ A).tocsr(), lp.b_ub * f, lp.A_eq, lp.b_eq, lp.upper, dA, lp.dA_eq, lp.dc, db,
+                         lp.db_eq, info=lp.info)
+
+
+def solve_robust(lp: LinearProgram, *, time_limit: float | None = None, bound: bool = True,
+                 notes: list | None = None) -> LPSolution | None:
+    """:func:`solve_lp`, and where HiGHS reports no optimum (infeasible within its tolerance, unknown, numerical
+    trouble) once more on :func:`rows_scaled` without presolve; ``None`` if neither gives one (or the time
+    ran out).  What happened is appended to ``notes``.  A bound from the rescaled program is as much a proof."""
+    start = time.monotonic()
+    try:
+        return solve_lp(lp, time_limit=time_limit, bound=bound)
+    except RuntimeError as exc:
+        if notes is not None:
+            notes.append(str(exc))
+        if "time limit" in str(exc).lower():
+            return None
+    left = None if time_limit is None else time_limit - (time.monotonic() - start)
+    if left is not None and left <= 0.05:
+        return None
+    try:
+        return solve_lp(rows_scaled(lp), time_limit=left, bound=bound, presolve=False)
+    except RuntimeError as exc:
+        if notes is not None:
+            notes.append(f"rescaled: {exc}")
+        return None
+
+
 try:  # optional: the same solver without scipy's per-call overhead
     import highspy as _HIGHSPY
 except ImportError:  # pragma: no cover - scipy ships HiGHS too
@@ -144,7 +193,8 @@ def _highspy(lp: LinearProgram, opts: dict, warm: dict | None = None) -> tuple:
     model.row_upper_ = np.concatenate([lp.b_ub, lp.b_eq])
     model.a_matrix_.format_ = _HIGHSPY.MatrixFormat.kColwise
     model.a_matrix_.start_, model.a_matrix_.index_, model.a_matrix_.value_ = indptr, indices, data
-    h.passModel(model)
+    if h.passModel(model) == _HIGHSPY.HighsStatus.kError:  # e.g. an entry above HiGHS's large_matrix_value
+        raise RuntimeError("HiGHS: the model was refused (an entry outside HiGHS's accepted range)")
     if warm is not None and shape in warm:
         h.setBasis(warm[shape])
     h.run()

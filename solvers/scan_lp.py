@@ -50,9 +50,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from redactopt.judge.scan import exp_enclosure, scan_side_ratios
+from redactopt.judge.scan import exp_enclosure, ratio_within, side_within
 from redactopt.model.chain import Chain as KChain
-from redactopt.judge.exact import ratio_at_most_exp
 from redactopt.model.mechanism_classes import ScanMechanism, as_kchain, occupation, side_chain, side_chain_exact
 from redactopt.solvers.lp_certificate import LinearProgram, LPSolution, dual_parts, solve_lp
 from redactopt.solvers.split_bound import DualData, interpolated_bound
@@ -67,6 +66,8 @@ SNAP = 1e-9
 GRID1, GRID2 = 16, 4
 #: Budget margins (nats) a design LP is solved below the budget, tried in turn until one verifies.
 MARGINS = (1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3)
+#: Designs solve with budget ratios at most e^27.6 (about 1e12): HiGHS refuses entries above 1e15.
+LOG_DESIGN_E_MAX = 27.631021115928547
 
 
 def pairs_of(k: int) -> list[tuple[int, int]]:
@@ -173,7 +174,9 @@ def side_program(spec: SideSpec, W: int, mode: str, E: np.ndarray, first: np.nda
     if not ok.get(mode, False):
         raise ValueError(f"side_program: W = {W} and mode {mode!r} do not fit a side of {m} records")
     pairs = pairs_of(k)
-    active = tuple(j for j, (x, y) in enumerate(pairs) if np.any(spec.T[x] - E[x, y] * spec.T[y] > 0))
+    # a pair whose budget ratio is beyond the doubles (E = inf) has no rows: a relaxation, valid for a bound
+    active = tuple(j for j, (x, y) in enumerate(pairs)
+                   if math.isfinite(E[x, y]) and np.any(spec.T[x] - E[x, y] * spec.T[y] > 0))
     key = (W, mode, active, None if first is None else tuple(bool(f) for f in first))
     cache = _PATTERNS.setdefault(spec, {})
     if key not in cache:
@@ -317,6 +320,8 @@ def _side_program_direct(spec: SideSpec, W: int, mode: str, E: np.ndarray,
     d0 = 0 if first is None else 1
     pair_rows = {}
     for x, y in pairs_of(k):
+        if not math.isfinite(E[x, y]):
+            continue  # beyond the doubles: no rows (side_program)
         coef = spec.T[x] - E[x, y] * spec.T[y]
         if not np.any(coef > 0):
             continue  # the pair's constraints are vacuous (every event's ratio is a mediant below E)
@@ -337,10 +342,11 @@ def _side_program_direct(spec: SideSpec, W: int, mode: str, E: np.ndarray,
 
 
 def _budget_matrix(k: int, budgets: dict, *, upward: bool, margin: float = 0.0) -> np.ndarray:
-    """``E[x, x'] = exp(budget)``: a proven upper bound (``upward``) or a float below it by ``margin``, at least 1 (designs)."""
+    """``E[x, x'] = exp(budget)``: a proven upper bound (``upward``; ``inf`` beyond the doubles) or a float below it
+    by ``margin``, at least 1 and at most ``exp(LOG_DESIGN_E_MAX)`` (designs: a smaller ratio only tightens them)."""
     E = np.ones((k, k))
     for (x, y), a in budgets.items():
-        E[x, y] = exp_enclosure(a)[1] if upward else math.exp(max(float(a) - margin, 0.0))
+        E[x, y] = exp_enclosure(a)[1] if upward else math.exp(min(max(float(a) - margin, 0.0), LOG_DESIGN_E_MAX))
     return E
 
 
@@ -358,7 +364,7 @@ def first_admissible(spec: SideSpec, budgets: tuple) -> np.ndarray:
             if T[x][c] == 0:
                 continue
             # Taylor terms until decided (a budget may sit 1e-12 above a chain's ratio: the jump)
-            ok[c] &= T[y][c] > 0 and ratio_at_most_exp(T[x][c] / T[y][c], Fraction(a)) is True
+            ok[c] &= T[y][c] > 0 and ratio_within(T[x][c] / T[y][c], Fraction(a)) is True
     return ok
 
 
@@ -426,8 +432,31 @@ class _SideOracle:
             data = self._dual_data(lp, sol, E)
             bound = math.nextafter(data.base + math.fsum((data.upper * np.maximum(data.r_hi, 0.0)).tolist())
                                    * (1.0 + 4.0 * U), math.inf)  # as lp_certificate.dual_bound, parts shared
+            bound = min(bound, self._first_bound(lp.info["budgets"], E))
             self.cache[budgets] = (bound, sol.value, slope, data)
         return self.cache[budgets]
+
+    def _first_bound(self, budgets: tuple, E: np.ndarray) -> float:
+        r"""The bound with each first-record event's admissibility decided exactly, where that differs from ``E``'s.
+
+        A first-record event ``(1, c)`` of an owner scan has the fixed ratio :math:`T(x,c)/T(x',c)`, so every
+        scan within the budgets has :math:`\mu^c_1(c)=0` when that ratio exceeds :math:`e^a` exactly, and its rows
+        hold by themselves otherwise: the program with them so (``first``) is still a relaxation.  It differs from
+        the program at the rounded-up ``E`` only for a budget sitting on a ratio of the chain (ε = ln 3 on a ratio
+        of 3 - 3e-16: the bound took the jump the budget does not allow).  ``inf`` where it does not apply.
+        """
+        if self.spec.holder:
+            return math.inf
+        first = first_admissible(self.spec, budgets)
+        T = self.spec.T
+        k = T.shape[0]
+        loose = np.array([all(T[x, c] <= E[x, y] * T[y, c] for x, y in pairs_of(k)) for c in range(k)])
+        if not np.any(loose & ~first):
+            return math.inf
+        try:
+            return solve_lp(side_program(self.spec, self.W, self.bound_mode, E, first)).bound
+        except RuntimeError:
+            return math.inf
 
     def _bound_solve(self, budgets: tuple) -> tuple[LinearProgram, LPSolution | None]:
         """The bound LP at these budgets; where HiGHS gives up (budgets sitting on a ratio of the chain make
@@ -513,6 +542,9 @@ def _scaled_rows(lp: LinearProgram, scale: np.ndarray | None) -> LinearProgram:
     r = np.ones(lp.A_ub.shape[0])
     for rows in lp.info["pair_rows"].values():
         r[rows] = scale
+    # HiGHS refuses entries above 1e15 (a model of a huge budget over a tiny event would be empty)
+    top = np.asarray(abs(lp.A_ub).max(axis=1).todense()).ravel()
+    r = np.minimum(r, np.where(top > 0, 1e9 / np.where(top > 0, top, 1.0), r))
     return LinearProgram(lp.c, (sp.diags(r) @ lp.A_ub).tocsr(), lp.b_ub * r, lp.A_eq, lp.b_eq, lp.upper,
                          info=lp.info)
 
@@ -534,17 +566,19 @@ def side_optimum(spec: SideSpec, eps: float, W: int | None = None) -> tuple[floa
 
 
 def side_check(spec: SideSpec, S: np.ndarray, budgets: tuple) -> bool:
-    """Whether the side alone keeps every pair's ratio within its budget, up to 1e-12 (a proposer's filter: a
-    first-record event may sit exactly at its budget; the combined mechanism is judged exactly)."""
+    """Whether the side alone keeps every pair's ratio within its budget, proven
+    (:func:`~redactopt.judge.scan.side_within`: outward rounding, rationals where that cannot decide).
+
+    A first-record event may sit exactly at its budget (the snapped splits put it there): the enclosure
+    cannot decide it and rationals do.  A tolerance here would pass a rule the judge then refuses
+    (ε = ln 3 on a ratio of 3 - 3e-16: the whole scan fell back to redacting everything).
+    """
     k = spec.Q.shape[0]
     if spec.side == "right":
         mech = ScanMechanism(spec.chain, spec.m + 1, 0, None, S, holder=spec.holder)
     else:
         mech = ScanMechanism(spec.chain, spec.m + 1, spec.m, S, None, holder=spec.holder)
-    rat = scan_side_ratios(mech, spec.side)
-    if rat is None:
-        return False
-    return all(rat.hi[x, y] <= exp_enclosure(a)[1] * (1 + 1e-12) for (x, y), a in zip(pairs_of(k), budgets))
+    return side_within(mech, spec.side, dict(zip(pairs_of(k), budgets)))
 
 
 def _running(spec: SideSpec, S: np.ndarray) -> np.ndarray:
@@ -557,7 +591,7 @@ def _running(spec: SideSpec, S: np.ndarray) -> np.ndarray:
     return run
 
 
-def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf) -> np.ndarray:
+def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadline: float = math.inf) -> np.ndarray:
     """A verified stop table for one side at these budgets (docs/beyond_local.md, §3, "Designs").
 
     An LP's absolute tolerances do not fix the ratios of events whose probability is tiny, and the
@@ -573,20 +607,22 @@ def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf) -> np.
     stop at ``W`` can cost more at small budgets than at the whole budget that chose ``W``), the side is
     designed again on a window twice as long (up to the whole side) and the better rule kept.
     """
-    best = _side_design(orc, budgets, loss)
+    best = _side_design(orc, budgets, loss, deadline)
     spec = orc.spec
-    while orc.W < spec.m and orc.upper(budgets)[1] - side_count(spec, best) > loss:
+    while orc.W < spec.m and orc.upper(budgets)[1] - side_count(spec, best) > loss and time.monotonic() < deadline:
         orc = _SideOracle(spec, min(spec.m, 2 * orc.W))
-        wider = _side_design(orc, budgets, loss)
+        wider = _side_design(orc, budgets, loss, deadline)
         if side_count(spec, wider) > side_count(spec, best):
             best = wider
     return best
 
 
-def _side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf) -> np.ndarray:
+def _side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadline: float = math.inf) -> np.ndarray:
     spec = orc.spec
     best: np.ndarray | None = None
     for margin in MARGINS:
+        if best is not None and time.monotonic() > deadline:  # out of time: the best passing rule so far
+            return best
         try:
             S = orc.design(budgets, margin)
         except RuntimeError:
@@ -614,7 +650,8 @@ def side_count(spec: SideSpec, S: np.ndarray) -> float:
     return float(np.einsum("cdv,d->", mu, spec.m - np.arange(S.shape[0], dtype=float)))
 
 
-def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16, half: bool = False) -> int:
+def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16, half: bool = False,
+                  deadline: float = math.inf) -> int:
     """The truncation ``W`` of a side: doubled until the relaxation's bound and a forced stop at ``W`` agree within ``tol_count``.
 
     Judged for every pair at the whole budget, then at a half, a quarter and an eighth of it (a split
@@ -635,7 +672,7 @@ def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16,
         b = tuple(Fraction(eps) / share for _ in pairs_of(k))
         E = _budget_matrix(k, dict(zip(pairs_of(k), b)), upward=True)
         if half and share == 2:
-            while W < spec.m:
+            while W < spec.m and time.monotonic() < deadline:
                 try:
                     ub = solve_lp(side_program(spec, W, "relax", E)).bound
                     lb = solve_lp(side_program(spec, min(spec.m, 2 * W), "force", E), bound=False).value
@@ -646,7 +683,7 @@ def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16,
                 W = min(spec.m, 2 * W if W < 64 else W + 16)
             cap = max(W, 32)
             continue
-        while W < min(spec.m, cap):
+        while W < min(spec.m, cap) and time.monotonic() < deadline:
             try:
                 ub = solve_lp(side_program(spec, W, "relax", E)).bound
                 lb = solve_lp(side_program(spec, W, "force", E), bound=False).value
@@ -750,7 +787,13 @@ def _seed(value: object, lo: np.ndarray, hi: np.ndarray, eps: float, deadline: f
             a = lo.copy()
             a[free] = lo[free] + np.array(g) * (hi[free] - lo[free])
             pts.append(a)
-    best_v, best_a = max((value(a), tuple(a)) for a in pts)  # type: ignore[operator]
+    best_v, best_a = -math.inf, tuple(pts[0])
+    for i, a in enumerate(pts):  # the grid stops at the deadline (its first points are the likeliest)
+        if i and time.monotonic() > deadline:
+            break
+        v = value(a)  # type: ignore[operator]
+        if v > best_v:
+            best_v, best_a = v, tuple(a)
     step = 0.05 * float(np.max(hi - lo, initial=0.0))
     dirs = []
     for j in free:
@@ -1069,7 +1112,7 @@ def _snapped_splits(left: SideSpec, right: SideSpec, a: np.ndarray, eps: float) 
                 if 0.0 <= v <= eps and abs(v - a[j]) <= 1e-9:
                     for _ in range(64):  # nudge by ulps until the event is admissible exactly
                         bud = Fraction(v) if is_left else F - Fraction(v)
-                        if ratio_at_most_exp(rho, bud) is True:
+                        if ratio_within(rho, bud) is True:
                             opts.append(v)
                             break
                         v = math.nextafter(v, math.inf if is_left else -math.inf)
@@ -1079,19 +1122,46 @@ def _snapped_splits(left: SideSpec, right: SideSpec, a: np.ndarray, eps: float) 
 
 
 def _two_sided_design(left: _SideOracle, right: _SideOracle, a: np.ndarray, eps: float,
-                      loss: float = math.inf) -> tuple[np.ndarray, dict]:
+                      loss: float = math.inf, deadline: float = math.inf) -> tuple[np.ndarray, dict]:
     """Both sides designed at the split (and its snapped variants, :func:`_snapped_splits`): the most useful pair."""
     best: tuple | None = None
     for cand in _snapped_splits(left.spec, right.spec, a, eps):
         if np.any(cand < 0) or np.any(cand > eps):
             continue
-        tl = side_design(left, tuple(Fraction(float(v)) for v in cand), loss)
-        tr = side_design(right, tuple(Fraction(eps) - Fraction(float(v)) for v in cand), loss)
+        if best is not None and time.monotonic() > deadline:
+            break
+        tl = side_design(left, tuple(Fraction(float(v)) for v in cand), loss, deadline)
+        tr = side_design(right, tuple(Fraction(eps) - Fraction(float(v)) for v in cand), loss, deadline)
         u = side_count(left.spec, tl) + side_count(right.spec, tr)
         if best is None or u > best[0]:
             best = (u, cand, {"left": tl, "right": tr})
     assert best is not None
     return best[1], best[2]
+
+
+def _other_splits(left: _SideOracle, right: _SideOracle, a: np.ndarray, tables: dict, value: float, eps: float,
+                  tol_count: float, deadline: float) -> tuple[np.ndarray, dict]:
+    """Where the sides designed at the search's split publish more than ``tol_count`` less than the LPs promised
+    there, the same at splits moved into the domain: the most useful pair.
+
+    The LP values guide the search only; at a budget within the LP's tolerance of 0 (a split giving one side
+    all of a pair's budget, the other 1e-16) that side's LP is feasible to the tolerance and its design, judged
+    strictly, publishes nothing (α = 1e-12, β = 1 - 1e-12, holder scan: 0.33 where 0.83 is possible).
+    """
+    got = side_count(left.spec, tables["left"]) + side_count(right.spec, tables["right"])
+    if got >= value - tol_count:
+        return a, tables
+    lo, hi, _ = _split_domain(left.spec, right.spec, eps)
+    alts = [np.clip(a, lo + d * (hi - lo), hi - d * (hi - lo)) for d in (1e-6, 1e-3, 0.05)]
+    alts.append(np.clip(np.full_like(a, eps / 2), lo, hi))
+    for alt in alts:
+        if time.monotonic() > deadline:
+            break
+        cand, tb = _two_sided_design(left, right, alt, eps, tol_count / 16, deadline)
+        u = side_count(left.spec, tb["left"]) + side_count(right.spec, tb["right"])
+        if u > got:
+            a, tables, got = cand, tb, u
+    return a, tables
 
 
 def _assemble(kc: KChain, n: int, p: int, holder: bool, tables: dict) -> ScanMechanism:
@@ -1128,34 +1198,39 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
                           None if p == n - 1 else np.zeros((n - 1 - p, kc.k, kc.k)), holder=holder)
     specs = {s: SideSpec(kc, s, mech0.side_length(s), holder) for s in ("left", "right") if mech0.side_length(s)}
     half = len(specs) == 2 and swap_symmetric(kc)
-    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, half=half)) for s, sp_ in specs.items()}
+    # the window grows for at most a tenth of the time per side (a shorter one only loosens the bound)
+    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, half=half, deadline=time.monotonic() + 0.1 *
+                                              time_limit)) for s, sp_ in specs.items()}
     K = len(pairs_of(kc.k))
     extra_solves = 0
     if len(orcs) == 1:
         (s, orc), = orcs.items()
         b = tuple(Fraction(eps) for _ in range(K))
         bound, split, boxes, stopped = orc.upper(b)[0], {}, 0, False
-        tables = {s: side_design(orc, b, tol * n / 4)}
+        tables = {s: side_design(orc, b, tol * n / 4, t0 + 0.95 * time_limit)}
     elif not orcs:
         bound, split, boxes, stopped, tables = 0.0, {}, 0, False, {}
     else:
-        # the split search gets 85 % of the time: the two sides' designs and the judge follow it
+        # the split search gets 60 % of the time (the coupled bound to 75 %): the two sides' designs (to 90 %) and the judge follow it
         # the target gap tol * n is shared: 3/4 to the split search, 1/16 to each side's design
-        bb = _branch_and_bound(orcs["left"], orcs["right"], eps, 0.75 * tol * n, t0 + 0.85 * time_limit, max_boxes)
+        bb = _branch_and_bound(orcs["left"], orcs["right"], eps, 0.75 * tol * n, t0 + 0.6 * time_limit, max_boxes)
         a = bb["split"]
         bound, boxes, stopped = bb["bound"], bb["boxes"], bb["stopped"]
         extra_solves = bb.get("solves", 0)
-        if stopped and not holder:  # every scan is a coupled scan: that LP's bound holds too
+        left = t0 + 0.75 * time_limit - time.monotonic()
+        if stopped and not holder and left > 0:  # every scan is a coupled scan: that LP's bound holds too
             from redactopt.solvers.coupled_lp import coupled_scan_bound
 
-            coupled = coupled_scan_bound(kc, n, eps=eps, p=p)[0] * n
+            coupled = coupled_scan_bound(kc, n, eps=eps, p=p, time_limit=left)[0] * n
             bound = min(bound, math.nextafter(coupled, math.inf))
         design = orcs
         if half:  # the half-budget window was judged against a sure stop at 2 W: design on 1.5 W at once (at
             # n = 10^3 a sure stop there loses ~2e-6 where one at W lost 3e-3; side_design widens it if need be)
             design = {s: _SideOracle(o.spec, min(o.spec.m, o.W + o.W // 2)) if o.W < o.spec.m else o
                       for s, o in orcs.items()}
-        a, tables = _two_sided_design(design["left"], design["right"], a, eps, tol * n / 16)
+        a, tables = _two_sided_design(design["left"], design["right"], a, eps, tol * n / 16, t0 + 0.9 * time_limit)
+        a, tables = _other_splits(design["left"], design["right"], a, tables, bb["value"], eps, tol * n,
+                                  t0 + 0.9 * time_limit)
         extra_solves += sum(o.solves for s, o in design.items() if o is not orcs[s])
         split = {pr: float(v) for pr, v in zip(pairs_of(kc.k), a)}
     mech = _assemble(kc, n, p, holder, tables)

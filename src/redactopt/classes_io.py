@@ -28,6 +28,7 @@ the order of ``states``).  The mechanism is one of:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -85,30 +86,69 @@ def design_to_dict(res: Any) -> dict[str, Any]:
     return d
 
 
+def _numbers(raw: object, where: str, what: str, depth: int) -> np.ndarray:
+    """Nested lists of ``depth`` levels whose leaves are JSON numbers (not booleans, not strings), finite, as
+    doubles: each number read exactly as the double it denotes."""
+    def walk(v: object, level: int) -> None:
+        if level == depth:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ValueError(f"{where}: {what} must hold numbers, got {v!r}")
+            if not math.isfinite(float(v)):
+                raise ValueError(f"{where}: {what} must hold finite numbers, got {v!r}")
+            return
+        if not isinstance(v, list):
+            raise ValueError(f"{where}: {what} must be {depth} levels of lists of numbers, got {v!r:.60}")
+        for item in v:
+            walk(item, level + 1)
+
+    walk(raw, 0)
+    try:
+        return np.array(raw, dtype=float)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{where}: {what} must be rows of equal length ({exc})") from None
+
+
 def _stop(raw: object, where: str) -> np.ndarray | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: a side must be null or an object with 'stop'")
-    try:
-        return np.array(require_field(raw, "stop", where), dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: field 'stop' must be rows of k x k probabilities ({exc})") from None
+    return _numbers(require_field(raw, "stop", where), where, "field 'stop'", 3)
 
 
 def _table(raw: object, where: str) -> np.ndarray:
-    try:
-        return np.array(raw, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: a table must be rows of numbers ({exc})") from None
+    T = _numbers(raw, where, "a table", 2)
+    if T.ndim == 2 and T.size and (T >= 0).all():
+        empty = np.flatnonzero(~np.any(T > 0, axis=1))
+        if empty.size:
+            raise ValueError(f"{where}: table row {int(empty[0]) + 1} has no positive entry (a row is divided by its "
+                             "sum)")
+    return T
+
+
+def _integer(d: dict, key: str, where: str, lo: int, hi: int) -> int:
+    """A field that must be an integer (a JSON integer, not ``3.0``, not ``true``) in ``lo..hi`` (1-based positions)."""
+    v = require_field(d, key, where)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ValueError(f"{where}: field '{key}' must be an integer in {lo}..{hi}, got {v!r}")
+    return v
+
+
+def _flag(d: dict, key: str, where: str) -> bool:
+    v = d.get(key, False)
+    if not isinstance(v, bool):
+        raise ValueError(f"{where}: field '{key}' must be true or false, got {v!r}")
+    return v
 
 
 def mechanism_from_dict(d: object, where: str = "mechanism") -> tuple[ScanMechanism | OwnerMechanism | BlockMechanism,
                                                                      dict[str, Any]]:
     """Parse and validate a class-mechanism object: the mechanism and the file's claims.
 
-    Errors are one-line ``ValueError`` naming the field.  The claims (``eps``, ``utility``,
-    ``leakage``, ``certificate``, ``designed_for``) are returned as stated, for an audit to re-judge.
+    Errors are one-line ``ValueError`` naming the field, positions counted from 1 as in the file.  Types
+    are strict: numbers are JSON numbers, flags JSON booleans, positions and sizes JSON integers.  The
+    claims (``eps``, ``utility``, ``leakage``, ``certificate``, ``designed_for``) are returned as stated,
+    for an audit to re-judge.
     """
     if not isinstance(d, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}")
@@ -118,40 +158,46 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> tuple[ScanMechan
     states = require_field(d, "states", where)
     if not isinstance(states, list) or [str(s) for s in states] != [str(s) for s in chain.labels]:
         raise ValueError(f"{where}: field 'states' must list the chain's labels in order")
-    n, priv = require_field(d, "n", where), require_field(d, "private", where)
+    n = require_field(d, "n", where)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"{where}: field 'n' must be an integer >= 1, got {n!r}")
-    if not isinstance(priv, list) or len(priv) != 1 or isinstance(priv[0], bool) or not isinstance(priv[0], int):
-        raise ValueError(f"{where}: field 'private' must be a list of one 1-based position")
+    priv = require_field(d, "private", where)
+    if (not isinstance(priv, list) or len(priv) != 1 or isinstance(priv[0], bool) or not isinstance(priv[0], int)
+            or not 1 <= priv[0] <= n):
+        raise ValueError(f"{where}: field 'private' must be a list of one position in 1..{n}, got {priv!r}")
     p = priv[0] - 1
     cls = require_field(d, "class", where)
     try:
-        if cls == "scan":
-            sides = require_field(d, "sides", where)
-            if not isinstance(sides, dict):
-                raise ValueError(f"{where}: field 'sides' must be an object with 'left' and 'right'")
-            mech: Any = ScanMechanism(chain, n, p, _stop(sides.get("left"), where + ": sides.left"),
-                                      _stop(sides.get("right"), where + ": sides.right"),
-                                      holder=bool(d.get("holder", False)))
-        elif cls in ("owner", "holder"):
-            holder = cls == "holder"
-            if "block" in d:
-                b = d["block"]
-                if not isinstance(b, dict):
-                    raise ValueError(f"{where}: field 'block' must be an object")
-                start, nb = require_field(b, "start", where + ": block") - 1, require_field(b, "n", where + ": block")
-                inner = OwnerMechanism(chain, nb, p - start, _table(require_field(b, "table", where), where),
-                                       holder=holder)
-                mech = BlockMechanism(n, p, start, inner)
-            else:
-                mech = OwnerMechanism(chain, n, p, _table(require_field(d, "table", where), where), holder=holder)
-        else:
-            raise ValueError(f"{where}: field 'class' must be 'scan', 'owner' or 'holder', got {cls!r}")
+        mech = _mechanism(d, chain, n, p, cls, where)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
         raise ValueError(msg if msg.startswith(where) else f"{where}: {msg}") from None
     claims = {k: d.get(k) for k in ("eps", "utility", "leakage", "certificate", "designed_for")}
     return mech, claims
+
+
+def _mechanism(d: dict, chain: KChain, n: int, p: int, cls: object, where: str) -> Any:
+    """The mechanism of a class-mechanism object (its fields checked by :func:`mechanism_from_dict`)."""
+    if cls == "scan":
+        sides = require_field(d, "sides", where)
+        if not isinstance(sides, dict) or set(sides) - {"left", "right"}:
+            raise ValueError(f"{where}: field 'sides' must be an object with 'left' and 'right'")
+        return ScanMechanism(chain, n, p, _stop(sides.get("left"), where + ": sides.left"),
+                             _stop(sides.get("right"), where + ": sides.right"), holder=_flag(d, "holder", where))
+    if cls not in ("owner", "holder"):
+        raise ValueError(f"{where}: field 'class' must be 'scan', 'owner' or 'holder', got {cls!r}")
+    holder = cls == "holder"
+    if "holder" in d and _flag(d, "holder", where) != holder:
+        raise ValueError(f"{where}: field 'holder' contradicts 'class' {cls!r}")
+    if "block" not in d:
+        return OwnerMechanism(chain, n, p, _table(require_field(d, "table", where), where), holder=holder)
+    b = d["block"]
+    if not isinstance(b, dict):
+        raise ValueError(f"{where}: field 'block' must be an object")
+    start = _integer(b, "start", where + ": block", 1, p + 1)
+    nb = _integer(b, "n", where + ": block", p + 2 - start, n - start + 1)
+    inner = OwnerMechanism(chain, nb, p - (start - 1), _table(require_field(b, "table", where), where), holder=holder)
+    return BlockMechanism(n, p, start - 1, inner)
 
 
 def audit_dict(d: object, where: str = "mechanism") -> dict[str, Any]:
@@ -166,8 +212,8 @@ def audit_dict(d: object, where: str = "mechanism") -> dict[str, Any]:
 
     mech, claims = mechanism_from_dict(d, where)
     eps = claims["eps"]
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
-        raise ValueError(f"{where}: field 'eps' must be a number > 0, got {eps!r}")
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (math.isfinite(eps) and eps > 0):
+        raise ValueError(f"{where}: field 'eps' must be a finite number > 0, got {eps!r}")
     status, res = verify_mechanism(mech, eps)
     return {"class": d["class"], "leakage": res.leakage, "eps": float(eps), "verdict": status,  # type: ignore[index]
             "passed": status == "certified", "utility": mech.utility(),

@@ -48,6 +48,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from redactopt._validate import check_eps, check_redact_prob
+from redactopt.model.varying import VaryingChain
 from redactopt.model.chain import Chain, MarkovChain, is_markov
 from redactopt.model.classes import ChainClass
 from redactopt.judge.audit import as_sparse
@@ -148,9 +149,13 @@ def _finite_or_none(x: float | None) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def chain_to_dict(chain: Chain) -> dict[str, Any]:
+def chain_to_dict(chain: Chain | VaryingChain) -> dict[str, Any]:
     """The ``chain`` field: ``{"alpha", "beta"}`` for a :class:`MarkovChain` (however given:
-    :func:`~redactopt.model.chain.is_markov`), else ``{"labels", "transition"}``."""
+    :func:`~redactopt.model.chain.is_markov`), ``{"labels", "transition"}`` for another chain, and
+    ``{"labels", "initial", "levels", "transition", "level_runs"}`` for a chain that varies with the step
+    (:meth:`~redactopt.model.varying.VaryingChain.to_dict`)."""
+    if isinstance(chain, VaryingChain):
+        return chain.to_dict()
     if is_markov(chain):
         return {"alpha": chain.alpha, "beta": chain.beta}
     return chain.to_dict()
@@ -162,12 +167,21 @@ def chain_from_dict(d: object, where: str = "chain") -> Chain:
     if not isinstance(d, dict):
         raise ValueError(f"{where}: expected an object with alpha and beta, or labels and transition")
     try:
+        if "level_runs" in d:  # a chain that varies with the step
+            return VaryingChain.from_dict(_binary_labels(d))
         if "transition" not in d:
             return MarkovChain(require_field(d, "alpha", where), require_field(d, "beta", where))
         labels = d.get("labels")
         return Chain(d["transition"], labels=tuple(str(v) for v in labels) if labels is not None else ())
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: {exc}") from None
+
+
+def _binary_labels(d: dict) -> dict:
+    """A two-state varying chain on the states ``"0"``, ``"1"`` is the binary one (states 0 and 1)."""
+    if d.get("labels") in (["0", "1"], [0, 1]):
+        return dict(d, labels=[0, 1])
+    return d
 
 
 def is_matrix_file(d: object) -> bool:
@@ -316,6 +330,8 @@ def parse_mechanism(d: object, where: str = "mechanism") -> StoredMechanism:
     if fmt == FORMAT_KSTATE and not (isinstance(raw, dict) and "transition" in raw):
         raise ValueError(f"{where}: field 'chain' must be an object with labels and transition")
     chain = chain_from_dict(raw, f"{where}: field 'chain'")
+    if isinstance(chain, VaryingChain) and chain.n != _int_field(require_field(d, "n", where), "n", where, 1):
+        raise ValueError(f"{where}: field 'chain' has {chain.n} rows (its level_runs) but 'n' is {d['n']}")
     if fmt in (FORMAT, FORMAT_KSTATE):
         states = require_field(d, "states", where)
         if not isinstance(states, list) or [str(v) for v in states] != [str(v) for v in chain.labels]:

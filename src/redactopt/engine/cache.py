@@ -52,6 +52,7 @@ accepted by ``design_joint_sparse``, and described by :func:`chain_spec` for rep
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -105,7 +106,7 @@ def far_start(chain: Hashable, eps: float) -> int:
     the design publishes both ends with certainty).  For a class, the largest over its
     deciding chains.
     """
-    return max(2 * delta_star(c, eps / 2.0) + 16 for c in _chains(chain))
+    return max(2 * delta_star(c, max(eps / 2.0, math.ulp(0.0))) + 16 for c in _chains(chain))
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,8 @@ def _owner_design(prop: OwnerProposal, eps: float, holder: bool, t0: float) -> O
                        {**prop.info, "seconds": time.monotonic() - t0, "verdict": status})
 
 
-def design_owner(chain: object, n: int, *, eps: float, p: int = 0, holder: bool = False) -> OwnerDesign:
+def design_owner(chain: object, n: int, *, eps: float, p: int = 0, holder: bool = False,
+                 deadline: float | None = None) -> OwnerDesign:
     r"""The exact optimum over every owner (``holder=True``: holder) mechanism of ``n`` records, judged.
 
     The bound is the LP's verified dual point (valid for the exact chain); the design is the LP
@@ -115,12 +116,13 @@ def design_owner(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
     (:func:`~redactopt.solvers.owner_lp.propose_owner`).
     """
     t0 = time.monotonic()
-    prop = propose_owner(chain, n, eps=eps, p=p, holder=holder, accept=lambda m: _certified(m, eps))
+    prop = propose_owner(chain, n, eps=eps, p=p, holder=holder, accept=lambda m: _certified(m, eps), deadline=deadline)
     return _owner_design(prop, eps, holder, t0)
 
 
 def block_design(chain: object, n: int, *, eps: float, p: int, holder: bool = False,
-                 total: int | None = None, bound_total: int | None = None) -> OwnerDesign:
+                 total: int | None = None, bound_total: int | None = None,
+                 deadline: float | None = None) -> OwnerDesign:
     r"""A verified block design for long sequences with the window bound (:func:`~redactopt.solvers.owner_lp.propose_block`).
 
     Raises :class:`~redactopt.solvers.owner_lp.BlockInfeasible` when the block's boundary is too
@@ -128,5 +130,5 @@ def block_design(chain: object, n: int, *, eps: float, p: int, holder: bool = Fa
     """
     t0 = time.monotonic()
     prop = propose_block(chain, n, eps=eps, p=p, holder=holder, total=total, bound_total=bound_total,
-                         accept=lambda m: _certified(m, eps))
+                         accept=lambda m: _certified(m, eps), deadline=deadline)
     return _owner_design(prop, eps, holder, t0)

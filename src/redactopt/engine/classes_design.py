@@ -21,15 +21,18 @@ from typing import Any
 
 import numpy as np
 
+from redactopt._validate import check_eps, check_index, check_n, check_real
 from redactopt.judge.certify import Certificate, make_certificate
 from redactopt.judge.scan import verify_mechanism
+from redactopt.judge.tolerances import UTILITY_ATOL
 from redactopt.model.chain import MarkovChain, is_two_state
 from redactopt.model.chain import Chain as KChain
-from redactopt.model.mechanism_classes import CLASSES, as_kchain, local_as_scan
+from redactopt.model.mechanism_classes import (CLASSES, MAX_TABLE_ENTRIES, OwnerMechanism, ScanMechanism, as_kchain,
+                                               local_as_scan, owner_as_holder, scan_as_owner)
 from redactopt.engine.class_judge import block_design, design_owner, design_scan
 from redactopt.solvers.owner_lp import BlockInfeasible, max_exact_n, window_bound
 
-__all__ = ["ClassDesign", "design_class", "compare_classes", "cli_design", "cli_compare", "format_text", "format_compare"]
+__all__ = ["ClassDesign", "STAGE_SHARES", "design_class", "compare_classes", "cli_design", "cli_compare", "format_text", "format_compare"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,35 @@ class ClassDesign:
         return design_to_dict(self)
 
 
+#: Share of the time limit each stage may use, by the class asked for (cumulative: time a stage leaves
+#: goes to the next).  The local design's optimisers each take the time they are given (and may overrun it),
+#: so it is given 0.8 of its share (at a 60 s limit about 7 s: enough for SCIP to certify its bound at the
+#: Fig. 3 point, where 3 s left a gap of 4e-5).
+STAGE_SHARES = {"local": {"local": 1.0},
+                "scan": {"local": 0.2, "scan": 0.8},
+                "owner": {"local": 0.15, "scan": 0.45, "owner": 0.4},
+                "holder": {"local": 0.15, "scan": 0.3, "owner": 0.2, "holder": 0.35}}
+
+
+@dataclass
+class _Candidate:
+    """A verified mechanism of some class, as a candidate of a larger one (``name``: where it came from)."""
+
+    name: str
+    mechanism: Any
+    utility: float
+    leakage: float
+    verdict: str
+
+
+def _judged(name: str, mech: Any, eps: float) -> _Candidate | None:
+    """The candidate if the exact judge certifies it, else ``None`` (judged in the format it is written in)."""
+    status, res = verify_mechanism(mech, eps)
+    if status != "certified":
+        return None
+    return _Candidate(name, mech, float(mech.utility()), float(res.leakage), status)
+
+
 def _local(chain: object, n: int, eps: float, p: int, time_limit: float) -> ClassDesign:
     """Today's certified local design, re-judged as its scan completion by this module's judge."""
     if is_two_state(chain):
@@ -89,62 +121,139 @@ def _local(chain: object, n: int, eps: float, p: int, time_limit: float) -> Clas
         res = kdesign(as_kchain(chain), n, eps=eps, p=p, time_limit=time_limit)
     kc = as_kchain(chain)
     q = np.asarray(res.redact_prob, dtype=float)
-    status, _ = verify_mechanism(local_as_scan(kc, q, p), eps)
-    if status != "certified":
-        raise RuntimeError(f"the local design's scan completion was not certified ({status}): a judge disagrees")
-    return ClassDesign("local", kc, n, p, float(eps), q, float(res.utility), float(res.leakage), status,
-                       res.certificate, {"local": float(res.utility)}, {"method": res.method})
+    # the completion stops with probability 1 - q, a rounded double: a design sitting exactly at the budget
+    # (ratio e^eps + 7e-17 at alpha = 0.5, beta = 1e-12) can leave it; rounded the other way it stays within
+    completion = None
+    for rounding in ("nearest", "down", "up"):
+        comp = _judged("local-completion", local_as_scan(kc, q, p, rounding), eps)
+        if comp is not None:
+            completion = comp
+            break
+    return ClassDesign("local", kc, n, p, float(eps), q, float(res.utility), float(res.leakage), "certified",
+                       res.certificate, {"local": float(res.utility)},
+                       {"method": res.method, "best": "local", "completion": completion})
 
 
-def _scan(chain: object, n: int, eps: float, p: int, time_limit: float, tol: float, holder: bool) -> ClassDesign:
-    d = design_scan(chain, n, eps=eps, p=p, holder=holder, tol=tol, time_limit=time_limit)
-    name = "holder-scan" if holder else "scan"
-    return ClassDesign("holder" if holder else "scan", as_kchain(chain), n, p, float(eps), d.mechanism, d.utility,
-                       d.leakage.leakage, d.info["verdict"], d.certificate, {name: d.utility},
-                       {"split": d.split, **d.info})
-
-
-def _with_local(memo: dict, scan: ClassDesign) -> ClassDesign:
-    """The scan design, or the local design's scan completion when a local design is known and that is
-    more useful (the completion has the local mechanism's leakage and publishes at least as much)."""
-    local = memo.get("local")
-    if local is None:
-        return scan
-    comp = local_as_scan(scan.chain, local.mechanism, scan.p)
-    status, res = verify_mechanism(comp, scan.eps)
-    u = comp.utility()
-    if status != "certified" or u <= scan.utility:
-        return scan
-    cert = make_certificate(scan.certificate.upper_bound, u, solver=scan.certificate.solver,
-                            scope=scan.certificate.scope, stopped=scan.certificate.stopped)
-    return ClassDesign("scan", scan.chain, scan.n, scan.p, scan.eps, comp, u, res.leakage, status, cert,
-                       {**scan.candidates, "local-completion": u}, {**scan.info, "best": "local-completion"})
-
-
-def _table_class(chain: object, n: int, eps: float, p: int, holder: bool) -> tuple[Any, float, float, str, Certificate,
-                                                                               dict]:
-    """The exact LP optimum for small ``n``, else the block design with the window bound.
-
-    A block that cannot publish its boundary for sure is no candidate (utility ``-inf``); the window
-    bound still certifies the class.
-    """
-    kc = as_kchain(chain)
-    if n <= max_exact_n(kc.k, holder):
-        d = design_owner(kc, n, eps=eps, p=p, holder=holder)
+def _contained(prev: ClassDesign, cls: str, eps: float) -> list[_Candidate]:
+    r"""The smaller class's design as candidates of class ``cls``: as it is (it is a mechanism of ``cls`` too), and
+    written in ``cls``'s format and re-judged there (a local table as its scan completion; a scan as its table
+    and a table as a holder table where the table is small).  Its utility as stored is kept exactly, so the
+    answers can only grow along local ⊆ scan ⊆ owner ⊆ holder."""
+    mech = prev.mechanism
+    if isinstance(mech, np.ndarray):  # the scan completion publishes what the local design does (Proposition 2)
+        comp = prev.info.get("completion")
+        if comp is None:
+            return []
+        out = [_Candidate("local design", comp.mechanism, comp.utility, comp.leakage, comp.verdict)]
+        mech = comp.mechanism
     else:
+        out = [_Candidate(f"{prev.cls} design", mech, prev.utility, prev.leakage, prev.verdict)]
+    small = prev.chain.k ** prev.n * 2 ** (prev.n - 1) <= MAX_TABLE_ENTRIES and prev.n <= 12
+    if cls in ("owner", "holder") and isinstance(mech, ScanMechanism) and small:
+        c = _judged("scan-as-table", scan_as_owner(mech), eps)
+        out += [c] if c is not None else []
+    if cls == "holder" and isinstance(mech, OwnerMechanism) and not mech.holder:
+        c = _judged("owner-as-holder-table", owner_as_holder(mech), eps)
+        out += [c] if c is not None else []
+    return out
+
+
+def _bound_of(bounds: list[tuple[float, str, bool]], best: float) -> tuple[tuple[float, str, bool], list[str]]:
+    """The smallest bound not refuted by the verified ``best`` utility, and the refuted ones (discarded:
+    a bound below a verified utility is no proof; the next valid one is used)."""
+    refuted = [f"{name} {ub!r}" for ub, name, _ in bounds if not ub >= best - UTILITY_ATOL]
+    valid = [b for b in bounds if b[0] >= best - UTILITY_ATOL]
+    return min(valid, key=lambda b: b[0]), refuted
+
+
+def _stage(cls: str, kc: KChain, n: int, eps: float, p: int, prev: ClassDesign | None, deadline: float,
+           tol: float) -> ClassDesign:
+    """The design of one class above ``local`` from its own optimiser and the contained class's design ``prev``."""
+    t0 = time.monotonic()
+    left = max(0.05, deadline - t0)
+    cands = _contained(prev, cls, eps) if prev is not None else []
+    trivial = math.nextafter((n - 1) / n, math.inf)
+    bounds: list[tuple[float, str, bool]] = [(trivial, "trivial", False)]
+    notes: list[str] = []
+    info: dict = {}
+    if cls == "scan":
+        d = design_scan(kc, n, eps=eps, p=p, tol=tol, time_limit=0.9 * left)
+        cands.append(_Candidate("scan-lp", d.mechanism, d.utility, d.leakage.leakage, d.info["verdict"]))
+        bounds.append((d.certificate.upper_bound, d.certificate.solver, d.certificate.stopped))
+        info.update(split=d.split, **d.info)
+    else:
+        holder = cls == "holder"
+        if holder and n > max_exact_n(kc.k, True):  # the holder scan, a candidate only (half the stage)
+            hs = design_scan(kc, n, eps=eps, p=p, tol=tol, holder=True, time_limit=0.45 * left)
+            cands.append(_Candidate("holder-scan", hs.mechanism, hs.utility, hs.leakage.leakage, hs.info["verdict"]))
+        got = _table_class(kc, n, eps, p, holder, deadline)
+        if got[0] is not None:
+            cands.append(got[0])
+        bounds.append(got[1])
+        notes += got[2].pop("notes", [])
+        info.update(got[2])
+    best = max(cands, key=lambda c: c.utility)
+    (ub, solver, stopped), refuted = _bound_of(bounds, best.utility)
+    cert = make_certificate(ub, best.utility, solver=solver, scope=cls, stopped=stopped)
+    if refuted:
+        info["refuted_bounds"] = refuted
+    if notes:
+        info["notes"] = notes
+    info.update(best=best.name, seconds=time.monotonic() - t0)
+    return ClassDesign(cls, kc, n, p, float(eps), best.mechanism, best.utility, best.leakage, best.verdict, cert,
+                       {c.name: c.utility for c in cands}, info)
+
+
+def _table_class(kc: KChain, n: int, eps: float, p: int, holder: bool,
+                 deadline: float) -> tuple[_Candidate | None, tuple[float, str, bool], dict]:
+    """The exact LP's design for small ``n`` (the bound: :func:`~redactopt.solvers.owner_lp.class_bound`), else
+    block designs with their window bounds, on blocks growing while the time allows (the next block, 2k times
+    the variables, only while 3k times the last one's time is left).  A block that cannot publish its
+    boundary for sure is no candidate; its window bound still certifies the class; the smallest bound is kept."""
+    name = "holder" if holder else "owner"
+    top = max_exact_n(kc.k, holder)
+    if n <= top:
+        d = design_owner(kc, n, eps=eps, p=p, holder=holder, deadline=deadline)
+        cand = _Candidate(f"{name}-lp", d.mechanism, d.utility, d.leakage.leakage, d.info["verdict"])
+        return cand, (d.certificate.upper_bound, d.certificate.solver, False), dict(d.info)
+    best: _Candidate | None = None
+    bound: tuple[float, str, bool] = (math.inf, f"{name}-window-lp", False)
+    info: dict = {"blocks": []}
+    last = 0.0
+    for total in range(max(3, top - 3), top + 1):
+        left = deadline - time.monotonic()
+        if left < max(0.2, 3 * kc.k * last):  # the next block's LP has 2k times the variables
+            break
+        t0 = time.monotonic()
         try:
-            d = block_design(kc, n, eps=eps, p=p, holder=holder)
+            d = block_design(kc, n, eps=eps, p=p, holder=holder, total=total, bound_total=total, deadline=deadline)
         except BlockInfeasible as exc:
-            ub, win = window_bound(kc, n, eps=eps, p=p, holder=holder)
-            cert = Certificate(ub, math.inf, "holder-window-lp" if holder else "owner-window-lp",
-                               "holder" if holder else "owner")
-            return None, -math.inf, math.nan, "none", cert, {"window": win, "block": str(exc)}
-    return d.mechanism, d.utility, d.leakage.leakage, d.info["verdict"], d.certificate, d.info
+            ub = getattr(exc, "bound", None)
+            if ub is not None and ub[0] < bound[0]:
+                bound = (ub[0], f"{name}-window-lp", False)
+            info["blocks"].append({"records": total, "block": str(exc)})
+            last = time.monotonic() - t0
+            continue
+        last = time.monotonic() - t0
+        info["blocks"].append({"records": total, "utility": d.utility, "bound": d.certificate.upper_bound})
+        if d.certificate.upper_bound < bound[0]:
+            bound = (d.certificate.upper_bound, d.certificate.solver, False)
+        if best is None or d.utility > best.utility:
+            best = _Candidate(f"{name}-block", d.mechanism, d.utility, d.leakage.leakage, d.info["verdict"])
+    if not math.isfinite(bound[0]):
+        ub, win = window_bound(kc, n, eps=eps, p=p, holder=holder, total=3, deadline=deadline)
+        bound = (ub, f"{name}-window-lp", False)
+    return best, bound, info
 
 
 def design_class(chain: object, n: int, *, eps: float, p: int = 0, cls: str = "scan", time_limit: float = 60.0,
                  tol: float = 9e-7, cache: dict | None = None) -> ClassDesign:
     r"""The best verified design of class ``cls`` with a certified bound over the class.
+
+    Monotone by construction: the design of ``cls`` starts from the design of every class it contains
+    (local ⊆ scan ⊆ owner ⊆ holder), each computed first, written in the larger class's format and
+    re-judged there, so the utility returned for ``cls`` is at least that of each smaller class
+    (docs/beyond_local.md, §1).
 
     Parameters
     ----------
@@ -152,75 +261,67 @@ def design_class(chain: object, n: int, *, eps: float, p: int = 0, cls: str = "s
     n, p : int
         Records and the 0-based private record.
     eps : float
-        Budget (nats).
+        Budget (nats), any finite positive double (from the smallest subnormal to 1e300).
     cls : {"local", "scan", "owner", "holder"}
     time_limit : float
-        Seconds for each optimiser that takes a limit (the local design; the scan's split search).
+        Seconds for the whole design, shared between the classes it builds on (:data:`STAGE_SHARES`);
+        every optimiser and linear program is held to its share.
     tol : float
         Target gap of the scan optimum.
     cache : dict, optional
-        Candidates already computed for this problem (filled in; :func:`compare_classes` shares one).
+        Designs already computed for this problem, by class (filled in; :func:`compare_classes` shares one).
 
     Returns
     -------
     ClassDesign
-        For ``owner`` the better of the owner optimum (or block design) and the scan optimum; for
-        ``holder`` also the owner design and, where the holder LP is too large, the holder scan (half
-        the time limit: it is only a candidate).  The certificate's bound holds for every
-        mechanism of ``cls`` and is never below the returned utility (a bound below it is an error).
+        ``candidates`` lists the verified utility of every candidate (the smaller classes' designs
+        among them) and ``info["best"]`` the one returned; ``certificate`` holds the smallest proven
+        bound over ``cls`` not refuted by a verified design (a refuted one is listed in
+        ``info["refuted_bounds"]`` and discarded); ``info["notes"]`` says where a linear program gave no
+        optimum (infeasible within its tolerance, out of time, numerical trouble) and what was used instead.
     """
     if cls not in CLASSES:
         raise ValueError(f"cls must be one of {', '.join(CLASSES)}, got {cls!r}")
+    n = check_n(n)
+    p = check_index(p, n)
+    eps = check_eps(eps)
+    tl = check_real(time_limit, "time_limit")
+    if not tl > 0:
+        raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
     t0 = time.monotonic()
     memo = {} if cache is None else cache
-
-    def get(name: str, make: Any) -> Any:
-        if name not in memo:
-            memo[name] = make()
-        return memo[name]
-
-    if cls == "local":
-        return get("local", lambda: _local(chain, n, eps, p, time_limit))
-    scan = get("scan", lambda: _with_local(memo, _scan(chain, n, eps, p, time_limit, tol, holder=False)))
-    if cls == "scan":
-        return scan
-    cands: dict[str, tuple] = {"scan": (scan.mechanism, scan.utility, scan.leakage, scan.verdict)}
-    mech, u, leak, verdict, cert, info = get("owner", lambda: _table_class(chain, n, eps, p, holder=False))
-    cands["owner-lp" if "n_lp" in info else "owner-block"] = (mech, u, leak, verdict)
-    if cls == "holder":
-        if n > max_exact_n(as_kchain(chain).k, True):  # below, the holder LP is the optimum itself
-            hs = get("holder-scan", lambda: _scan(chain, n, eps, p, time_limit / 2, tol, holder=True))
-            cands["holder-scan"] = (hs.mechanism, hs.utility, hs.leakage, hs.verdict)
-        mech, u, leak, verdict, cert, info = get("holder", lambda: _table_class(chain, n, eps, p, holder=True))
-        cands["holder-lp" if "n_lp" in info else "holder-block"] = (mech, u, leak, verdict)
-    best = max(cands, key=lambda k: cands[k][1])
-    bm, bu, bl, bv = cands[best]
-    certificate = make_certificate(cert.upper_bound, bu, solver=cert.solver, scope=cert.scope, stopped=cert.stopped)
-    return ClassDesign(cls, as_kchain(chain), n, p, float(eps), bm, bu, bl, bv, certificate,
-                       {k: v[1] for k, v in cands.items()}, {"best": best, "seconds": time.monotonic() - t0, **info})
+    kc = as_kchain(chain)
+    shares = STAGE_SHARES[cls]
+    prev: ClassDesign | None = None
+    spent = 0.0
+    plan = max(0.1 * tl, 0.95 * tl - 0.25)  # what the stages plan with: judging and assembling take the rest
+    for c in CLASSES[:CLASSES.index(cls) + 1]:
+        spent += shares[c]
+        if c not in memo:
+            deadline = t0 + spent * plan
+            if c == "local":
+                memo[c] = _local(chain, n, eps, p, max(0.8 * (deadline - time.monotonic()), 0.01))
+            else:
+                memo[c] = _stage(c, kc, n, eps, p, prev, deadline, tol)
+        prev = memo[c]
+    assert prev is not None
+    return prev
 
 
 def compare_classes(chain: object, n: int, *, eps: float, p: int = 0, classes: tuple[str, ...] = CLASSES,
                     time_limit: float = 60.0) -> list[ClassDesign]:
-    r"""One verified design per class, in the order local ⊆ scan ⊆ owner ⊆ holder, made monotone.
+    r"""One verified design per class, in the order local ⊆ scan ⊆ owner ⊆ holder.
 
-    A larger class's design is never less useful than a smaller one's (a smaller class's verified
-    design is a candidate of the larger), and each certified bound is kept as computed: a bound of a
-    larger class below a smaller class's verified utility raises (it would be a wrong bound).
+    Every class is :func:`design_class` with one shared cache, so each builds on the designs of the
+    classes it contains (computed once) and the utilities grow along the chain by construction.
+    ``time_limit`` is that of the largest class asked for (shared as :func:`design_class` shares it).
     """
     order = [c for c in CLASSES if c in classes]
-    out: list[ClassDesign] = []
+    if not order:
+        raise ValueError(f"classes must name at least one of {', '.join(CLASSES)}, got {classes!r}")
     cache: dict = {}
-    for c in order:
-        d = design_class(chain, n, eps=eps, p=p, cls=c, time_limit=time_limit, cache=cache)
-        if out and out[-1].utility > d.utility:
-            prev = out[-1]
-            d = ClassDesign(c, d.chain, n, p, d.eps, prev.mechanism, prev.utility, prev.leakage, prev.verdict,
-                            make_certificate(d.certificate.upper_bound, prev.utility, solver=d.certificate.solver,
-                                             scope=d.certificate.scope, stopped=d.certificate.stopped),
-                            {**d.candidates, prev.cls: prev.utility}, {**d.info, "best": prev.cls})
-        out.append(d)
-    return out
+    design_class(chain, n, eps=eps, p=p, cls=order[-1], time_limit=time_limit, cache=cache)
+    return [cache[c] for c in order]
 
 
 def cli_design(args: dict) -> dict:

@@ -20,9 +20,10 @@ from typing import Any, Literal
 import numpy as np
 
 from redactopt._search import bisect_boundary
-from redactopt._validate import check_real
+from redactopt._validate import check_index, check_n, check_real
 from redactopt.engine.tuning import tuned_three_region
 from redactopt.engine.ladder import judge_candidate
+from redactopt.engine.varying import VARYING_METHODS, design_varying
 from redactopt.judge.certify import DesignResult, choose_bound, finalize
 from redactopt.judge.classes import nominal_bound
 from redactopt.judge.lemma2 import leakage_ceiling, lemma2_upper_bound
@@ -31,6 +32,7 @@ from redactopt.judge.tolerances import safe_budget
 from redactopt.engine.registry import METHODS, SOLVERS, portfolio, solver_for
 from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.classes import ChainClass
+from redactopt.model.varying import VaryingChain, judged_chain
 from redactopt.paper.mechanisms import default_split, markov_quilt, three_region
 from redactopt.solvers.base import Candidate, Problem, Solver
 
@@ -210,6 +212,12 @@ def design(
                                 given={"method": method != "optimal", "split": split != "auto", "rng": rng is not None,
                                        "certify_time": certify_time != 0.0, "options": bool(options),
                                        "progress": progress is not None, "verbose": verbose, "whole": whole})
+    if isinstance(chain, VaryingChain):
+        chain = judged_chain(chain, check_n(n))
+    if isinstance(chain, VaryingChain):  # steps that vary: the designs made for them (redactopt.engine.varying)
+        return _design_varying(chain, eps=eps, p=p, method=method, time_limit=time_limit,
+                               given={"split": split != "auto", "rng": rng is not None, "certify_time": certify_time != 0.0,
+                                      "options": bool(options), "whole": whole})
     if isinstance(chain, ChainClass):
         return _design_class(chain, n, eps=eps, p=p, method=method, split=split, time_limit=time_limit, rng=rng,
                              certify_time=certify_time, options=options, progress=progress, verbose=verbose,
@@ -260,6 +268,21 @@ def design(
     else:
         runs = [(s, dict(opts, **(calibrated if s.method == "3r-calibrated" else {}))) for s, opts in portfolio(problem)]
     return _judge_runs(problem, eps, method, runs, lemma2, rng, progress, verbose, bounds_hold=bounds_hold)
+
+
+def _design_varying(chain: VaryingChain, *, eps: float, p: int, method: str, time_limit: float,
+                    given: dict[str, bool]) -> DesignResult:
+    """:func:`design` on a chain that varies with the step: :func:`redactopt.engine.varying.design_varying`
+    (``"optimal"`` is its best method, ``"auto"``), re-verified on all rows."""
+    unused = [k for k, v in given.items() if v]
+    if unused:
+        raise ValueError(f"{', '.join(unused)} do(es) not apply to a chain that varies with the step")
+    m = "auto" if method == "optimal" else method
+    if m not in VARYING_METHODS:
+        raise ValueError(f"method must be 'optimal' or one of {', '.join(VARYING_METHODS)} on a chain that varies "
+                         f"with the step, got {method!r}")
+    return design_varying(chain, eps=eps, private=[check_index(p, chain.n, "p")], method=m,
+                          time_limit=time_limit).to_result()
 
 
 def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solver, dict]],

@@ -417,9 +417,13 @@ class _Structure:
                 s = 1 - s
                 mask = (np.arange(self.n) < p) if s == 0 else (np.arange(self.n) > p)
                 pub = np.flatnonzero(mask & ~self.base.any(axis=1))
+            if not pub.size:  # everything but R_M redacted already: nothing left to shrink (eps below rounding)
+                break
             self.base[pub[np.argmin(np.abs(pub - p))]] = 1.0
             self.shrunk[s] += 1
             self.sides = _Sides(self.chain, p, self.base, self.med, self.lo)
+        self.published = float(np.sum(~self.base.any(axis=1)))
+        return sum(self.shrunk) > 0
 
     def value(self, pl: np.ndarray | float, pr: np.ndarray | float) -> np.ndarray | float:
         """Expected published records with per-side probabilities ``pl``, ``pr``."""

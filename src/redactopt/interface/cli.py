@@ -32,6 +32,7 @@ from redactopt.engine.window import covers, design_sparse
 from redactopt.engine.tuning import tuned_three_region
 from redactopt.errors import MissingExtraError, PrivacyCheckError, TooLongError, UsageError
 from redactopt.interface import report
+from redactopt.engine.varying import design_varying
 from redactopt.interface.report import positions_text, witness_text
 from redactopt.interface.bench import bench_files, run_bench
 from redactopt.interface.cli_classes import add_class_option
@@ -283,13 +284,22 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def _chain_text(chain: dict) -> str:
+    """A file's chain in one line: its matrix, or the levels of a chain that varies with the step."""
+    if "level_runs" in chain:
+        runs = chain["level_runs"]
+        return (f"varies with the step: {len(chain['levels'])} level(s) ({', '.join(chain['levels'][:6])}"
+                f"{', ...' if len(chain['levels']) > 6 else ''}) over {runs[-1][1]} rows in {len(runs)} run(s)")
+    return "P = " + "; ".join(",".join(f"{float(Fraction(v)) if isinstance(v, str) else v:.6g}" for v in row)
+                              for row in chain["transition"])
+
+
 def matrix_audit_text(rep: dict[str, Any]) -> str:
     """The audit of a mechanism whose chain is given as a matrix (states by their labels)."""
     a, b = rep["pair"]
     lines = [f"mechanism : {rep['method']}  n={rep['n']}  private={positions_text(rep['private'])}  "
              f"k={rep['k']}  states={','.join(rep['states'])}",
-             "chain     : P = " + "; ".join(",".join(f"{float(Fraction(v)) if isinstance(v, str) else v:.6g}"
-                                                for v in row) for row in rep["chain"]["transition"]),
+             "chain     : " + _chain_text(rep["chain"]),
              f"eps       : {rep['eps']:.6g}",
              f"leakage   : {rep['leakage']:.10g}  (exact, nats; worst private record {rep['witness_private']})",
              f"witness   : {witness_text(rep['witness'])}",
@@ -499,7 +509,11 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
             "the best verified one, its exact leakage and a certified bound over the class."
         ),
     )
-    _add_problem_options(ap, required=True, several=True)
+    _add_problem_options(ap, required=False, several=True)
+    ap.add_argument("--chain", default=None, metavar="FILE",
+                    help="a chain whose transition matrix changes from step to step (docs/commands.md, 'Varying "
+                         "chains'): a JSON file holding it, or a mechanism file or report whose 'chain' is one (e.g. "
+                         "'fit --varies-with ... --format json'); --n is its number of rows")
     ap.add_argument("--method", choices=list(METHODS) + ["auto"], default="optimal",
                     help="optimal (default: best verified of the side-frontier optimum, calibrated 3R, DIM and, on "
                          "small problems, SCIP; several private records: the per-record optima combined and every "
@@ -535,6 +549,11 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_design(args: argparse.Namespace) -> int:
+    if args.chain is not None:
+        return _cmd_design_varying(args)
+    for opt in ("n", "eps"):
+        if getattr(args, opt) is None:
+            raise UsageError(f"design needs --{opt}")
     if args.cls not in (None, "local"):  # a mechanism class beyond local (issue 26)
         from redactopt.interface.cli_classes import cmd_class_design
 
@@ -588,6 +607,43 @@ def _cmd_design(args: argparse.Namespace) -> int:
         alts = None if args.no_compare or several else report.alternatives_for(res, time_limit=args.time_limit)
         _write_output(report.design_table(res, alts), args.out, args.force)
     maybe_plot_design(args, res)
+    return EXIT_OK
+
+
+def _cmd_design_varying(args: argparse.Namespace) -> int:
+    """``design --chain FILE``: a design on a chain that varies with the step (:mod:`redactopt.engine.varying`)."""
+    from redactopt.io import chain_from_dict, load_json
+    from redactopt.model.varying import VaryingChain
+
+    refuse_given(args, ["alpha", "beta", "transition", "labels", "split", "certify_time", "plot"],
+                 "does not apply with --chain (the file is the chain)")
+    if args.cls not in (None, "local"):
+        raise UsageError("--class scan|owner|holder: not yet for a chain that varies with the step (local only)")
+    if args.eps is None:
+        raise UsageError("design needs --eps")
+    d, where = load_json(args.chain)
+    raw = d.get("chain", d) if isinstance(d, dict) else d
+    raw = raw.get("varies_with", raw) if isinstance(raw, dict) and "varies_with" in raw else raw
+    try:
+        chain = chain_from_dict(raw, f"{where}: chain")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not isinstance(chain, VaryingChain):
+        raise UsageError(f"{where}: the chain has no 'level_runs': give a constant chain with --alpha/--beta or "
+                         "--transition")
+    if args.n is not None and args.n != chain.n:
+        raise UsageError(f"--n {args.n} but the chain of {where} has {chain.n} rows")
+    private = parse_positions(DEFAULT_PRIVATE if args.private is None else args.private, chain.n)
+    method = {"optimal": "auto"}.get(args.method, args.method)
+    _check_out(args)
+    res = design_varying(chain, eps=args.eps, private=private, method=method, time_limit=args.time_limit)
+    fmt = args.format or "text"
+    if fmt == "json":
+        _write_output(json.dumps(design_to_dict(res), indent=2), args.out, args.force)
+    elif fmt == "text":
+        _write_output(report.varying_table(res), args.out, args.force)
+    else:
+        raise UsageError("--format csv: not for a chain that varies with the step (use json)")
     return EXIT_OK
 
 

@@ -355,26 +355,13 @@ def _read_json(args: argparse.Namespace) -> tuple[Any, str] | None:
     return (d, where) if is_class_mechanism(d) or is_class_report(d) else None
 
 
-def _mechanisms_of(d: dict, where: str) -> list[tuple[str | None, dict]]:
-    """``(tag, mechanism file)`` of a class-mechanism file (one, no tag) or of every design of a class report."""
+def _files_of(d: dict) -> list[dict]:
+    """The mechanism files of a class-mechanism file (itself) or of a class report (every design's, in order)."""
     from redactopt.classes_io import is_class_report
 
     if not is_class_report(d):
-        return [(None, d)]
-    designs, seqs = d.get("designs"), d.get("sequences") or []
-    if not isinstance(designs, list) or not designs:
-        raise ValueError(f"{where}: field 'designs' must be a non-empty list")
-    out = []
-    for j, des in enumerate(designs):
-        mechs = des.get("mechanisms") if isinstance(des, dict) else None
-        if not isinstance(mechs, list) or not mechs:
-            raise ValueError(f"{where}: designs[{j}] must hold a non-empty list 'mechanisms'")
-        ids = [str(s.get("id")) for s in seqs if isinstance(s, dict) and s.get("design") == j]
-        shown = ", ".join(ids[:5]) + (f", … ({len(ids)} in all)" if len(ids) > 5 else "")
-        for i, m in enumerate(mechs):
-            out.append((f"design {j + 1} of {len(designs)}, mechanism {i + 1} of {len(mechs)} (sequences: "
-                        f"{shown or 'none'})", m))
-    return out
+        return [d]
+    return [m for des in d["designs"] for m in des["mechanisms"]]
 
 
 def class_audit_text(rep: dict[str, Any]) -> str:
@@ -398,7 +385,7 @@ def class_audit_text(rep: dict[str, Any]) -> str:
 def maybe_class_audit(args: argparse.Namespace) -> int | None:
     """``redactopt audit FILE`` on a class mechanism or class release report: its exit status (0 every mechanism
     certified, 1 otherwise); ``None`` for any other file."""
-    from redactopt.classes_io import audit_dict
+    from redactopt.classes_io import audit_dict, is_class_report
 
     got = _read_json(args)
     if got is None:
@@ -411,27 +398,30 @@ def maybe_class_audit(args: argparse.Namespace) -> int | None:
     refuse_given(args, ["exact", "attack", "samples", "confidence", "attack_seed", "time_limit"],
                  "is not available for class mechanisms (their audit is always exact: outward rounding, and "
                  "rationals wherever that cannot decide)")
-    reports = []
-    for tag, m in _mechanisms_of(d, where):
-        if not isinstance(m, dict):
-            raise ValueError(f"{where}: a mechanism must be a JSON object")
-        rep = audit_dict(m if args.eps is None else {**m, "eps": args.eps}, where)
-        rep.update(n=m["n"], private=list(m["private"]), states=[str(s) for s in m["states"]],
-                   holder=bool(m.get("holder", False)), transition=m["chain"]["transition"])
-        if tag is not None:
-            rep["design"] = tag
-        reports.append(rep)
-    passed = all(r["passed"] for r in reports)
+    if is_class_report(d):
+        from redactopt.release.class_audit import audit_report
+
+        got = audit_report(d, where, eps=args.eps)
+        reports, problems = got["mechanisms"], got["problems"]
+    else:
+        reports, problems = [audit_dict(d if args.eps is None else {**d, "eps": args.eps}, where)], []
+    for r, m in zip(reports, _files_of(d)):
+        r.update(n=m["n"], private=list(m["private"]), states=[str(s) for s in m["states"]],
+                 holder=m.get("holder") is True, transition=m["chain"]["transition"])
+    passed = all(r["passed"] for r in reports) and not problems
     fmt = args.format or "text"
-    if len(reports) == 1 and "design" not in reports[0]:
+    if not is_class_report(d):
         text = json.dumps(reports[0], indent=2) if fmt == "json" else class_audit_text(reports[0])
     elif fmt == "json":
-        text = json.dumps({"mechanisms": reports, "passed": passed}, indent=2)
+        text = json.dumps({"mechanisms": reports, "problems": problems, "passed": passed}, indent=2)
     else:
         blocks = [f"{r['design']}\n{class_audit_text(r)}" for r in reports]
+        if problems:
+            blocks.append("report    : FAIL: the report disagrees with its designs\n"
+                          + "\n".join(f"  - {p}" for p in problems))
         failed = sum(1 for r in reports if not r["passed"])
         blocks.append(f"overall   : {'PASS' if passed else 'FAIL'} ({len(reports) - failed} of {len(reports)} "
-                      "mechanisms pass)")
+                      f"mechanisms pass{'' if not problems else f'; {len(problems)} problem(s) with the report'})")
         text = "\n\n".join(blocks)
     print(text)
     return EXIT_OK if passed else EXIT_FAIL

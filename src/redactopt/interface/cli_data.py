@@ -81,46 +81,82 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--smoothing", choices=["kt", "none"], default=None,
                     help="--categorical: rows with a never-seen transition use the Krichevsky-Trofimov estimate "
                          "(kt, default) or keep the estimate 0 (none)")
+    ap.add_argument("--order-by", default=None, metavar="COL",
+                    help="order the rows of each sequence by this column (numbers, datetimes or text) before "
+                         "counting transitions, as apply does; with a datetime column the fit also tests one chain "
+                         "against one per hour of the day and one per weekday")
+    ap.add_argument("--varies-with", default=None, metavar="COL[:hour|:weekday|:hour+weekday]",
+                    help="also fit a chain whose transitions change with a level: the hour, the weekday or both of "
+                         "a datetime column, or the values of any column (the step from a row to the next uses the "
+                         "row's level); prints each level's counts and estimates with intervals, levels without "
+                         "data, and the homogeneity test (one chain against one per level)")
     add_format(ap, ["text", "json"])
     add_quiet(ap)
     ap.set_defaults(func=_cmd_fit)
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    """``redactopt fit``: one streaming scan and one estimator; the column's codec is 0/1 unless --categorical."""
+    """``redactopt fit``: one streaming scan and one estimator; the column's codec is 0/1 unless --categorical.
+
+    ``--order-by`` orders each sequence first (in memory, as apply does); the alternatives to one chain
+    (``--varies-with``, and per hour and weekday of a datetime ``--order-by``) take one more pass each.
+    """
     if not args.categorical:
         refuse_given(args, ["smoothing"], "applies to --categorical only")
     # pandas and pyarrow load with the data commands only: design and audit start faster
-    from redactopt.release.apply import scan_states, scan_table
-    from redactopt.release.fit import BINARY_LABELS, fit_counts
-    from redactopt.release.tables import TableReader
+    from redactopt.release.fit import fit_counts
+    from redactopt.release.levels import model_alternatives, parse_varies_with
 
-    label = "<stdin>" if args.input == STDIO else None
-    with stdin_as_file(args.input) as path, Bars(progress_enabled(args.quiet)) as bars:
-        reader = TableReader(path, label=label, **_chunk(args))
-        if args.categorical:
-            state, labels = scan_states(reader, column=args.column, by=args.by, progress=bars)
-        else:
-            state, labels = scan_table(reader, column=args.column, by=args.by, progress=bars), BINARY_LABELS
-    if state.rows == 0:
-        raise UsageError(f"{reader.label}: no data rows")
+    spec = None if args.varies_with is None else parse_varies_with(args.varies_with)
     options = dict(smoothing=args.smoothing or "kt") if args.categorical else {}
-    try:
-        fit = fit_counts(state.counts(), tuple(labels), confidence=args.confidence, interval=args.interval,
-                         **options)
-    except ValueError as exc:
-        if not args.categorical:
-            raise
-        raise UsageError(f"{args.input}: {exc}") from None
+    with stdin_as_file(args.input) as path, Bars(progress_enabled(args.quiet)) as bars:
+        state, labels, source, where = _fit_scan(args, path, spec, bars)
+        if state.rows == 0:
+            raise UsageError(f"{where}: no data rows")
+        try:
+            fit = fit_counts(state.counts(), tuple(labels), confidence=args.confidence, interval=args.interval,
+                             **options)
+        except ValueError as exc:
+            if not args.categorical:
+                raise
+            raise UsageError(f"{args.input}: {exc}") from None
+        alt = model_alternatives(source, column=args.column, by=args.by, order_by=args.order_by, varies_with=spec,
+                                 labels=tuple(labels), categorical=args.categorical, fit=fit,
+                                 confidence=args.confidence, interval=args.interval, **options)
     if (args.format or "text") == "json":
-        d: dict[str, Any] = {"input": str(args.input), "column": args.column, "by": args.by}
+        d: dict[str, Any] = {"input": str(args.input), "column": args.column, "by": args.by,
+                             "order_by": args.order_by}
         d.update(fit.to_dict())
+        d.update(alt.to_dict())
         print(json.dumps(d, indent=2))
     else:
         print(f"input     : {args.input}  column '{args.column}'" + (f"  by '{args.by}'" if args.by else "")
+              + (f"  ordered by '{args.order_by}'" if args.order_by else "")
               + ("  (categorical)" if args.categorical else ""))
         print(fit.text())
+        if alt.text():
+            print(alt.text())
     return EXIT_OK
+
+
+def _fit_scan(args: argparse.Namespace, path: Any, spec: Any, bars: Any) -> tuple[Any, Any, Any, str]:
+    """The scan ``fit`` estimates from: ``(state, labels, reader of the rows in sequence order, label)``."""
+    from redactopt.release.apply import ordered_scan, scan_states, scan_table
+    from redactopt.release.codec import BinaryCodec, StatesCodec
+    from redactopt.release.fit import BINARY_LABELS
+    from redactopt.release.tables import TableReader
+
+    reader = TableReader(path, label="<stdin>" if args.input == STDIO else None, **_chunk(args))
+    reader.require(args.column, args.by, args.order_by, None if spec is None else spec.column)
+    if args.order_by is not None:
+        codec = StatesCodec(args.column) if args.categorical else BinaryCodec(args.column)
+        state, ordered = ordered_scan(reader, column=args.column, by=args.by, private_column=None,
+                                      order_by=args.order_by, codec=codec)
+        return state, (codec.labels if args.categorical else BINARY_LABELS), ordered.reader, reader.label
+    if args.categorical:
+        state, labels = scan_states(reader, column=args.column, by=args.by, progress=bars)
+        return state, labels, reader, reader.label
+    return scan_table(reader, column=args.column, by=args.by, progress=bars), BINARY_LABELS, reader, reader.label
 
 
 # --------------------------------------------------------------------------
@@ -205,6 +241,10 @@ def _add_chain_and_design_options(ap: argparse.ArgumentParser) -> None:
                          "elementwise maximum")
     ap.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
                     help="seconds per optimiser call (default 60)")
+    ap.add_argument("--varies-with", default=None, metavar="COL[:hour|:weekday|:hour+weekday]",
+                    help="design for a chain whose transitions change with a level (the hour, weekday or both of a "
+                         "datetime column, or any column's values): fitted per level on the rows the release "
+                         "publishes with certainty, each sequence designed for its own rows' steps (a 0/1 column)")
     ap.add_argument("--categorical", action="store_true",
                     help="a categorical column (k states, its values as text): fit a k-state chain unless --transition")
     ap.add_argument("--transition", default=None, metavar='FILE|"p11,...;p21,..."',
@@ -273,10 +313,13 @@ def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:
         "warnings": list(rep.get("warnings", fit.get("warnings", []))), "report": report_path,
         "notice": rep.get("notice"), "reveals": rep.get("reveals"), "cover": rep.get("cover"),
         "model": rep.get("model"),
+        "model_warnings": list((rep.get("model_check") or {}).get("warnings", [])),
+        "model_check": (rep.get("model_check") or {}).get("alternatives", []),
     }
 
 
 def _summary_text(s: dict[str, Any]) -> str:
+    # (a model the data prefer that leaks more, model_warnings, is among the warnings printed first)
     lines = [
         f"wrote     : {s['output']}  ({s['rows']} rows, {s['redacted']} redacted)",
         f"chain     : alpha={s['chain']['alpha']:.6g}  beta={s['chain']['beta']:.6g}  ({s['chain']['source']})",
@@ -302,6 +345,10 @@ def _summary_text(s: dict[str, Any]) -> str:
         lines.append(f"designs   : {d['shapes']} distinct for {d['groups']} group(s) of private records in "
                      f"{s['sequences']} sequence(s), {d['reused']} group(s) sharing one; {tried} candidate design(s) "
                      f"verified ({d['computed']} computed, {d['reflected']} as mirror images)")
+    for m in s.get("model_check") or []:
+        pv = "n/a" if m["p_value"] is None else f"{m['p_value']:.3g}"
+        lines.append(f"model     : under the chain that varies with {m['model']} (homogeneity test p = {pv}, fitted "
+                     f"on the same rows) this release leaks {m['leakage']:.6g}")
     lines.append(f"randomness: {s['randomness']}")
     if s["label"]:
         lines.append(f"label     : {s['label']}")
@@ -383,6 +430,8 @@ def _cmd_apply(args: argparse.Namespace) -> int:
         from redactopt.interface.cli_classes import cmd_class_apply
 
         return cmd_class_apply(args)
+    if getattr(args, "varies_with", None) is not None:
+        return _cmd_apply_varying(args)
     if args.categorical or args.transition is not None or args.protect is not None or args.bin:
         return _cmd_apply_categorical(args)  # a chain of k states: categories, tuples, bins
     # pandas and pyarrow load with the data commands only: design and audit start faster
@@ -423,6 +472,54 @@ def _cmd_apply(args: argparse.Namespace) -> int:
         print(text, file=sys.stderr if stdout_taken else sys.stdout)
     maybe_write_html(args, rep)
     return EXIT_OK
+
+
+def _cmd_apply_varying(args: argparse.Namespace) -> int:
+    """``apply ... --varies-with COL[:hour|...]``: the release designed for the chain of the levels."""
+    from redactopt.release.varying_release import apply_varying_table
+
+    why = "does not apply with --varies-with (the chain is fitted per level)"
+    refuse_given(args, ["alpha", "beta", "robust", "transition", "fit_on"], why)
+    refuse_given(args, ["categorical", "protect", "bin"], "--varies-with releases a 0/1 column (--column)")
+    if args.backend == "dask":
+        raise UsageError("--varies-with runs with --backend memory")
+    if args.method not in ("auto", "dim"):
+        raise UsageError(f"--method {args.method}: a chain that varies with the step takes auto or dim")
+    private = parse_positions(args.private) if args.private is not None else None
+    try:
+        rep = apply_varying_table(args.input, args.out, column=args.column, eps=args.eps, varies_with=args.varies_with,
+                                  private=private, private_column=args.private_column, by=args.by,
+                                  order_by=args.order_by, method=args.method, seed=args.seed, report=args.report,
+                                  force=args.force, time_limit=args.time_limit, keep=keep_option(args), **_chunk(args))
+    except PrivacyCheckError as exc:
+        sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
+        return EXIT_FAIL
+    text = json.dumps(rep, indent=2, default=str) if (args.format or "text") == "json" else _varying_text(rep, args)
+    stdout_taken = STDIO in (args.out, args.report)
+    if not (stdout_taken and args.quiet):
+        print(text, file=sys.stderr if stdout_taken else sys.stdout)
+    maybe_write_html(args, rep)
+    return EXIT_OK
+
+
+def _varying_text(rep: dict[str, Any], args: argparse.Namespace) -> str:
+    fit = rep["chain"]["fit"]
+    t = fit["homogeneity_test"]
+    lines = [f"wrote     : {rep['output']}  ({rep['rows']} rows, {rep['utility']['redacted']} redacted)",
+             f"chain     : varies with {rep['chain']['varies_with']} ({len(fit['levels'])} levels, fitted per level; "
+             f"homogeneity test G2={t['statistic']:.4g} df={t['df']} p={t['p_value']:.3g})",
+             f"eps       : {rep['eps']:g}   method: {rep['method']}",
+             f"leakage   : {rep['leakage']['max']:.10g}  (exact under each sequence's varying chain, worst over "
+             f"{len(rep['leakage']['per_private'])} private record(s))",
+             f"utility   : expected {rep['utility']['expected']:.6g}  realised {rep['utility']['realised']:.6g}  "
+             f"(upper bound {rep['utility']['upper_bound']:.6g}: Lemma 2 per step)"]
+    for m in rep["model_check"]["alternatives"]:
+        lines.append(f"model     : under the {m['model']} fitted on the same rows this release leaks {m['leakage']:.6g}")
+    lines += [f"warning   : {w}" for w in rep.get("warnings", [])]
+    lines += release_lines(rep["columns"], rep["chain"].get("fit_rows"), rep["summary"])
+    if args.report:
+        lines.append(f"report    : {args.report}")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from redactopt.judge.certify import SparseRows, verify
 from redactopt.judge.exact import MAX_EXACT_N, ExactCertificate, certify_exact
 from redactopt.judge.leakage import LeakageResult, check_mechanism, leakage
 from redactopt.judge.segments import Segment, block_segments
+from redactopt.model.varying import VaryingChain, chain_window, judged_chain, row_laws
 from redactopt.model.chain import Chain, MarkovChain
 from redactopt.model.classes import ChainClass
 
@@ -142,9 +143,11 @@ class WitnessRuns(Sequence):
         from redactopt.judge.kernelk import continuation  # the matrix kernel: only for chains that need it
 
         n, hi = rows.n, lo + window.shape[0]
-        left = continuation(chain.reversed_matrix(), rows.rows(0, lo)[::-1], int(window[0]))[::-1] if lo > 0 \
-            else window[:0]
-        right = continuation(chain.transition, rows.rows(hi, n), int(window[-1])) if hi < n else window[:0]
+        varying = getattr(chain, "varying", False)
+        back = chain.side_steps(lo, "left") if varying and lo > 0 else None if varying else chain.reversed_matrix()
+        ahead = chain.side_steps(hi - 1, "right") if varying and hi < n else None if varying else chain.transition
+        left = continuation(back, rows.rows(0, lo)[::-1], int(window[0]))[::-1] if lo > 0 else window[:0]
+        right = continuation(ahead, rows.rows(hi, n), int(window[-1])) if hi < n else window[:0]
         runs: list[tuple[int, int, int]] = []
         _add_runs(runs, 0, np.concatenate([left, window, right]))
         return WitnessRuns(n, runs, tuple(str(v) for v in chain.labels))
@@ -190,15 +193,16 @@ def audit_segments(chain: Chain, redact_prob: object, private: object, eps: floa
     passed = True
     for seg in segments(rows, private):
         ext, rel = check_mechanism(seg.rows, [p - seg.lo for p in seg.private], k=chain.k)
-        results = [leakage(chain, ext, p) for p in rel]
+        sub = chain_window(chain, seg.lo, seg.lo + ext.shape[0])  # a varying chain: the segment's own steps
+        results = [leakage(sub, ext, p) for p in rel]
         block_worst = max(results, key=lambda r: r.leakage)
-        passed &= verify(chain, ext, rel, eps, block_worst)[1]
+        passed &= verify(sub, ext, rel, eps, block_worst)[1]
         per.update((p, (r, seg)) for p, r in zip(seg.private, results))
         if worst is None or block_worst.leakage > worst[0].leakage:
             worst = (block_worst, seg.lo)
     assert worst is not None  # segments() refuses a private record outside every block
-    pi = chain.stationary
-    util = 1.0 - sum(float((b @ pi).sum()) for b in rows.blocks) / rows.n
+    util = 1.0 - sum(float((b * row_laws(chain, s, s + b.shape[0])).sum())
+                     for s, b in zip(rows.starts, rows.blocks)) / rows.n
     return SegmentAudit(rows, per, worst[0], worst[1], bool(passed), util)
 
 
@@ -233,7 +237,9 @@ def audit(
     """
     if isinstance(chain, ChainClass):
         return _audit_class(chain, redact_prob, private=private, eps=eps, method=method, info=info)
-    if not chain.binary:  # more states: the same segments and verdict, the states named by their labels
+    if isinstance(chain, VaryingChain):
+        chain = judged_chain(chain, as_sparse(redact_prob, k=chain.k).n)
+    if not chain.binary or chain.varying:  # more states: the same segments and verdict, the states named by their labels
         from redactopt.judge.kaudit import kaudit  # builds on this module
 
         rep = kaudit(chain, redact_prob, private=private, eps=check_eps(eps), method=method)

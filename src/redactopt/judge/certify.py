@@ -23,6 +23,7 @@ from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.tolerances import LEAKAGE_RTOL, SNAP_TOL, UTILITY_ATOL, chain_zone
 from redactopt.model.chain import Chain
 from redactopt.model.classes import ChainClass
+from redactopt.model.varying import VaryingChain, chain_window, row_laws
 from redactopt.judge.leakage import LeakageResult, check_mechanism, leakage, max_leakage, utility
 
 __all__ = [
@@ -274,18 +275,29 @@ def verify(chain: Chain, redact_prob: np.ndarray, private: tuple[int, ...], eps:
     # the longest segment, not with n (a window design embedded in 10^4 records is judged as on its window)
     q = np.asarray(redact_prob, dtype=float)
     zone = chain_zone(chain, eps, longest_segment(q, private))
-    return res, zone_verdict(res.leakage, eps, zone, q, private,
-                             lambda seg, p: certify_exact(chain, seg.tolist(), [p], eps).status == "certified")
+    return res, zone_verdict(res.leakage, eps, zone, q, private, lambda seg, p, lo: _certified(chain, seg, p, lo, eps))
+
+
+def _certified(chain: Chain | VaryingChain, seg: np.ndarray, p: int, lo: int, eps: float) -> bool:
+    """The rational verdict on one segment (rows ``lo ..`` of the sequence).  A chain that varies with the
+    step is decided so only where its segment's model is the exact one (it starts at the chain's first
+    row, whose law was given, not computed): elsewhere the marginals are floats and the band of
+    :func:`~redactopt.judge.tolerances.chain_zone` must decide."""
+    if isinstance(chain, VaryingChain):
+        if lo != 0 or chain.rounding_steps != 0:
+            return False
+        chain = chain.window(0, seg.shape[0])
+    return certify_exact(chain, seg.tolist(), [p], eps).status == "certified"
 
 
 def zone_verdict(leak: float, eps: float, zone: float, q: np.ndarray, private: Sequence[int],
-                 certify_segment: Callable[[np.ndarray, int], bool]) -> bool:
+                 certify_segment: Callable[[np.ndarray, int, int], bool]) -> bool:
     """Whether a float leakage ``leak`` proves the mechanism ``q`` private, for every chain model.
 
     Outside ``[eps - zone, eps + zone]`` the float decides (its rounding error is smaller than
     the zone).  Inside it, each private record ``p`` is decided exactly on its *segment* (the
     rows between the nearest rows published with certainty, which cut every likelihood
-    ratio) by ``certify_segment(rows, offset of p)``; a segment longer than
+    ratio) by ``certify_segment(rows, offset of p, first row)``; a segment longer than
     :data:`~redactopt.judge.exact.MAX_EXACT_N` is refused, so a pass is always a proof.
     """
     if leak <= eps - zone:
@@ -295,7 +307,7 @@ def zone_verdict(leak: float, eps: float, zone: float, q: np.ndarray, private: S
     if leak > eps + zone:
         return False
     for p, (lo, hi) in zip(private, private_segments(q, private)):
-        if hi - lo + 1 > MAX_EXACT_N or not certify_segment(q[lo : hi + 1], p - lo):
+        if hi - lo + 1 > MAX_EXACT_N or not certify_segment(q[lo : hi + 1], p - lo, lo):
             return False
     return True
 
@@ -475,7 +487,8 @@ def _verify_blocks(chains: list[Chain], n: int, starts: list[int], blocks: list[
         if not mine:
             continue
         ext, rel = check_mechanism(ext, [p - lo for p in mine], k=chains[0].k)
-        for judge_chain in chains:
+        for whole in chains:
+            judge_chain = chain_window(whole, lo, lo + ext.shape[0])
             results = [leakage(judge_chain, ext, p) for p in rel]
             everything = bool(np.all(ext == 1.0))  # the whole sequence redacted: leakage exactly 0
             for p, r in zip(mine, results):
@@ -500,18 +513,19 @@ def _region_certificates(chain: Chain, rows: SparseRows, starts: list[int], bloc
                          regions: list[tuple[int, int, float, str]] | None) -> list[RegionCertificate]:
     """The bounds of :func:`finalize_sparse`'s regions (default: Lemma 2 on each block with its two
     neighbours), each checked against what the design publishes there (:class:`BoundError` below it)."""
-    n, pi = rows.n, chain.stationary
+    n = rows.n
     if regions is None:
         regions = []
         for s, blk in zip(starts, blocks):
             lo, hi = max(0, s - 1), min(n - 1, s + blk.shape[0])
             mine = [p - lo for p in priv if lo <= p <= hi]
             m = hi - lo + 1
-            bound = m * lemma2_upper_bound(chain, m, eps=eps, private=mine) if mine else float(m)
+            bound = m * lemma2_upper_bound(chain_window(chain, lo, hi + 1), m, eps=eps, private=mine) if mine \
+                else float(m)
             regions.append((lo, hi, bound, "lemma2"))
     certs = []
     for lo, hi, bound, name in regions:
-        published = float(((1.0 - rows.rows(lo, hi + 1)) @ pi).sum())
+        published = float(((1.0 - rows.rows(lo, hi + 1)) * row_laws(chain, lo, hi + 1)).sum())
         if not bound >= published - UTILITY_ATOL * (hi - lo + 1):
             raise BoundError(f"{name} bound {bound!r} on rows {lo + 1}..{hi + 1} is below what the design "
                              f"publishes there ({published!r})")
@@ -569,8 +583,7 @@ def finalize_sparse(
     starts, blocks = _trim_blocks(*merge_blocks(n, list(parts)), tol)
     chains = list(dict.fromkeys((chain,) + (chain_class.deciding() if chain_class is not None else ())))
     per, worst = _verify_blocks(chains, n, starts, blocks, priv, eps, method)
-    pi = chain.stationary
-    u = 1.0 - sum(float((b @ pi).sum()) for b in blocks) / n
+    u = 1.0 - sum(float((b * row_laws(chain, s, s + b.shape[0])).sum()) for s, b in zip(starts, blocks)) / n
     cert = make_certificate(upper_bound, u, solver=solver, scope=scope, stopped=stopped)
     rows = SparseRows(n, tuple(starts), tuple(blocks), k=chain.k)
     certs = _region_certificates(chain, rows, starts, blocks, priv, eps, regions)

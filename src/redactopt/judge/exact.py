@@ -41,9 +41,10 @@ from typing import Literal
 
 from redactopt._validate import check_index, check_private
 from redactopt.model.chain import Chain
+from redactopt.model.varying import VaryingChain
 
 __all__ = ["ExactResult", "ExactCertificate", "to_fraction", "exact_leakage", "exact_leakage_ratio", "certify_exact",
-           "exact_leakage_bruteforce", "exact_n_step", "n_step_ratio", "ratio_at_most_exp", "exp_bounds",
+           "exact_leakage_bruteforce", "exact_n_step", "exact_marginals", "n_step_ratio", "ratio_at_most_exp", "exp_bounds",
            "MAX_EXACT_N"]
 
 Matrix = list[list[Fraction]]
@@ -171,10 +172,14 @@ def _side_best(P: Matrix | tuple, rows: Matrix) -> list[list[Fraction | None]]:
     columns of :math:`A_jP` with :math:`A_0=I`, :math:`A_{j+1}=A_jP\\,\\mathrm{diag}(q_{j+1})`; a row
     of zeros ends every pattern (nothing farther is reachable, and "all ⊥" is impossible).
     """
-    k = len(P)
+    return _side_best_steps([P] * len(rows), rows, len(P))
+
+
+def _side_best_steps(steps: list, rows: Matrix, k: int) -> list[list[Fraction | None]]:
+    """:func:`_side_best` with the matrix of each record's step: ``steps[j]`` leads to the record ``rows[j]``."""
     best: list[list[Fraction | None]] = [[Fraction(-1)] * k for _ in range(k)]
     A = [[Fraction(int(x == y)) for y in range(k)] for x in range(k)]
-    for q in rows:
+    for q, P in zip(rows, steps):
         AP = [[sum((A[x][z] * P[z][v] for z in range(k)), Fraction(0)) for v in range(k)] for x in range(k)]
         for v in range(k):
             if q[v] < 1:
@@ -206,6 +211,42 @@ def _matrix(chain: Chain, rows: Matrix, p: int) -> tuple[Fraction | None, tuple[
     return top, pair
 
 
+def exact_marginals(chain: VaryingChain) -> list[list[Fraction]]:
+    r"""The law of every row of a varying chain in rationals: :math:`\pi_{t+1}=\pi_tP_t` from the exact initial law."""
+    k = chain.k
+    out = [list(chain.exact_initial)]
+    for t in range(chain.n - 1):
+        P = chain.exact_matrices[int(chain.row_level[t])]
+        out.append([sum((out[-1][x] * P[x][y] for x in range(k)), Fraction(0)) for y in range(k)])
+    return out
+
+
+def _varying(chain: VaryingChain, rows: Matrix, p: int) -> tuple[Fraction | None, tuple[int, int]]:
+    r"""The worst ratio and pair of a varying chain: each side through its exact steps, the left side
+    through the exactly reversed steps :math:`\pi_t(x)P_t(x,y)/\pi_{t+1}(y)` (rows of states of
+    probability 0 are never reached; pairs with a value of probability 0 at ``p`` are skipped)."""
+    k = chain.k
+    pi = exact_marginals(chain)
+    fwd = [chain.exact_matrices[int(chain.row_level[t])] for t in range(chain.n - 1)]
+    back = []
+    for t in range(chain.n - 1):
+        P = fwd[t]
+        back.append([[pi[t][x] * P[x][y] / pi[t + 1][y] if pi[t + 1][y] else Fraction(1, k) for x in range(k)]
+                     for y in range(k)])
+    left = _side_best_steps(back[:p][::-1], rows[:p][::-1], k)
+    right = _side_best_steps(fwd[p:], rows[p + 1 :], k)
+    top: Fraction | None = Fraction(-1)
+    pair = (0, 1)
+    for x in range(k):
+        for y in range(k):
+            if x != y and pi[p][x] > 0 and pi[p][y] > 0:
+                a, b = left[x][y], right[x][y]
+                r = None if a is None or b is None else a * b
+                if _better(r, top):
+                    top, pair = r, (x, y)
+    return (Fraction(1) if top == -1 else top), pair
+
+
 # --------------------------------------------------------------------------
 # the exact leakage
 # --------------------------------------------------------------------------
@@ -233,6 +274,12 @@ def exact_leakage(chain: Chain, redact_prob: object, p: int) -> ExactResult:
     (``None``: infinite) and the ordered pair ``(x, x')`` attaining it.  A binary chain goes
     through the two-state kernel, any other through the matrix one (module docstring).
     """
+    if isinstance(chain, VaryingChain):
+        rows = _rows(redact_prob, chain.k)
+        p = _check_private_row(rows, p)
+        if chain.n != len(rows):
+            raise ValueError(f"chain has {chain.n} rows but the mechanism has {len(rows)}")
+        return ExactResult(*_varying(chain, rows, p), p)
     if not isinstance(chain, Chain):
         raise TypeError(f"chain must be a Chain (a MarkovChain or a transition matrix), got {type(chain).__name__}")
     rows = _rows(redact_prob, chain.k)
@@ -306,7 +353,7 @@ def certify_exact(chain: object, *args: object, max_terms: int = 400) -> ExactCe
     or the binary form ``certify_exact(alpha, beta, redact_prob, private, eps)`` with ``alpha`` and
     ``beta`` any exact numbers (the chain :math:`[[1-\\alpha,\\alpha],[\\beta,1-\\beta]]`).
     """
-    if isinstance(chain, Chain):
+    if isinstance(chain, (Chain, VaryingChain)):
         redact_prob, private, eps = args
         results = _results(chain, redact_prob, private)
     else:
@@ -335,7 +382,7 @@ def _private_of(rows: Matrix, private: object) -> tuple[int, ...]:
     return priv
 
 
-def _results(chain: Chain, redact_prob: object, private: object) -> list[ExactResult]:
+def _results(chain: Chain | VaryingChain, redact_prob: object, private: object) -> list[ExactResult]:
     rows = _rows(redact_prob, chain.k)
     return [exact_leakage(chain, rows, p) for p in _private_of(rows, private)]
 
@@ -377,20 +424,27 @@ def exact_leakage_bruteforce(chain: Chain, redact_prob: object, p: int) -> Exact
     r"""Reference: enumerate all :math:`(k+1)^n` outputs in rational arithmetic (tiny ``n`` only).
 
     Forward pass of :math:`\Pr(\mathbf y, X_p=x)` over the output tree from the exact stationary
-    law with the forward chain only (no patterns, no reversed chain).
+    law (a varying chain: its exact initial law and steps) with the forward chain only (no
+    patterns, no reversed chain); :math:`\Pr(X_p=x)` is the sum of the same table.
     """
     rows = _rows(redact_prob, chain.k)
     n, k = len(rows), chain.k
     if (k + 1) ** n > 200_000:
         raise ValueError(f"exact_leakage_bruteforce enumerates (k+1)^n = {(k + 1) ** n} outputs; at most 200000")
-    P, pi = chain.exact, chain.exact_stationary()
+    if isinstance(chain, VaryingChain):
+        if chain.n != n:
+            raise ValueError(f"chain has {chain.n} rows but the mechanism has {n}")
+        first, steps = list(chain.exact_initial), [chain.exact_matrices[int(v)] for v in chain.row_level[: n - 1]]
+    else:
+        first, steps = list(chain.exact_stationary()), [chain.exact] * (n - 1)
     # states: output tuple -> table[x_p][x_t] of joint probabilities
     zero = Fraction(0)
-    frontier: dict[tuple, list[list[Fraction]]] = {(): [[pi[z] for z in range(k)] for _ in range(k)]}
+    frontier: dict[tuple, list[list[Fraction]]] = {(): [[first[z] for z in range(k)] for _ in range(k)]}
     for t in range(n):
         nxt: dict[tuple, list[list[Fraction]]] = {}
         for out, tab in frontier.items():
             if t:
+                P = steps[t - 1]
                 tab = [[sum((tab[h][z] * P[z][w] for z in range(k)), zero) for w in range(k)] for h in range(k)]
             if t == p:
                 tab = [[tab[h][w] if w == h else zero for w in range(k)] for h in range(k)]
@@ -403,8 +457,9 @@ def exact_leakage_bruteforce(chain: Chain, redact_prob: object, p: int) -> Exact
         frontier = nxt
     top: Fraction | None = Fraction(-1)
     pair = (0, 1)
+    pi = [sum((sum(tab[h], zero) for tab in frontier.values()), zero) for h in range(k)]  # Pr(X_p = h)
     for tab in frontier.values():
-        cond = [sum(tab[h], zero) / pi[h] for h in range(k)]
+        cond = [sum(tab[h], zero) / pi[h] if pi[h] else zero for h in range(k)]
         for x in range(k):
             for y in range(k):
                 if x == y or cond[x] == 0:

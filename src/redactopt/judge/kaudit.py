@@ -16,6 +16,7 @@ from redactopt._validate import check_eps
 from redactopt.judge.audit import WitnessRuns, audit_segments
 from redactopt.judge.exact import MAX_EXACT_N, certify_exact
 from redactopt.judge.segments import segment
+from redactopt.model.varying import VaryingChain
 from redactopt.model.chain import Chain, check_chain
 
 __all__ = ["kaudit", "ksegment"]
@@ -34,7 +35,8 @@ def kaudit(chain: Chain, redact_prob: object, *, private: object, eps: float, me
     it favours the first), ``witness_private`` (1-based), ``per_private`` (each record's leakage and
     segment), and with ``exact`` every record's verdict in rational arithmetic on its segment.
     """
-    check_chain(chain)
+    if not isinstance(chain, VaryingChain):
+        check_chain(chain)
     sa = audit_segments(chain, redact_prob, private, check_eps(eps))
     priv = sorted(sa.per)
     per = [{"private": p + 1, "leakage": r.leakage, "segment": [seg.lo + 1, seg.lo + seg.rows.shape[0]]}
@@ -55,7 +57,8 @@ def kaudit(chain: Chain, redact_prob: object, *, private: object, eps: float, me
             if seg.rows.shape[0] > MAX_EXACT_N:
                 statuses.append("too long")
                 continue
-            statuses.append(certify_exact(chain, seg.rows.tolist(), [p - seg.lo], eps).status)
+            sub = chain.window(seg.lo, seg.lo + seg.rows.shape[0]) if isinstance(chain, VaryingChain) else chain
+            statuses.append(certify_exact(sub, seg.rows.tolist(), [p - seg.lo], eps).status)
         status = "certified" if all(v == "certified" for v in statuses) else (
             "violated" if any(v == "violated" for v in statuses) else "undecided")
         rep["exact"] = {"status": status, "records": statuses}

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from redactopt.judge.segments import side_reach
 from redactopt.model.chain import Chain
+from redactopt.model.varying import VaryingChain
 
 __all__ = ["SideExtremes", "side_extremes", "side_pattern_products", "two_state_leakage"]
 
@@ -40,9 +42,27 @@ def _renorm_interval(chain: Chain) -> int:
     One step shrinks the largest entry by at most the smallest entry of ``P`` (the
     rows of ``diag(s) P`` are pre-scaled so that the largest factor is 1).
     """
-    smallest = min(chain.alpha, chain.beta, 1.0 - chain.alpha, 1.0 - chain.beta)
+    return _renorm_every(min(chain.alpha, chain.beta, 1.0 - chain.alpha, 1.0 - chain.beta))
+
+
+def _renorm_every(smallest: float) -> int:
+    """:func:`_renorm_interval` for steps whose smallest entry is ``smallest``."""
     per_step = -math.log10(smallest)
     return int(max(1, min(32, 200.0 / max(per_step, 1e-12))))
+
+
+def _blocked_steps(steps: np.ndarray, k_max: int, size: int, n_blocks: int) -> Mat:
+    """Entries of the steps ``2 .. k_max + 1`` laid out ``[j, b]`` as the side's records ``bB + j + 1``.
+
+    Record ``d`` (distance, 1-based) is followed by step ``d + 1`` (``steps[d]``); the padding
+    beyond ``k_max`` repeats the last step (its patterns are closed: any positive numbers do).
+    """
+    pad = np.empty((n_blocks * size, 4))
+    flat = steps[1 : k_max + 1].reshape(-1, 4)
+    pad[: flat.shape[0]] = flat
+    pad[flat.shape[0]:] = steps[min(k_max, steps.shape[0] - 1)].reshape(4)
+    lay = pad.reshape(n_blocks, size, 4).transpose(2, 1, 0)
+    return (lay[0], lay[1], lay[2], lay[3])
 
 
 def _mul(a: Mat, b: Mat) -> Mat:
@@ -150,7 +170,7 @@ def _mobius(F: Mat, rho: np.ndarray) -> np.ndarray:
     return np.where(np.isinf(rho), F[0] / F[2], out)
 
 
-def side_extremes(chain: Chain, q_side: np.ndarray) -> SideExtremes:
+def side_extremes(chain: Chain, q_side: np.ndarray, steps: np.ndarray | None = None) -> SideExtremes:
     r"""The one-sided recursion: extreme pattern ratios of one side of ``p`` (module docstring).
 
     ``q_side`` holds the side's rows ordered by distance from ``p`` (nearest first; the
@@ -158,6 +178,12 @@ def side_extremes(chain: Chain, q_side: np.ndarray) -> SideExtremes:
     Given :math:`X_p` the two sides are independent, so the leakage is
     :math:`\max(\log M_\ell+\log M_r, -\log m_\ell-\log m_r)` with :math:`M_s, m_s` the
     ``top`` and ``bottom`` ratios of the sides.  Blocked prefix products, O(m).
+
+    ``steps`` (a chain that varies with the step, :mod:`redactopt.model.varying`): the side's
+    ``(m, 2, 2)`` step matrices nearest first — ``steps[d - 1]`` leads from the record at distance
+    ``d - 1`` (``X_p`` at 0) to the one at ``d``; every entry positive.  The recursion is the same
+    with :math:`N_d=\operatorname{diag}(s_d)P_{d+1}` in place of :math:`\operatorname{diag}(s_d)P`
+    (docs/mathematics.md, "Chains that vary with the step").  ``None``: every step is ``chain``'s.
     """
     m = q_side.shape[0]
     if m == 0:
@@ -166,7 +192,7 @@ def side_extremes(chain: Chain, q_side: np.ndarray) -> SideExtremes:
     blocked = np.flatnonzero(top <= 0.0)
     reach = int(blocked[0]) if blocked.size else m  # distances 1..reach can all be ⊥
     n_patterns = min(reach, m - 1) + 1
-    P = chain.transition_matrix
+    P = chain.transition_matrix if steps is None else steps[0]
     Pm: Mat = (P[0, 0], P[0, 1], P[1, 0], P[1, 1])
     candidates: list[tuple[float, int | None, int | None]] = []
     # Pattern k = 0: V_0 = P.
@@ -195,8 +221,14 @@ def side_extremes(chain: Chain, q_side: np.ndarray) -> SideExtremes:
         scale = np.maximum(cur[0], cur[1])  # > 0: divide (not multiply by 1/scale: subnormals)
         s0 = cur[0] / scale
         s1 = np.divide(cur[1], scale, out=scale)
-        N = (s0 * P[0, 0], np.multiply(s0, P[0, 1], out=s0), s1 * P[1, 0], np.multiply(s1, P[1, 1], out=s1))
-        local = _local_scan(N, _renorm_interval(chain))
+        if steps is None:
+            N = (s0 * P[0, 0], np.multiply(s0, P[0, 1], out=s0), s1 * P[1, 0], np.multiply(s1, P[1, 1], out=s1))
+            every = _renorm_interval(chain)
+        else:  # record d's scaling times the step to record d + 1, laid out as qb
+            Sb = _blocked_steps(steps, k_max, size, n_blocks)
+            N = (s0 * Sb[0], s0 * Sb[1], s1 * Sb[2], s1 * Sb[3])
+            every = _renorm_every(float(steps[: k_max + 1].min()))
+        local = _local_scan(N, every)
         del N, s0, s1
         F = _block_starts(local, Pm)
         Fb = (F[0][0], F[1][0], F[2][0], F[3][0])
@@ -284,18 +316,24 @@ def _side_output(q_side: np.ndarray, k: int | None, v: int | None) -> np.ndarray
     return out
 
 
-def two_state_leakage(chain: Chain, q: np.ndarray, p: int) -> tuple[float, tuple[int, int], float, float, np.ndarray]:
+def two_state_leakage(chain: Chain | VaryingChain, q: np.ndarray, p: int) -> tuple[float, tuple[int, int], float, float, np.ndarray]:
     r"""The exact leakage about ``p`` of a validated ``(n, 2)`` mechanism on a binary chain.
 
     Returns ``(leakage, pair, left, right, witness)``: the leakage in nats, the ordered pair
     ``(favoured, other)`` of the worst ratio, the left and right factors of its log (signed, in
     the direction favouring ``favoured``), and an output of positive probability attaining it
     (``int8``: a value or -1 for ⊥; records beyond a side's first published one are ⊥ where they
-    can be, else 0).  Ties go to ``favoured = 0``.
+    can be, else 0).  Ties go to ``favoured = 0``.  A :class:`~redactopt.model.varying.VaryingChain`
+    (every step entry positive) reads each side through its own steps (:func:`side_extremes`).
     """
     n = q.shape[0]
-    left = side_extremes(chain, q[:p][::-1])
-    right = side_extremes(chain, q[p + 1 :])
+    if chain.varying:  # per-step matrices, each side only as far as its first row published with certainty
+        ql, qr = q[:p][::-1], q[p + 1 :]
+        left = side_extremes(chain, ql, chain.side_steps(p, "left", side_reach(ql)))
+        right = side_extremes(chain, qr, chain.side_steps(p, "right", side_reach(qr)))
+    else:
+        left = side_extremes(chain, q[:p][::-1])
+        right = side_extremes(chain, q[p + 1 :])
     best = None
     for favoured in (0, 1):
         lv, lk, lvv = _side_extreme(left, favoured)

@@ -41,11 +41,12 @@ rational arithmetic (:mod:`redactopt.judge.exact`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from redactopt.judge.segments import first_published
+from redactopt.judge.segments import first_published, side_reach
 from redactopt.model.chain import Chain
 
 __all__ = ["TINY", "SidePairs", "side_pairs", "side_pairs_logspace", "side_output", "continuation",
@@ -77,7 +78,7 @@ class SidePairs:
 # one side: blocked prefix products
 # --------------------------------------------------------------------------
 def _empty_side(P: np.ndarray, q: np.ndarray) -> SidePairs:
-    k = P.shape[0]
+    k = P.shape[-1]
     return SidePairs(np.zeros((k, k)), np.full((k, k), -1), np.zeros((k, k), dtype=int), q, P)
 
 
@@ -125,11 +126,11 @@ def _side_blocked(P: np.ndarray, Q: np.ndarray) -> SidePairs | None:
     # mask[i, v, b] = 1 where "records before bB+i are ⊥, record bB+i shows v" can happen
     mask = (qb < 1.0).astype(float)
     mask[(np.arange(nb * B).reshape(nb, B).T >= m)[:, None, :].repeat(k, axis=1)] = 0.0
-    PT = np.ascontiguousarray(P.T)
+    step = _stepper(P, B, nb)
     # 1. block products L[x, y, b]
     L = np.ascontiguousarray(np.broadcast_to(np.eye(k)[:, :, None], (k, k, nb)))
     for i in range(B):
-        L = np.matmul(PT, L)  # L[x, v, b] = sum_y P[y, v] L[x, y, b]: L P per block
+        L = step(i, L)  # L[x, v, b] = sum_y P[y, v] L[x, y, b]: L P per block
         L *= qb[i][None]
         if _renorm(L):
             return None
@@ -151,7 +152,7 @@ def _side_blocked(P: np.ndarray, Q: np.ndarray) -> SidePairs | None:
     H = Fb.copy()
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for i in range(B):
-            G = np.matmul(PT, H)  # G[x, v, b] = sum_y P[y, v] H[x, y, b] = (H P)[x, v]
+            G = step(i, H)  # G[x, v, b] = sum_y P[y, v] H[x, y, b] = (H P)[x, v]
             H = G * qb[i][None]
             G *= mask[i][None]
             inv = 1.0 / G
@@ -170,10 +171,39 @@ def _side_blocked(P: np.ndarray, Q: np.ndarray) -> SidePairs | None:
     return _with_all_perp(best, arg_j, v_best, all_perp, sig[:, nb - 1], Q, P)
 
 
+def _stepper(P: np.ndarray, B: int, nb: int) -> Callable[[int, np.ndarray], np.ndarray]:
+    """``step(i, H)``: ``H[x, ., b]`` times the matrix of record ``bB + i`` of every block ``b``.
+
+    One matrix for every record (``P`` of shape ``(k, k)``), or one per record (``(m, k, k)``, a
+    chain that varies with the step): then laid out ``[i, y, v, b]`` once, padded with the
+    identity (stochastic: the padding's rows, always ⊥, carry their sums through).
+    """
+    if P.ndim == 2:
+        PT = np.ascontiguousarray(P.T)
+        return lambda i, H: np.matmul(PT, H)
+    k = P.shape[1]
+    pad = np.broadcast_to(np.eye(k), (nb * B, k, k)).copy()
+    pad[: P.shape[0]] = P
+    lay = np.ascontiguousarray(pad.reshape(nb, B, k, k).transpose(1, 2, 3, 0))  # [i, y, v, b]
+    return lambda i, H: np.einsum("xyb,yvb->xvb", H, lay[i])
+
+
+def _block_steps(P: np.ndarray, i: int, B: int, blocks: np.ndarray) -> np.ndarray:
+    """The matrices of record ``bB + i`` for the given blocks, ``(len(blocks), k, k)`` (identity beyond the side)."""
+    if P.ndim == 2:
+        return P
+    k = P.shape[1]
+    idx = blocks * B + i
+    out = np.broadcast_to(np.eye(k), (idx.size, k, k)).copy()
+    inside = idx < P.shape[0]
+    out[inside] = P[idx[inside]]
+    return out
+
+
 def _replay(P: np.ndarray, Fb: np.ndarray, qb: np.ndarray, mask: np.ndarray, b_best: np.ndarray,
             v_best: np.ndarray, B: int) -> np.ndarray:
     """The record of the best pattern of every ordered pair, by replaying only the winning blocks."""
-    k = P.shape[0]
+    k = P.shape[-1]
     blocks, which = np.unique(b_best, return_inverse=True)
     which = which.reshape(k, k)
     xs, ys = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
@@ -182,7 +212,7 @@ def _replay(P: np.ndarray, Fb: np.ndarray, qb: np.ndarray, mask: np.ndarray, b_b
     arg = np.zeros((k, k), dtype=np.int64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for i in range(B):
-            G = H @ P
+            G = H @ _block_steps(P, i, B, blocks)
             H = G * qb[i][:, blocks].T[:, None, :]
             G *= mask[i][:, blocks].T[:, None, :]
             num = G[which, xs, v_best]
@@ -207,7 +237,7 @@ def _with_all_perp(best: np.ndarray, arg_j: np.ndarray, arg_v: np.ndarray, vec: 
         take = d > best
         best = np.where(take, d, best)
         arg_j = np.where(take, -1, arg_j)
-    k = P.shape[0]
+    k = P.shape[-1]
     best[np.arange(k), np.arange(k)] = 0.0
     return SidePairs(best, arg_j.astype(int), arg_v.astype(int), Q, P)
 
@@ -237,7 +267,8 @@ def side_pairs_logspace(P: np.ndarray, Q: np.ndarray) -> SidePairs:
     arg_j = np.zeros((k, k), dtype=int)
     arg_v = np.zeros((k, k), dtype=int)
     for j in range(m):
-        lt = _logsumexp_rows(la[:, :, None] + logP[None, :, :])  # (x, v)
+        lp = logP if logP.ndim == 2 else logP[j]
+        lt = _logsumexp_rows(la[:, :, None] + lp[None, :, :])  # (x, v)
         for v in np.flatnonzero(Q[j] < 1.0):
             g = lt[:, v]
             if not np.any(np.isfinite(g)):
@@ -263,8 +294,10 @@ def side_pairs(P: np.ndarray, Q: np.ndarray) -> SidePairs:
 
     Parameters
     ----------
-    P : numpy.ndarray, shape (k, k)
-        The side's chain read outward: :math:`P` on the right, :math:`\tilde P` on the left.
+    P : numpy.ndarray, shape (k, k) or (m, k, k)
+        The side's chain read outward: :math:`P` on the right, :math:`\tilde P` on the left; or,
+        for a chain that varies with the step, the side's step matrices nearest first
+        (``P[d - 1]`` leads from distance ``d - 1`` to ``d``; at least as many as the records read).
     Q : numpy.ndarray, shape (m, k)
         The side's redaction rows ordered by distance from the private record (nearest first).
 
@@ -279,9 +312,10 @@ def side_pairs(P: np.ndarray, Q: np.ndarray) -> SidePairs:
     if Q.shape[0] == 0:
         return _empty_side(P, Q)
     m = min(first_published(Q) + 1, Q.shape[0])  # the side's patterns end at its first published row
-    fast = _side_blocked(P, Q[:m])
-    side = fast if fast is not None else side_pairs_logspace(P, Q[:m])
-    return side if m == Q.shape[0] else replace(side, q=Q)
+    Pm = P if P.ndim == 2 else P[:m]
+    fast = _side_blocked(Pm, Q[:m])
+    side = fast if fast is not None else side_pairs_logspace(Pm, Q[:m])
+    return side if m == Q.shape[0] and Pm is P else replace(side, q=Q, P=P)
 
 
 def continuation(P: np.ndarray, qs: np.ndarray, v: int) -> np.ndarray:
@@ -295,6 +329,13 @@ def continuation(P: np.ndarray, qs: np.ndarray, v: int) -> np.ndarray:
     rest = qs.shape[0]
     if rest <= 0:
         return np.zeros(0, dtype=np.int64)
+    if P.ndim == 3:  # one matrix per step: walk the most likely successor of each step
+        succ_t = P[:rest].argmax(axis=2)
+        out, s = np.empty(rest, dtype=np.int64), v
+        for i in range(rest):
+            s = int(succ_t[i, s])
+            out[i] = s if qs[i, s] < 1.0 else -1
+        return out
     succ = P.argmax(axis=1)
     path: list[int] = []
     seen: dict[int, int] = {}
@@ -314,17 +355,20 @@ def continuation(P: np.ndarray, qs: np.ndarray, v: int) -> np.ndarray:
     return out
 
 
-def side_output(side: SidePairs, j: int, v: int) -> np.ndarray:
+def side_output(side: SidePairs, j: int, v: int, steps: np.ndarray | None = None) -> np.ndarray:
     """An output of one side (by distance) realising pattern ``(j, v)`` (``j = -1``: all ⊥); -1 is ⊥.
 
     Records beyond the published one follow :func:`continuation`: an output of positive probability.
+    ``steps``: the whole side's step matrices (a chain that varies with the step; ``side.P`` holds only
+    those its patterns read).
     """
     m = side.q.shape[0]
     out = np.full(m, -1, dtype=np.int64)
     if j < 0:
         return out
     out[j] = v
-    out[j + 1 :] = continuation(side.P, side.q[j + 1 :], v)
+    P = side.P if steps is None else steps
+    out[j + 1 :] = continuation(P if P.ndim == 2 else P[j + 1 :], side.q[j + 1 :], v)
     return out
 
 
@@ -337,18 +381,31 @@ def matrix_leakage(chain: Chain, q: np.ndarray, p: int) -> tuple[float, tuple[in
     the sides' terms of its log-ratio and an output of positive probability attaining it
     (``int64`` state indices, -1 for ⊥).  O(k³) per record up to each side's first published row.
     """
-    left = side_pairs(chain.reversed_matrix(), q[:p][::-1])
-    right = side_pairs(chain.transition, q[p + 1 :])
+    if chain.varying:
+        ql, qr = q[:p][::-1], q[p + 1 :]
+        left = side_pairs(chain.side_steps(p, "left", side_reach(ql)), ql)
+        right = side_pairs(chain.side_steps(p, "right", side_reach(qr)), qr)
+    else:
+        left = side_pairs(chain.reversed_matrix(), q[:p][::-1])
+        right = side_pairs(chain.transition, q[p + 1 :])
     k = chain.k
     with np.errstate(invalid="ignore"):
         total = left.best + right.best
     total = np.where(np.isnan(total), np.inf, total)
     total[np.arange(k), np.arange(k)] = -np.inf
+    if chain.varying:  # a value X_p cannot take says nothing (no conditional law given it)
+        impossible = chain.marginal(p) <= 0.0
+        total[impossible, :] = -np.inf
+        total[:, impossible] = -np.inf
     x, y = (int(v) for v in np.unravel_index(int(np.argmax(total)), total.shape))
     witness = np.empty(q.shape[0], dtype=np.int64)
-    witness[:p] = side_output(left, int(left.arg_j[x, y]), int(left.arg_v[x, y]))[::-1]
+    (lj, lv), (rj, rv) = (int(left.arg_j[x, y]), int(left.arg_v[x, y])), (int(right.arg_j[x, y]), int(right.arg_v[x, y]))
+    whole = chain.varying and ((0 <= lj and left.q.shape[0] > left.P.shape[0]) or
+                               (0 <= rj and right.q.shape[0] > right.P.shape[0]))
+    wl, wr = (chain.side_steps(p, "left"), chain.side_steps(p, "right")) if whole else (None, None)
+    witness[:p] = side_output(left, lj, lv, wl)[::-1]
     witness[p] = -1
-    witness[p + 1 :] = side_output(right, int(right.arg_j[x, y]), int(right.arg_v[x, y]))
+    witness[p + 1 :] = side_output(right, rj, rv, wr)
     # everything redacted: the one output (all ⊥) has probability exactly 1 under every value
     exact_zero = bool(q[0].min() == 1.0 and q[-1].min() == 1.0 and np.all(q == 1.0))
     value = 0.0 if exact_zero else max(0.0, float(total[x, y]))

@@ -40,6 +40,7 @@ from redactopt._validate import check_private, check_redact_prob
 from redactopt.judge.kernel2 import SideExtremes, side_extremes, side_pattern_products, two_state_leakage
 from redactopt.judge.kernelk import matrix_leakage
 from redactopt.model.chain import Chain, check_chain
+from redactopt.model.varying import VaryingChain, judged_chain
 
 __all__ = [
     "LeakageResult",
@@ -162,10 +163,18 @@ def leakage(chain: Chain, redact_prob: object, p: int) -> LeakageResult:
     :func:`leakage_bruteforce` (all :math:`(k+1)^n` outputs) to ~1e-12 and with the rational
     evaluator of :mod:`redactopt.judge.exact` (``tests/test_leakage.py``, ``tests/test_kleakage.py``).
     """
-    check_chain(chain)
-    q, (p,) = check_mechanism(redact_prob, p, "p", k=chain.k)
+    q, (p,) = check_mechanism(redact_prob, p, "p", k=_k_of(chain))
+    chain = judged_chain(chain, q.shape[0])
     value, pair, left, right, witness = KERNELS[chain.binary](chain, q, p)
     return LeakageResult(value, witness, pair, p, left, right, chain.labels)
+
+
+def _k_of(chain: object) -> int:
+    """The number of states of a chain a judge takes (a ``TypeError`` for anything else)."""
+    if isinstance(chain, (Chain, VaryingChain)):
+        return chain.k
+    raise TypeError(f"chain must be a Chain (a MarkovChain or a transition matrix) or a VaryingChain, "
+                    f"got {type(chain).__name__}")
 
 
 #: :func:`leakage` already works on the private record's segment (each side stops at its first
@@ -178,8 +187,8 @@ def max_leakage(chain: Chain, redact_prob: object, private: object) -> LeakageRe
 
     ``private`` holds 0-based indices; every private row must be all ones.
     """
-    check_chain(chain)
-    q, priv = check_mechanism(redact_prob, private, k=chain.k)
+    q, priv = check_mechanism(redact_prob, private, k=_k_of(chain))
+    chain = judged_chain(chain, q.shape[0])
     return max((leakage(chain, q, p) for p in priv), key=lambda r: r.leakage)
 
 
@@ -199,27 +208,27 @@ def leakage_bruteforce(chain: Chain, redact_prob: object, p: int) -> LeakageResu
     the first output and pair attaining it).  Shares no code with :func:`leakage`.  At most
     :data:`MAX_BRUTEFORCE_OUTPUTS` outputs.
     """
-    check_chain(chain)
-    q, (p,) = check_mechanism(redact_prob, p, "p", k=chain.k)
+    q, (p,) = check_mechanism(redact_prob, p, "p", k=_k_of(chain))
     n, k = q.shape
     if (k + 1) ** n > MAX_BRUTEFORCE_OUTPUTS:
         raise ValueError(f"leakage_bruteforce enumerates (k+1)^n = {(k + 1) ** n} outputs; "
                          f"at most {MAX_BRUTEFORCE_OUTPUTS} allowed")
-    pi, P = chain.stationary, chain.transition
+    first, steps = _forward_law(chain, n)
 
     def emission(row: np.ndarray) -> np.ndarray:  # e[y, x] = Pr(Y_t = y | X_t = x), y = k is ⊥
         return np.vstack([np.diag(1.0 - row), row[None, :]])
 
-    F = (emission(q[0]) * pi[None, :])[:, None, :] * np.ones((1, k, 1))  # [output, x_p, x_t]
+    F = (emission(q[0]) * first[None, :])[:, None, :] * np.ones((1, k, 1))  # [output, x_p, x_t]
     if p == 0:
         F = F * np.eye(k)[None]
     for t in range(1, n):
-        moved = F @ P
+        moved = F @ steps[t - 1]
         F = (moved[:, None, :, :] * emission(q[t])[None, :, None, :]).reshape(-1, k, k)
         if t == p:
             F = F * np.eye(k)[None]
     joint = F.sum(axis=2)
     keep = np.flatnonzero(joint.sum(axis=1) > 0.0)
+    pi = _marginal_at(chain, p)
     with np.errstate(divide="ignore", invalid="ignore"):
         lc = np.log(joint[keep] / pi[None, :])
         D = lc[:, :, None] - lc[:, None, :]
@@ -235,6 +244,25 @@ def leakage_bruteforce(chain: Chain, redact_prob: object, p: int) -> LeakageResu
     return LeakageResult(float(D[i, x, y]), witness, (int(x), int(y)), p, math.nan, math.nan, chain.labels)
 
 
+def _forward_law(chain: object, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The law of the first record and the ``n - 1`` step matrices, for the forward-pass references.
+
+    A :class:`~redactopt.model.chain.Chain` is stationary (its law, the same matrix every step); a
+    :class:`~redactopt.model.varying.VaryingChain` of ``n`` rows gives its own (no reversal involved).
+    """
+    if isinstance(chain, VaryingChain):
+        if chain.n != n:
+            raise ValueError(f"chain has {chain.n} rows but the mechanism has {n}")
+        return np.asarray(chain.initial), chain.steps()
+    check_chain(chain)
+    return chain.stationary, np.broadcast_to(chain.transition, (max(n - 1, 0),) + chain.transition.shape)
+
+
+def _marginal_at(chain: Chain | VaryingChain, p: int) -> np.ndarray:
+    """The law of row ``p``: the stationary law of a homogeneous chain, the marginal of a varying one."""
+    return chain.marginal(p) if isinstance(chain, VaryingChain) else chain.stationary
+
+
 def log_likelihood_ratios(chain: Chain, redact_prob: object, p: int, outputs: object,
                           pair: tuple[int, int] = (0, 1)) -> np.ndarray:
     r""":math:`\log\Pr(\mathbf Y=\mathbf y\mid X_p=x)/\Pr(\mathbf Y=\mathbf y\mid X_p=x')` for each row of ``outputs``.
@@ -244,21 +272,21 @@ def log_likelihood_ratios(chain: Chain, redact_prob: object, p: int, outputs: ob
     is an ``(S, n)`` integer array of state indices with -1 for ⊥ (0-based ``p``); ``pair`` is
     ``(x, x')``.  An output of probability 0 under one value gets ``±inf``; under both, ``nan``.
     """
-    check_chain(chain)
-    q, (p,) = check_mechanism(redact_prob, p, "p", k=chain.k)
+    q, (p,) = check_mechanism(redact_prob, p, "p", k=_k_of(chain))
     y = np.asarray(outputs)
     S, n = y.shape
     if n != q.shape[0]:
         raise ValueError(f"outputs must have {q.shape[0]} columns, got {n}")
-    P, k = chain.transition, chain.k
+    first, steps = _forward_law(chain, n)
+    k = chain.k
     keep = np.zeros((2, 1, k))
     keep[0, 0, pair[0]] = keep[1, 0, pair[1]] = 1.0
     logs = np.zeros((2, S))
-    vec = np.broadcast_to(chain.stationary, (2, S, k)).copy()  # [hypothesis, output, state]
+    vec = np.broadcast_to(first, (2, S, k)).copy()  # [hypothesis, output, state]
     states = np.arange(k)[None, :]
     for t in range(n):
         if t:
-            vec = vec @ P
+            vec = vec @ steps[t - 1]
         yt = y[:, t]
         em = np.where(yt[:, None] == -1, q[t][None, :], (1.0 - q[t][None, :]) * (states == yt[:, None]))
         vec = vec * em[None, :, :]
@@ -268,7 +296,7 @@ def log_likelihood_ratios(chain: Chain, redact_prob: object, p: int, outputs: ob
         with np.errstate(divide="ignore"):
             logs += np.log(s)
         vec = vec / np.where(s > 0.0, s, 1.0)[:, :, None]
-    pi = chain.stationary
+    pi = _marginal_at(chain, p)
     with np.errstate(invalid="ignore"):
         return logs[0] - logs[1] - math.log(pi[pair[0]]) + math.log(pi[pair[1]])
 
@@ -306,8 +334,7 @@ def log_likelihood_ratio(chain: Chain, redact_prob: object, p: int, output: obje
     the pattern reduction (re-checks witnesses).  ``±inf`` when one probability is 0; a
     ``ValueError`` when both are.
     """
-    check_chain(chain)
-    q, (p,) = check_mechanism(redact_prob, p, "p", k=chain.k)
+    q, (p,) = check_mechanism(redact_prob, p, "p", k=_k_of(chain))
     raw = np.asarray(output)
     if raw.dtype == object or not np.issubdtype(raw.dtype, np.number) or not np.all(raw == np.round(raw)):
         raise ValueError(f"output must hold {q.shape[0]} state indices or -1 (⊥), got {output!r}")
@@ -317,13 +344,14 @@ def log_likelihood_ratio(chain: Chain, redact_prob: object, p: int, output: obje
     if len(pair) != 2 or not all(isinstance(h, (int, np.integer)) and not isinstance(h, bool)
                                  and 0 <= h < chain.k for h in pair):
         raise ValueError(f"pair must be two state indices in 0..{chain.k - 1}, got {pair!r}")
-    P, pi = chain.transition, chain.stationary
+    first, steps = _forward_law(chain, q.shape[0])
+    pi = _marginal_at(chain, p)
     logs = []
     for h in pair:
-        vec, total = pi.copy(), 0.0
+        vec, total = np.array(first, dtype=float), 0.0
         for t in range(q.shape[0]):
             if t:
-                vec = vec @ P
+                vec = vec @ steps[t - 1]
             if y[t] < 0:
                 vec = vec * q[t]
             else:
@@ -352,9 +380,14 @@ def log_likelihood_ratio(chain: Chain, redact_prob: object, p: int, output: obje
 def utility(chain: Chain, redact_prob: object) -> float:
     r"""Exact utility :math:`\nu = \frac1n \mathbb{E}\sum_t \mathbb 1(Y_t = X_t)` (Definition 2).
 
-    With stationary marginals :math:`\pi`, :math:`\nu = \frac1n\sum_t\sum_x \pi_x (1-q_t[x])`.
+    With stationary marginals :math:`\pi`, :math:`\nu = \frac1n\sum_t\sum_x \pi_x (1-q_t[x])`; on a
+    :class:`~redactopt.model.varying.VaryingChain`, with each row's own marginal :math:`\pi_t`.
     """
-    q = check_redact_prob(redact_prob, k=check_chain(chain).k)
+    q = check_redact_prob(redact_prob, k=_k_of(chain))
+    if isinstance(chain, VaryingChain):
+        chain = judged_chain(chain, q.shape[0])
+    if isinstance(chain, VaryingChain):  # the marginal of each row
+        return float(((1.0 - q) * chain.marginals()).sum(axis=1).mean())
     return float(((1.0 - q) @ chain.stationary).mean())
 
 

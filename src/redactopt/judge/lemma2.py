@@ -39,7 +39,9 @@ import numpy as np
 from redactopt._validate import check_eps, check_n, check_private, check_real
 from redactopt.judge.exact import MAX_EXACT_N, exact_n_step, ratio_at_most_exp
 from redactopt.judge.tolerances import round_up
+from redactopt.judge.tolerances import marginal_allowance
 from redactopt.model.chain import Chain, check_chain
+from redactopt.model.varying import VaryingChain
 from redactopt.model.influence import (
     INFLUENCE_RTOL,
     delta_star,
@@ -51,7 +53,8 @@ from redactopt.model.influence import (
     window_terms,
 )
 
-__all__ = ["publishable", "lemma2_upper_bound", "lemma2_counts", "leakage_ceiling", "reach_pattern"]
+__all__ = ["publishable", "lemma2_upper_bound", "lemma2_counts", "leakage_ceiling", "reach_pattern",
+           "varying_publishable"]
 
 #: Positive entries of a computed P^d below this are not trusted to carry their relative accuracy.
 _SAFE_MIN = 1e-290
@@ -175,9 +178,98 @@ def lemma2_upper_bound(chain: Chain, n: int, *, eps: float, private: object) -> 
     integers); one correctly rounded sum, one division, rounded outward (a float sum of excluded
     masses once gave -1.2e-16 for a bound of exactly 0).  ``private`` holds 0-based indices.
     """
+    if isinstance(chain, VaryingChain):
+        allowed = varying_publishable(chain, eps=eps, private=private)
+        total = math.fsum((chain.marginals() * allowed).ravel().tolist())
+        return round_up(total / check_n(n), 2 * chain.k * chain.n)
     counts = lemma2_counts((chain,), n, eps=eps, private=private)
     total = math.fsum(float(pi) * c for pi, c in zip(chain.stationary, counts))
     return round_up(total / check_n(n), 2 * chain.k)
+
+
+def varying_publishable(chain: VaryingChain, *, eps: float, private: object) -> np.ndarray:
+    r"""Lemma 2 on a chain that varies with the step: ``allowed[t, v]`` unless provably excluded.
+
+    The same argument as for one matrix (module docstring): publishing ``v`` at row ``t`` on side
+    ``s`` of a private record ``p`` moves the odds of ``(x, x')`` by
+    :math:`(S_1\cdots S_d)_{xv}/(S_1\cdots S_d)_{x'v}`, with :math:`S_j` the side's steps read
+    outward (:meth:`~redactopt.model.varying.VaryingChain.side_steps`), so ``v`` is publishable only
+    if that log-ratio is at most ``eps`` for every pair of values ``X_p`` can take.  The products are
+    formed in floats, each row scaled to its maximum with its logarithm kept (no underflow); a value
+    is excluded only when its log-ratio exceeds ``eps`` by more than the products' rounding
+    (:math:`4dk` ulps) and the error of computed marginals
+    (:func:`~redactopt.judge.tolerances.marginal_allowance`), or when the exact zero pattern of the
+    product (boolean products) shows the denominator is 0.  Beyond the first distance at which every
+    value is publishable nothing is excluded: the largest influence does not grow with the distance
+    (each step's ratios are mediants of the previous ones).  Private rows are never publishable.
+    """
+    eps = check_eps(eps)
+    n, k = chain.n, chain.k
+    priv = check_private(private, n)
+    allowed = np.ones((n, k), dtype=bool)
+    allowed[list(priv)] = False
+    pi = chain.marginals()
+    for p in priv:
+        possible = pi[p] > 0.0
+        for side in ("left", "right"):
+            m = p if side == "left" else n - 1 - p
+            if m == 0 or possible.sum() < 2:
+                continue
+            _exclude_side(allowed, chain, p, side, m, eps, possible)
+    return allowed
+
+
+def _exclude_side(allowed: np.ndarray, chain: VaryingChain, p: int, side: str, m: int, eps: float,
+                  possible: np.ndarray) -> None:
+    """Walk one side of ``p`` outward, clearing ``allowed`` where Lemma 2 provably excludes a value."""
+    k = chain.k
+    A = np.eye(k)
+    logs = np.zeros(k)
+    Z = np.eye(k, dtype=bool)
+    block = 256
+    for start in range(0, m, block):
+        steps = chain.side_steps(p, side, min(m, start + block))[start:]
+        for i, S in enumerate(steps):
+            d = start + i + 1
+            A = A @ S
+            Z = (Z.astype(np.int64) @ (S > 0.0).astype(np.int64)) > 0
+            top = A.max(axis=1)
+            logs = logs + np.log(np.where(top > 0.0, top, 1.0))
+            A = A / np.where(top > 0.0, top, 1.0)[:, None]
+            margin = 4.0 * d * k * 2.0**-52 + marginal_allowance(k, chain.rounding_steps + p + d, d) + 1e-300
+            excluded, done = _excluded(A, logs, Z, possible, eps, margin)
+            t = p + d if side == "right" else p - d
+            allowed[t] &= ~excluded
+            if done:
+                return
+
+
+def _excluded(A: np.ndarray, logs: np.ndarray, Z: np.ndarray, possible: np.ndarray, eps: float,
+              margin: float) -> tuple[np.ndarray, bool]:
+    """Values provably above ``eps`` at this distance, and whether every value is provably within it."""
+    k = A.shape[0]
+    rows = np.flatnonzero(possible)
+    with np.errstate(divide="ignore"):
+        la = np.log(A[rows]) + logs[rows][:, None]  # log Pr(X_t = v | X_p = x), up to a common factor
+    excluded = np.zeros(k, dtype=bool)
+    within = True
+    for v in range(k):
+        zx, col = Z[rows, v], la[:, v]
+        if not zx.any():
+            continue  # v cannot occur here under any value of X_p
+        if not zx.all():  # some value of X_p rules v out exactly: the ratio is infinite
+            excluded[v] = True
+            within = False
+            continue
+        if not np.all(np.isfinite(col)) or np.any(A[rows, v] < _SAFE_MIN):
+            within = False  # underflow: nothing provable either way
+            continue
+        spread = float(col.max() - col.min())
+        if spread > eps + margin:
+            excluded[v] = True
+        if spread > eps - margin:
+            within = False
+    return excluded, within
 
 
 def _side_reach(chain: Chain, eps: float, side: str, n: int) -> int:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -37,15 +38,17 @@ import numpy as np
 
 from redactopt.judge.exact import exp_bounds, ratio_at_most_exp, to_fraction
 from redactopt.model.chain import Chain as KChain
-from redactopt.model.mechanism_classes import (BlockMechanism, OwnerMechanism, ScanMechanism, record_tuples,
+from redactopt.model.mechanism_classes import (BlockMechanism, OwnerMechanism, ScanMechanism, output_index,
                                                row_keys, side_chain, side_chain_exact)
 
 __all__ = [
     "ClassLeakage",
     "decide",
+    "ratio_within",
     "exp_enclosure",
     "scan_leakage",
     "scan_side_ratios",
+    "side_within",
     "SideRatios",
     "scan_ratio_exact",
     "owner_leakage",
@@ -76,8 +79,14 @@ def exp_enclosure(eps: object) -> tuple[float, float]:
     return _exp_enclosure(to_fraction(eps, "eps"))
 
 
+#: From this budget on :math:`e^\epsilon` exceeds the largest double (:math:`e^{710}>1.8\cdot10^{308}`).
+EXP_OVERFLOW = 710
+
+
 @functools.lru_cache(maxsize=65536)
 def _exp_enclosure(e: Fraction) -> tuple[float, float]:
+    if e >= EXP_OVERFLOW:
+        return sys.float_info.max, math.inf
     lo, hi = exp_bounds(e, max(12, int(3 * float(e)) + 12))
     flo, fhi = float(lo), float(hi)
     if Fraction(flo) > lo:
@@ -88,6 +97,26 @@ def _exp_enclosure(e: Fraction) -> tuple[float, float]:
 
 
 Status = Literal["certified", "violated", "undecided"]
+
+
+def ratio_within(ratio: Fraction, eps: object) -> bool | None:
+    r"""Decide :math:`\text{ratio}\le e^{\epsilon}` exactly (``None``: undecided), for every finite ``eps >= 0``.
+
+    The bit lengths of the ratio's numerator and denominator bound :math:`\log\text{ratio}` within
+    :math:`\log 2` either way; where that decides (always for budgets far beyond the ratio, such as
+    :math:`\epsilon=10^{300}`, whose Taylor series would need :math:`10^{300}` terms) it is the answer,
+    else :func:`~redactopt.judge.exact.ratio_at_most_exp` decides with rational Taylor bounds.
+    """
+    e = to_fraction(eps, "eps")
+    if ratio <= 1:
+        return True
+    bits = ratio.numerator.bit_length() - ratio.denominator.bit_length()
+    ln2 = 0.6931471805599453  # within 1e-16 of log 2; the margins below absorb it
+    if (bits + 1) * ln2 * (1 + 1e-12) + 1e-9 < e:
+        return True
+    if (bits - 1) * ln2 * (1 - 1e-12) - 1e-9 > e:
+        return False
+    return ratio_at_most_exp(ratio, e)
 
 
 def decide(ratio_lo: float, ratio_hi: float, eps: object) -> Status:
@@ -133,7 +162,7 @@ class ClassLeakage:
     def verdict(self, eps: object) -> Status:
         """Whether :math:`\\mathcal L\\le\\epsilon` is proven (rationals decide when the enclosure cannot)."""
         if self.exact_ratio is not None:
-            ok = ratio_at_most_exp(self.exact_ratio, eps)
+            ok = ratio_within(self.exact_ratio, eps)
             return "undecided" if ok is None else ("certified" if ok else "violated")
         return decide(self.ratio_lo, self.ratio_hi, eps)
 
@@ -237,6 +266,33 @@ def scan_side_ratios(mech: ScanMechanism, name: str) -> SideRatios | None:
         lo = np.where(np.isinf(best), np.inf, best / grow)
     return SideRatios(np.maximum(lo, 1.0), np.maximum(hi, 1.0),
                       [[side.events[arg[x, y]] for y in range(mech.k)] for x in range(mech.k)])
+
+
+def side_within(mech: ScanMechanism, name: str, budgets: dict, *, exact_records: int = EXACT_MAX_RECORDS) -> bool:
+    r"""Whether side ``name`` alone keeps :math:`e^{A_s(x,x')}\le e^{a(x,x')}` for every ordered pair, *proven*.
+
+    ``budgets`` maps each ordered pair to its budget :math:`a` (a Fraction or a double, taken exactly).
+    The float enclosure of :func:`scan_side_ratios` decides first (against the lower end of
+    :func:`exp_enclosure`); what it cannot decide is decided in rationals when the side has at most
+    ``exact_records`` records (``False`` beyond: no claim without a proof).  Budgets of two sides that
+    sum to :math:`\epsilon` and each pass make the scan :math:`\epsilon`-private (the sides' ratios
+    multiply, docs/beyond_local.md, §2).
+    """
+    rat = scan_side_ratios(mech, name)
+    if rat is not None:
+        ok = [bool(rat.hi[x, y] <= exp_enclosure(a)[0]) for (x, y), a in budgets.items()]
+        if all(ok):
+            return True
+        if any(bool(rat.lo[x, y] > exp_enclosure(a)[1]) for (x, y), a in budgets.items()):
+            return False
+    if mech.side_length(name) > exact_records:
+        return False
+    best, _ = _side_best_exact(mech, name)
+    for (x, y), a in budgets.items():
+        r = best[x][y]
+        if r is None or ratio_within(r, a) is not True:
+            return False
+    return True
 
 
 def scan_leakage(mech: ScanMechanism) -> ClassLeakage:
@@ -361,17 +417,6 @@ def _exact_result(ratio: Fraction | None, pair: tuple[int, int], witness: np.nda
 # ---------------------------------------------------------------------------
 # owner and holder tables
 # ---------------------------------------------------------------------------
-def _outputs(k: int, n: int, p: int) -> tuple[np.ndarray, np.ndarray]:
-    """Output index of every (record tuple, mask): base ``k + 1`` digits over the non-private records (``k`` is ⊥)."""
-    X = record_tuples(k, n)
-    others = [t for t in range(n) if t != p]
-    w = (k + 1) ** np.arange(n - 1)
-    base = int(k * w.sum())
-    masks = ((np.arange(2 ** (n - 1))[:, None] >> np.arange(n - 1)[None, :]) & 1)
-    contrib = (X[:, others] - k) * w[None, :]
-    return base + contrib @ masks.T, X
-
-
 def owner_leakage(mech: OwnerMechanism | BlockMechanism) -> ClassLeakage:
     r"""Exact leakage of an owner/holder table (a block mechanism: of its block, by the cut argument).
 
@@ -381,7 +426,7 @@ def owner_leakage(mech: OwnerMechanism | BlockMechanism) -> ClassLeakage:
     """
     inner = mech.inner if isinstance(mech, BlockMechanism) else mech
     n, p, k = inner.n, inner.p, inner.k
-    out, X = _outputs(k, n, p)
+    out, X = output_index(k, n, p)
     pi = np.array([float(v) for v in inner.chain.exact_stationary()])
     P = np.array([[float(v) for v in r] for r in inner.chain.exact_transition()])
     pr = pi[X[:, 0]].copy()
@@ -389,10 +434,10 @@ def owner_leakage(mech: OwnerMechanism | BlockMechanism) -> ClassLeakage:
     for t in range(n - 1):
         pr *= P[X[:, t], X[:, t + 1]]
         path &= P[X[:, t], X[:, t + 1]] > 0
-    kern = inner.table / inner.table.sum(axis=1, keepdims=True)
-    kx = kern[row_keys(k, n, p, inner.holder)]
+    keys = row_keys(k, n, p, inner.holder)
+    kx = inner.kernel()[keys]  # each row divided by its sum without overflow (OwnerMechanism.kernel)
     w = (pr / pi[X[:, p]])[:, None] * kx
-    w_s = path[:, None] & (kx > 0)
+    w_s = path[:, None] & (inner.table[keys] > 0)  # the support of the table itself: an entry lost is refused
     flat = X[:, p][:, None] * (k + 1) ** (n - 1) + out
     size = k * (k + 1) ** (n - 1)
     lik = np.bincount(flat.ravel(), weights=w.ravel(), minlength=size).reshape(k, -1)
@@ -449,7 +494,7 @@ def owner_ratio_exact(mech: OwnerMechanism | BlockMechanism) -> tuple[Fraction |
     n, p, k = inner.n, inner.p, inner.k
     if n > EXACT_MAX_TABLE:
         raise ValueError(f"owner_ratio_exact: tables of at most {EXACT_MAX_TABLE} records")
-    out, X = _outputs(k, n, p)
+    out, X = output_index(k, n, p)
     P, pi = inner.chain.exact_transition(), inner.chain.exact_stationary()
     keys = row_keys(k, n, p, inner.holder)
     rows = [[Fraction(float(v)) for v in r] for r in inner.table]

@@ -23,6 +23,7 @@ import numpy as np
 __all__ = [
     "published_rows",
     "first_published",
+    "side_reach",
     "segment",
     "private_segments",
     "longest_segment",
@@ -59,6 +60,12 @@ def first_published(rows: np.ndarray) -> int:
             return lo + int(cut[0])
         lo, size = hi, 2 * size
     return int(m)
+
+
+def side_reach(rows: np.ndarray) -> int:
+    """The records of one side (nearest first) its output patterns read: up to its first row published
+    with certainty, that row included (:func:`first_published`)."""
+    return min(first_published(rows) + 1, rows.shape[0])
 
 
 def _bounds(published: np.ndarray, n: int, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["SNAP_TOL", "LEAKAGE_RTOL", "BOUNDARY_RTOL", "LEAKAGE_ATOL_PER_RECORD", "MATRIX_ULPS_PER_STATE",
-           "boundary_zone", "chain_zone", "safe_budget", "UTILITY_ATOL", "round_up"]
+           "boundary_zone", "chain_zone", "marginal_allowance", "safe_budget", "UTILITY_ATOL", "round_up"]
 
 #: Probabilities within this distance of 0 or 1 are snapped to 0 or 1 before the exact check
 #: ("support matters": a 1e-9 that was meant as 0 creates outputs that leak).
@@ -50,8 +50,29 @@ def boundary_zone(eps: float, n: int, k: int | None = None) -> float:
 
 
 def chain_zone(chain: object, eps: float, n: int) -> float:
-    """:func:`boundary_zone` of the kernel that judges ``chain``: binary chains the 2x2 one, others the matrix one."""
-    return boundary_zone(eps, n, None if chain.binary else chain.k)  # type: ignore[attr-defined]
+    """:func:`boundary_zone` of the kernel that judges ``chain``: binary chains the 2x2 one, others the matrix one.
+
+    A chain that varies with the step (:class:`~redactopt.model.varying.VaryingChain`) adds
+    :func:`marginal_allowance`: its reversed steps are formed from marginals computed in floats.
+    """
+    zone = boundary_zone(eps, n, None if chain.binary else chain.k)  # type: ignore[attr-defined]
+    if getattr(chain, "varying", False):
+        zone += marginal_allowance(chain.k, chain.rounding_steps + n, n)  # type: ignore[attr-defined]
+    return zone
+
+
+def marginal_allowance(k: int, steps: int, n: int) -> float:
+    r"""A bound on how far the float leakage of ``n`` records can move because the marginals are computed.
+
+    Forward propagation :math:`\pi_{t+1}=\pi_tP_t` uses only sums and products of non-negative
+    numbers and one division by a sum: every entry keeps a relative error below
+    :math:`\delta=(2k+1)\,T\,u` after ``T`` steps (``u`` the unit roundoff).  A reversed step
+    :math:`\pi_t(x)P_t(x,y)/\sum_{x'}\pi_t(x')P_t(x',y)` then errs by at most :math:`2\delta` relatively
+    in each entry, a product of ``n`` such factors by :math:`2n\delta`, and the log of a ratio of two
+    of them by :math:`4n\delta` (first order; doubled here for the second-order terms).
+    """
+    delta = (2 * k + 1) * steps * _ULP / 2
+    return 8.0 * n * delta
 
 
 def safe_budget(eps: float, n: int, k: int | None = None) -> float:

@@ -48,6 +48,7 @@ __all__ = [
     "check_transition",
     "stationary_gth",
     "parse_transition",
+    "check_labels",
 ]
 
 ChainKind = Literal["lazy", "independent", "oscillating"]
@@ -93,15 +94,17 @@ def _as_matrix(matrix: object, name: str) -> tuple[np.ndarray, list[list[Fractio
     return arr, exact
 
 
-def check_transition(matrix: object, name: str = "transition", *,
-                     labels: Sequence[object] | None = None) -> tuple[np.ndarray, tuple[tuple[Fraction, ...], ...]]:
+def check_transition(matrix: object, name: str = "transition", *, labels: Sequence[object] | None = None,
+                     primitive: bool = True) -> tuple[np.ndarray, tuple[tuple[Fraction, ...], ...]]:
     r"""Validate a transition matrix; return the float matrix and the exact (rational) one.
 
     Checks, each failure one line naming the problem: a square ``(k, k)`` matrix with
     ``k >= 2``, finite, non-negative entries, rows summing to 1 within :data:`ROW_SUM_TOL`
     (exactly 1 for Fraction entries), irreducible (every state reaches every state) and
     aperiodic (the gcd of the cycle lengths is 1).  Irreducible and aperiodic together make
-    the chain primitive: a unique stationary law with every :math:`\pi_x > 0`.
+    the chain primitive: a unique stationary law with every :math:`\pi_x > 0`.  ``primitive=False``
+    checks a stochastic matrix only (one step of a chain that varies with the step,
+    :mod:`redactopt.model.varying`, need not be primitive on its own).
 
     Returns
     -------
@@ -140,7 +143,8 @@ def check_transition(matrix: object, name: str = "transition", *,
         rows = [[Fraction(float(v)) for v in r] for r in arr]
         ex = tuple(tuple(v / sum(r) for v in r) for r in rows)
         arr = arr / sums[:, None]
-    _check_primitive(arr > 0.0, name, labels)
+    if primitive:
+        _check_primitive(arr > 0.0, name, labels)
     arr = np.ascontiguousarray(arr)
     arr.setflags(write=False)
     return arr, ex
@@ -218,7 +222,8 @@ def stationary_gth(P: np.ndarray) -> np.ndarray:
     return pi / (sum(pi) if A.dtype == object else pi.sum())
 
 
-def _label_tuple(labels: object, k: int) -> tuple[Hashable, ...]:
+def check_labels(labels: object, k: int) -> tuple[Hashable, ...]:
+    """The ``k`` state labels as a tuple (default ``"0" .. "k-1"``); distinct as text, hashable, not ``None``."""
     if labels is None:
         return tuple(str(i) for i in range(k))
     if isinstance(labels, np.ndarray) and labels.ndim == 1:
@@ -307,7 +312,7 @@ class Chain:
             raw = None
         arr, exact = check_transition(transition, "transition",
                                       labels=None if raw_labels is None else [str(v) for v in raw_labels])
-        self._fill(arr, _label_tuple(raw_labels, arr.shape[0]), exact, raw)
+        self._fill(arr, check_labels(raw_labels, arr.shape[0]), exact, raw)
 
     def _fill(self, P: np.ndarray, labels: tuple, exact: tuple | None, raw: list | None) -> None:
         """Set the fields once (the instance is immutable afterwards)."""
@@ -372,6 +377,11 @@ class Chain:
     def k(self) -> int:
         """Number of states."""
         return int(self.transition.shape[0])
+
+    @property
+    def varying(self) -> bool:
+        """False: every step has this matrix (a :class:`~redactopt.model.varying.VaryingChain` is true)."""
+        return False
 
     @property
     def binary(self) -> bool:

@@ -443,6 +443,14 @@ def _delta_star_matrix(chain: Chain, eps: float, side: str, limit: int) -> int:
     return max(1, hi)
 
 
+def _first_within(chain: MarkovChain, eps: float, lo: int, hi: int) -> int:
+    """The first distance in ``lo + 1 .. hi`` whose max-influence is within ``eps`` (``hi``'s is; ``lo``'s is not)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if max_influence(chain, mid) <= eps else (mid, hi)
+    return max(1, hi)
+
+
 @functools.lru_cache(maxsize=1024)
 def _delta_star(chain: MarkovChain, eps: float) -> int:
     """:func:`delta_star` of checked arguments, memoised (release plans ask for it once per region)."""
@@ -457,7 +465,14 @@ def _delta_star(chain: MarkovChain, eps: float) -> int:
     logs = [-math.log1p((1.0 + c) * r)]  # log of (e^eps - 1) / (e^eps + c)
     if chain.lam < 0.0:
         logs.append(-math.log(c + (c + 1.0) * r))  # log of (e^eps - 1) / (c e^eps + 1)
-    guess = max(1, math.floor(min(lt / log_abs_lam for lt in logs)))
+    # at a subnormal eps 1/expm1 overflows and the guess is infinite: walk up from 1 by doubling instead
+    guess = min(lt / log_abs_lam for lt in logs)
+    if not math.isfinite(guess):
+        d = 1
+        while max_influence(chain, d) > eps:
+            d *= 2
+        return _first_within(chain, eps, d // 2, d)
+    guess = max(1, math.floor(guess))
     # Walk from the analytic guess to the exact first distance (a few steps at most).
     d = guess
     while d > 1 and max_influence(chain, d - 1) <= eps:

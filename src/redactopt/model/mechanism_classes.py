@@ -44,12 +44,14 @@ __all__ = [
     "side_chain_exact",
     "local_as_scan",
     "scan_as_owner",
+    "owner_as_holder",
     "release_masks",
     "record_tuples",
     "MAX_TABLE_ENTRIES",
     "occupation",
     "tuple_probabilities",
     "row_keys",
+    "output_index",
 ]
 
 #: The mechanism classes, each contained in the next (docs/beyond_local.md, §1).
@@ -216,22 +218,34 @@ def occupation(Q: np.ndarray, S: np.ndarray, start: np.ndarray) -> tuple[np.ndar
     return mu, alive.sum(axis=1)
 
 
-def local_as_scan(chain: object, redact_prob: object, p: int) -> ScanMechanism:
+def local_as_scan(chain: object, redact_prob: object, p: int, rounding: str = "nearest") -> ScanMechanism:
     r"""The scan completion of a local mechanism: stop at ``d`` on value ``x`` with probability ``1 - q[t][x]``.
 
     It has the same first released record on each side as the local mechanism, hence the same
-    leakage (docs/beyond_local.md, §2, Proposition 2), and publishes at least as much.
+    leakage (docs/beyond_local.md, §2, Proposition 2), and publishes at least as much -- up to the
+    rounding of ``1 - q`` to a double: ``rounding`` ``"nearest"``, ``"down"`` or ``"up"`` (the double at or
+    below / above the exact ``1 - q``; a local design sitting at its budget keeps its completion within it
+    by one of them).
     """
     kc = as_kchain(chain)
     q = np.asarray(redact_prob, dtype=float)
     n = q.shape[0]
     p = check_index(p, n)
+    if rounding not in ("nearest", "down", "up"):
+        raise ValueError(f"rounding must be 'nearest', 'down' or 'up', got {rounding!r}")
     sides = {}
     for name, rows in (("left", q[:p][::-1]), ("right", q[p + 1:])):
         if rows.shape[0] == 0:
             sides[name] = None
             continue
-        sides[name] = np.repeat((1.0 - rows)[:, None, :], kc.k, axis=1)
+        S = 1.0 - rows
+        if rounding != "nearest":
+            # 1 - q is exact for q >= 1/2 (Sterbenz); elsewhere compare the double with the exact difference
+            above = np.vectorize(lambda s, v: Fraction(float(s)) > 1 - Fraction(float(v)), otypes=[bool])(S, rows)
+            below = np.vectorize(lambda s, v: Fraction(float(s)) < 1 - Fraction(float(v)), otypes=[bool])(S, rows)
+            S = np.where(above, np.nextafter(S, -np.inf), S) if rounding == "down" else \
+                np.where(below, np.nextafter(S, np.inf), S)
+        sides[name] = np.repeat(S[:, None, :], kc.k, axis=1)
     return ScanMechanism(kc, n, p, sides["left"], sides["right"])
 
 
@@ -280,8 +294,9 @@ class OwnerMechanism:
             raise ValueError(f"table must have shape ({rows}, {2 ** (n - 1)}), got {T.shape}")
         if not np.all(np.isfinite(T)) or T.min() < 0.0:
             raise ValueError("table entries must be finite and non-negative")
-        if np.any(T.sum(axis=1) <= 0.0):
-            raise ValueError(f"table row {int(np.argmin(T.sum(axis=1)))} has no positive entry")
+        empty = ~np.any(T > 0.0, axis=1)
+        if np.any(empty):
+            raise ValueError(f"table row {int(np.argmax(empty))} (0-based) has no positive entry")
         T.setflags(write=False)
         object.__setattr__(self, "table", T)
         object.__setattr__(self, "n", n)
@@ -298,8 +313,18 @@ class OwnerMechanism:
         return [t for t in range(self.n) if t != self.p]
 
     def kernel(self) -> np.ndarray:
-        """The rows divided by their float sums (the exact kernel up to rounding)."""
-        return self.table / self.table.sum(axis=1, keepdims=True)
+        r"""Each row divided by its sum: the exact kernel up to one rounding per entry and the sum's.
+
+        A row is first scaled by the power of two that brings its largest entry into :math:`[\tfrac12,1)`
+        (exact, the kernel is unchanged), so that its sum cannot overflow: a row ``[0, 0, 1.7e308, 1.7e308]``
+        is the kernel ``[0, 0, 1/2, 1/2]``, not a row of zeros.  An entry that the scaling makes subnormal
+        or zero (below :math:`2^{-1000}` of its row's largest) is left to the exact judge, which reads the
+        table itself.
+        """
+        T = self.table
+        e = np.frexp(T.max(axis=1, keepdims=True))[1]
+        S = np.ldexp(T, -e)
+        return S / S.sum(axis=1, keepdims=True)
 
     def always_published(self) -> list[int]:
         """Positions published under every row (every mask of positive weight has their bit set)."""
@@ -419,3 +444,25 @@ def scan_as_owner(mech: ScanMechanism) -> OwnerMechanism:
         for (b1, w1), (b2, w2) in itertools.product(*laws):
             table[keys[xi], b1 | b2] = w1 * w2
     return OwnerMechanism(mech.chain, n, p, table, holder=mech.holder)
+
+
+def output_index(k: int, n: int, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """The output of every (record tuple, release mask) of a table over ``n`` records, and the tuples.
+
+    ``out[i, j]`` is the output of tuple ``i`` (:func:`record_tuples`) under mask ``j``: base ``k + 1``
+    digits over the non-private records in order (digit ``k`` is ⊥).
+    """
+    X = record_tuples(k, n)
+    others = [t for t in range(n) if t != p]
+    w = (k + 1) ** np.arange(n - 1)
+    base = int(k * w.sum())
+    contrib = (X[:, others] - k) * w[None, :]
+    return base + contrib @ release_masks(n - 1).T.astype(np.int64), X
+
+
+def owner_as_holder(mech: OwnerMechanism) -> OwnerMechanism:
+    r"""An owner table as a holder table: the row of every full record tuple is the owner row of its records
+    other than :math:`X_p` (the same kernel, so the same leakage and utility; an owner mechanism is a holder one)."""
+    if mech.holder:
+        return mech
+    return OwnerMechanism(mech.chain, mech.n, mech.p, mech.table[row_keys(mech.k, mech.n, mech.p, False)], holder=True)

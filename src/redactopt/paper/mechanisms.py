@@ -285,7 +285,7 @@ def markov_quilt_window(chain: MarkovChain, n: int, *, eps: float, p: int = 0) -
     p = check_index(p, n, "p")
     pp, reflected = _reflect(n, p)
     d_eps = delta_star(chain, eps)
-    d_half = delta_star(chain, eps / 2.0)
+    d_half = delta_star(chain, max(eps / 2.0, math.ulp(0.0)))
     t_p = pp + d_eps - 2 * d_half
     if pp == 1 or eps < _hat_i(chain, n + 1 - pp) + _hat_i(chain, pp - 1) or t_p < 0:
         dl, dr = pp - 1, min(d_eps, n - pp)
@@ -321,7 +321,7 @@ def theorem2_bound(chain: MarkovChain, n: int, *, eps: float, p: int = 0) -> flo
     if eps < _hat_i(chain, n - pp):
         return 0.0
     r1 = delta_star(chain, eps) + pp - 1
-    r2 = 2 * delta_star(chain, eps / 2.0) - 1
+    r2 = 2 * delta_star(chain, max(eps / 2.0, math.ulp(0.0))) - 1
     if eps >= _hat_i(chain, pp - 1) + _hat_i(chain, n - pp):
         return 1.0 - min(r1, r2) / n
     return 1.0 - r1 / n

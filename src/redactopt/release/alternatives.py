@@ -18,10 +18,12 @@ judge run); otherwise it reports the p-value alone.  Today's alternative:
   test, ``docs/mathematics.md`` §10), judged exactly by :mod:`redactopt.judge.second_order`
   (two-state chains).
 
-A time-varying alternative (a chain per hour, with its homogeneity test) plugs in as one more
-function of the same signature appended to :data:`ALTERNATIVES`: it reads the counts it needs
-from the evidence (add them to :class:`Evidence`), returns its p-value, and — when it rejects —
-the exact leakage of the same mechanisms under the per-step chains.
+The chains that vary with the hour and the weekday of a datetime ``--order-by`` column (issue 33,
+:mod:`redactopt.release.model_check`, which needs its own pass over the levels) enter as
+:func:`varying_alternatives` of that check's rows: their homogeneity test's p-value and the
+release's leakage under them.  Another alternative is one more function of :data:`ALTERNATIVES`
+(it reads what it needs from :class:`Evidence`), or, when it needs a pass of its own, its rows
+turned into :class:`ModelAlternative` s the same way.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import numpy as np
 from redactopt.judge.second_order import SecondOrderChain, second_order_leakage
 
 __all__ = ["ModelAlternative", "Evidence", "ALTERNATIVES", "second_order_alternative", "judge_alternatives",
-           "release_evidence", "REFUSE_P"]
+           "release_evidence", "varying_alternatives", "REFUSE_P"]
 
 #: A test p-value below this means the model is clearly wrong (issue 36).
 REFUSE_P = 1e-6
@@ -116,6 +118,22 @@ def second_order_alternative(ev: Evidence) -> ModelAlternative | None:
         return ModelAlternative(name, test, ev.p_value, note="no private record to judge")
     return ModelAlternative(name, test, ev.p_value, leakage=worst[0], exceeds=worst[1], where=worst[2],
                             note="exact: the leakage of a witness output, evaluated in rational arithmetic")
+
+
+def varying_alternatives(model_check: dict[str, Any], eps: float) -> list[ModelAlternative]:
+    """The rows of a release's ``model_check`` (the chains varying with the hour or the weekday,
+    :mod:`redactopt.release.model_check`) as alternatives.  Their leakage comes from the exact evaluator
+    in floating point: it counts as above ``eps`` beyond a relative 1e-9 (the band of the float
+    verdicts, README *How we know it is private*)."""
+    out = []
+    for r in model_check.get("alternatives") or []:
+        leak = r.get("leakage")
+        out.append(ModelAlternative(
+            f"chain varying with {r.get('model')}", "homogeneity test of the transitions across its levels",
+            r.get("p_value"), leakage=leak, exceeds=None if leak is None else bool(leak > eps * (1.0 + 1e-9)),
+            where={"record": r.get("record"), "sequence": r.get("sequence")},
+            note="model_check: the exact evaluator under each sequence's varying chain (floating point)"))
+    return out
 
 
 #: The alternatives every release is judged under (append one to plug in another model).

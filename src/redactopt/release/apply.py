@@ -54,10 +54,12 @@ from redactopt.release.codec import BinaryCodec, binary_values
 from redactopt.release.columns import output_columns
 from redactopt.release.disclosure import Disclosure, plain_summary
 from redactopt.release.fitplan import plan_fitted
+from redactopt.release.alternatives import varying_alternatives
 from redactopt.release.guard import ReleaseGuard, count_real, decoy_records
 from redactopt.release.refusals import refuse_flag_protected
 from redactopt.release.order import Ordered, sequence_order
-from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex, TextStates, group_ranks
+from redactopt.release.model_check import release_model_check
+from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex, TextStates, group_ranks, ids_of
 from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release
 from redactopt.release.pool import warm_pool
 from redactopt.release.redactor import Redactor
@@ -108,20 +110,6 @@ def _columns_needed(column: str | list[str], by: str | None, private_column: str
         if c is not None and c not in cols:
             cols.append(c)
     return cols
-
-
-def ids_of(chunk: Chunk, by: str, where: str) -> Any:
-    """The ``by`` column of a chunk (an Arrow array); a missing or empty id is an error naming the row."""
-    ids = chunk.column(by)
-    if isinstance(ids, pa.ChunkedArray):
-        ids = ids.combine_chunks()
-    missing = ids.is_null()
-    if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type):
-        missing = pc.or_(missing, pc.equal(ids, ""))
-    if pc.any(missing).as_py():
-        i = int(np.flatnonzero(missing.to_numpy(zero_copy_only=False))[0])
-        raise ValueError(f"{where}: row {chunk.first_row + i}, column '{by}': missing value")
-    return ids
 
 
 def _scan(reader: Any, *, column: str, by: str | None, private_column: str | None,
@@ -882,6 +870,11 @@ def apply_table(
         judge_plan(guard, plan, design)
         if fit_on is not None:
             fit_source["table"] = str(fit_on)
+        models = release_model_check(plan=plan, state=state, fit_source=fit_source, column=column, by=by,
+                                     reader=reader if ordered is None else ordered.reader, order_by=order_by,
+                                     private=private)
+        if models is not None:  # the hourly and weekday chains: refused, or accepted, as the order alternative is
+            guard.add_alternatives(varying_alternatives(models.to_dict(), float(plan.eps)), float(plan.eps))
         output, dropped = plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column,
                                       keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank)
         bits = bit_source(seed)
@@ -894,6 +887,8 @@ def apply_table(
             rep, rows = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
                 "input": str(src), "output": str(dst), "column": column, "by": by,
                 "private_column": private_column}, sequences=report_sequences, to_file=_to_file(report))
+            if models is not None:
+                rep["model_check"] = models.to_dict()
             rep = describe_release(rep, plan, protected=[column], output=output, dropped=dropped,
                                    fit_source=fit_source, order_by=order_by, ordered=ordered, guard=guard)
             rep["apply_seconds"] = time.perf_counter() - t0

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from redactopt.release.fit import TransitionCounts
-from redactopt.release.tables import DEFAULT_CHUNK_ROWS
+from redactopt.release.tables import DEFAULT_CHUNK_ROWS, Chunk
 
 __all__ = [
     "DEFAULT_CHUNK_ROWS",
@@ -32,6 +32,7 @@ __all__ = [
     "sequence_key",
     "group_ranks",
     "factorize",
+    "ids_of",
     "id_key",
 ]
 
@@ -453,3 +454,17 @@ def id_key(v: object) -> object:
     if isinstance(v, np.generic):
         return v.item()
     return v
+
+
+def ids_of(chunk: Chunk, by: str, where: str) -> Any:
+    """The ``by`` column of a chunk (an Arrow array); a missing or empty id is an error naming the row."""
+    ids = chunk.column(by)
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    missing = ids.is_null()
+    if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type):
+        missing = pc.or_(missing, pc.equal(ids, ""))
+    if pc.any(missing).as_py():
+        i = int(np.flatnonzero(missing.to_numpy(zero_copy_only=False))[0])
+        raise ValueError(f"{where}: row {chunk.first_row + i}, column '{by}': missing value")
+    return ids

@@ -57,6 +57,7 @@ __all__ = [
     "encode_labels",
     "transition_counts",
     "binary_array",
+    "chi2_sf",
 ]
 
 Interval = Literal["wilson", "lr", "wald"]
@@ -423,7 +424,7 @@ def _z_of_miss(miss: float) -> float:
     return -NormalDist().inv_cdf(miss / 2.0)
 
 
-def _chi2_sf(x: float, df: int) -> float:
+def chi2_sf(x: float, df: int) -> float:
     """Upper tail of the chi-square law; closed forms for the order test's 1 and 2 degrees of freedom."""
     if df == 1:
         return math.erfc(math.sqrt(x / 2.0))
@@ -505,7 +506,7 @@ def _order_test(triples: np.ndarray | None) -> LRTest:
         rows = int((n_ij[:, j, 0] > 0).sum())
         cols = int((n_jk[0, j, :] > 0).sum())
         df += max(0, rows - 1) * max(0, cols - 1)
-    p_value = _chi2_sf(g2, df) if df > 0 else None
+    p_value = chi2_sf(g2, df) if df > 0 else None
     return LRTest(statistic=g2, df=df, p_value=p_value, triples=int(n_ijk.sum()))
 
 

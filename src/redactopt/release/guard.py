@@ -120,6 +120,12 @@ class ReleaseGuard:
         self.alternatives = judge_alternatives(evidence)
         self.notes += refuse_broken_model(self.alternatives, float(plan.eps), accept=self.accept)
 
+    def add_alternatives(self, alternatives: list[Any], eps: float) -> None:
+        """More model alternatives (judged elsewhere, :func:`~redactopt.release.alternatives.varying_alternatives`):
+        recorded, and refused or accepted as the others."""
+        self.alternatives += alternatives
+        self.notes += refuse_broken_model(alternatives, eps, accept=self.accept)
+
     def price_cover(self, mass_with: float, replan: Callable[[ScanState, list[int] | None], float]) -> None:
         """Record the expected redacted records with the cover (``mass_with``) and without it
         (``replan(state, private)`` on the real private records alone)."""

@@ -431,7 +431,21 @@ def _chain_binary(rep: dict[str, Any]) -> str:
         out.append(_warnings(fit.get("warnings")))
     if isinstance(ch.get("class"), dict):
         out.append(_robust_box(ch))
+    out.append(_model_check(rep))
     return "".join(out) + "</section>"
+
+
+def _model_check(rep: dict[str, Any]) -> str:
+    """The release's exact leakage under the chains the data support besides its own (release.model_check)."""
+    mc = rep.get("model_check") or {}
+    rows = [[_e(m.get("model", "")), _num(m.get("statistic"), digits=4), _num(m.get("df")),
+             _num(m.get("p_value"), digits=3), _num(m.get("leakage"), digits=6)] for m in mc.get("alternatives", [])]
+    if not rows:
+        return ""
+    return ("<h3>The model check: this release under the chains that vary with the time</h3>"
+            "<p>Each fitted on the same rows as the release's chain; the exact leakage about the worst private "
+            "record.</p>" + _table(["varies with", "G2", "df", "p", "leakage"], rows, {1, 2, 3, 4})
+            + _warnings(mc.get("warnings")))
 
 
 def _box_figure(ch: dict[str, Any]) -> Any:
@@ -484,8 +498,42 @@ def _robust_box(ch: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def _chain_varying(rep: dict[str, Any]) -> str:
+    """A release for a chain that varies with a level: each level's matrix (estimates, intervals, counts)."""
+    ch = rep.get("chain") or {}
+    fit = ch.get("fit") or {}
+    labels = [str(s) for s in fit.get("labels") or rep.get("states") or []]
+    k = len(labels)
+    pairs = [(i, j) for i in range(k) for j in range(k) if i != j]
+    rows = []
+    for lv in fit.get("levels") or []:
+        P, C = fit["transition"][lv], fit["counts"][lv]
+        iv = (fit.get("intervals") or {}).get(lv) or {}
+        cells = [f"<b>{_e(lv)}</b>", _num(sum(map(sum, C)))]
+        for i, j in pairs:
+            seen = sum(C[i]) > 0
+            extra = (f"<br><small>[{_num(iv['lower'][i][j], digits=3)}, {_num(iv['upper'][i][j], digits=3)}]</small>"
+                     if seen and iv else "<br><small>(pooled: unseen)</small>" if not seen else "")
+            cells.append(_num(P[i][j], f"chain.fit.transition.{lv}.{i}.{j}", 4) + extra)
+        rows.append(cells)
+    t = fit.get("homogeneity_test") or {}
+    out = ['<section id="chain"><h2>The chain</h2>',
+           _facts([("states", ", ".join(_e(s) for s in labels)),
+                   ("varies with", _e(ch.get("varies_with", ""))), ("source", _e(ch.get("source", ""))),
+                   ("fitted on", _fit_rows_text(ch.get("fit_rows"))),
+                   ("homogeneity test", f"G2 = {_num(t.get('statistic'), digits=4)}, df = {_num(t.get('df'))}, "
+                                        f"p = {_num(t.get('p_value'), digits=3)} (one chain against one per level)")])]
+    right = set(range(1, len(pairs) + 2))
+    out.append("<h3>One matrix per level: the step from a row to the next uses the row's level</h3>" +
+               _table(["level", "transitions"] + [f"{_e(labels[i])} → {_e(labels[j])}" for i, j in pairs], rows, right))
+    out.append(_warnings(rep.get("warnings") or fit.get("warnings") or []))
+    return "".join(out) + "</section>"
+
+
 def _chain_k(rep: dict[str, Any]) -> str:
     ch = rep.get("chain") or {}
+    if "varies_with" in ch:
+        return _chain_varying(rep)
     labels = [str(s) for s in ch.get("labels") or rep.get("states") or []]
     P = ch.get("transition") or []
     fit = ch.get("fit") if isinstance(ch.get("fit"), dict) else {}

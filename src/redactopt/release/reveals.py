@@ -94,7 +94,10 @@ def collect_warnings(rep: dict[str, Any], extra: list[str] | None = None) -> lis
     out += [f"released although (--accept-model): {w}" for w in model.get("accepted") or []]
     out += fit_warnings(rep)
     out += list(rep.get("warnings") or [])
+    out += list((rep.get("model_check") or {}).get("warnings") or [])  # the varying chains' (issue 33)
     for alt in model.get("alternatives") or []:
+        if str(alt.get("note", "")).startswith("model_check"):
+            continue  # (its warning is model_check's, above)
         if alt.get("leakage") is not None and alt.get("exceeds_eps"):
             out.append(f"under the {alt['name']} (p = {alt['p_value']:.3g}) the release would leak {alt['leakage']} "
                        f"> eps = {rep.get('eps'):g}")
