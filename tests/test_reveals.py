@@ -421,3 +421,21 @@ def test_one_sequence_with_a_given_chain_is_watched_and_covered_without_a_fittin
 
     starts = uniform_integers(SeededBits(1), sequence_key(None), 3000 - 10 + 1, 2, tag=10)
     assert sorted(runs) == sorted([[int(s) + 1, int(s) + 10] for s in starts])
+
+
+def test_the_varying_chains_of_the_model_check_refuse_only_when_clearly_better_and_leaking():
+    from redactopt.release.alternatives import varying_alternatives
+    from redactopt.release.refusals import refuse_broken_model
+
+    rows = {"alternatives": [
+        {"model": "date:hour", "p_value": 2.4e-05, "leakage": 1.03, "record": 7090, "sequence": None},
+        {"model": "date:weekday", "p_value": 1e-9, "leakage": 1.0 + 1e-12, "record": 7090, "sequence": None}]}
+    alts = varying_alternatives(rows, 1.0)
+    assert [a.refuses for a in alts] == [False, False]  # p not below 1e-6; a leakage within the float band
+    assert refuse_broken_model(alts, 1.0, accept=False) == []
+    rows["alternatives"][1]["leakage"] = 1.2
+    alts = varying_alternatives(rows, 1.0)
+    with pytest.raises(ReleaseRefused, match="chain varying with date:weekday .* leak 1.2 > eps = 1 about record 7090"):
+        refuse_broken_model(alts, 1.0, accept=False)
+    (note,) = refuse_broken_model(alts, 1.0, accept=True)
+    assert note.startswith("the homogeneity test of the transitions across its levels rejects")
