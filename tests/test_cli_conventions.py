@@ -335,7 +335,7 @@ def test_fit_and_apply_read_stdin_and_write_stdout(run, capsys, monkeypatch, tmp
     assert run(["apply", "-", *args, "--out", "-"]) == 0
     cap = capsys.readouterr()
     assert cap.out == ref.read_text()
-    assert cap.err.startswith("wrote     : -  (300 rows")
+    assert cap.err.startswith("WARNINGS  : ") and "\n\nwrote     : -  (300 rows" in cap.err  # warnings first
     assert _listing(tmp_path) == before  # no file named '-', no temporary copy left
     _stdin(monkeypatch, b"t,occ\n0,1\n1,7\n")
     assert run(["apply", "-", *args[:2], "--private", "1", "--eps", "1", "--out", "-"]) == 2
@@ -350,7 +350,7 @@ def test_apply_report_on_stdout(run, capsys, tmp_path, csv_file):
                 "--out", str(out), "--report", "-"]) == 0
     cap = capsys.readouterr()
     assert json.loads(cap.out)["format"] == "redactopt.release.apply-report/3"
-    assert cap.err.startswith("wrote     : ")
+    assert cap.err.startswith("WARNINGS  : ") and "\n\nwrote     : " in cap.err
     assert run(["apply", str(csv_file), "--column", "occ", "--private", "150", "--eps", "1",
                 "--out", "-", "--report", "-"]) == 2
     _one_line_error(capsys.readouterr().err, "apply", "both ask for standard output")

@@ -161,7 +161,9 @@ def test_changing_every_value_inside_the_blocks_changes_no_fit_and_no_design(tmp
     src = tmp_path / "people.csv"
     df.to_csv(src, index=False)
     # (the tuple path with its quick window design: the invariance does not depend on the method)
-    extra = ["--column", "x"] if path == "binary" else ["--protect", "x,light", "--bin", "light:250", "--method", "dim"]
+    # (the tuple 0|>=250 never occurs outside the blocks: its row is a guess, accepted here — issue 36)
+    extra = ["--column", "x"] if path == "binary" else ["--protect", "x,light", "--bin", "light:250", "--method", "dim",
+                                                          "--accept-model"]
     rep, _ = _apply(run, capsys, src, tmp_path / "a.csv", *extra)
     changed = df.copy()
     inside = np.zeros(len(df), dtype=bool)
@@ -208,10 +210,17 @@ def test_a_shuffled_file_ordered_by_time_fits_the_same_chain(tmp_path, run, caps
     assert list(b.columns) == ["person", "t", "x"] and b["t"].astype(int).equals(shuffled["t"])
     a["t"] = df["t"].astype(str)
     assert _sorted(a[["person", "t", "x"]]).equals(_sorted(b))
-    # without --order-by the shuffled file's chain is far off, and the order test says why
+    # without --order-by the shuffled file is refused (its time column goes back, issue 36) and nothing is written;
+    # accepted as it is, its chain is far off and the report's first line says what was accepted
+    code = run(["apply", str(tmp_path / "shuffled.csv"), "--column", "x", "--by", "person", "--private-column",
+                "optout", "--eps", "1", "--out", str(tmp_path / "c.csv"), "--fit-on", str(tmp_path / "shuffled.csv")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--order-by t" in err and not (tmp_path / "c.csv").exists()
     rep3, text = _apply(run, capsys, tmp_path / "shuffled.csv", tmp_path / "c.csv", "--column", "x", "--fit-on",
-                        str(tmp_path / "shuffled.csv"))
+                        str(tmp_path / "shuffled.csv"), "--accept-model")
     assert rep3["chain"]["alpha"] > 2 * rep["chain"]["alpha"]
+    assert (tmp_path / "c.json").read_text().splitlines()[0].startswith('{"notice": "CONFIDENTIAL')
+    assert "MODEL ACCEPTED (--accept-model): rows out of time order (column 't'" in rep3["notice"]
 
 
 def test_order_by_text_dates_and_datetimes():
@@ -245,7 +254,7 @@ def test_protect_two_columns_redacts_them_together_and_audit_passes(tmp_path, ru
     df = _people()
     df.to_csv(tmp_path / "people.csv", index=False)
     rep, text = _apply(run, capsys, tmp_path / "people.csv", tmp_path / "rel.csv", "--protect", "x,light",
-                       "--bin", "light:250")
+                       "--bin", "light:250", "--accept-model")  # (0|>=250 is never seen: accepted, issue 36)
     out = pd.read_csv(tmp_path / "rel.csv", dtype=str, keep_default_na=False)
     assert list(out.columns) == ["person", "x", "light"]
     red = (out["x"] == "").to_numpy()
@@ -318,7 +327,7 @@ def test_order_by_on_the_k_state_path_fits_the_same_chain(tmp_path, run, capsys)
     df = _people()
     df.to_csv(tmp_path / "ordered.csv", index=False)
     df.sample(frac=1.0, random_state=2).to_csv(tmp_path / "shuffled.csv", index=False)
-    extra = ["--protect", "x,light", "--bin", "light:250", "--method", "dim"]
+    extra = ["--protect", "x,light", "--bin", "light:250", "--method", "dim", "--accept-model"]  # (0|>=250 unseen)
     rep, _ = _apply(run, capsys, tmp_path / "ordered.csv", tmp_path / "a.csv", *extra)
     rep2, _ = _apply(run, capsys, tmp_path / "shuffled.csv", tmp_path / "b.csv", *extra, "--order-by", "t")
     assert rep2["chain"]["transition"] == rep["chain"]["transition"] and rep2["states"] == rep["states"]

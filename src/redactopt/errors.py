@@ -10,7 +10,8 @@ dependency is not installed; exit 2 with the install hint).
 
 from __future__ import annotations
 
-__all__ = ["PrivacyCheckError", "UsageError", "MissingExtraError", "BoundError", "TooLongError", "MissingInputError"]
+__all__ = ["PrivacyCheckError", "UsageError", "MissingExtraError", "BoundError", "TooLongError", "MissingInputError",
+           "ReleaseRefused"]
 
 
 class PrivacyCheckError(ValueError):
@@ -23,6 +24,11 @@ class BoundError(RuntimeError):
 
 class UsageError(Exception):
     """Bad usage or input: reported on one line, exit status 2."""
+
+
+class ReleaseRefused(ValueError):
+    """A release whose guarantee would be void or whose model is broken, refused before anything is written
+    (one line, exit status 2); the message names the option that overrides it where one makes sense."""
 
 
 class MissingInputError(FileNotFoundError, ValueError):

@@ -378,12 +378,68 @@ def maybe_matrix_audit(args: argparse.Namespace) -> int | None:
     return EXIT_OK if passed else EXIT_FAIL
 
 
+#: What ``audit`` checks on a public report (``apply --public-report``), and what it cannot.
+PUBLIC_AUDIT = ("public report: every design checked exactly on its own sub-problem (its private offsets); not "
+                "checked: where the designs are placed in the release — the private positions are in the "
+                "confidential report only")
+
+
+def maybe_public_audit(args: argparse.Namespace, rng: np.random.Generator) -> int | None:
+    """``redactopt audit PUBLIC.json`` on a public report: each of its designs judged exactly on its own
+    sub-problem; ``None`` for any other file."""
+    if args.mechanism is None or args.mechanism == STDIO:
+        return None
+    try:
+        d = json.loads(check_input_path(args.mechanism).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError):
+        return None  # the other readers report it
+    if not (isinstance(d, dict) and d.get("format") == "redactopt.release.public-report/1"):
+        return None
+    if args.method:
+        raise UsageError("give either a mechanism file or --method, not both")
+    refuse_given(args, ["n", "private", "reading", "split", "alpha", "beta"],
+                 "applies to --method only: a public report carries its designs' chain, n and private offsets")
+    from redactopt.io import is_matrix_file, mechanism_from_dict
+    from redactopt.judge.kaudit import kaudit
+    from redactopt.kio import kmechanism_from_dict
+
+    reports = []
+    for i, entry in enumerate(d.get("designs") or []):
+        mech, where = (entry or {}).get("mechanism"), f"{args.mechanism}: designs[{i}].mechanism"
+        mf = kmechanism_from_dict(mech, where=where) if is_matrix_file(mech) else mechanism_from_dict(mech, where=where)
+        eps = mf.eps if args.eps is None else args.eps
+        if not is_matrix_file(mech):
+            rep = _audit_one(mf.chain_class or mf.chain, mf.redact_prob, mf.private, eps, mf.method, None, args, rng)
+        else:
+            rep = kaudit(mf.chain, mf.redact_prob, private=mf.private, eps=eps, method=mf.method,
+                         exact=bool(args.exact))
+        reports.append({"design": entry.get("id", i), "_binary": not is_matrix_file(mech), **rep})
+    if not reports:
+        raise UsageError(f"{args.mechanism}: the public report lists no design")
+    passed = all(r["passed"] for r in reports)
+    kinds = [r.pop("_binary") for r in reports]
+    if (args.format or "text") == "json":
+        print(json.dumps({"passed": passed, "checked": PUBLIC_AUDIT, "designs": reports}, indent=2,
+                         default=_as_list))
+    else:
+        blocks = [f"design {r['design']} (on its own sub-problem)\n" + (report.audit_text(r) if binary else
+                                                                          matrix_audit_text(r))
+                  for r, binary in zip(reports, kinds)]
+        blocks.append(f"checked   : {PUBLIC_AUDIT}\nresult    : {'PASS' if passed else 'FAIL'} "
+                      f"({sum(r['passed'] for r in reports)} of {len(reports)} designs pass)")
+        print("\n\n".join(blocks))
+    return EXIT_OK if passed else EXIT_FAIL
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     fmt = args.format or "text"
     if not args.attack:
         refuse_given(args, ["samples", "confidence", "attack_seed", "time_limit"], "applies to --attack only")
     rng = np.random.default_rng(args.attack_seed)
     if args.mechanism is not None:
+        pstatus = maybe_public_audit(args, rng)  # a public report (apply --public-report, issue 36)
+        if pstatus is not None:
+            return pstatus
         from redactopt.interface.cli_classes import maybe_class_audit
         cstatus = maybe_class_audit(args)  # a scan/owner/holder mechanism or class release (issue 26)
         if cstatus is not None:

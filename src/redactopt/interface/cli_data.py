@@ -32,6 +32,9 @@ from redactopt.interface.progress import Bars, progress_enabled
 from redactopt.io import STDIO, stdin_as_file
 from redactopt.model.classes import parse_range
 
+#: What a report that names the private rows says on its first line (:data:`redactopt.release.reveals.CONFIDENTIAL`).
+CONFIDENTIAL = "CONFIDENTIAL: names the private rows — do not publish with the release"
+
 __all__ = ["add_fit_parser", "add_apply_parser"]
 
 def _add_input(ap: argparse.ArgumentParser) -> None:
@@ -266,6 +269,20 @@ def _add_output_options(ap: argparse.ArgumentParser) -> None:
                     help="write the JSON report (mechanism, chain, leakage, utility) here ('-': standard output); "
                          "'redactopt audit FILE' reads it")
     ap.add_argument("--force", action="store_true", help="overwrite --out / --report if they exist")
+    ap.add_argument("--public-report", default=None, metavar="FILE",
+                    help="also write the report without private positions (what a recipient of the release may "
+                         "see: eps, chain, utility, every design on its own sub-problem); 'redactopt audit FILE' "
+                         "re-judges its designs. The --report names the private rows: never publish it")
+    ap.add_argument("--cover", type=int, default=None, metavar="K",
+                    help="hide the positions of the private records: K decoy copies per private run in every "
+                         "sequence, placed uniformly at random and redacted by the same designs, so that every "
+                         "sequence shows the same blocks (a copy is real with probability at most c/(c+K)); the "
+                         "summary shows the expected redactions without and with it")
+    ap.add_argument("--accept-model", action="store_true",
+                    help="release although the rows are out of time order, a test rejects the chain (p < 1e-6) "
+                         "with an alternative under which the release would leak more than eps, or a fitted state "
+                         "was never observed — each refused otherwise (exit 2, nothing written); the report's first "
+                         "line then says what was accepted")
     add_html_option(ap)
     ap.add_argument("--backend", choices=["memory", "dask"], default="memory",
                     help="memory (default, streams chunks) or dask (a CSV or Parquet dataset: a folder or a glob of "
@@ -293,9 +310,11 @@ def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:
         "sequences": rep["designed_sequences"], "sequences_count": rep["sequences_count"],
         "sequences_file": rep.get("sequences_file"),
         "randomness": rep["randomness"]["source"], "label": rep.get("label"),
-        "warnings": list(fit.get("warnings", [])),
+        "warnings": list(rep.get("warnings", fit.get("warnings", []))), "report": report_path,
+        "notice": rep.get("notice"), "reveals": rep.get("reveals"), "cover": rep.get("cover"),
+        "model": rep.get("model"),
         "model_warnings": list((rep.get("model_check") or {}).get("warnings", [])),
-        "model_check": (rep.get("model_check") or {}).get("alternatives", []), "report": report_path,
+        "model_check": (rep.get("model_check") or {}).get("alternatives", []),
         "regions": list(rep.get("regions") or [])[:REGION_LINES + 1],
         "runs": list((rep.get("design_info") or {}).get("runs") or [])[:REGION_LINES],
     }
@@ -328,8 +347,8 @@ def run_line(run: dict[str, Any]) -> str:
 
 
 def _summary_text(s: dict[str, Any]) -> str:
-    lines = [f"WARNING   : {w}" for w in s.get("model_warnings") or []]  # a model the data prefer leaks more
-    lines += [
+    # (a model the data prefer that leaks more, model_warnings, is among the warnings printed first)
+    lines = [
         f"wrote     : {s['output']}  ({s['rows']} rows, {s['redacted']} redacted)",
         f"chain     : alpha={s['chain']['alpha']:.6g}  beta={s['chain']['beta']:.6g}  ({s['chain']['source']})",
     ]
@@ -364,19 +383,41 @@ def _summary_text(s: dict[str, Any]) -> str:
     lines.append(f"randomness: {s['randomness']}")
     if s["label"]:
         lines.append(f"label     : {s['label']}")
-    lines += [f"warning   : {w}" for w in s["warnings"]]
-    lines += release_lines(s["columns"], s["fit_rows"], s["summary"])
+    lines += release_lines(s["columns"], s["fit_rows"], s["summary"], reveals=s.get("reveals"), cover=s.get("cover"))
     if s["report"]:
-        lines.append(f"report    : {s['report']}" + (f"  (sequences: {s['sequences_file']})" if s["sequences_file"] else ""))
-    return "\n".join(lines)
+        lines.append(f"report    : {s['report']}" + (f"  (sequences: {s['sequences_file']})" if s["sequences_file"] else "")
+                     + f"  ({CONFIDENTIAL})")
+    return warnings_block(s["warnings"]) + "\n".join(lines)
 
 
-def release_lines(columns: dict[str, Any], fit_rows: dict[str, Any] | None, summary: str) -> list[str]:
+def warnings_block(warnings: list[str]) -> str:
+    """Every warning of a release in a block of its own, printed before the summary (empty when none)."""
+    if not warnings:
+        return ""
+    return "\n".join([f"WARNINGS  : {len(warnings)} (read them before the summary)"]
+                     + [textwrap.fill(w, width=100, initial_indent="  - ", subsequent_indent="    ")
+                        for w in warnings]) + "\n\n"
+
+
+def release_lines(columns: dict[str, Any], fit_rows: dict[str, Any] | None, summary: str, *,
+                  reveals: dict[str, Any] | None = None, cover: dict[str, Any] | None = None) -> list[str]:
     """The summary lines every release prints: what is covered, what is written but not covered (with its
-    figure), what is left out, which rows the chain was fitted on, and the plain-language paragraph."""
+    figure), what is left out, what the pattern of redactions shows (``reveals``, ``cover``), which rows the
+    chain was fitted on, and the plain-language paragraph."""
     from redactopt.release.apply import fit_rows_text
 
     lines = [f"covered   : {', '.join(columns['protected'])} (the private rows' values: the guarantee)"]
+    if reveals is not None and not reveals.get("positions_protected"):
+        lines.append("positions : NOT covered: the pattern of redactions shows which sequences hold private records "
+                     "and where (--cover K hides them among decoys)")
+    if cover is not None:
+        copies = ", ".join(f"{c['per_sequence']} of length {c['length']} (real with probability <= "
+                           f"{c['bound']:.3g})" for c in cover["copies"])
+        cost = cover.get("expected_redacted") or {}
+        lines.append(f"cover     : {cover['k']} decoy(s) per private run; every sequence holds {copies}")
+        if cost:
+            lines.append(f"cover cost: {cost['without']:.6g} expected redacted rows without the cover, "
+                         f"{cost['with']:.6g} with it")
     for f in columns["not_covered"]:
         what = ("no published rows to measure" if f.get("accuracy") is None else
                 f"accuracy {100 * f['accuracy']:.1f}% (majority rate {100 * f['majority']:.1f}%) of the rule "
@@ -410,6 +451,12 @@ def _cmd_apply(args: argparse.Namespace) -> int:
     check_html(args)
     if (args.column is None) == (args.protect is None):
         raise UsageError("give exactly one of --column (one column) and --protect COL[,COL...] (several together)")
+    if args.cover is not None and args.cover < 0:
+        raise UsageError(f"--cover must be a whole number of decoys per private run (>= 0), got {args.cover}")
+    if args.backend == "dask" or args.cls not in (None, "local"):
+        why = "--backend dask" if args.backend == "dask" else f"--class {args.cls}"
+        refuse_given(args, ["cover", "public_report", "accept_model"], f"applies to local releases on --backend "
+                     f"memory, not with {why}")
     if args.cls not in (None, "local"):  # a scan, owner or holder mechanism (issue 26)
         from redactopt.interface.cli_classes import cmd_class_apply
 
@@ -436,6 +483,7 @@ def _cmd_apply(args: argparse.Namespace) -> int:
                   report=args.report, force=args.force, time_limit=args.time_limit,
                   report_sequences=args.report_sequences, robust=args.robust, keep=keep_option(args),
                   fit_on=args.fit_on, order_by=args.order_by)
+    issue36 = dict(cover=args.cover, public_report=args.public_report, accept_model=args.accept_model)
     try:
         if args.backend == "dask":
             from redactopt.release.dask_backend import apply_dask
@@ -444,7 +492,7 @@ def _cmd_apply(args: argparse.Namespace) -> int:
         else:
             with Bars(progress_enabled(args.quiet)) as bars:
                 rep = apply_table(args.input, args.out, progress=bars, workers=args.workers, **_chunk(args),
-                                  **kwargs)
+                                  **kwargs, **issue36)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL
@@ -541,7 +589,8 @@ def _kapply_summary(rep: dict, args: argparse.Namespace) -> dict:
         "designs": len(rep["designs"]) if "designs" in rep else 1,
         "randomness": rep["randomness"]["source"], "label": rep["label"], "warnings": rep["warnings"],
         "report": args.report, "columns": rep["columns"], "fit_rows": rep["chain"].get("fit_rows"),
-        "summary": rep["summary"],
+        "summary": rep["summary"], "notice": rep.get("notice"), "reveals": rep.get("reveals"),
+        "cover": rep.get("cover"), "model": rep.get("model"),
     }
 
 
@@ -564,11 +613,11 @@ def _kapply_text(rep: dict, args: argparse.Namespace) -> str:
              f"randomness: {rep['randomness']['source']}"]
     if rep["label"]:
         lines.append(f"label     : {rep['label']}")
-    lines += [f"warning   : {w}" for w in rep["warnings"]]
-    lines += release_lines(rep["columns"], rep["chain"].get("fit_rows"), rep["summary"])
+    lines += release_lines(rep["columns"], rep["chain"].get("fit_rows"), rep["summary"], reveals=rep.get("reveals"),
+                           cover=rep.get("cover"))
     if args.report:
-        lines.append(f"report    : {args.report}")
-    return "\n".join(lines)
+        lines.append(f"report    : {args.report}  ({CONFIDENTIAL})")
+    return warnings_block(rep["warnings"]) + "\n".join(lines)
 
 
 def _cmd_apply_categorical(args: argparse.Namespace) -> int:
@@ -594,7 +643,9 @@ def _cmd_apply_categorical(args: argparse.Namespace) -> int:
         else:  # streamed, chunk by chunk
             with Bars(progress_enabled(args.quiet)) as bars:
                 rep = apply_states_table(args.input, args.out, column=args.column, protect=args.protect,
-                                         bins=args.bin, progress=bars, **_chunk(args), **kwargs)
+                                         bins=args.bin, progress=bars, **_chunk(args), **kwargs,
+                                         cover=args.cover, public_report=args.public_report,
+                                         accept_model=args.accept_model)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL

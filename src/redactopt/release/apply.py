@@ -54,6 +54,9 @@ from redactopt.release.codec import BinaryCodec, binary_values
 from redactopt.release.columns import output_columns
 from redactopt.release.disclosure import Disclosure, plain_summary
 from redactopt.release.fitplan import plan_fitted
+from redactopt.release.alternatives import varying_alternatives
+from redactopt.release.guard import ReleaseGuard, count_real, decoy_records
+from redactopt.release.refusals import refuse_flag_protected
 from redactopt.release.order import Ordered, sequence_order
 from redactopt.release.model_check import release_model_check
 from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex, TextStates, group_ranks, ids_of
@@ -111,14 +114,18 @@ def _columns_needed(column: str | list[str], by: str | None, private_column: str
 
 def _scan(reader: Any, *, column: str, by: str | None, private_column: str | None,
           progress: Progress | None, binary: tuple[str, ...], codec: Any,
-          private: PrivateIndex | None = None, private_rows: list | None = None,
+          private: PrivateIndex | None = None, private_rows: list | None = None, watch: Any = None,
           ) -> tuple[ScanState, ZoneTally | None]:
     state = ScanState()
     tally = None if private is None else ZoneTally(2, 1)
     where = reader.label
-    for chunk in reader.chunks(_columns_needed(codec.columns, by, private_column), binary=binary):
+    needed = _columns_needed(codec.columns, by, private_column)
+    watched = [] if watch is None else [c for c in watch.columns if c not in needed]
+    for chunk in reader.chunks(needed + watched, binary=binary):
         values = codec.values(chunk, where, binary)
         ids = ids_of(chunk, by, where) if by else None
+        if watch is not None:  # the time columns (:class:`~redactopt.release.refusals.TimeWatch`)
+            watch.add(chunk, ids)
         flags = None
         if private_column:
             flags = binary_values(chunk, private_column, where, read_as_int=private_column in binary)
@@ -137,7 +144,7 @@ def _scan(reader: Any, *, column: str, by: str | None, private_column: str | Non
 
 def scan(reader: Any, *, column: str, by: str | None = None, private_column: str | None = None,
          progress: Progress | None = None, private: PrivateIndex | None = None, codec: Any = None,
-         private_rows: list | None = None) -> tuple[ScanState, tuple[str, ...]]:
+         private_rows: list | None = None, watch: Any = None) -> tuple[ScanState, tuple[str, ...]]:
     """:func:`scan_table`, and the binary columns a CSV file spells as integers (read them with ``binary``).
 
     ``private`` (one sequence, positions known, a 0/1 column): the scan also counts the
@@ -146,13 +153,14 @@ def scan(reader: Any, *, column: str, by: str | None = None, private_column: str
     reads the protected column (:mod:`redactopt.release.codec`; default: a 0/1 column); a
     :class:`~redactopt.release.codec.StatesCodec` learns its labels here (the caller freezes it).
     ``private_rows`` (a list): receives the 1-based rows flagged by ``private_column``, per chunk.
+    ``watch`` (a :class:`~redactopt.release.refusals.TimeWatch`): sees the time columns of every chunk.
     """
     codec = BinaryCodec(column) if codec is None else codec
     reader.require(*codec.columns, by, private_column)
     binary = tuple(c for c in (column if codec.binary else None, private_column) if c) \
         if reader.format == "csv" else ()
     kw = dict(column=column, by=by, private_column=private_column, progress=progress,
-              private=private if codec.binary else None, codec=codec)
+              private=private if codec.binary else None, codec=codec, watch=watch)
     rows: list = []
     try:
         state, tally = _scan(reader, binary=binary, private_rows=rows, **kw)
@@ -160,6 +168,8 @@ def scan(reader: Any, *, column: str, by: str | None = None, private_column: str
         binary = ()
         if not codec.binary:  # its labels start again (the scan stopped part-way)
             codec.reset()
+        if watch is not None:
+            watch.reset()
         rows.clear()
         state, tally = _scan(reader, binary=binary, private_rows=rows, **kw)
     if private_rows is not None:
@@ -601,9 +611,14 @@ def fit_on_counts(path: str | os.PathLike[str], *, column: str, by: str | None, 
 
 def plan_scan(reader: Any, *, column: str, by: str | None, private_column: str | None, order_by: str | None,
           private: list[int] | None, fit_on: Any, progress: Progress | None, design: dict[str, Any],
+          guard: ReleaseGuard | None = None,
           ) -> tuple[ScanState, tuple[str, ...], ReleasePlan, dict[str, Any], Ordered | None]:
     """Scan (in sequence order), fit where the release allows (:func:`~redactopt.release.fitplan.plan_fitted`)
-    and plan; returns the scan, the CSV columns read as integers, the plan, the fit's source, the order."""
+    and plan; returns the scan, the CSV columns read as integers, the plan, the fit's source, the order.
+
+    ``guard`` (:class:`~redactopt.release.guard.ReleaseGuard`): the scan watches its time columns, the
+    time order is judged after it and the cover's decoys are made private before the fit."""
+    guard = ReleaseGuard() if guard is None else guard
     ordered: Ordered | None = None
     binary: tuple[str, ...] = ()
     known = design["alpha"] is not None and private is not None  # the design needs only the number of rows
@@ -611,20 +626,31 @@ def plan_scan(reader: Any, *, column: str, by: str | None, private_column: str |
         state, ordered = ordered_scan(reader, column=column, by=by, private_column=private_column, order_by=order_by)
         binary = tuple(c for c in (column, private_column) if c) if reader.format == "csv" else ()
     elif known and reader.num_rows is not None:
-        state = ScanState.of_length(reader.num_rows)  # nothing to learn first: values are checked as written
-        return state, binary, plan_release(state, private=private, **design), {"source": "given"}, None
+        guard.judge_time(reader=reader, by=by)  # (reads the time columns, if any: nothing else is read first)
+        state, covered = guard.draw_cover(ScanState.of_length(reader.num_rows), private)
+        return state, binary, plan_release(state, private=covered, **design), {"source": "given"}, None
     elif known and (n := _csv_rows(reader)) is not None:
+        length, covered = guard.draw_cover(ScanState.of_length(n), private)
         # design (Python) while pyarrow checks the values (its own threads)
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            planned = pool.submit(plan_release, ScanState.of_length(n), private=private, **design)
-            state, binary = scan(reader, column=column, by=by, private_column=private_column, progress=progress)
+            planned = pool.submit(plan_release, length, private=covered, **design)
+            state, binary = scan(reader, column=column, by=by, private_column=private_column, progress=progress,
+                                 watch=guard.watch)
+        guard.watched = True
+        guard.judge_time()
         # the bytes and the parser may disagree (an irregular file): then design for what the parser read
-        plan = planned.result() if state.rows == n else plan_release(state, private=private, **design)
+        if state.rows != n:
+            state, covered = guard.draw_cover(state, private)
+        plan = planned.result() if state.rows == n else plan_release(state, private=covered, **design)
         return state, binary, plan, {"source": "given"}, None
     else:
-        one_pass = private is not None and by is None and design["alpha"] is None and fit_on is None
+        one_pass = private is not None and by is None and design["alpha"] is None and fit_on is None and not guard.k
         state, binary = scan(reader, column=column, by=by, private_column=private_column, progress=progress,
-                             private=PrivateIndex.single(private) if one_pass and private else None)
+                             private=PrivateIndex.single(private) if one_pass and private else None,
+                             watch=guard.watch)
+        guard.watched = True
+    guard.judge_time()
+    state, private = guard.draw_cover(state, private)
     source = reader if ordered is None else ordered.reader
     tally_binary = binary if ordered is None else ()
     index = SequenceIndex(state.ids)
@@ -708,6 +734,9 @@ def apply_table(
     bins: Any = None,
     smoothing: str = "kt",
     simultaneous: bool = False,
+    cover: int | None = None,
+    public_report: str | os.PathLike[str] | None = None,
+    accept_model: bool = False,
 ) -> dict[str, Any]:
     """Design, draw and write a redacted copy of a table; returns the report (see
     :func:`redactopt.release.report.build_report`).
@@ -790,6 +819,18 @@ def apply_table(
         The chain instead of ``alpha``/``beta``: a two-state chain on states 0 and 1 (a
         ``MarkovChain``, or the same chain given as a 2x2 matrix) is the binary release with its
         alpha and beta; any other chain makes the release categorical.
+    cover : int, optional
+        ``K`` decoys per private run in every sequence (:mod:`redactopt.release.cover`): the positions
+        of the private records are then hidden among copies of the same shape; the report states
+        what it buys and costs.  Default: none (the positions are not protected, and the report
+        says so).
+    public_report : path, optional
+        Also write the report without private positions (:func:`redactopt.release.reveals.public_report`).
+    accept_model : bool
+        Release although the rows are out of time order, a test rejects the model with an alternative
+        under which the release leaks more than ``eps``, or a fitted state was never observed
+        (:mod:`redactopt.release.refusals`; each refused otherwise, nothing written); the report's
+        first line says what was accepted.
     """
     options = dict(chain=chain, categorical=categorical, protect=protect, bins=bins)
     if is_categorical(**options):  # categorical column(s): streamed through the same passes
@@ -800,16 +841,21 @@ def apply_table(
                                   private_column=private_column, by=by, chain=chain, method=method, seed=seed,
                                   report=report, force=force, chunk_rows=chunk_rows, time_limit=time_limit,
                                   smoothing=smoothing, simultaneous=simultaneous, workers=workers, keep=keep,
-                                  order_by=order_by, fit_on=fit_on, progress=progress, protect=protect, bins=bins)
+                                  order_by=order_by, fit_on=fit_on, progress=progress, protect=protect, bins=bins,
+                                  cover=cover, public_report=public_report, accept_model=accept_model)
     alpha, beta = binary_chain(chain, alpha, beta, smoothing=smoothing, simultaneous=simultaneous)
     if column is None:
         raise ValueError("column= names the 0/1 column to protect (protect= several categorical columns)")
+    refuse_flag_protected([column], private_column)
+    guard = ReleaseGuard(cover=cover, accept_model=accept_model, seed=seed, public_report=public_report, force=force)
     src, dst, rep_path = check_release_paths(source, dest, report, private=private,
                                              private_column=private_column, by=by, force=force,
                                              report_sequences=report_sequences)
+    guard.check_paths(source, dest, report)
     with stdin_as_file(source) as path:
         reader = TableReader(path, chunk_rows=chunk_rows, label="<stdin>" if str(source) == STDIO else None)
         reader.require(column, by, private_column, order_by)
+        guard.watch_columns(reader, exclude=[column, by, private_column], order_by=order_by)
         plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column, keep=keep,
                     rows=0)  # bad --keep before anything is read
         counts = None if fit_on is None else fit_on_counts(fit_on, column=column, by=by, order_by=order_by,
@@ -820,12 +866,15 @@ def apply_table(
                       cache=cache, workers=workers, robust=robust)
         state, binary, plan, fit_source, ordered = plan_scan(
             reader, column=column, by=by, private_column=private_column, order_by=order_by, private=private,
-            fit_on=counts, progress=progress, design=design)
+            fit_on=counts, progress=progress, design=design, guard=guard)
+        judge_plan(guard, plan, design)
         if fit_on is not None:
             fit_source["table"] = str(fit_on)
         models = release_model_check(plan=plan, state=state, fit_source=fit_source, column=column, by=by,
                                      reader=reader if ordered is None else ordered.reader, order_by=order_by,
                                      private=private)
+        if models is not None:  # the hourly and weekday chains: refused, or accepted, as the order alternative is
+            guard.add_alternatives(varying_alternatives(models.to_dict(), float(plan.eps)), float(plan.eps))
         output, dropped = plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column,
                                       keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank)
         bits = bit_source(seed)
@@ -838,22 +887,46 @@ def apply_table(
             rep, rows = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
                 "input": str(src), "output": str(dst), "column": column, "by": by,
                 "private_column": private_column}, sequences=report_sequences, to_file=_to_file(report))
-            describe_release(rep, plan, protected=[column], output=output, dropped=dropped, fit_source=fit_source,
-                             order_by=order_by, ordered=ordered)
             if models is not None:
                 rep["model_check"] = models.to_dict()
+            rep = describe_release(rep, plan, protected=[column], output=output, dropped=dropped,
+                                   fit_source=fit_source, order_by=order_by, ordered=ordered, guard=guard)
             rep["apply_seconds"] = time.perf_counter() - t0
             if rep_path is not None:  # before the output appears: a report that cannot be written leaves nothing
                 rep = write_report(report, rep, rows=rows, force=force)  # type: ignore[arg-type]
+            guard.write_public(rep)
             writer.commit()
     return rep
 
 
+def judge_plan(guard: ReleaseGuard, plan: ReleasePlan, design: dict[str, Any]) -> None:
+    """After the plan, before anything is written: the model checks of ``guard`` (refused or accepted) and
+    the cover's cost (the same design without the decoys)."""
+    guard.judge_model(plan, fit=plan.fit, counts=plan.info.get("fit_counts"))
+
+    def without(state: ScanState, private: list[int] | None) -> float:
+        box = plan.chain_class
+        chain_kw = (dict(alpha=box.alpha, beta=box.beta) if box is not None else
+                    dict(alpha=plan.chain.alpha, beta=plan.chain.beta))
+        rest = {k: v for k, v in design.items() if k not in ("alpha", "beta", "robust")}
+        return float(plan_release(state, private=private, **chain_kw, **rest).mass.sum())
+
+    guard.price_cover(float(plan.mass.sum()), without)
+
+
 def describe_release(rep: dict[str, Any], plan: ReleasePlan, *, protected: list[str], output: Output,
                      dropped: list[str], fit_source: dict[str, Any], order_by: str | None,
-                     ordered: Ordered | None) -> None:
-    """Add to a binary release's report what it writes and covers, where the chain came from, and the
-    plain-language summary (:func:`redactopt.release.disclosure.plain_summary`)."""
+                     ordered: Ordered | None, guard: ReleaseGuard | None = None) -> dict[str, Any]:
+    """A binary release's report with what it writes and covers, where the chain came from, what it
+    reveals, and the plain-language summary (:func:`redactopt.release.disclosure.plain_summary`);
+    ``guard``: the release's issue-36 checks (:meth:`~redactopt.release.guard.ReleaseGuard.finish`)."""
+    guard = ReleaseGuard() if guard is None else guard
+    real, holding = count_real(guard) if guard.real is not None else (rep["leakage"]["private_records"],
+                                                                       int(plan.designed().size))
+    if guard.cover is not None:  # the decoys' records are judged like the private ones
+        rep["leakage"]["judged_records"] = rep["leakage"]["private_records"]
+        rep["leakage"]["decoy_records"] = decoy_records(guard)
+        rep["leakage"]["private_records"] = real
     figures = output.disclosure.figures() if output.disclosure is not None else []
     written = output.columns if output.columns is not None else None
     rep["columns"] = {"protected": protected, "written": written if written is not None else "all",
@@ -866,12 +939,14 @@ def describe_release(rep: dict[str, Any], plan: ReleasePlan, *, protected: list[
     test = None if fit is None else fit.order_summary()
     model = (f"two-state Markov chain alpha = {plan.chain.alpha:.6g}, beta = {plan.chain.beta:.6g}"
              if plan.chain_class is None else "class of two-state Markov chains of the report's box")
+    rep = guard.finish(rep, sequences=len(plan.state.ids), with_private=holding)
     rep["summary"] = plain_summary(
-        eps=plan.eps, protected=protected, private_records=rep["leakage"]["private_records"],
-        sequences=int(plan.designed().size), model=model + (" (given)" if fit is None and "table" not in fit_source
-                                                              else ""),
+        eps=plan.eps, protected=protected, private_records=real,
+        sequences=holding, model=model + (" (given)" if fit is None and "table" not in fit_source else ""),
         fit_rows=fit_rows_text(fit_source), order_test=test, figures=figures, rows=rep["rows"],
-        redacted=rep["utility"]["redacted"], expected_utility=rep["utility"]["expected"])
+        redacted=rep["utility"]["redacted"], expected_utility=rep["utility"]["expected"],
+        positions=rep["reveals"]["short"])
+    return rep
 
 
 def fit_rows_text(source: dict[str, Any]) -> str | None:

@@ -49,7 +49,7 @@ import pyarrow.parquet as pq
 from redactopt._optional import require
 from redactopt.engine.cache import DesignCache
 from redactopt.io import STDIO, new_file_mode
-from redactopt.io import write_json_atomic
+from redactopt.io import write_text_atomic
 from redactopt.release.apply import (Output, Span, _reader_columns, binary_chain, check_release_paths,
                                      describe_release, fit_on_counts, is_categorical, plan_output,
                                      refuse_binary_options, scan, splices, tally_zones, write_csv, write_redacted)
@@ -58,9 +58,11 @@ from redactopt.release.bits import bit_source
 from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex, check_private_positions
 from redactopt.release.disclosure import Disclosure
 from redactopt.release.fitplan import plan_fitted
+from redactopt.release.guard import ReleaseGuard
+from redactopt.release.refusals import refuse_flag_protected
 from redactopt.release.zones import PrivateIndex, ZoneTally
 from redactopt.release.redactor import Redactor
-from redactopt.release.report import build_report, write_report
+from redactopt.release.report import build_report, report_text, write_report
 from redactopt.release.tables import TableReader, TableWriter, table_format
 
 __all__ = ["apply_dask", "apply_parquet_dask", "dataset_partitions"]
@@ -230,12 +232,14 @@ def apply_dask(
         from redactopt.release.states import protected_columns  # builds on apply
 
         cols, bins_ = protected_columns(_reader(parts[0]), column, protect, bins)
+        refuse_flag_protected(cols, private_column)
         return _apply_states_dask(dask, parts, fmt, source, dst, rep_path, columns=cols, bins=bins_, eps=eps,
                                   private=private,
                                   private_column=private_column, by=by, chain=chain, method=method, seed=seed,
                                   report=report, force=force, time_limit=time_limit, keep=keep, fit_on=fit_on,
                                   fit_kw=dict(smoothing=smoothing, simultaneous=simultaneous))
     alpha, beta = binary_chain(chain, alpha, beta, smoothing=smoothing, simultaneous=simultaneous)
+    refuse_flag_protected([column], private_column)
     scans = dask.compute(*[dask.delayed(_scan_partition)(p, column, by, private_column) for p in parts])
     state, spans = _merged_scans(scans)
     first = _reader(parts[0])
@@ -256,6 +260,8 @@ def apply_dask(
         state, tally=tally, private=private, fit_on=counts, eps=eps, alpha=alpha, beta=beta, method=method,
         robust=robust, time_limit=time_limit, cache=cache,
         map_designs=lambda fn, args: list(dask.compute(*[dask.delayed(fn)(*a) for a in args])))
+    guard = ReleaseGuard()  # the model checks of every release (refused before anything is written)
+    guard.judge_model(plan, fit=plan.fit, counts=plan.info.get("fit_counts"))
     if fit_on is not None:
         fit_source["table"] = str(fit_on)
     output, dropped = plan_output(first, column=column, by=by, order_by=None, private_column=private_column,
@@ -269,8 +275,8 @@ def apply_dask(
             "input": str(source), "output": str(dst), "column": column, "by": by,
             "private_column": private_column, "backend": "dask", "dataset_format": fmt,
             "partitions": len(parts)}, sequences=report_sequences, to_file=report is not None and str(report) != STDIO)
-        describe_release(rep, plan, protected=[column], output=output, dropped=dropped, fit_source=fit_source,
-                         order_by=None, ordered=None)
+        rep = describe_release(rep, plan, protected=[column], output=output, dropped=dropped,
+                               fit_source=fit_source, order_by=None, ordered=None, guard=guard)
         rep["apply_seconds"] = time.perf_counter() - t0
         if rep_path is not None:
             rep = write_report(report, rep, rows=rows, force=force)  # type: ignore[arg-type]
@@ -343,6 +349,8 @@ def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any,
                                                                                          for a in args]))))
     if fitted is not None:
         fit_source["table"] = str(fit_on)
+    guard = ReleaseGuard()  # the model checks of every release (refused before anything is written)
+    guard.judge_model(kplan.release, fit=kplan.fit, counts=None, binary=False)
     designed = np.zeros(len(state.ids), dtype=bool)
     designed[kplan.release.designed()] = True
     codec.use_chain(kplan.chain, designed)
@@ -356,11 +364,11 @@ def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any,
                                      Redactor(kplan.release, bit_source(seed)), state, output, codec)
         rep = states_report(kplan, state, redacted, private_rows, seed=seed, codec=codec, by=by, output=output,
                             dropped=dropped, fit_source=fit_source, order_by=None,
-                            written=output.columns or _reader_columns(first))
-        rep = {"input": str(source), "output": str(dst), "input_format": fmt, "backend": "dask",
-               "partitions": len(parts), **rep}
+                            written=output.columns or _reader_columns(first), guard=guard)
+        rep = {"notice": rep["notice"], "input": str(source), "output": str(dst), "input_format": fmt,
+               "backend": "dask", "partitions": len(parts), **rep}
         if rep_path is not None:
-            write_json_atomic(report, rep, force=force)
+            write_text_atomic(report, report_text(rep), force=force)
         return rep
 
     return _into_folder(dst, write)

@@ -176,8 +176,9 @@ def _pct(x: float) -> str:
 
 def plain_summary(*, eps: float, protected: Sequence[str], private_records: int, sequences: int,
                   model: str, fit_rows: str | None, order_test: str | None, figures: Sequence[dict[str, Any]],
-                  rows: int, redacted: int, expected_utility: float) -> str:
-    """The short paragraph of a release's summary and report (issue 23: what it means, covers, omits, costs)."""
+                  rows: int, redacted: int, expected_utility: float, positions: str | None = None) -> str:
+    """The short paragraph of a release's summary and report (issue 23: what it means, covers, omits, costs;
+    issue 36: ``positions``, what the release reveals about the opt-out itself)."""
     odds = math.exp(eps) if eps < 700 else math.inf
     cols = ", ".join(protected)
     where = f" in {sequences} sequences" if sequences > 1 else ""
@@ -199,6 +200,8 @@ def plain_summary(*, eps: float, protected: Sequence[str], private_records: int,
                      "the data.")
     else:
         parts.append("Not covered: how well the model fits the data (no other column is written).")
+    if positions:
+        parts.append(positions)
     parts.append(f"Cost: {redacted} of {rows} rows redacted ({_pct(redacted / rows if rows else 0.0)}); "
                  f"expected utility {expected_utility:.6g}.")
     return " ".join(parts)

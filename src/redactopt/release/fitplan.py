@@ -92,6 +92,7 @@ def plan_fitted(state: ScanState, *, tally: Tally, private: list[int] | None,
         return plan_release(state, private=private, **design), {"source": "given"}
     if fit_on is not None:
         plan = plan_release(state, private=private, counts=fit_on, **design)
+        plan.info["fit_counts"] = fit_on  # (the model alternatives judge the release on the fit's rows)
         return plan, {"source": "fit-on", "table": fit_on_label, "rows": int(fit_on.records),
                       "transitions": int(fit_on.pairs.sum()), "sequences": int(fit_on.sequences)}
     if state.rows == 0:
@@ -102,8 +103,11 @@ def plan_fitted(state: ScanState, *, tally: Tally, private: list[int] | None,
         raise ValueError("no record is marked private: nothing to protect (check --private-column)")
     counted = tally(index)
 
+    read: dict[int, TransitionCounts] = {}
+
     def counts(out: Outside) -> TransitionCounts:
-        return TransitionCounts(out.pairs, out.triples, out.rows, len(state.ids))
+        read[out.radius] = TransitionCounts(out.pairs, out.triples, out.rows, len(state.ids))
+        return read[out.radius]
 
     plans: list[ReleasePlan] = []
 
@@ -115,6 +119,7 @@ def plan_fitted(state: ScanState, *, tally: Tally, private: list[int] | None,
                                      free_sequences=free_sequences(state, private))
     # the design time of the release is that of every design the zone rule made
     plan.design_seconds = sum(p.design_seconds for p in plans)
+    plan.info["fit_counts"] = read.get(zone.radius)  # the rows the chosen fit read
     where = zone.to_dict()
     where["designs"] = len(plans)
     return plan, where

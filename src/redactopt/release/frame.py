@@ -23,12 +23,14 @@ import pyarrow.compute as pc
 
 from redactopt.engine.cache import DesignCache
 from redactopt.release.apply import (binary_chain, check_release_options, describe_release, fit_on_counts,
-                                     is_categorical, ordered_scan, plan_output, plan_scan, redacted_rows,
-                                     refuse_binary_options, scan)
+                                     is_categorical, judge_plan, ordered_scan, plan_output, plan_scan,
+                                     redacted_rows, refuse_binary_options, scan)
+from redactopt.release.guard import ReleaseGuard
+from redactopt.release.refusals import refuse_flag_protected
 from redactopt.release.bits import bit_source
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import build_report
-from redactopt.release.tables import DEFAULT_CHUNK_ROWS, MemoryReader
+from redactopt.release.tables import DEFAULT_CHUNK_ROWS, MemoryReader, written_metadata
 
 __all__ = ["apply_frame"]
 
@@ -70,6 +72,8 @@ def apply_frame(
     bins: Any = None,
     smoothing: str = "kt",
     simultaneous: bool = False,
+    cover: int | None = None,
+    accept_model: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
     """Design, draw and redact a table in memory; returns ``(released, report)``.
 
@@ -89,6 +93,11 @@ def apply_frame(
         covered by the guarantee, with what it reveals.
     fit_on : table or path, optional
         A separate, public table (in memory, or a file) to fit the chain on.
+    cover, accept_model
+        As for :func:`redactopt.release.apply.apply_table`: decoys per private run, and releasing although
+        the time order, a model test or unseen states would refuse it (stated in the report's first
+        line).  :func:`redactopt.release.reveals.public_report` makes the report without private
+        positions from the returned one.
     report_sequences : str
         ``"auto"``/``"inline"``: the per-sequence rows in the report (each with its mechanism
         up to 20 designed sequences); ``"none"``: the summary alone.
@@ -111,11 +120,14 @@ def apply_frame(
         return apply_states_frame(data, column=column, eps=eps, private=private, private_column=private_column,
                                   by=by, chain=chain, method=method, seed=seed, time_limit=time_limit,
                                   smoothing=smoothing, simultaneous=simultaneous, workers=workers, protect=protect,
-                                  bins=bins, keep=keep, order_by=order_by, fit_on=fit_on, chunk_rows=chunk_rows)
+                                  bins=bins, keep=keep, order_by=order_by, fit_on=fit_on, chunk_rows=chunk_rows,
+                                  cover=cover, accept_model=accept_model)
     alpha, beta = binary_chain(chain, alpha, beta, smoothing=smoothing, simultaneous=simultaneous)
     if column is None:
         raise ValueError("column= names the 0/1 column to protect (protect= several categorical columns)")
     check_release_options(private=private, private_column=private_column, by=by)
+    refuse_flag_protected([column], private_column)
+    guard = ReleaseGuard(cover=cover, accept_model=accept_model, seed=seed)
     if report_sequences not in ("auto", "inline", "none"):
         raise ValueError(f"report_sequences must be 'auto', 'inline' or 'none' without a report file, "
                          f"got {report_sequences!r}")
@@ -124,12 +136,14 @@ def apply_frame(
     reader = MemoryReader(table, chunk_rows=chunk_rows)
     reader.require(column, by, private_column, order_by)
     plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column, keep=keep, rows=0)
+    guard.watch_columns(reader, exclude=[column, by, private_column], order_by=order_by)
     counts = None if fit_on is None else _fit_on(fit_on, column=column, by=by, order_by=order_by)
     design = dict(eps=eps, alpha=alpha, beta=beta, method=method, time_limit=time_limit, cache=cache,
                   workers=workers, robust=robust)
     state, _, plan, fit_source, ordered = plan_scan(reader, column=column, by=by, private_column=private_column,
                                                 order_by=order_by, private=private, fit_on=counts, progress=None,
-                                                design=design)
+                                                design=design, guard=guard)
+    judge_plan(guard, plan, design)
     output, dropped = plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column,
                                   keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank)
     bits = bit_source(seed)
@@ -155,8 +169,8 @@ def apply_frame(
         sequences=report_sequences)
     if fit_on is not None:
         fit_source["table"] = fit_on if isinstance(fit_on, str) else "<table>"
-    describe_release(rep, plan, protected=[column], output=output, dropped=dropped, fit_source=fit_source,
-                     order_by=order_by, ordered=ordered)
+    rep = describe_release(rep, plan, protected=[column], output=output, dropped=dropped, fit_source=fit_source,
+                           order_by=order_by, ordered=ordered, guard=guard)
     rep["apply_seconds"] = time.perf_counter() - t0
     return released, rep
 
@@ -187,4 +201,5 @@ def _released(table: Any, column: str, mask: np.ndarray, columns: list[str] | No
     i = sub.schema.get_field_index(column)
     col = sub.column(i)
     new = pc.if_else(pa.array(mask), pa.scalar(None, type=col.type), col) if mask.any() else col
-    return sub.set_column(i, pa.field(column, col.type, nullable=True), new)
+    out = sub.set_column(i, pa.field(column, col.type, nullable=True), new)
+    return out.replace_schema_metadata(written_metadata(out.schema.metadata, out.column_names))

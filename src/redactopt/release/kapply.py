@@ -297,13 +297,15 @@ def _kreport(plan: _KPlan, rows_of: list[dict[str, Any]], worst: Any, private_ro
     return rep
 
 
-def _ksummary(rep: dict[str, Any], plan: _KPlan, cols: list[str], fit_source: dict[str, Any]) -> str:
+def _ksummary(rep: dict[str, Any], plan: _KPlan, cols: list[str], fit_source: dict[str, Any], *,
+              sequences: int | None = None, positions: str | None = None) -> str:
     from redactopt.release.apply import fit_rows_text
 
     k = plan.chain.k
     model = f"{k}-state Markov chain of the report" + (" (given)" if fit_source.get("source") == "given" else "")
+    holding = sum(1 for s in rep.get("sequences", [rep]) if s["private"]) if sequences is None else sequences
     return plain_summary(eps=rep["eps"], protected=cols, private_records=len(rep["private"]),
-                         sequences=sum(1 for s in rep.get("sequences", [rep]) if s["private"]), model=model,
+                         sequences=holding, model=model, positions=positions,
                          fit_rows=fit_rows_text(fit_source),
                          order_test=None if plan.fit is None else plan.fit.order_summary(),
                          figures=rep["columns"]["not_covered"], rows=rep["rows"],

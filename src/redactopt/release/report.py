@@ -40,7 +40,7 @@ from redactopt.release.bits import BitSource
 from redactopt.release.plan import ReleasePlan
 
 __all__ = ["REPORT_FORMAT", "NOT_FOR_RELEASE", "INLINE_SEQUENCES", "SEQUENCE_FORMATS", "ROWS_BATCH", "build_report",
-           "write_report", "sequences_path", "rows_schema"]
+           "write_report", "sequences_path", "rows_schema", "jsonable", "report_text", "shape_entry", "shape_entries"]
 
 NOT_FOR_RELEASE = "NOT FOR REAL RELEASES: seeded pseudo-random draws (--seed) are reproducible by anyone who knows the seed"
 
@@ -60,11 +60,12 @@ def _json_id(v: Any) -> Any:
     return str(v)
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
+    """``obj`` with numpy values as Python ones and non-finite floats as ``None`` (for JSON)."""
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, np.generic):
@@ -117,8 +118,8 @@ def _sequence_mechanism(plan: ReleasePlan, c: int) -> dict[str, Any]:
 def _design_info(plan: ReleasePlan, c: int) -> dict[str, Any]:
     groups = list(plan.groups_of(c))
     if len(groups) == 1:
-        return _jsonable(plan.choices[groups[0]].shape.design.info)
-    return {"groups": [dict(_jsonable(plan.choices[g].shape.design.info), shape=int(plan.g_shape[g]))
+        return jsonable(plan.choices[groups[0]].shape.design.info)
+    return {"groups": [dict(jsonable(plan.choices[g].shape.design.info), shape=int(plan.g_shape[g]))
                        for g in groups]}
 
 
@@ -136,13 +137,21 @@ def _full_row(plan: ReleasePlan, c: int, redacted: int) -> dict[str, Any]:
     return row
 
 
-def _shape_entry(plan: ReleasePlan, i: int, uses: int) -> dict[str, Any]:
+def shape_entry(plan: ReleasePlan, i: int, uses: int) -> dict[str, Any]:
+    """Distinct design ``i`` of a plan: its key, how many groups use it, its exact leakage per private
+    offset, its regions (none on more than two states) and its mechanism on its own sub-problem."""
     shape = plan.shapes[i]
     d = shape.design
     return {"id": i, "key": shape.key.to_dict(), "groups": uses, "redacted_expected": shape.mass,
             "leakage": [{"private": p + 1, "leakage": v} for p, v in zip(d.private, d.per_private)],
-            "regions": [r.to_dict() for r in d.regions], "design_info": _jsonable(d.info),
+            "regions": [r.to_dict() for r in d.regions or []], "design_info": jsonable(d.info),
             "mechanism": design_to_dict(d)}
+
+
+def shape_entries(plan: ReleasePlan) -> list[dict[str, Any]]:
+    """:func:`shape_entry` of every distinct design of a plan."""
+    uses = np.bincount(plan.g_shape, minlength=len(plan.shapes))
+    return [shape_entry(plan, i, int(uses[i])) for i in range(len(plan.shapes))]
 
 
 def build_report(plan: ReleasePlan, *, redacted: np.ndarray, source: BitSource, seed: int | None,
@@ -195,8 +204,7 @@ def build_report(plan: ReleasePlan, *, redacted: np.ndarray, source: BitSource, 
         rep["randomness"]["label"] = NOT_FOR_RELEASE
     rep["leakage"] = {"max": float(plan.leak_max[worst]), "sequence": _json_id(plan.state.ids[worst]),
                       "private_records": int(sum(len(g) for g in plan.g_private))}
-    uses = np.bincount(plan.g_shape, minlength=len(plan.shapes))
-    rep["shapes"] = [_shape_entry(plan, i, int(uses[i])) for i in range(len(plan.shapes))]
+    rep["shapes"] = shape_entries(plan)
     if sequences == "auto":
         sequences = "inline" if designed.size <= INLINE_SEQUENCES or not to_file else "parquet"
     if len(plan.state.ids) == 1:
@@ -257,7 +265,7 @@ def _write_rows(path: Path, rows: Iterable[dict[str, Any]], fmt: str, force: boo
     if fmt == "jsonl":
         with atomic_open(path, force=force) as fh:
             for r in rows:
-                fh.write(json.dumps(_jsonable(r)) + "\n")
+                fh.write(json.dumps(jsonable(r)) + "\n")
         return
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -291,5 +299,15 @@ def write_report(path: str | os.PathLike[str], report: dict[str, Any], *, force:
         side = sequences_path(path, fmt)
         _write_rows(side, rows, fmt, force)
         report = dict(report, sequences_file=side.name)
-    write_text_atomic(path, json.dumps(_jsonable(report), indent=2) + "\n", force=force)
+    write_text_atomic(path, report_text(report), force=force)
     return report
+
+
+def report_text(rep: dict[str, Any]) -> str:
+    """A report as JSON with its ``notice`` (if it has one) on the file's first line: still one JSON object."""
+    if "notice" not in rep:
+        return json.dumps(jsonable(rep), indent=2) + "\n"
+    rest = {k: v for k, v in rep.items() if k != "notice"}
+    body = json.dumps(jsonable(rest), indent=2)
+    head = '{"notice": ' + json.dumps(rep["notice"], ensure_ascii=False)
+    return head + ("}\n" if body == "{}" else ",\n" + body[2:] + "\n")

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from redactopt._validate import check_eps
-from redactopt.io import STDIO, stdin_as_file, write_json_atomic
+from redactopt.io import STDIO, stdin_as_file, write_text_atomic
 from redactopt.model.chain import Chain
 from redactopt.release.apply import (Output, Progress, Span, _reader_columns, check_release_options,
                                      check_release_paths, ordered_scan, plan_output, redacted_rows, scan, splices,
@@ -49,7 +49,10 @@ from redactopt.release.fit import ChainFit, fit_counts
 from redactopt.release.fitplan import fit_outside, free_sequences, private_index
 from redactopt.release.kapply import (KAPPLY_METHODS, _kreach, _kreport, _ksummary, _KPlan, kplan_of,
                                       sequence_entries)
+from redactopt.release.guard import ReleaseGuard, count_real, decoy_records
 from redactopt.release.redactor import Redactor
+from redactopt.release.refusals import refuse_flag_protected
+from redactopt.release.report import report_text, shape_entries
 from redactopt.release.tables import DEFAULT_CHUNK_ROWS, MemoryReader, TableReader, TableWriter
 from redactopt.release.zones import choose_zone
 
@@ -59,16 +62,16 @@ __all__ = ["apply_states_table", "apply_states_frame", "fit_states_on", "plan_st
 
 def _scan_states(reader: Any, codec: StatesCodec, *, by: str | None, private_column: str | None,
                  order_by: str | None, progress: Progress | None,
-                 private_rows: list | None = None) -> tuple[ScanState, Any]:
+                 private_rows: list | None = None, watch: Any = None) -> tuple[ScanState, Any]:
     """The scan of the protected column(s) in sequence order (and the order, with ``order_by``); the codec's
-    states are fixed after it."""
+    states are fixed after it.  ``watch``: the time columns seen by the scan (without ``order_by``)."""
     ordered = None
     if order_by is not None:
         state, ordered = ordered_scan(reader, column=codec.column, by=by, private_column=private_column,
                                       order_by=order_by, codec=codec, private_rows=private_rows)
     else:
         state, _ = scan(reader, column=codec.column, by=by, private_column=private_column, progress=progress,
-                        codec=codec, private_rows=private_rows)
+                        codec=codec, private_rows=private_rows, watch=watch)
     codec.freeze()
     return state, ordered
 
@@ -141,20 +144,25 @@ class Planned:
     output: Output
     dropped: list[str]
     redactor: Redactor
+    guard: ReleaseGuard
 
     def report(self, redacted: np.ndarray, *, seed: int | None, by: str | None, order_by: str | None,
                ) -> dict[str, Any]:
         return states_report(self.kplan, self.state, redacted, self.private_rows, seed=seed, codec=self.codec, by=by,
                              output=self.output, dropped=self.dropped, fit_source=self.fit_source,
-                             order_by=order_by, written=self.output.columns or _reader_columns(self.reader))
+                             order_by=order_by, written=self.output.columns or _reader_columns(self.reader),
+                             guard=self.guard)
 
 
 def plan_states_release(reader: Any, *, column: str | None, protect: Any, bins: Any, eps: float,
                         private: list[int] | None, private_column: str | None, by: str | None, chain: Chain | None,
                         method: str, seed: int | None, time_limit: float, workers: int | None, keep: Any,
-                        order_by: str | None, fit_on: Any, fit_kw: dict, progress: Progress | None) -> Planned:
+                        order_by: str | None, fit_on: Any, fit_kw: dict, progress: Progress | None,
+                        guard: ReleaseGuard | None = None) -> Planned:
     """Check, scan, fit and plan a categorical release of ``reader`` (a file's or a table's in memory);
-    ``fit_on``: a reader of a separate public table, or ``None``."""
+    ``fit_on``: a reader of a separate public table, or ``None``; ``guard``: the release's issue-36 checks
+    and cover (:class:`~redactopt.release.guard.ReleaseGuard`)."""
+    guard = ReleaseGuard() if guard is None else guard
     if method not in KAPPLY_METHODS:
         raise ValueError(f"method must be one of {', '.join(KAPPLY_METHODS)}, got {method!r}")
     eps = check_eps(eps)
@@ -162,18 +170,24 @@ def plan_states_release(reader: Any, *, column: str | None, protect: Any, bins: 
         raise TypeError(f"chain must be a Chain, got {type(chain).__name__}")
     check_release_options(private=private, private_column=private_column, by=by)
     cols, bins_ = protected_columns(reader, column, protect, bins)
+    refuse_flag_protected(cols, private_column)
     reader.require(by, private_column, order_by)
     plan_output(reader, column=cols, by=by, order_by=order_by, private_column=private_column, keep=keep,
                 rows=0)  # bad --keep before anything is read
+    guard.watch_columns(reader, exclude=[*cols, by, private_column], order_by=order_by)
     fitted = None if fit_on is None or chain is not None else fit_states_on(
         fit_on, columns=cols, bins=bins_, by=by, order_by=order_by, **fit_kw)
     codec = StatesCodec(cols, None if chain is None else [str(s) for s in chain.labels], bins=bins_)
     flagged: list = []
     state, ordered = _scan_states(reader, codec, by=by, private_column=private_column, order_by=order_by,
-                                  progress=progress, private_rows=flagged)
+                                  progress=progress, private_rows=flagged, watch=guard.watch)
+    guard.watched = True
     if state.rows == 0:
         raise ValueError(f"{reader.label}: the input has no data rows")
     check_private_positions(state, private)
+    real_private = private
+    guard.judge_time()
+    state, private = guard.draw_cover(state, private)
     source = reader if ordered is None else ordered.reader
 
     def tally(index: Any) -> Any:  # one more pass, in sequence order
@@ -185,14 +199,18 @@ def plan_states_release(reader: Any, *, column: str | None, protect: Any, bins: 
                                                                workers=workers))
     if fitted is not None:
         fit_source["table"] = fit_on.label
+    guard.judge_model(kplan.release, fit=kplan.fit, counts=None, binary=False)
+    design = dict(eps=eps, method=method, time_limit=time_limit, workers=workers)
+    guard.price_cover(float(kplan.release.mass.sum()), lambda st, pv: float(
+        kplan_of(kplan.chain, None, st, private=pv, **design).release.mass.sum()))
     designed = np.zeros(len(state.ids), dtype=bool)
     designed[kplan.release.designed()] = True
     codec.use_chain(kplan.chain, designed)
     output, dropped = plan_output(reader, column=cols, by=by, order_by=order_by, private_column=private_column,
                                   keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank,
                                   labels=[str(s) for s in kplan.chain.labels])
-    return Planned(reader, codec, state, ordered, kplan, fit_source, _private_rows(private, flagged, ordered), output,
-                   dropped, Redactor(kplan.release, bit_source(seed)))
+    return Planned(reader, codec, state, ordered, kplan, fit_source, _private_rows(real_private, flagged, ordered),
+                   output, dropped, Redactor(kplan.release, bit_source(seed)), guard)
 
 
 def apply_states_table(
@@ -221,9 +239,13 @@ def apply_states_table(
     progress: Progress | None = None,
     protect: list[str] | str | None = None,
     bins: Any = None,
+    cover: int | None = None,
+    public_report: str | os.PathLike[str] | None = None,
+    accept_model: bool = False,
 ) -> dict[str, Any]:
     """Release the categorical ``column`` of a CSV or Parquet file, or the columns ``protect`` together,
-    streamed (module docstring); returns the report.
+    streamed (module docstring); returns the report.  ``cover``, ``public_report``, ``accept_model``: as
+    for :func:`redactopt.release.apply.apply_table` (issue 36).
 
     ``protect``: several columns protected together instead of ``column`` (a row's state is the
     tuple of their values, text joined by ``"|"``; a redaction empties all of them); ``bins``: numeric
@@ -239,22 +261,26 @@ def apply_states_table(
     src, dst, rep_path = check_release_paths(source, dest, report, private=private, private_column=private_column,
                                              by=by, force=force)
     fit_kw = dict(confidence=confidence, simultaneous=simultaneous, smoothing=smoothing)
+    guard = ReleaseGuard(cover=cover, accept_model=accept_model, seed=seed, public_report=public_report, force=force)
+    guard.check_paths(source, dest, report)
     with stdin_as_file(source) as path:
         reader = TableReader(path, chunk_rows=chunk_rows, label="<stdin>" if str(source) == STDIO else None)
         public = None if fit_on is None else TableReader(fit_on, chunk_rows=chunk_rows)
         p = plan_states_release(reader, column=column, protect=protect, bins=bins, eps=eps, private=private,
                                 private_column=private_column, by=by, chain=chain, method=method, seed=seed,
                                 time_limit=time_limit, workers=workers, keep=keep, order_by=order_by, fit_on=public,
-                                fit_kw=fit_kw, progress=progress)
+                                fit_kw=fit_kw, progress=progress, guard=guard)
         binary = (private_column,) if private_column and reader.format == "csv" else ()
         with TableWriter(dest, force=force) as writer:
             redacted = (write_csv if splices(reader, writer, p.output, p.codec) else write_redacted)(
                 reader, writer, p.redactor, p.state.index(), Span.whole(p.state), column=p.codec.column, by=by,
                 binary=binary, progress=progress, output=p.output, codec=p.codec)
             rep = p.report(redacted, seed=seed, by=by, order_by=order_by)
-            rep = {"input": str(source), "output": str(dest), "input_format": reader.format, **rep}
+            rep = {"notice": rep["notice"], "input": str(source), "output": str(dest), "input_format": reader.format,
+                   **rep}
             if rep_path is not None:  # before the output appears: a report that cannot be written leaves nothing
-                write_json_atomic(report, rep, force=force)  # type: ignore[arg-type]
+                write_text_atomic(report, report_text(rep), force=force)  # type: ignore[arg-type]
+            guard.write_public(rep)
             writer.commit()
     return rep
 
@@ -266,6 +292,7 @@ def apply_states_frame(table: pd.DataFrame, *, column: str | None = None, eps: f
                        workers: int | None = None, protect: list[str] | str | None = None, bins: Any = None,
                        keep: list[str] | str | None = None, order_by: str | None = None,
                        fit_on: pd.DataFrame | None = None, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+                       cover: int | None = None, accept_model: bool = False,
                        ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """:func:`apply_states_table` on a pandas DataFrame in memory (the same passes, chunk by chunk, through a
     :class:`~redactopt.release.tables.MemoryReader`); returns the released table and the report.
@@ -299,7 +326,7 @@ def apply_states_frame(table: pd.DataFrame, *, column: str | None = None, eps: f
                             private_column=private_column, by=by, chain=chain, method=method, seed=seed,
                             time_limit=time_limit, workers=workers, keep=keep, order_by=order_by, fit_on=public,
                             fit_kw=dict(confidence=confidence, simultaneous=simultaneous, smoothing=smoothing),
-                            progress=None)
+                            progress=None, guard=ReleaseGuard(cover=cover, accept_model=accept_model, seed=seed))
     k = len(p.state.ids)
     counter = np.zeros(k, dtype=np.int64)
     redacted = np.zeros(k, dtype=np.int64)
@@ -369,9 +396,12 @@ def plan_states(state: ScanState, codec: StatesCodec, *, tally: Any, chain: Chai
 
 def states_report(kplan: _KPlan, state: ScanState, redacted: np.ndarray, private_rows: list[int], *,
                   seed: int | None, codec: StatesCodec, by: str | None, output: Any, dropped: list[str],
-                  fit_source: dict[str, Any], order_by: str | None, written: list[str]) -> dict[str, Any]:
+                  fit_source: dict[str, Any], order_by: str | None, written: list[str],
+                  guard: ReleaseGuard | None = None) -> dict[str, Any]:
     """The categorical release report of a streamed release (``redacted``: per sequence; ``private_rows``:
-    1-based rows of the table), with its columns, where the chain came from and the plain summary."""
+    1-based rows of the table), with its columns, where the chain came from, its distinct designs
+    (``shapes``, each on its own sub-problem), what it reveals and the plain summary."""
+    guard = ReleaseGuard() if guard is None else guard
     plan = kplan.release
     privs = [tuple(sorted(plan.private_of(c))) for c in range(len(state.ids))]
     rows_of, worst, expected = sequence_entries(kplan, list(state.ids), [int(m) for m in state.n], privs, redacted)
@@ -383,5 +413,13 @@ def states_report(kplan: _KPlan, state: ScanState, redacted: np.ndarray, private
     rep["chain"]["fit_rows"] = fit_source
     if order_by is not None:
         rep["order"] = {"by": order_by}
-    rep["summary"] = _ksummary(rep, kplan, list(codec.columns), fit_source)
+    # every distinct design on its own sub-problem (for the public report; without its timings, so that the
+    # same rows give the same report)
+    rep["shapes"] = [{k: v for k, v in e.items() if k != "design_info"} for e in shape_entries(plan)]
+    _, holding = count_real(guard) if guard.real is not None else (0, sum(1 for s in rows_of if s["private"]))
+    if guard.cover is not None:
+        rep["leakage"]["decoy_records"] = decoy_records(guard)
+    rep = guard.finish(rep, sequences=len(state.ids), with_private=holding)
+    rep["summary"] = _ksummary(rep, kplan, list(codec.columns), fit_source, sequences=holding,
+                               positions=rep["reveals"]["short"])
     return rep

@@ -23,6 +23,7 @@ import pandas as pd
 
 from redactopt._validate import check_eps, check_positions
 from redactopt.io import check_input_path, new_file_mode, write_json_atomic
+from redactopt.release.refusals import refuse_flag_protected
 from redactopt.model.chain import Chain as KChain
 from redactopt.release.apply import check_release_paths
 from redactopt.release.codec import StatesCodec
@@ -168,6 +169,7 @@ def prepare_table(table: pd.DataFrame, *, column: str | None, protect: Any, bins
         table = convert(table, cols)
     written_cols, kept = output_columns(list(map(str, table.columns)), protected=cols, by=by, order_by=order_by,
                                         private_column=private_column, keep=keep)
+    refuse_flag_protected(cols, private_column)
     flags = _private_flags(table, private, private_column, by)
     for c in cols:
         _complete_column(table, c)

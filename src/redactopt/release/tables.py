@@ -26,6 +26,7 @@ import contextlib
 import csv
 import gzip
 import io
+import json
 import lzma
 import os
 import queue
@@ -57,6 +58,7 @@ __all__ = [
     "TableWriter",
     "TextValues",
     "open_binary",
+    "written_metadata",
 ]
 
 DEFAULT_CHUNK_ROWS = 1_000_000
@@ -442,6 +444,31 @@ class MemoryReader:
 # --------------------------------------------------------------------------
 # writing
 # --------------------------------------------------------------------------
+def written_metadata(metadata: dict[bytes, bytes] | None, names: list[str]) -> dict[bytes, bytes] | None:
+    """The schema metadata a written table keeps: pandas' entries of the columns written, nothing else.
+
+    An input's metadata describe the input — pandas' lists every column, those a release leaves out
+    included, and any other key may name them too — so a release keeps only pandas' entries for the
+    columns it writes (their dtypes read back as written) and drops every other key and the index
+    description (``None``: nothing to keep).
+    """
+    if not metadata or b"pandas" not in metadata:
+        return None
+    try:
+        meta = json.loads(metadata[b"pandas"])
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(meta, dict):
+        return None
+    wanted = set(map(str, names))
+    cols = [c for c in meta.get("columns") or [] if isinstance(c, dict)
+            and str(c.get("field_name", c.get("name"))) in wanted]
+    kept = {"index_columns": [i for i in meta.get("index_columns") or [] if isinstance(i, str) and i in wanted],
+            "column_indexes": [], "columns": cols}
+    kept.update({k: meta[k] for k in ("creator", "pandas_version") if k in meta})
+    return {b"pandas": json.dumps(kept).encode("utf-8")}
+
+
 class TableWriter:
     """Writes a table to a temporary file beside ``path``; :meth:`commit` renames it into place.
 
@@ -500,8 +527,10 @@ class TableWriter:
     def write_batch(self, batch: Any, *, schema: Any = None, delimiter: str = ",") -> None:
         """One record batch: Parquet with ``schema`` (fixed by the first batch), or CSV rows without a header."""
         if self.format == "parquet":
-            if self._pq is None:
-                self._pq = pq.ParquetWriter(self.tmp, schema or batch.schema)
+            if self._pq is None:  # the input's metadata only for the columns written
+                schema = schema or batch.schema
+                schema = schema.remove_metadata().with_metadata(written_metadata(schema.metadata, schema.names) or {})
+                self._pq = pq.ParquetWriter(self.tmp, schema)
             self._pq.write_batch(batch)
         else:
             # quote nothing, as most CSV files are written; a batch with a value that needs quotes
