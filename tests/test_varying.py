@@ -316,7 +316,7 @@ def test_model_check_leakage_is_the_varying_leakage_of_the_mechanism(tmp_path):
     path = tmp_path / "in.csv"
     pd.DataFrame({"ts": ts, "x": x}).to_csv(path, index=False)
     rep = apply_table(path, tmp_path / "out.csv", column="x", eps=1.0, private=list(range(1500, 1520)),
-                      order_by="ts", seed=1, report=tmp_path / "r.json")
+                      order_by="ts", seed=1, report=tmp_path / "r.json", accept_model=True)  # (refused without)
     mc = rep["model_check"]["alternatives"][0]
     assert mc["model"] == "ts:hour"
     r = json.loads((tmp_path / "r.json").read_text())

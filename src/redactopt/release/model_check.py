@@ -58,7 +58,7 @@ def level_pass(reader: Any, index: SequenceIndex, n: np.ndarray, *, column: str,
     coder = LevelCoder(spec)
     L = max(1, len(coder.names))
     counts = np.zeros((L, k, k), dtype=np.int64)
-    counter = np.zeros(len(index.ids) if by is not None else 1, dtype=np.int64)
+    counter = np.zeros(len(n) if by is not None else 1, dtype=np.int64)
     last = np.full((counter.shape[0], 3), -1, dtype=np.int64)  # state, level, kept of each sequence's last row
     row_levels = {c: np.zeros(int(n[c]), dtype=np.int32) for c in designed}
     rows = 0

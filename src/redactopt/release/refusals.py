@@ -80,14 +80,14 @@ def _times(values: Any, kind: str) -> np.ndarray | None:
             blank = pc.equal(pc.utf8_trim_whitespace(arr), "")
             return pc.cast(pc.if_else(blank, pa.scalar(None, arr.type), arr), pa.float64()).to_numpy(
                 zero_copy_only=False)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        except pa.ArrowException:  # not parseable by Arrow (invalid or unsupported): the slow path below
             pass
     if kind == "datetime" and (pa.types.is_string(t) or pa.types.is_large_string(t)):
         try:  # ISO 8601 text: Arrow parses it without Python
             blank = pc.equal(pc.utf8_trim_whitespace(arr), "")
             ts = pc.cast(pc.if_else(blank, pa.scalar(None, arr.type), arr), pa.timestamp("ns"))
             return pc.cast(ts, pa.int64()).to_numpy(zero_copy_only=False).astype(float)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        except pa.ArrowException:  # not parseable by Arrow (invalid or unsupported): the slow path below
             pass
     k, num = read_kind(pd.Series(arr.to_pandas()))
     if k != kind:
