@@ -547,3 +547,49 @@ def test_attack_under_a_varying_chain_stays_below_the_exact_leakage_and_finds_a_
     b = attack(chain, q, p=15, samples=20_000, rng=np.random.default_rng(1), restrict=False)
     assert a.lower_bound <= exact and a.lower_bound > 0.5 * exact
     assert a.lower_bound == pytest.approx(b.lower_bound, abs=1e-12)
+
+
+@pytest.mark.parametrize("method", ["optimal", "frontier", "dim", "3r"])
+def test_a_constant_chain_given_as_varying_designs_bit_for_bit(method):
+    """Issue 33's target: a homogeneous chain given as a varying one (explicit steps, or a periodic chain whose
+    levels all hold its matrix, from its stationary law) designs exactly as the constant path: the same
+    redaction probabilities, the same exact leakage, the same utility and bound, to the last bit."""
+    from redactopt import design
+
+    for c, n, p, eps in ((MarkovChain(0.1, 0.3), 10, 0, 1.0), (MarkovChain(0.02, 0.05), 40, 17, 0.5)):
+        ref = design(c, n, eps=eps, p=p, method=method)
+        periodic = VaryingChain({"x": c.transition.tolist(), "y": c.transition.tolist()},
+                                (["x", "y"] * n)[:n], initial=c.stationary.tolist(), labels=(0, 1))
+        for v in (VaryingChain.from_chain(c, n), periodic):
+            got = design(v, n, eps=eps, p=p, method=method)
+            assert np.array_equal(got.redact_prob, ref.redact_prob)
+            assert got.leakage == ref.leakage and got.utility == ref.utility
+            assert got.certificate == ref.certificate
+
+
+def test_design_chain_file_of_a_constant_chain_equals_the_alpha_beta_design(tmp_path):
+    """`design --chain FILE` with a chain whose every level holds one matrix, starting from its stationary law,
+    designs on the constant path: the same mechanism, leakage, utility and certificate as `design --alpha
+    --beta` (alpha = 1/8, beta = 3/8: every number of the file, the stationary law 3/4 included, is exact)."""
+    import subprocess
+    import sys
+
+    mat = [[0.875, 0.125], [0.375, 0.625]]
+    v = VaryingChain({"00": mat, "01": mat}, ["00", "01"] * 5, initial=[0.75, 0.25], labels=(0, 1))
+    path = tmp_path / "chain.json"
+    path.write_text(json.dumps({"chain": v.to_dict()}))
+    base = [sys.executable, "-m", "redactopt", "design", "--eps", "1", "--format", "json"]
+    a = subprocess.run(base + ["--chain", str(path)], capture_output=True, text=True, check=True)
+    b = subprocess.run(base + ["--n", "10", "--alpha", "0.125", "--beta", "0.375"], capture_output=True, text=True,
+                       check=True)
+    ja, jb = json.loads(a.stdout), json.loads(b.stdout)
+
+    def table(m):
+        q = np.zeros((m["n"], 2))
+        for blk in m["blocks"]:
+            q[blk["start"] - 1 : blk["start"] - 1 + len(blk["redact_prob"])] = blk["redact_prob"]
+        return q
+
+    assert np.array_equal(table(ja), table(jb))
+    for key in ("leakage", "utility", "certificate", "method"):
+        assert ja[key] == jb[key], key

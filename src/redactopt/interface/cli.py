@@ -67,8 +67,9 @@ from redactopt.io import (STDIO, atomic_open, check_input_path, check_output_pat
 from redactopt.judge.attack import attack
 from redactopt.judge.audit import WitnessRuns, audit, exact_audit
 from redactopt.judge.certify import DesignResult, SparseDesign
-from redactopt.model.chain import MarkovChain, is_markov
+from redactopt.model.chain import Chain, MarkovChain, is_markov
 from redactopt.model.classes import ChainClass, parse_range
+from redactopt.model.varying import VaryingChain, judged_chain
 from redactopt.paper.mechanisms import markov_quilt, three_region
 
 __all__ = ["main", "build_parser"]
@@ -513,7 +514,9 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--chain", default=None, metavar="FILE",
                     help="a chain whose transition matrix changes from step to step (docs/commands.md, 'Varying "
                          "chains'): a JSON file holding it, or a mechanism file or report whose 'chain' is one (e.g. "
-                         "'fit --varies-with ... --format json'); --n is its number of rows")
+                         "'fit --varies-with ... --format json'); --n is its number of rows. A file whose every step holds one "
+                         "matrix, starting from that matrix's stationary law, is that homogeneous chain and is designed "
+                         "exactly as --alpha/--beta or --transition would design it")
     ap.add_argument("--method", choices=list(METHODS) + ["auto"], default="optimal",
                     help="optimal (default: best verified of the side-frontier optimum, calibrated 3R, DIM and, on "
                          "small problems, SCIP; several private records: the per-record optima combined and every "
@@ -549,8 +552,11 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_design(args: argparse.Namespace) -> int:
+    given = None
     if args.chain is not None:
-        return _cmd_design_varying(args)
+        given, args.n = _read_design_chain(args)
+        if isinstance(given, VaryingChain):
+            return _cmd_design_varying(args, given)
     for opt in ("n", "eps"):
         if getattr(args, opt) is None:
             raise UsageError(f"design needs --{opt}")
@@ -561,7 +567,8 @@ def _cmd_design(args: argparse.Namespace) -> int:
     check_plot(args)
     rename_value(args, "format", {"table": "text"})
     fmt = args.format or "text"
-    matrix = args.transition is not None  # the chain given as a matrix: any number of states
+    # the chain given as a matrix (any number of states), or a --chain file's constant chain that is not a MarkovChain
+    matrix = args.transition is not None or (given is not None and not is_markov(given))
     if matrix:
         refuse_given(args, ["alpha", "beta"], "cannot be combined with --transition (the matrix is the chain)")
         refuse_given(args, ["split"], "has no effect with --transition (it splits 3R's budget, a binary mechanism)")
@@ -574,7 +581,7 @@ def _cmd_design(args: argparse.Namespace) -> int:
         refuse_given(args, ["certify_time"], "applies to --method optimal only")
     if fmt != "text":
         refuse_given(args, ["no_compare"], "applies to --format text only")
-    chain = read_transition(args.transition, args.labels) if matrix else _chain(args)
+    chain = given if given is not None else read_transition(args.transition, args.labels) if matrix else _chain(args)
     n = check_n(args.n, "--n")
     private = parse_positions(DEFAULT_PRIVATE if args.private is None else args.private, n)
     if len(private) > 1:
@@ -610,15 +617,13 @@ def _cmd_design(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_design_varying(args: argparse.Namespace) -> int:
-    """``design --chain FILE``: a design on a chain that varies with the step (:mod:`redactopt.engine.varying`)."""
+def _read_design_chain(args: argparse.Namespace) -> tuple[Chain | VaryingChain, int]:
+    """The chain of ``design --chain FILE``: a :class:`VaryingChain` whose steps vary, or -- when every step
+    holds one matrix and the first row starts from its stationary law (exactly) -- that homogeneous chain,
+    designed on the constant path bit for bit (:func:`redactopt.model.varying.judged_chain`); and its rows."""
     from redactopt.io import chain_from_dict, load_json
-    from redactopt.model.varying import VaryingChain
 
-    refuse_given(args, ["alpha", "beta", "transition", "labels", "split", "certify_time", "plot"],
-                 "does not apply with --chain (the file is the chain)")
-    if args.cls not in (None, "local"):
-        raise UsageError("--class scan|owner|holder: not yet for a chain that varies with the step (local only)")
+    refuse_given(args, ["alpha", "beta", "transition", "labels"], "does not apply with --chain (the file is the chain)")
     if args.eps is None:
         raise UsageError("design needs --eps")
     d, where = load_json(args.chain)
@@ -633,6 +638,14 @@ def _cmd_design_varying(args: argparse.Namespace) -> int:
                          "--transition")
     if args.n is not None and args.n != chain.n:
         raise UsageError(f"--n {args.n} but the chain of {where} has {chain.n} rows")
+    return judged_chain(chain, chain.n), chain.n
+
+
+def _cmd_design_varying(args: argparse.Namespace, chain: VaryingChain) -> int:
+    """``design --chain FILE`` whose steps vary: a design on them (:mod:`redactopt.engine.varying`)."""
+    refuse_given(args, ["split", "certify_time", "plot"], "does not apply with --chain (the file is the chain)")
+    if args.cls not in (None, "local"):
+        raise UsageError("--class scan|owner|holder: not yet for a chain that varies with the step (local only)")
     private = parse_positions(DEFAULT_PRIVATE if args.private is None else args.private, chain.n)
     method = {"optimal": "auto"}.get(args.method, args.method)
     _check_out(args)
