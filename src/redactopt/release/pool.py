@@ -146,11 +146,13 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
                         break
                     i, a = todo.pop()
                 out[i] = fn(*a)
-        finally:
-            if sys.exc_info()[0] is not None:  # stop handing out; the pool is shut down on leaving
-                with lock:
-                    todo.clear()
-            feeder.join()
+        except BaseException:
+            # stop handing out, and do not wait for the designs still running: the pool's processes are
+            # terminated on leaving (the feeder, a daemon, ends with them)
+            with lock:
+                todo.clear()
+            raise
+        feeder.join()
         if failed:  # pragma: no cover
             raise failed[0]
         return [out[i].result() if isinstance(out[i], concurrent.futures.Future) else out[i]
@@ -164,7 +166,7 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
         for p in pool:
             p.shutdown(wait=False, cancel_futures=True)  # (forgets its manager thread: joined below)
         for child in multiprocessing.active_children():
-            child.terminate()
+            child.terminate()  # SIGTERM: the workers ignore only Ctrl-C
         # the manager thread must be gone before the interpreter exits: Python 3.11's exit hook wakes
         # it without a lock while it closes its pipe, which prints "Exception ignored ... send_bytes"
         for thread in managers:
