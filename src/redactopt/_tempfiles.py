@@ -19,7 +19,7 @@ import os
 import secrets
 import tempfile
 
-__all__ = ["listen", "temp_file", "temp_dir", "settled", "send_stop"]
+__all__ = ["listen", "temp_file", "temp_dir", "adopt", "settled", "send_stop"]
 
 #: The supervisor's pipe (its write end in this process), or ``None``: nothing is announced.
 _channel: int | None = None
@@ -77,6 +77,12 @@ def temp_dir(*, dir: str | os.PathLike[str] | None = None, prefix: str = "tmp", 
             _send(b"-", path)
             raise
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def adopt(path: str | os.PathLike[str]) -> None:
+    """A temporary path another library made (multiprocessing's ``pymp-*`` folder, removed by its own exit
+    handler): removed by the supervisor too if the command is stopped before that handler runs."""
+    _send(b"+", os.fspath(path))
 
 
 def settled(path: str | os.PathLike[str]) -> None:

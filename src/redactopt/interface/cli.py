@@ -933,9 +933,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra:  # name the command, as its own errors do
         _command_parser(ap, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
     if argv is None:  # the command line's own process: signals stop the command at once (issue 37)
-        status = supervise.start(args.command)
-        if status is not None:  # the supervisor, after the command and everything it started
-            return status
+        supervise.start(args.command)  # returns in the command's process (the supervisor exits by itself)
     args._notes = []
     try:
         merge_renamed(args)

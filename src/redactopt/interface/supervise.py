@@ -79,15 +79,15 @@ def _caught() -> list[int]:
     return [s for s in WORDS if signal.getsignal(s) != signal.SIG_IGN]
 
 
-def start(command: str) -> int | None:
-    """Run ``command`` under a supervisor: ``None`` in the process that runs it (the caller goes on with
-    the command), the command's exit status in the supervisor, once the command and everything it
-    started have ended.  Where :func:`available` is false, the handlers are installed here and
-    ``None`` is returned."""
+def start(command: str) -> None:
+    """Run ``command`` under a supervisor: returns in the process that runs it (the caller goes on with
+    the command); the supervisor itself exits with the command's status once the command and
+    everything it started have ended (at once: it has nothing to finish).  Where :func:`available`
+    is false, the handlers are installed here and the command runs in this process."""
     caught = _caught()
     if not available():
         _handle(caught)
-        return None
+        return
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(caught) | {signal.SIGCHLD})
@@ -107,9 +107,15 @@ def start(command: str) -> int | None:
         _tempfiles.listen(ann_w)
         _handle(caught)
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-        return None
+        return
     os.close(ann_w)
-    return _Supervisor(pid, command, ann_r, caught).run(old_mask)
+    status = _Supervisor(pid, command, ann_r, caught).run(old_mask)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # pragma: no cover
+            pass
+    os._exit(status)
 
 
 def stopped(command: str, signum: int, *, exit_now: bool) -> int:

@@ -80,6 +80,7 @@ def warm_pool(workers: int | None) -> None:
 
     with _without_main():
         _pool_context()
+        _adopt_temp_dir()
         forkserver.ensure_running()
 
 
@@ -134,6 +135,7 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
 
         with _without_main():
             if not pool:
+                _adopt_temp_dir()
                 pool.append(concurrent.futures.ProcessPoolExecutor(count - 1, mp_context=_pool_context(),
                                                                    initializer=_worker_ignores_interrupt))
             hand_out()  # the workers start here, main hidden
@@ -176,6 +178,16 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
     finally:
         for p in pool:
             p.shutdown(cancel_futures=True)
+
+
+def _adopt_temp_dir() -> None:
+    """multiprocessing's temporary folder (the fork server's socket), made now and announced
+    (:func:`redactopt._tempfiles.adopt`): a command stopped by a signal leaves it behind otherwise."""
+    from multiprocessing import util
+
+    from redactopt import _tempfiles
+
+    _tempfiles.adopt(util.get_temp_dir())
 
 
 def _worker_ignores_interrupt() -> None:
