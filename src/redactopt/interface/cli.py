@@ -116,7 +116,8 @@ def _add_problem_options(ap: argparse.ArgumentParser, *, required: bool, several
 def _add_output_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--out", default=None, metavar="FILE",
                     help="write to FILE instead of standard output ('-': standard output); its directory must exist")
-    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    ap.add_argument("--force", action="store_true",
+                    help="overwrite --out and --plot if they exist (every output is checked before any work)")
 
 
 def _chain(args: argparse.Namespace, default: MarkovChain | None = None) -> MarkovChain | ChainClass:
@@ -907,7 +908,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Design, prove and apply local redaction mechanisms for Markov-correlated binary records. "
             "Positions are 1-based; budgets are in nats. Exit status: 0 success, 1 a privacy check failed, "
-            "2 bad usage or input. '-' is standard input or output wherever a file is read or written."
+            "2 bad usage or input (every output path is checked before any work), 3 an internal error, "
+            "130/143/129 stopped by SIGINT/SIGTERM/SIGHUP (within about a second, with every process it "
+            "started, nothing partial left). '-' is standard input or output wherever a file is read or written."
         ),
     )
     ap.add_argument("--version", action="version", version=f"redactopt {__version__}")

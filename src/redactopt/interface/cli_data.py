@@ -268,7 +268,9 @@ def _add_output_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--report", default=None, metavar="FILE",
                     help="write the JSON report (mechanism, chain, leakage, utility) here ('-': standard output); "
                          "'redactopt audit FILE' reads it")
-    ap.add_argument("--force", action="store_true", help="overwrite --out / --report if they exist")
+    ap.add_argument("--force", action="store_true",
+                    help="overwrite every output that exists (--out, --report, --public-report, --html, the report's "
+                         "sequences file); every output is checked before anything is read")
     ap.add_argument("--public-report", default=None, metavar="FILE",
                     help="also write the report without private positions (what a recipient of the release may "
                          "see: eps, chain, utility, every design on its own sub-problem); 'redactopt audit FILE' "

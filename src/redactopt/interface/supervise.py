@@ -206,6 +206,8 @@ class _Supervisor:
         self.semaphores: dict[str, int] = {}     # /dev/shm names mapped by the command's processes -> inode
 
     def run(self, old_mask: object) -> int:
+        assert self.ann is not None
+        os.set_blocking(self.ann, False)  # a process forked below the command may hold the other end
         sig_r, sig_w = os.pipe()
         os.set_blocking(sig_r, False)
         os.set_blocking(sig_w, False)
@@ -239,23 +241,28 @@ class _Supervisor:
                         deadline = time.monotonic() + GRACE
             if self.ann is not None and self.ann in ready:
                 self._read()
-        while self.ann is not None:  # the rest of what the command said (it has exited: no writer is left)
-            self._read()
+        self._drain_announcements()  # what the command said before it ended
         self._end_below()
+        self._drain_announcements()
         self._clean()
         return self._exit_status()
 
     # -- the command's announcements --------------------------------------------------------------
-    def _read(self) -> None:
+    def _drain_announcements(self) -> None:
+        while self.ann is not None and self._read():
+            pass
+
+    def _read(self) -> bool:
+        """Read what the command announced; ``False`` when nothing more is there now."""
         assert self.ann is not None
         try:
             data = os.read(self.ann, 1 << 16)
-        except BlockingIOError:  # pragma: no cover
-            return
+        except BlockingIOError:
+            return False
         if not data:
             os.close(self.ann)
             self.ann = None
-            return
+            return False
         *messages, self.pending = (self.pending + data).split(b"\0")
         for m in messages:
             tag, body = m[:1], m[1:]
@@ -265,6 +272,7 @@ class _Supervisor:
                 self.temporary.pop(body, None)
             elif tag == b"!":
                 self.reported = int(body)
+        return True
 
     # -- processes -------------------------------------------------------------------------------
     def _reap(self) -> None:
