@@ -105,14 +105,15 @@ def _fresh() -> None:  # pragma: no cover - runs in the child before exec
 class Command:
     """A redactopt command run as a process of its own, watched from /proc until it is stopped."""
 
-    def __init__(self, argv: list[str], cwd: Path) -> None:
+    def __init__(self, argv: list[str], cwd: Path, *, python: list[str] | None = None) -> None:
+        """``python -m redactopt ARGV`` in ``cwd`` (or ``python PYTHON``: the interpreter's own arguments)."""
         self.cwd = cwd
         self.tmp = cwd.parent / f"{cwd.name}-tmp"
         self.tmp.mkdir()
         env = dict(os.environ, TMPDIR=str(self.tmp))
         env.pop("REDACTOPT_NO_SUPERVISOR", None)
         self.inputs = sorted(os.listdir(cwd))
-        self.proc = subprocess.Popen([sys.executable, "-m", "redactopt", *argv], cwd=cwd, env=env,
+        self.proc = subprocess.Popen([sys.executable, *(python or ["-m", "redactopt", *argv])], cwd=cwd, env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_fresh)
         self.seen: dict[int, str] = {}
         self.shm: set[str] = set()
@@ -200,6 +201,33 @@ def test_a_signal_before_any_work_still_leaves_nothing(tmp_path):
     cmd.wait_until(lambda c, below: len(below) >= 1)  # the command's process exists (under its supervisor)
     seconds = cmd.stop(signal.SIGTERM)
     cmd.check_stopped(signal.SIGTERM, seconds, "design")
+
+
+#: A command that cannot react (as one inside a long compiled call): it ignores the signals, and the main
+#: process and a pool worker are each in a design (here a sleep) -- the supervisor has to kill everything,
+#: the pool's semaphores and multiprocessing's folder included.
+DEAF = """
+import signal, sys, time
+from redactopt.interface import supervise
+from redactopt.release.pool import pool_map
+supervise.start("deaf")
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+with pool_map(2) as run:
+    print(run(time.sleep, [(120,), (120,)]))
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_command_that_cannot_react_is_killed_with_its_pool(tmp_path, sig):
+    cmd = Command([], tmp_path, python=["-c", DEAF])
+    cmd.wait_until(workers_up(1, 0.0), timeout=120)
+    time.sleep(0.3)  # the worker has taken its sleep
+    cmd.shm |= _semaphores(list(_below(cmd.proc.pid)))
+    assert cmd.shm, "the pool's semaphores are seen"
+    seconds = cmd.stop(sig)
+    assert 0.9 <= seconds  # the grace period went by: the command did not stop by itself
+    cmd.check_stopped(sig, seconds, "deaf")
 
 
 def test_temporary_paths_are_announced_before_they_exist(tmp_path):

@@ -37,6 +37,7 @@ import shutil
 import signal
 import sys
 import time
+import warnings
 from types import FrameType
 
 from redactopt import _tempfiles
@@ -94,7 +95,11 @@ def start(command: str) -> None:
     ann_r, ann_w = os.pipe()
     _become_subreaper()
     try:
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # Python >= 3.12 warns of fork() beside threads: numpy's BLAS threads reinitialise in the child
+            # (they register fork handlers), and the supervisor itself runs no Python thread
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
     except BaseException:
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         os.close(ann_r)
