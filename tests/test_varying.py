@@ -814,3 +814,32 @@ def test_audit_of_a_class_file_whose_chain_varies_is_the_enumeration(tmp_path):
         rep = json.loads(got.stdout)
         assert rep["leakage"] == pytest.approx(float(np.log(float(want))), abs=1e-12)
         assert (got.returncode == 0) == (float(np.log(float(want))) <= 1.0)
+
+
+def test_apply_varies_with_states_what_it_reveals_and_refuses_what_it_cannot_take(tmp_path):
+    """The varying release carries issue 36's companions: the CONFIDENTIAL first line, the positions warning in a
+    block before the summary, the void-guarantee refusal; options it does not take are refused, nothing written."""
+    import subprocess
+    import sys
+
+    from redactopt.datasets import path as dataset_path
+
+    data = str(dataset_path("occupancy"))
+    base = [sys.executable, "-m", "redactopt", "apply", data, "--column", "Occupancy", "--order-by", "date",
+            "--varies-with", "date:hour", "--eps", "1"]
+    out, rep = tmp_path / "o.csv", tmp_path / "r.json"
+    got = subprocess.run(base + ["--private", "1120-1179", "--out", str(out), "--report", str(rep)],
+                         capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.startswith("WARNINGS")
+    assert "positions of the private records are not protected" in got.stdout.split("\n\n")[0]
+    r = json.loads(rep.read_text())
+    assert r["notice"].startswith("CONFIDENTIAL") and list(r)[0] == "notice"
+    assert r["reveals"]["positions_protected"] is False
+    for extra in (["--cover", "2"], ["--public-report", str(tmp_path / "p.json")], ["--accept-model"],
+                  ["--private-column", "Occupancy"]):
+        o = tmp_path / "x.csv"
+        args = extra if extra[0] == "--private-column" else ["--private", "1120-1179"] + extra
+        bad = subprocess.run(base + args + ["--out", str(o)], capture_output=True, text=True)
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, (extra, bad.stderr)
+        assert not o.exists()
