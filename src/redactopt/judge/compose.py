@@ -15,6 +15,7 @@ outward).  Nothing here is a bound: the composed leakage is exact for each chain
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,9 +28,6 @@ from redactopt.model.classes import ChainClass
 from redactopt.model.varying import VaryingChain, judged_chain
 
 __all__ = ["product_rows", "rounding_allowance", "ComposedAudit", "compose_audit"]
-
-_U = 2.0**-53  # unit roundoff of a double
-
 
 def product_rows(tables: Sequence[object], k: int = 2) -> SparseRows:
     """The product mechanism of local redactions of the same ``n`` records: ``q[t][x] = Π_i q_i[t][x]``.
@@ -88,26 +86,30 @@ def rounding_allowance(tables: Sequence[object], product: SparseRows, lo: int, h
     """A bound on |L(exact product) − L(rounded product)| for a segment of rows ``lo..hi-1`` (nats).
 
     Every output's likelihood given ``X_p`` is a sum of non-negative terms with one factor ``q_t(x_t)`` or
-    ``1 − q_t(x_t)`` per row of the segment (rows beyond it cancel, the cut argument).  The product of
-    ``m`` doubles is exact where at most one factor lies strictly inside (0, 1) or one is 0; elsewhere it
-    carries a relative error ``γ = (m−1)u/(1−(m−1)u)``, and ``1 − q`` a relative error ``γ·q/(1 − q)``.
-    A row's factor errs by at most ``η_t`` (their larger, doubled for the rounding of ``q/(1 − q)``), each
-    likelihood by ``Π(1 + η_t)``, each log-ratio by twice the sum of ``log(1 + η_t)``.
+    ``1 − q_t(x_t)`` per row of the segment (rows beyond it cancel, the cut argument).  Where the stored
+    product differs from the exact product of the factors (compared in rationals), both factors of that
+    entry err relatively by at most ``η_t`` (the row's largest, computed exactly and rounded up), each
+    likelihood by a factor in ``[1/(1+η), 1+η]`` per row, so each log-ratio by at most
+    ``2 Σ_t log(1 + η_t)``; the maximum over outputs (the support is the same) moves by no more.
     """
-    m = len(tables)
-    if m < 2 or hi <= lo:
+    if len(tables) < 2 or hi <= lo:
         return 0.0
     k = product.shape[1]
     factors = np.stack([np.asarray(as_sparse(t, k=k).rows(lo, hi), dtype=float) for t in tables])
     q = product.rows(lo, hi)
-    inexact = ((factors > 0) & (factors < 1)).sum(axis=0) >= 2
-    inexact &= ~(factors == 0).any(axis=0)
-    if not inexact.any():
-        return 0.0
-    gamma = (m - 1) * _U / (1 - (m - 1) * _U)
-    ratio = np.where(inexact, q / np.where(inexact, 1.0 - q, 1.0), 0.0)
-    eta = np.where(inexact, 2.0 * gamma * np.maximum(1.0, ratio), 0.0).max(axis=1)
-    return float(2.0 * sum(math.log1p(e) for e in eta.tolist() if e > 0) * (1 + 1e-9))
+    total = 0.0
+    for t in np.flatnonzero(((q > 0) & (q < 1)).any(axis=1)).tolist():
+        eta = Fraction(0)
+        for x in range(k):
+            if not 0.0 < q[t, x] < 1.0:
+                continue
+            exact = math.prod((Fraction(float(f)) for f in factors[:, t, x]), start=Fraction(1))
+            err = abs(exact - Fraction(float(q[t, x])))
+            if err:
+                eta = max(eta, err / exact, err / (1 - exact))
+        if eta:
+            total += math.log1p(float(eta) * (1 + 1e-15)) * (1 + 1e-15)
+    return math.nextafter(2.0 * total * (1 + 1e-12), math.inf) if total else 0.0
 
 
 @dataclass(frozen=True)
