@@ -66,7 +66,7 @@ from redactopt.model.chain import Chain as KChain
 from redactopt.model.influence import side_matrix
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.kdim import check_kproblem, kdim_enumerate
-from redactopt.solvers.scip_global import quiet_stderr, claimed_bound
+from redactopt.solvers.scip_global import quiet_stderr, claimed_bound, raise_if_interrupted
 
 __all__ = ["propose_kglobal", "KGLOBAL_MAX_EPS"]
 
@@ -347,6 +347,7 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
     with quiet_stderr(verbose):
         m.optimize()
     status = m.getStatus()
+    raise_if_interrupted(status)
     dual = float(m.getDualbound())
     info = {"status": status, "dual_bound": dual, "nodes": int(m.getNNodes()),
             "solve_seconds": float(m.getSolvingTime()), "starts_accepted": accepted,

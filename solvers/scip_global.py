@@ -139,29 +139,47 @@ def claimed_bound(dual: float, start_u: float, eps: float, info: dict, smallest_
 
 @contextlib.contextmanager
 def quiet_stderr(verbose: bool = False):
-    """Silence C-level stderr while SCIP runs.
+    """Silence C-level stderr and stdout while SCIP runs.
 
     With a feasibility tolerance of 1e-9 SoPlex occasionally reports that it cannot
     go below 1e-10 when SCIP retries an LP with a tighter tolerance; the message is
-    harmless (the answer is re-verified exactly) and would only clutter the CLI.
+    harmless (the answer is re-verified exactly) and would only clutter the CLI.  On
+    Ctrl-C SCIP stops and prints "pressed CTRL-C 1 times" on stdout, which may carry a
+    command's output; the interrupt itself is raised after the solve
+    (:func:`raise_if_interrupted`).
     """
     if verbose:
         yield
         return
-    try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(fd)
+    fds = []
+    for stream in (sys.stderr, sys.stdout):
+        try:
+            stream.flush()
+            fds.append(stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            continue
+    saved = [os.dup(fd) for fd in fds]
     try:
         with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), fd)
+            for fd in fds:
+                os.dup2(devnull.fileno(), fd)
             yield
     finally:
-        os.dup2(saved, fd)
-        os.close(saved)
+        for fd, old in zip(fds, saved):
+            os.dup2(old, fd)
+            os.close(old)
+
+
+def raise_if_interrupted(status: str) -> None:
+    """SCIP takes Ctrl-C for itself and stops with status ``userinterrupt``: raise it on as Python's
+    interrupt (:class:`~redactopt.errors.Interrupted`), so that the caller stops too rather than
+    going on with the next candidate."""
+    if status == "userinterrupt":
+        import signal
+
+        from redactopt.errors import Interrupted
+
+        raise Interrupted(signal.SIGINT)
 
 
 # --------------------------------------------------------------------------
@@ -616,6 +634,7 @@ def propose_global(
     with quiet_stderr(verbose):
         m.optimize()
     status = m.getStatus()
+    raise_if_interrupted(status)
     dual = float(m.getDualbound())
     info.update(status=status, dual_bound=dual, nodes=int(m.getNNodes()), solve_seconds=float(m.getSolvingTime()),
                 primal_bound=float(m.getPrimalbound()) if m.getNSols() else math.nan)

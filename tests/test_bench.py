@@ -110,7 +110,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "benchmarks"
 @pytest.mark.parametrize("script", ["leakage_speed", "design_speed", "apply_speed", "attack_speed", "dask_speed",
                                     "scip_probe", "run_all", "kstate_speed", "kstate_release", "many_speed",
                                     "design_scale", "chain_forms", "one_model", "price_of_locality", "html_report",
-                                    "kstate_certify_sweep", "classes_speed"])
+                                    "kstate_certify_sweep", "classes_speed", "signals"])
 def test_benchmark_help_prints_usage_and_runs_nothing(script, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", [f"{script}.py", "--help"])

@@ -5,13 +5,14 @@ validators name the parameter and the value).  The classes here add meaning the 
 maps to exit codes: :class:`PrivacyCheckError` (a mechanism failed the exact check;
 exit 1 where a check was asked for, exit 2 where a design was asked for),
 :class:`UsageError` (bad usage; exit 2) and :class:`MissingExtraError` (an optional
-dependency is not installed; exit 2 with the install hint).
+dependency is not installed; exit 2 with the install hint).  :class:`Interrupted` is a signal that
+stops a command (exit 128 + the signal: 130, 143, 129).
 """
 
 from __future__ import annotations
 
 __all__ = ["PrivacyCheckError", "UsageError", "MissingExtraError", "BoundError", "TooLongError", "MissingInputError",
-           "ReleaseRefused"]
+           "ReleaseRefused", "Interrupted"]
 
 
 class PrivacyCheckError(ValueError):
@@ -37,6 +38,17 @@ class MissingInputError(FileNotFoundError, ValueError):
 
 class MissingExtraError(ImportError):
     """An optional dependency is not installed; the message says what to install."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal (SIGINT, SIGTERM, SIGHUP) stopped the work: ``signum`` is the signal.
+
+    A ``KeyboardInterrupt``, so whatever cleans up after Ctrl-C cleans up after the others too.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = int(signum)
 
 
 class TooLongError(ValueError):

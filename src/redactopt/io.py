@@ -39,7 +39,6 @@ import math
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +46,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from redactopt import _tempfiles
 from redactopt._validate import check_eps, check_redact_prob
 from redactopt.model.varying import VaryingChain
 from redactopt.model.chain import Chain, MarkovChain, is_markov
@@ -81,7 +81,10 @@ __all__ = [
     "atomic_open",
     "atomic_path",
     "check_input_path",
+    "check_output_dir",
+    "check_output_name",
     "check_output_path",
+    "check_writable",
     "new_file_mode",
     "stdin_as_file",
 ]
@@ -561,23 +564,75 @@ def check_input_path(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def check_output_path(path: str | os.PathLike[str], *, force: bool, directory: bool = False) -> Path:
-    """Checks before anything is written to ``path``; returns it as a :class:`~pathlib.Path`.
+#: What the last extension of a file name says the file holds (:func:`check_output_name`).
+NAMED_FORMATS = {
+    ".json": "JSON", ".jsonl": "JSON lines", ".csv": "CSV", ".tsv": "tab-separated text", ".txt": "text",
+    ".md": "Markdown", ".parquet": "Parquet", ".pq": "Parquet", ".parq": "Parquet", ".html": "HTML", ".htm": "HTML",
+    ".png": "a PNG image", ".svg": "an SVG image", ".pdf": "PDF", ".gz": "gzip-compressed", ".bz2": "bzip2-compressed",
+    ".xz": "xz-compressed", ".zst": "zstd-compressed", ".zip": "a zip archive", ".xlsx": "a spreadsheet",
+}
+#: The extensions a text output of each kind may have; any extension not in :data:`NAMED_FORMATS` is accepted too.
+OUTPUT_EXTENSIONS = {"json": (".json",), "csv": (".csv",), "text": (".txt", ".md"), "jsonl": (".jsonl",)}
+_KIND_NAMES = {"json": "JSON", "csv": "CSV", "text": "text", "jsonl": "JSON lines"}
 
-    Its directory must exist (outputs never create directories); an existing ``path`` is
-    refused unless ``force``; a file output may not be an existing directory (a
-    ``directory`` output, a Parquet dataset, replaces whatever is there when forced).
+
+def check_output_name(path: str | os.PathLike[str], kind: str, *, option: str | None = None) -> None:
+    """Refuse (``ValueError``, one line naming ``path`` as given) an output whose extension names another
+    format than the ``kind`` written (a key of :data:`OUTPUT_EXTENSIONS`): ``o.csv`` for JSON, ``o.json.gz``
+    for plain text.  A name without an extension, or with one no format claims, is accepted."""
+    suffix = Path(path).suffix.lower()
+    if suffix in NAMED_FORMATS and suffix not in OUTPUT_EXTENSIONS[kind]:
+        shown = f"{option} {os.fspath(path)}" if option else os.fspath(path)
+        raise ValueError(f"{shown}: the name ends in {suffix} ({NAMED_FORMATS[suffix]}) but this output is "
+                         f"{_KIND_NAMES[kind]}; use a name ending in {' or '.join(OUTPUT_EXTENSIONS[kind])}")
+
+
+def check_output_path(path: str | os.PathLike[str], *, force: bool, directory: bool = False,
+                      option: str | None = None, kind: str | None = None) -> Path:
+    """Checks before anything is read or written for an output ``path``; returns it as a :class:`~pathlib.Path`.
+
+    ``kind`` (optional): the format written, whose extension :func:`check_output_name` checks.  Its
+    directory must exist (outputs never create directories) and take a new file (one is created
+    there and removed again: the answer is the file system's, whoever runs it); an existing ``path``
+    is refused unless ``force``; a file output may not be an existing directory (a ``directory``
+    output, a Parquet dataset, replaces whatever is there when forced).  Every refusal is one line
+    naming ``option`` and ``path`` as given (``ValueError``; ``FileExistsError`` for an existing file).
     """
+    shown = f"{option} {os.fspath(path)}" if option else os.fspath(path)
+    check_output_dir(path, option=option)
+    if kind is not None:
+        check_output_name(path, kind, option=option)
     p = Path(path)
-    parent = p.parent
-    if not parent.is_dir():
-        raise ValueError(f"{p}: directory {parent} does not exist (create it first; outputs never create directories)")
     if p.exists():
         if not directory and p.is_dir():
-            raise ValueError(f"{p}: is a directory")
+            raise ValueError(f"{shown}: is a directory")
         if not force:
-            raise FileExistsError(f"{p}: exists; pass --force to overwrite")
+            raise FileExistsError(f"{shown}: exists; pass --force to overwrite")
+    check_writable(p, shown=shown)
     return p
+
+
+def check_output_dir(path: str | os.PathLike[str], *, option: str | None = None) -> None:
+    """Refuse (``ValueError``, one line) an output whose directory does not exist: outputs never create one."""
+    parent = Path(path).parent
+    if not parent.is_dir():
+        shown = f"{option} {os.fspath(path)}" if option else os.fspath(path)
+        why = "is not a directory" if parent.exists() else "does not exist"
+        raise ValueError(f"{shown}: directory {parent} {why} (create it first; outputs never create directories)")
+
+
+def check_writable(path: str | os.PathLike[str], *, shown: str | None = None) -> None:
+    """Refuse (``ValueError``, one line) an output whose directory does not take a new file: a file is
+    created there and removed again, so the answer is the file system's, whoever runs it."""
+    p = Path(path)
+    try:
+        fd, probe = _tempfiles.temp_file(prefix=f".{p.name}.", suffix=".probe", dir=p.parent)
+    except OSError as exc:
+        raise ValueError(f"{os.fspath(path) if shown is None else shown}: cannot write in {p.parent}: "
+                         f"{exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(probe)
+    _tempfiles.settled(probe)
 
 
 def _umask() -> int:
@@ -611,7 +666,7 @@ def atomic_path(path: str | os.PathLike[str], *, force: bool = False) -> Iterato
     permissions the umask gives a new file, and the temporary file removed on any error.
     """
     p = check_output_path(path, force=force)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    fd, tmp = _tempfiles.temp_file(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
         os.fchmod(fd, new_file_mode())
         os.close(fd)
@@ -621,6 +676,8 @@ def atomic_path(path: str | os.PathLike[str], *, force: bool = False) -> Iterato
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    finally:
+        _tempfiles.settled(tmp)
 
 
 @contextlib.contextmanager
@@ -649,10 +706,11 @@ def stdin_as_file(path: str | os.PathLike[str], *, suffix: str = ".csv") -> Iter
     if str(path) != STDIO:
         yield Path(path)
         return
-    fd, tmp = tempfile.mkstemp(prefix="redactopt-stdin.", suffix=suffix)
+    fd, tmp = _tempfiles.temp_file(prefix="redactopt-stdin.", suffix=suffix)
     try:
         with os.fdopen(fd, "wb") as fh:
             shutil.copyfileobj(sys.stdin.buffer, fh, 1 << 20)
         yield Path(tmp)
     finally:
         os.unlink(tmp)
+        _tempfiles.settled(tmp)

@@ -24,11 +24,12 @@ import signal
 import socket
 import struct
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from redactopt import _tempfiles
 
 __all__ = ["BrowserError", "Rendered", "find_browser", "render", "screenshot", "CHROMIUM_FLAGS"]
 
@@ -192,7 +193,7 @@ class _Session:
 
     def __init__(self, timeout: float, width: int, height: int) -> None:
         self.timeout = timeout
-        self.dir = tempfile.mkdtemp(prefix="redactopt-chromium.")
+        self.dir = _tempfiles.temp_dir(prefix="redactopt-chromium.")
         self.proc = subprocess.Popen([find_browser(), *CHROMIUM_FLAGS, f"--user-data-dir={self.dir}",
                                       "--remote-debugging-port=0", f"--window-size={width},{height}", "about:blank"],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -276,6 +277,7 @@ class _Session:
         if self.proc.stderr:
             self.proc.stderr.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        _tempfiles.settled(self.dir)
 
     def load(self, path: Path) -> float:
         """Navigate to ``path``; the seconds until it has loaded and painted two frames."""

@@ -14,6 +14,7 @@ import io
 import itertools
 import json
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -31,7 +32,7 @@ from redactopt.engine.joint import design_joint_sparse
 from redactopt.engine.window import covers, design_sparse
 from redactopt.engine.tuning import tuned_three_region
 from redactopt.errors import MissingExtraError, PrivacyCheckError, TooLongError, UsageError
-from redactopt.interface import report
+from redactopt.interface import report, supervise
 from redactopt.engine.varying import design_varying
 from redactopt.interface.report import positions_text, witness_text
 from redactopt.interface.bench import bench_files, run_bench
@@ -61,8 +62,9 @@ from redactopt.interface.options import (
     rename_value,
     show_required,
 )
+from redactopt.interface.outputs import Output, check_outputs, existing_file, text_kind
 from redactopt.interface.progress import Bars, iterate, progress_enabled
-from redactopt.io import (STDIO, atomic_open, check_input_path, check_output_path, design_to_dict, read_mechanisms,
+from redactopt.io import (STDIO, atomic_open, check_input_path, check_writable, design_to_dict, read_mechanisms,
                           write_output)
 from redactopt.judge.attack import attack
 from redactopt.judge.audit import WitnessRuns, audit, exact_audit
@@ -114,7 +116,8 @@ def _add_problem_options(ap: argparse.ArgumentParser, *, required: bool, several
 def _add_output_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--out", default=None, metavar="FILE",
                     help="write to FILE instead of standard output ('-': standard output); its directory must exist")
-    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    ap.add_argument("--force", action="store_true",
+                    help="overwrite --out and --plot if they exist (every output is checked before any work)")
 
 
 def _chain(args: argparse.Namespace, default: MarkovChain | None = None) -> MarkovChain | ChainClass:
@@ -148,12 +151,14 @@ def _one_private(args: argparse.Namespace, n: int) -> int:
     return pos[0]
 
 
-def _check_out(args: argparse.Namespace) -> None:
-    """Refuse a bad ``--out`` before any work (missing directory, existing file without --force)."""
-    if args.out is not None and args.out != STDIO:
-        check_output_path(args.out, force=args.force)
-    elif args.force:
-        raise UsageError("--force applies to --out FILE only")
+def _check_outputs(args: argparse.Namespace, out_kind: str) -> None:
+    """Refuse a bad ``--out`` or ``--plot`` before anything is read or designed (:mod:`redactopt.interface.outputs`):
+    ``--out`` holds ``out_kind`` (``text``, ``json``, ``csv``)."""
+    check_outputs([Output("--out", args.out, out_kind),
+                   Output("--plot", getattr(args, "plot", None), "figure", stdout=False,
+                          why_not_stdout=" ending in .png or .svg, not standard output")],
+                  force=args.force, inputs=[("--chain", getattr(args, "chain", None)),
+                                            ("--transition", existing_file(getattr(args, "transition", None)))])
 
 
 def _write_output(text: str, out: str | None, force: bool) -> None:
@@ -560,6 +565,9 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_design(args: argparse.Namespace) -> int:
+    rename_value(args, "format", {"table": "text"})
+    # every output first: a mechanism file of a class beyond local is JSON whatever --format says
+    _check_outputs(args, "json" if args.cls not in (None, "local") else text_kind(args.format))
     given = None
     if args.chain is not None:
         given, args.n = _read_design_chain(args)
@@ -573,7 +581,6 @@ def _cmd_design(args: argparse.Namespace) -> int:
 
         return cmd_class_design(args)
     check_plot(args)
-    rename_value(args, "format", {"table": "text"})
     fmt = args.format or "text"
     # the chain given as a matrix (any number of states), or a --chain file's constant chain that is not a MarkovChain
     matrix = args.transition is not None or (given is not None and not is_markov(given))
@@ -597,7 +604,6 @@ def _cmd_design(args: argparse.Namespace) -> int:
     if matrix and args.method not in KSTATE_METHODS and not chain.binary:
         raise UsageError(f"--method {args.method} has no k-state form (it is built on the two values of a binary "
                          f"record); with a {chain.k}-state --transition use one of {', '.join(KSTATE_METHODS)}")
-    _check_out(args)
     # a bar on stderr for designs longer than a second; none for JSON going to a pipe
     shown = progress_enabled(args.quiet) and not (fmt == "json" and not sys.stdout.isatty())
     try:
@@ -656,15 +662,14 @@ def _cmd_design_varying(args: argparse.Namespace, chain: VaryingChain) -> int:
         raise UsageError("--class scan|owner|holder: not yet for a chain that varies with the step (local only)")
     private = parse_positions(DEFAULT_PRIVATE if args.private is None else args.private, chain.n)
     method = {"optimal": "auto"}.get(args.method, args.method)
-    _check_out(args)
-    res = design_varying(chain, eps=args.eps, private=private, method=method, time_limit=args.time_limit)
     fmt = args.format or "text"
+    if fmt not in ("text", "json"):
+        raise UsageError("--format csv: not for a chain that varies with the step (use json)")
+    res = design_varying(chain, eps=args.eps, private=private, method=method, time_limit=args.time_limit)
     if fmt == "json":
         _write_output(json.dumps(design_to_dict(res), indent=2), args.out, args.force)
-    elif fmt == "text":
-        _write_output(report.varying_table(res), args.out, args.force)
     else:
-        raise UsageError("--format csv: not for a chain that varies with the step (use json)")
+        _write_output(report.varying_table(res), args.out, args.force)
     return EXIT_OK
 
 
@@ -735,6 +740,8 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    rename_value(args, "format", {"markdown": "text"})
+    _check_outputs(args, text_kind(args.format))
     if args.cls is not None:  # mechanism classes instead of methods (issue 26)
         from redactopt.interface.cli_classes import cmd_class_compare
 
@@ -744,9 +751,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     refuse_given(args, ["labels"], "applies to --transition only")
     args.alpha = args.alpha or [(DEFAULT_ALPHA,) * 2]
     args.beta = args.beta or [(DEFAULT_BETA,) * 2]
-    rename_value(args, "format", {"markdown": "text"})
     fmt = args.format or "text"
-    _check_out(args)
     check_plot(args)
     privates = parse_positions(DEFAULT_PRIVATE if args.private is None else args.private)
     points = list(itertools.product(args.n, args.alpha, args.beta, privates, args.eps))
@@ -785,9 +790,7 @@ def _compare_matrix(args: argparse.Namespace) -> int:
     if args.plot is not None:
         raise UsageError(f"--plot draws the paper's mechanisms against the optimum; with a {chain.k}-state "
                          "--transition use --format csv or json and plot the columns")
-    rename_value(args, "format", {"markdown": "text"})
     fmt = args.format or "text"
-    _check_out(args)
     privates = parse_positions(DEFAULT_PRIVATE if args.private is None else args.private)
     points = list(itertools.product(args.n, privates, args.eps))
     for n, p, _ in points:
@@ -838,9 +841,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError("--out-dir DIR is required")
     out = Path(args.out_dir)
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out-dir {out}: exists and is not a directory")
+        raise UsageError(f"--out-dir {args.out_dir}: exists and is not a directory")
     if not out.parent.is_dir():
-        raise UsageError(f"--out-dir {out}: directory {out.parent} does not exist (create it first)")
+        raise UsageError(f"--out-dir {args.out_dir}: directory {out.parent} does not exist (create it first)")
+    check_writable(out / "fig2.png" if out.is_dir() else out, shown=f"--out-dir {args.out_dir}")
     if args.audit_points is not None and args.audit_points < 1:
         raise UsageError(f"--audit-points must be >= 1, got {args.audit_points}")
     existing = [f for f in bench_files(out) if f.exists()]
@@ -912,7 +916,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Design, prove and apply local redaction mechanisms for Markov-correlated binary records. "
             "Positions are 1-based; budgets are in nats. Exit status: 0 success, 1 a privacy check failed, "
-            "2 bad usage or input. '-' is standard input or output wherever a file is read or written."
+            "2 bad usage or input (every output path is checked before any work), 3 an internal error, "
+            "130/143/129 stopped by SIGINT/SIGTERM/SIGHUP (within about a second, with every process it "
+            "started, nothing partial left). '-' is standard input or output wherever a file is read or written."
         ),
     )
     ap.add_argument("--version", action="version", version=f"redactopt {__version__}")
@@ -937,6 +943,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if extra:  # name the command, as its own errors do
         _command_parser(ap, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
+    if argv is None:  # the command line's own process: signals stop the command at once (issue 37)
+        supervise.start(args.command)  # returns in the command's process (the supervisor exits by itself)
     args._notes = []
     try:
         merge_renamed(args)
@@ -952,9 +960,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         sys.stderr.write(f"redactopt {args.command}: error: {msg}\n")
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        sys.stderr.write(f"redactopt {args.command}: interrupted\n")
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: one line, exit 128 + the signal
+        return supervise.stopped(args.command, getattr(exc, "signum", signal.SIGINT), exit_now=argv is None)
     except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly, like other tools
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -22,7 +22,7 @@ from redactopt.errors import PrivacyCheckError, UsageError
 from redactopt.interface.cli_report import check_plot
 from redactopt.interface.options import EXIT_FAIL, EXIT_OK, parse_positions, refuse_given
 from redactopt.interface.report import positions_text, witness_text
-from redactopt.io import STDIO, check_input_path, check_output_path, write_output
+from redactopt.io import STDIO, check_input_path, write_output
 from redactopt.model.mechanism_classes import CLASSES
 
 __all__ = ["class_name", "class_list", "add_class_option", "cmd_class_design", "cmd_class_compare",
@@ -142,10 +142,6 @@ def cmd_class_design(args: argparse.Namespace) -> int:
     if args.out == STDIO and args.format == "text":
         raise UsageError("--out - writes the mechanism file to standard output; the text summary needs it too "
                          "(give --out FILE, or --format json)")
-    if args.out is not None and args.out != STDIO:
-        check_output_path(args.out, force=args.force)
-    elif args.force:
-        raise UsageError("--force applies to --out FILE only")
     d = design_class(chain, n, eps=eps, p=private[0], cls=cls, time_limit=args.time_limit)
     mech_file = json.dumps(d.to_dict(), indent=2)
     if args.out is None or args.out == STDIO:
@@ -193,11 +189,7 @@ def cmd_class_compare(args: argparse.Namespace) -> int:
     from redactopt.interface.report import rows_csv
 
     rename_value(args, "format", {"markdown": "text"})
-    fmt = args.format or "text"
-    if args.out is not None and args.out != STDIO:
-        check_output_path(args.out, force=args.force)
-    elif args.force:
-        raise UsageError("--force applies to --out FILE only")
+    fmt = args.format or "text"  # (the outputs were checked by compare itself, before any reading)
     chains = _compare_chains(args)
     privates = parse_positions("1" if args.private is None else args.private)
     points = list(itertools.product(args.n, chains, privates, args.eps))

@@ -268,7 +268,9 @@ def _add_output_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--report", default=None, metavar="FILE",
                     help="write the JSON report (mechanism, chain, leakage, utility) here ('-': standard output); "
                          "'redactopt audit FILE' reads it")
-    ap.add_argument("--force", action="store_true", help="overwrite --out / --report if they exist")
+    ap.add_argument("--force", action="store_true",
+                    help="overwrite every output that exists (--out, --report, --public-report, --html, the report's "
+                         "sequences file); every output is checked before anything is read")
     ap.add_argument("--public-report", default=None, metavar="FILE",
                     help="also write the report without private positions (what a recipient of the release may "
                          "see: eps, chain, utility, every design on its own sub-problem); 'redactopt audit FILE' "
@@ -447,8 +449,32 @@ def keep_option(args: argparse.Namespace) -> list[str] | None:
     return (["all"] + names) if args.keep_all else (names or None)
 
 
+def check_apply_outputs(args: argparse.Namespace) -> None:
+    """Every file ``apply`` may write, checked before anything is read (:mod:`redactopt.interface.outputs`)."""
+    from redactopt.interface.outputs import Output, check_outputs, existing_file
+
+    dask, local = args.backend == "dask", args.cls in (None, "local")
+    side = None
+    if args.report not in (None, STDIO) and args.report_sequences in ("parquet", "jsonl"):
+        from redactopt.release.report import sequences_path
+
+        side = str(sequences_path(args.report, args.report_sequences))
+    out_why = (" (with --backend dask the release is a folder of part files)" if dask else
+               " (class releases are written to a file: .csv, .tsv or .parquet)")
+    check_outputs([
+        Output("--out", args.out, "folder" if dask else "table", stdout=not dask and local, why_not_stdout=out_why),
+        Output("--report", args.report, "json"),
+        Output("--public-report", args.public_report, "json", stdout=False,
+               why_not_stdout=" (standard output is for the release or its report)"),
+        Output("--html", args.html, "html", stdout=False, why_not_stdout=" ending in .html"),
+        Output("--report-sequences", side, "any"),
+    ], force=args.force, inputs=[("the input", args.input), ("--fit-on", args.fit_on),
+                                 ("--transition", existing_file(args.transition))])
+
+
 def _cmd_apply(args: argparse.Namespace) -> int:
     check_html(args)
+    check_apply_outputs(args)
     if (args.column is None) == (args.protect is None):
         raise UsageError("give exactly one of --column (one column) and --protect COL[,COL...] (several together)")
     if args.cover is not None and args.cover < 0:

@@ -205,7 +205,7 @@ def _read_report(path: str) -> tuple[dict[str, Any], Path | None]:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``redactopt report REPORT.json --html FILE``: exit 0, or 2 with one line for bad input."""
-    from redactopt.release.html import check_html_path, write_report_html
+    from redactopt.release.html import write_report_html
 
     fmt = args.format or "text"
     if args.max_sequences < 1:
@@ -216,7 +216,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UsageError("--html - and --format json both ask for standard output; give the page a file")
     if _same_file(args.html, args.report) or _same_file(args.html, args.sequences):
         raise UsageError(f"--html {args.html} would overwrite the report it reads")
-    check_html_path(args.html, force=args.force)
+    from redactopt.interface.outputs import Output, check_outputs
+
+    check_outputs([Output("--html", args.html, "html")], force=args.force)  # before the report is read
     report, side = _read_report(args.report)
     if args.sequences is not None:
         side = Path(args.sequences)

@@ -28,7 +28,6 @@ import io
 import math
 import os
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from redactopt.io import STDIO, atomic_path, check_output_path
+from redactopt.io import STDIO, atomic_path, check_output_path, check_writable
 from redactopt.judge.tolerances import LEAKAGE_RTOL
 from redactopt.judge.certify import SparseRows
 from redactopt.model.chain import MarkovChain, is_two_state
@@ -759,24 +758,12 @@ def check_figure_path(path: str | os.PathLike[str], *, force: bool = False, opti
     if str(path) == STDIO:
         raise ValueError(f"{option} '-': a figure needs a file name ending in .png or .svg, not standard output")
     p = Path(path)
+    shown = f"{option} {os.fspath(path)}" if option.startswith("--") else os.fspath(path)
     ext = p.suffix.lower().lstrip(".")
     if ext not in FIGURE_FORMATS:
         what = f"extension '{p.suffix}'" if p.suffix else "no extension"
-        raise ValueError(f"{p}: unknown figure format ({what}); use .png or .svg")
-    check_output_path(p, force=force)
-    check_writable(p)
-    return p
-
-
-def check_writable(path: Path) -> None:
-    """Refuse (``ValueError``, one line) an output whose directory does not take a new file: a file is
-    created there and removed again, so the answer is the file system's, whoever runs it."""
-    try:
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=path.parent)
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot write in {path.parent}: {exc.strerror or exc}") from None
-    os.close(fd)
-    os.unlink(probe)
+        raise ValueError(f"{shown}: unknown figure format ({what}); use .png or .svg")
+    return check_output_path(path, force=force, option=option if option.startswith("--") else None)
 
 
 def figure_bytes(fig: Any, fmt: str = "svg", *, dpi: int = DPI) -> bytes:

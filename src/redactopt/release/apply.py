@@ -67,7 +67,7 @@ from redactopt.release.report import NOT_FOR_RELEASE, SEQUENCE_FORMATS, build_re
 from redactopt.release.splice import Irregular, Targets, count_rows, splice_csv
 from redactopt.release.zones import PrivateIndex, ZoneTally
 from redactopt.release.tables import (DEFAULT_CHUNK_ROWS, Chunk, TableReader, TableWriter, TextValues, open_binary,
-                                      prefetched)
+                                      prefetched, table_format)
 
 #: Chunks read ahead of the one being redacted and written (:func:`~redactopt.release.tables.prefetched`).
 READ_AHEAD = 2
@@ -514,7 +514,7 @@ def check_release_paths(
         if inside_input(rep_path) or (str(report) != STDIO and rep_path.resolve() == dst.resolve()):
             raise ValueError(f"{rep_path}: the report must be a different file from the input and the output")
         if str(report) != STDIO:
-            check_output_path(rep_path, force=force)
+            check_output_path(rep_path, force=force, kind="json")
             # auto writes a Parquet file only for many sequences: its existence is checked then
             side = sequences_path(rep_path, "parquet" if report_sequences == "auto" else report_sequences)
             if inside_input(side) or side.resolve() == dst.resolve():
@@ -522,6 +522,8 @@ def check_release_paths(
             if report_sequences != "auto":
                 check_output_path(side, force=force)
     if str(dest) != STDIO:
+        if not dest_is_directory:
+            table_format(dst)  # the format by the name, before anything is read
         check_output_path(dst, force=force, directory=dest_is_directory)
     return src, dst, rep_path
 

@@ -49,6 +49,7 @@ import pyarrow.parquet as pq
 from redactopt._optional import require
 from redactopt.engine.cache import DesignCache
 from redactopt.io import STDIO, new_file_mode
+from redactopt import _tempfiles
 from redactopt.io import write_text_atomic
 from redactopt.release.apply import (Output, Span, _reader_columns, binary_chain, check_release_paths,
                                      describe_release, fit_on_counts, is_categorical, plan_output,
@@ -288,7 +289,7 @@ def apply_dask(
 def _into_folder(dst: Path, write: Any) -> dict[str, Any]:
     """``write(folder)`` into a temporary folder beside ``dst``, renamed into place when it returns (removed if
     it raises); its result."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
+    tmp = Path(_tempfiles.temp_dir(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
     os.chmod(tmp, new_file_mode(directory=True))  # mkdtemp's 0700 would outlive the rename
     try:
         rep = write(tmp)
@@ -297,6 +298,8 @@ def _into_folder(dst: Path, write: Any) -> dict[str, Any]:
         if tmp.exists():
             shutil.rmtree(tmp)
         raise
+    finally:
+        _tempfiles.settled(tmp)
     return rep
 
 

@@ -74,7 +74,7 @@ class ReleaseGuard:
         for other in others:
             if other is not None and str(other) != STDIO and Path(other).resolve() == mine:
                 raise ValueError(f"{self.public_path}: --public-report must be a file of its own (it is {other})")
-        check_output_path(self.public_path, force=self.force)
+        check_output_path(self.public_path, force=self.force, kind="json")
 
     def watch_columns(self, reader: Any, *, exclude: list[str | None], order_by: str | None) -> list[str]:
         """The time columns the scan reads besides its own (none with ``order_by``: the rows are ordered)."""

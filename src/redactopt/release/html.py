@@ -1034,12 +1034,8 @@ def check_html_path(path: str | os.PathLike[str], *, force: bool = False, option
     p = Path(path)
     if p.suffix.lower() not in HTML_EXTENSIONS:
         what = f"extension '{p.suffix}'" if p.suffix else "no extension"
-        raise ValueError(f"{p}: {option} needs a file name ending in .html or .htm ({what})")
-    check_output_path(p, force=force)
-    from redactopt.interface.plots import check_writable
-
-    check_writable(p)
-    return p
+        raise ValueError(f"{option} {os.fspath(path)}: needs a file name ending in .html or .htm ({what})")
+    return check_output_path(path, force=force, option=option)
 
 
 def write_report_html(report: dict[str, Any], path: str | os.PathLike[str], *,

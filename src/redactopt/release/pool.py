@@ -80,6 +80,7 @@ def warm_pool(workers: int | None) -> None:
 
     with _without_main():
         _pool_context()
+        _adopt_temp_dir()
         forkserver.ensure_running()
 
 
@@ -134,6 +135,7 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
 
         with _without_main():
             if not pool:
+                _adopt_temp_dir()
                 pool.append(concurrent.futures.ProcessPoolExecutor(count - 1, mp_context=_pool_context(),
                                                                    initializer=_worker_ignores_interrupt))
             hand_out()  # the workers start here, main hidden
@@ -146,11 +148,13 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
                         break
                     i, a = todo.pop()
                 out[i] = fn(*a)
-        finally:
-            if sys.exc_info()[0] is not None:  # stop handing out; the pool is shut down on leaving
-                with lock:
-                    todo.clear()
-            feeder.join()
+        except BaseException:
+            # stop handing out, and do not wait for the designs still running: the pool's processes are
+            # terminated on leaving (the feeder, a daemon, ends with them)
+            with lock:
+                todo.clear()
+            raise
+        feeder.join()
         if failed:  # pragma: no cover
             raise failed[0]
         return [out[i].result() if isinstance(out[i], concurrent.futures.Future) else out[i]
@@ -164,7 +168,7 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
         for p in pool:
             p.shutdown(wait=False, cancel_futures=True)  # (forgets its manager thread: joined below)
         for child in multiprocessing.active_children():
-            child.terminate()
+            child.terminate()  # SIGTERM: the workers ignore only Ctrl-C
         # the manager thread must be gone before the interpreter exits: Python 3.11's exit hook wakes
         # it without a lock while it closes its pipe, which prints "Exception ignored ... send_bytes"
         for thread in managers:
@@ -174,6 +178,16 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
     finally:
         for p in pool:
             p.shutdown(cancel_futures=True)
+
+
+def _adopt_temp_dir() -> None:
+    """multiprocessing's temporary folder (the fork server's socket), made now and announced
+    (:func:`redactopt._tempfiles.adopt`): a command stopped by a signal leaves it behind otherwise."""
+    from multiprocessing import util
+
+    from redactopt import _tempfiles
+
+    _tempfiles.adopt(util.get_temp_dir())
 
 
 def _worker_ignores_interrupt() -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from redactopt._validate import check_eps, check_positions
+from redactopt import _tempfiles
 from redactopt.io import check_input_path, new_file_mode, write_json_atomic
 from redactopt.release.refusals import refuse_flag_protected
 from redactopt.model.chain import Chain as KChain
@@ -332,7 +332,7 @@ def write_release(released: pd.DataFrame, table: pd.DataFrame, layout: _Layout, 
     if not every:  # an index that is not one of the written columns is a column not written
         layout = _trimmed(layout, list(map(str, released.columns)))
         released = released.reset_index(drop=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
+    fd, tmp = _tempfiles.temp_file(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
     os.close(fd)
     try:
         os.chmod(tmp, new_file_mode())
@@ -342,6 +342,8 @@ def write_release(released: pd.DataFrame, table: pd.DataFrame, layout: _Layout, 
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    finally:
+        _tempfiles.settled(tmp)
 
 
 def release_file(input: str | os.PathLike[str], output: str | os.PathLike[str],

@@ -33,7 +33,6 @@ import queue
 import re
 import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from redactopt import _tempfiles
 from redactopt.io import STDIO, check_input_path, check_output_path, new_file_mode
 
 __all__ = [
@@ -492,11 +492,11 @@ class TableWriter:
         self.rows = 0
         if self.stdout:
             self.format: TableFormat = "csv"
-            fd, tmp = tempfile.mkstemp(prefix="redactopt-stdout.", suffix=".tmp")
+            fd, tmp = _tempfiles.temp_file(prefix="redactopt-stdout.", suffix=".tmp")
         else:
             self.format = table_format(self.path)
             check_output_path(self.path, force=force)
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+            fd, tmp = _tempfiles.temp_file(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
             os.fchmod(fd, new_file_mode())
         os.close(fd)
         self.tmp = Path(tmp)
@@ -570,6 +570,7 @@ class TableWriter:
             self.tmp.unlink()
         else:
             os.replace(self.tmp, self.path)
+        _tempfiles.settled(self.tmp)
 
     def abort(self) -> None:
         try:
@@ -577,3 +578,4 @@ class TableWriter:
         finally:
             if self.tmp.exists():
                 self.tmp.unlink()
+            _tempfiles.settled(self.tmp)
