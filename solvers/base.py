@@ -144,6 +144,12 @@ class Solver:
         of the successive-LP design).
     takes_starts : bool
         It accepts ``starts=`` (the designs verified so far, as warm starts and fallbacks).
+    certifier : bool
+        An expensive search run for its bound (SCIP): ``method="optimal"`` runs it only while the
+        certificate of the designs verified before it is open (gap above the target), fast first.
+    cheap : bool
+        Time linear in ``n`` (a closed form): still run when the time limit has passed, so that every
+        design has a verified candidate of its own.
     why : str
         What the solver is, for its refusal messages.
     """
@@ -156,6 +162,8 @@ class Solver:
     portfolio: Portfolio = _never
     defaults: Callable[[Problem], dict[str, Any]] = _no_options
     takes_starts: bool = False
+    certifier: bool = False
+    cheap: bool = False
     why: str = ""
 
     def refusal(self, problem: Problem) -> str | None:
