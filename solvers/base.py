@@ -19,7 +19,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["Candidate", "Problem", "Solver", "Status"]
+__all__ = ["Candidate", "Problem", "Solver", "Status", "SolverTimeout"]
+
+
+class SolverTimeout(Exception):
+    """A solver ran out of its time limit before it had anything to propose (the engine goes on without it)."""
 
 #: ``optimal``: the solver proved its proposal optimal (within its stated tolerance);
 #: ``time_limit``: stopped by the time limit; ``local``: a local method's fixed point;

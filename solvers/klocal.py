@@ -268,7 +268,8 @@ def _take_step(q: np.ndarray, var_of: dict[tuple[int, int], int], x: np.ndarray)
 
 
 def _step_lp(
-    chain: KChain, q: np.ndarray, sides: list[_Side], eps: float, radius: float, tau: float
+    chain: KChain, q: np.ndarray, sides: list[_Side], eps: float, radius: float, tau: float,
+    seconds: float = math.inf,
 ) -> np.ndarray | None:
     """Solve one trust-region LP; return the proposed mechanism (or None)."""
     from scipy.optimize import linprog  # scipy is a dependency; imported where used
@@ -306,8 +307,9 @@ def _step_lp(
             b.append(eps)
     c = np.concatenate([np.array(step.cost), np.zeros(npair * len(sides))])
     bounds = list(zip(step.lb, step.ub)) + [(0.0, eps)] * (npair * len(sides))
+    opts = {"time_limit": max(float(seconds), 0.01)} if math.isfinite(seconds) else {}
     res = linprog(c, A_ub=np.array(A_rows) if A_rows else None, b_ub=np.array(b) if b else None,
-                  bounds=bounds, method="highs")
+                  bounds=bounds, method="highs", options=opts)  # out of time: status 1, no step
     if res.status != 0 or res.x is None:
         return None
     return _take_step(q, step.var_of, res.x)
@@ -381,7 +383,8 @@ def propose_klocal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit:
             stopped = True
             break
         it += 1
-        new = _step_lp(chain, q, sides, target - margin, radius, tau) if sides else None
+        left = time_limit - (time.perf_counter() - t0)
+        new = _step_lp(chain, q, sides, target - margin, radius, tau, left) if sides else None
         if new is None:
             if margin > 1e-6 * target:
                 margin *= 0.25  # the aim below the budget made the programme infeasible

@@ -35,7 +35,7 @@ from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.classes import ChainClass
 from redactopt.model.varying import VaryingChain, judged_chain
 from redactopt.paper.mechanisms import default_split, markov_quilt, three_region
-from redactopt.solvers.base import Candidate, Problem, Solver
+from redactopt.solvers.base import Candidate, Problem, Solver, SolverTimeout
 
 __all__ = ["METHODS", "SOLVERS", "design", "resolve_split", "solver_budget"]
 
@@ -321,7 +321,11 @@ def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solv
             kw.update(starts=tuple(j[1] for j in judged))
         kw.update(opts)
         kw["time_limit"] = max(min(float(kw["time_limit"]), left), MIN_SOLVER_SECONDS)
-        cand = solver.propose(problem, **kw)
+        try:
+            cand = solver.propose(problem, **kw)
+        except SolverTimeout as exc:  # nothing to propose within the time left: the others stand
+            skipped.append(f"{solver.method}: the time limit had passed ({exc})")
+            continue
         if not bounds_hold:
             cand = dataclasses.replace(cand, upper_bound=None)
         q, u, how, why = judge_candidate(chain, cand, eps=eps, p=p)

@@ -124,10 +124,11 @@ class Choice:
 class _Designs:
     """A :class:`DesignCache` fetched through ``map_designs`` (argument tuples)."""
 
-    def __init__(self, cache: DesignCache, map_designs: MapDesigns) -> None:
+    def __init__(self, cache: DesignCache, map_designs: MapDesigns, deadline: float | None = None) -> None:
         self.cache = cache
         self.map_designs = map_designs
         self.rounds = 0
+        self.deadline = deadline  # the design phase's end (time.time(), shared by every process), or None
 
     def fetch(self, keys: list[DesignKey]) -> list[Shape]:
         if keys:
@@ -139,7 +140,7 @@ class _Designs:
         tables the workers build come back, so that this process does not build them again."""
         if fn is not design_shape:  # pragma: no cover - DesignCache designs with design_shape
             return self.map_designs(fn, [(k,) for k in keys])
-        out = self.map_designs(design_in_worker, [(k,) for k in keys])
+        out = self.map_designs(design_in_worker, [(k, self.deadline) for k in keys])
         for _, tables in out:
             seed_bound_tables(tables)
         return [shape for shape, _ in out]
@@ -633,8 +634,10 @@ def _placed_plan(chains: list, chain: Any, fit: Any, eps: float, method: str, ti
     before = (cache.computed, cache.reflected, cache.hits)
     t0 = time.perf_counter()
     done = []
+    # the design phase as a whole keeps the time limit: each design gets at most what is left of it
+    deadline = time.time() + float(time_limit)
     with pool_map(workers) as pool:
-        designs = _Designs(cache, map_designs or pool)
+        designs = _Designs(cache, map_designs or pool, deadline)
         for c in chains:
             done.append(_place_all(c, eps, method, time_limit, {g: list(v) for g, v in groups.items()}, state.n,
                                    designs))
