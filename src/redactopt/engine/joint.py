@@ -982,6 +982,9 @@ def _design_joint_states(chain: Chain, n: int, *, eps: float, private: object, m
 #: (k = 6, a window of 129 records: a minute per record, and no better than the window on the issue-37 table).
 STATES_AUTO_CELLS = 64
 
+#: ``auto``: seconds per private record of the per-record optima on those small sub-problems.
+STATES_AUTO_SECONDS = 2.0
+
 #: Kept for old imports: ``auto`` no longer counts private records (it is fast first, issue 37).
 STATES_AUTO_OPTIMAL_MAX = 4
 
@@ -1047,6 +1050,8 @@ def design_states_release(chain: Chain, n: int, *, eps: float, private: object, 
                                                    f"per-record optima on {n} records x {chain.k} states are not "
                                                    "cheap (--method optimal spends on them)")
     left = max(time_limit - (time.monotonic() - t0), 0.05)
+    if method == "auto":  # cheap by size, and kept so: SCIP on the smallest gets a few seconds a record
+        left = min(left, STATES_AUTO_SECONDS * len(priv))
     per = _design_joint_states(chain, n, eps=eps, private=priv, method="optimal", time_limit=left, dense=False)
     assert isinstance(per, SparseDesign)
     best, other = (per, cheap) if per.utility > cheap.utility else (cheap, per)

@@ -539,10 +539,10 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
                          "design stopped by it says so and keeps its certificate")
     ap.add_argument("--certify-time", type=float, default=None, metavar="SECONDS",
                     help="--method optimal on problems beyond the global solver's default sizes (binary: "
-                         "one-sided n > 12, two-sided n > 8; --transition: one-sided n > 8, two-sided n > 5): "
-                         "also run it for this many seconds, for a tighter "
-                         "certified upper bound than Lemma 2's (default: off); with --transition it also "
-                         "replaces SCIP's default 10 s on the default sizes")
+                         "one-sided n > 12, two-sided n > 6; --transition: n > 8): also run it for this many "
+                         "seconds (within --time-limit), for a tighter certified upper bound than Lemma 2's, "
+                         "whatever the gap (default: off; on the default sizes SCIP runs only while the gap is "
+                         "above 1e-6); with --transition it also replaces SCIP's default 10 s on the default sizes")
     ap.add_argument("--no-compare", action="store_true", help="text format: skip the comparison lines")
     add_class_option(ap, "design")
     add_quiet(ap)
