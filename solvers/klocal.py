@@ -275,6 +275,7 @@ def _step_lp(
     from scipy.optimize import linprog  # scipy is a dependency; imported where used
 
     k = chain.k
+    t0 = time.perf_counter()
     pairs = [(x, y) for x in range(k) for y in range(k) if x != y]
     pidx = {pr: i for i, pr in enumerate(pairs)}
     npair = len(pairs)
@@ -307,6 +308,9 @@ def _step_lp(
             b.append(eps)
     c = np.concatenate([np.array(step.cost), np.zeros(npair * len(sides))])
     bounds = list(zip(step.lb, step.ub)) + [(0.0, eps)] * (npair * len(sides))
+    seconds -= time.perf_counter() - t0  # building the rows took some of it
+    if seconds <= 0.0:
+        return None
     opts = {"time_limit": max(float(seconds), 0.01)} if math.isfinite(seconds) else {}
     res = linprog(c, A_ub=np.array(A_rows) if A_rows else None, b_ub=np.array(b) if b else None,
                   bounds=bounds, method="highs", options=opts)  # out of time: status 1, no step
@@ -378,12 +382,17 @@ def propose_klocal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit:
     radius, tau, margin = 0.25, 2.0, 0.0
     it = accepted = 0
     stopped = False
+    last, t_step = 0.0, t0  # the last step's seconds: the next starts only if half of one like it fits
     while it < max_iter and radius > 1e-5:
-        if time.perf_counter() - t0 > time_limit:
+        now = time.perf_counter()
+        if it:
+            last = now - t_step
+        if now - t0 + 0.5 * last > time_limit:
             stopped = True
             break
         it += 1
-        left = time_limit - (time.perf_counter() - t0)
+        t_step = now
+        left = time_limit - (t_step - t0)
         new = _step_lp(chain, q, sides, target - margin, radius, tau, left) if sides else None
         if new is None:
             if margin > 1e-6 * target:

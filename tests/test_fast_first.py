@@ -178,7 +178,7 @@ def test_release_time_limit_bounds_the_design_phase(tmp_path) -> None:
     src, public = tmp_path / "one.csv", tmp_path / "public.csv"
     m[m["home"] == "h02"].to_csv(src, index=False)
     m[m["home"].isin(["h01", "h03", "h06"])].to_csv(public, index=False)
-    kw = dict(protect=["occupied", "power_w"], bins={"power_w": [100, 300]}, by="home", private_column="optout",
+    kw = dict(protect=["occupied", "power_w"], bins="power_w:100,300", by="home", private_column="optout",
               eps=1.0, order_by="ts", seed=1, fit_on=public, workers=1, force=True)
     t = time.perf_counter()
     apply_table(src, tmp_path / "dim.csv", method="dim", **kw)

@@ -982,6 +982,9 @@ def _design_joint_states(chain: Chain, n: int, *, eps: float, private: object, m
 #: (k = 6, a window of 129 records: a minute per record, and no better than the window on the issue-37 table).
 STATES_AUTO_CELLS = 64
 
+#: Below this many seconds left after the joint window, the per-record optima are not started.
+STATES_MIN_SPEND = 0.5
+
 #: ``auto``: seconds per private record of the per-record optima on those small sub-problems.
 STATES_AUTO_SECONDS = 2.0
 
@@ -1049,7 +1052,11 @@ def design_states_release(chain: Chain, n: int, *, eps: float, private: object, 
             return _with_fast_first(cheap, f"stopped at the joint window (gap {gap:.3g} records): the "
                                                    f"per-record optima on {n} records x {chain.k} states are not "
                                                    "cheap (--method optimal spends on them)")
-    left = max(time_limit - (time.monotonic() - t0), 0.05)
+    left = time_limit - (time.monotonic() - t0)
+    if left < STATES_MIN_SPEND:  # out of time after the cheap candidate: it stands, and says where it stopped
+        return dataclasses.replace(_with_fast_first(cheap, f"stopped by the time limit at the joint window (gap "
+                                                           f"{gap:.3g} records)"),
+                                   certificate=dataclasses.replace(cheap.certificate, stopped=True))
     if method == "auto":  # cheap by size, and kept so: SCIP on the smallest gets a few seconds a record
         left = min(left, STATES_AUTO_SECONDS * len(priv))
     per = _design_joint_states(chain, n, eps=eps, private=priv, method="optimal", time_limit=left, dense=False)
