@@ -19,11 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["Candidate", "Problem", "Solver", "Status", "SolverTimeout"]
-
-
-class SolverTimeout(Exception):
-    """A solver ran out of its time limit before it had anything to propose (the engine goes on without it)."""
+__all__ = ["Candidate", "Problem", "Solver", "Status"]
 
 #: ``optimal``: the solver proved its proposal optimal (within its stated tolerance);
 #: ``time_limit``: stopped by the time limit; ``local``: a local method's fixed point;
@@ -148,12 +144,6 @@ class Solver:
         of the successive-LP design).
     takes_starts : bool
         It accepts ``starts=`` (the designs verified so far, as warm starts and fallbacks).
-    certifier : bool
-        An expensive search run for its bound (SCIP): ``method="optimal"`` runs it only while the
-        certificate of the designs verified before it is open (gap above the target), fast first.
-    cheap : bool
-        Time linear in ``n`` (a closed form): still run when the time limit has passed, so that every
-        design has a verified candidate of its own.
     why : str
         What the solver is, for its refusal messages.
     """
@@ -166,8 +156,6 @@ class Solver:
     portfolio: Portfolio = _never
     defaults: Callable[[Problem], dict[str, Any]] = _no_options
     takes_starts: bool = False
-    certifier: bool = False
-    cheap: bool = False
     why: str = ""
 
     def refusal(self, problem: Problem) -> str | None:
