@@ -610,15 +610,21 @@ def _model(chain: MarkovChain, left: list[Contraction], right: list[Contraction]
     return _Model(W, R, tab_lb, tab_ub, G, maps, res, a, b, ql, qr)
 
 
-def _single_bounds(md: _Model, n: int, first: int, offsets: Sequence[int], eps: float, epsl: float) -> dict[int, float]:
+def _single_bounds(md: _Model, n: int, first: int, offsets: Sequence[int], eps: float, epsl: float,
+                   deadline: float = math.inf) -> dict[int, float]:
     """The one-record bound (records) of each run record at ``offsets``, on the model's tables.
 
     Record ``p = first + j`` alone is a relaxation of the run (a mechanism private about every record
     of the run is private about ``p``); its sides hold the other run records and are modelled on their
-    nearest ``R`` records, each further record counted as published.
+    nearest ``R`` records, each further record counted as published.  Each bound is optional (the run's
+    own bound stands without it): the records are taken ends first, then inward, and none is started
+    after ``deadline`` (``time.perf_counter()``), so a time limit bounds this pass too.
     """
     out = {}
-    for j in offsets:
+    order = sorted(offsets, key=lambda j: min(j - min(offsets), max(offsets) - j)) if offsets else []
+    for j in order:
+        if time.perf_counter() >= deadline:
+            break
         p = first + j
         ml, mr = p, n - 1 - p
         wl, wr = min(ml, md.R), min(mr, md.R)
@@ -687,7 +693,7 @@ def run_analysis(chain: MarkovChain, n: int, *, eps: float, first: int, last: in
         offs = _singles_worth_bounding(md, n, first, last, epsl, ub)
     elif offs is None:
         raise ValueError(f"singles must be 'auto', 'all', 'ends' or 'none', got {singles!r}")
-    single = {j: b / n for j, b in _single_bounds(md, n, first, offs, eps, epsl).items()}
+    single = {j: b / n for j, b in _single_bounds(md, n, first, offs, eps, epsl, deadline=t0 + time_limit).items()}
     bound, source = min([(ub / n, -1)] + [(b, first + j) for j, b in single.items()])
     s = eps / epsl
     amax, bmax = md.maps.left_max(eps, outward=False)

@@ -101,6 +101,7 @@ def test_every_sequence_shows_the_same_copies():
     assert cover.bound(3) == pytest.approx(1 / (1 + K))
 
 
+@pytest.mark.slow  # hundreds of seeded releases (minutes): run with -m slow
 def test_block_count_and_shape_do_not_tell_the_sequence_with_private_records(simulated):
     sig_a, sig_b, _ = simulated
     table = _pooled(sig_a, sig_b)
@@ -109,12 +110,14 @@ def test_block_count_and_shape_do_not_tell_the_sequence_with_private_records(sim
     assert p > 1e-3, (p, table)
 
 
+@pytest.mark.slow  # hundreds of seeded releases (minutes): run with -m slow
 def test_the_same_test_tells_a_naive_cover_apart():
     sig_a, sig_b, _ = _simulate(200, naive=True)
     p = chi2_contingency(_pooled(sig_a, sig_b)).pvalue
     assert p < 1e-6
 
 
+@pytest.mark.slow  # hundreds of seeded releases (minutes): run with -m slow
 def test_each_block_is_the_real_one_with_probability_one_in_k_plus_one(simulated):
     _, _, where = simulated
     seen = [w for w in where if w is not None]  # releases whose K + 1 copies show as K + 1 blocks

@@ -593,3 +593,253 @@ def test_design_chain_file_of_a_constant_chain_equals_the_alpha_beta_design(tmp_
     assert np.array_equal(table(ja), table(jb))
     for key in ("leakage", "utility", "certificate", "method"):
         assert ja[key] == jb[key], key
+
+
+# --- scan, owner and holder mechanisms on varying chains (issue 33, item 2) ------------------------------
+def _forward_prob(chain, x):
+    """Pr(X = x) in rationals, read forwards from the exact initial law through the exact steps (no reversal)."""
+    pr = chain.exact_initial[x[0]]
+    for t in range(len(x) - 1):
+        pr *= chain.exact_matrices[int(chain.row_level[t])][x[t]][x[t + 1]]
+    return pr
+
+
+def _enumerate_ratio(chain, n, p, kernel):
+    """Worst ratio max_o max_{x != y} Pr(o | X_p = x) / Pr(o | X_p = y) (None: infinite) by enumeration of every
+    record tuple and every output ``kernel(x)`` yields (pairs of (output, probability), exact)."""
+    import itertools
+
+    k = chain.k
+    lik, law = {}, [F(0)] * k
+    for x in itertools.product(range(k), repeat=n):
+        px = _forward_prob(chain, x)
+        if px == 0:
+            continue
+        law[x[p]] += px
+        for out, w in kernel(x):
+            if w:
+                vec = lik.setdefault(out, [F(0)] * k)
+                vec[x[p]] += px * w
+    top = F(-1)
+    for vec in lik.values():
+        for a in range(k):
+            for b in range(k):
+                if a == b or law[a] == 0 or law[b] == 0 or vec[a] == 0:
+                    continue
+                if vec[b] == 0:
+                    return None
+                top = max(top, (vec[a] / law[a]) / (vec[b] / law[b]))
+    return max(top, F(1))
+
+
+def _scan_kernel(S_left, S_right, n, p, holder):
+    def kernel(x):
+        laws = []
+        for S, step in ((S_left, -1), (S_right, 1)):
+            pos = list(range(p + step, -1 if step < 0 else n, step))
+            if not pos:
+                laws.append([((), F(1))])
+                continue
+            c = x[p] if holder else x[pos[0]]
+            alive, law = F(1), []
+            for d, t in enumerate(pos):
+                s = F(float(S[d][c][x[t]])) if d < len(S) else F(1)
+                law.append((tuple((u, x[u]) for u in pos[d:]), alive * s))
+                alive *= 1 - s
+            law.append(((), alive))
+            laws.append(law)
+        for (o1, w1) in laws[0]:
+            for (o2, w2) in laws[1]:
+                yield tuple(sorted(o1 + o2)), w1 * w2
+    return kernel
+
+
+def _random_varying(rng, n, k, zeros):
+    steps, init = _random_steps(rng, n, k, zeros)
+    return VaryingChain.from_steps(steps, init, labels=tuple(range(k)))
+
+
+@pytest.mark.parametrize("k,zeros,holder", [(2, False, False), (2, True, True), (3, False, False), (3, True, True)])
+def test_scan_leakage_under_a_varying_chain_is_the_enumeration(k, zeros, holder):
+    from redactopt.judge.scan import scan_leakage, scan_ratio_exact
+    from redactopt.model.mechanism_classes import ScanMechanism
+
+    rng = np.random.default_rng(40 + 10 * k + zeros)
+    n = 5 if k == 2 else 4
+    for trial in range(4):
+        chain = _random_varying(rng, n, k, zeros)
+        p = int(rng.integers(n))
+        sides = []
+        for m in (p, n - 1 - p):
+            if m == 0:
+                sides.append(None)
+                continue
+            S = rng.random((m, k, k))
+            S[rng.random(S.shape) < 0.25] = 0.0
+            S[-1][rng.random((k, k)) < 0.2] = 1.0
+            sides.append(S)
+        mech = ScanMechanism(chain, n, p, sides[0], sides[1], holder=holder)
+        want = _enumerate_ratio(chain, n, p, _scan_kernel(sides[0], sides[1], n, p, holder))
+        got = scan_leakage(mech)
+        exact, *_ = scan_ratio_exact(mech)
+        if want is None:
+            assert got.leakage == float("inf") and exact is None
+            continue
+        assert exact == want, (trial, exact, want)
+        assert got.ratio_lo <= want <= got.ratio_hi
+        assert got.leakage == pytest.approx(float(np.log(float(want))), abs=1e-12)
+        assert got.verdict(float(np.log(float(want))) * (1 + 1e-9) + 1e-12) == "certified"
+        # the witness is an output of positive probability attaining the worst pair's ratio
+        x, y = got.pair
+        assert got.witness.shape == (n,) and got.witness[p] == -1
+
+
+@pytest.mark.parametrize("k,holder", [(2, False), (2, True), (3, False)])
+def test_owner_and_holder_tables_under_a_varying_chain_are_the_enumeration(k, holder):
+    import itertools
+
+    from redactopt.judge.scan import owner_leakage, owner_ratio_exact
+    from redactopt.model.mechanism_classes import OwnerMechanism
+
+    rng = np.random.default_rng(70 + k + holder)
+    n = 4 if k == 2 else 3
+    others = None
+    for trial in range(4):
+        chain = _random_varying(rng, n, k, zeros=trial % 2 == 1)
+        p = int(rng.integers(n))
+        others = [t for t in range(n) if t != p]
+        rows = k ** (n if holder else n - 1)
+        table = rng.random((rows, 2 ** (n - 1)))
+        table[rng.random(table.shape) < 0.3] = 0.0
+        table[:, -1] += 0.05  # every row has a positive entry
+        mech = OwnerMechanism(chain, n, p, table, holder=holder)
+
+        def kernel(x, table=table, p=p, others=others):
+            if holder:
+                r = sum(x[t] * k ** t for t in range(n))
+            else:
+                r = sum(x[t] * k ** j for j, t in enumerate(others))
+            row = [F(float(v)) for v in table[r]]
+            s = sum(row)
+            for mi in range(2 ** (n - 1)):
+                out = tuple((t, x[t]) for j, t in enumerate(others) if mi >> j & 1)
+                yield out, row[mi] / s
+
+        want = _enumerate_ratio(chain, n, p, kernel)
+        got = owner_leakage(mech)
+        exact, _, _ = owner_ratio_exact(mech)
+        if want is None:
+            assert got.leakage == float("inf") and exact is None
+            continue
+        assert exact == want
+        assert got.ratio_lo <= want <= got.ratio_hi
+        # Definition 2 by enumeration: the expected number of published records over n
+        util = F(0)
+        for x in itertools.product(range(k), repeat=n):
+            for out, w in kernel(x):
+                util += _forward_prob(chain, x) * w * len(out)
+        assert mech.utility() == pytest.approx(float(util) / n, rel=1e-12)
+
+
+def test_scan_utility_under_a_varying_chain_is_the_enumeration():
+    import itertools
+
+    from redactopt.model.mechanism_classes import ScanMechanism
+
+    rng = np.random.default_rng(3)
+    for k, n, holder in ((2, 6, False), (2, 5, True), (3, 4, False)):
+        chain = _random_varying(rng, n, k, zeros=False)
+        p = 2
+        S_l, S_r = rng.random((p, k, k)), rng.random((n - 1 - p, k, k))
+        mech = ScanMechanism(chain, n, p, S_l, S_r, holder=holder)
+        kern = _scan_kernel(S_l, S_r, n, p, holder)
+        util = sum((_forward_prob(chain, x) * w * len(o) for x in itertools.product(range(k), repeat=n)
+                    for o, w in kern(x)), F(0))
+        assert mech.utility() == pytest.approx(float(util) / n, rel=1e-12)
+
+
+def test_a_local_mechanism_as_a_scan_leaks_what_it_leaks_as_local_under_a_varying_chain():
+    """Proposition 2 of the class notes, per step: the scan completion of a local mechanism has its leakage."""
+    from redactopt.judge.scan import scan_leakage
+    from redactopt.model.mechanism_classes import local_as_scan
+
+    rng = np.random.default_rng(11)
+    for k in (2, 3):
+        n = 30
+        chain = _random_varying(rng, n, k, zeros=False)
+        for p in (0, 13, 29):
+            q = _random_mechanism(rng, n, k, p)
+            a = leakage(chain, q, p).leakage
+            b = scan_leakage(local_as_scan(chain, q, p)).leakage
+            assert b == pytest.approx(a, rel=1e-9, abs=1e-12)
+
+
+def test_a_constant_varying_chain_judges_scans_as_the_homogeneous_chain():
+    from redactopt.judge.scan import scan_leakage
+    from redactopt.model.mechanism_classes import ScanMechanism
+
+    rng = np.random.default_rng(8)
+    c = MarkovChain(0.1, 0.3)
+    n, p = 9, 4
+    S_l, S_r = rng.random((p, 2, 2)), rng.random((n - 1 - p, 2, 2))
+    a = scan_leakage(ScanMechanism(c, n, p, S_l, S_r))
+    b = scan_leakage(ScanMechanism(VaryingChain.from_chain(c, n), n, p, S_l, S_r))
+    assert (a.leakage, a.ratio_lo, a.ratio_hi, a.pair) == (b.leakage, b.ratio_lo, b.ratio_hi, b.pair)
+    assert a.witness.tolist() == b.witness.tolist()
+
+
+def test_audit_of_a_class_file_whose_chain_varies_is_the_enumeration(tmp_path):
+    """A scan file (design --class scan) whose chain is replaced by a varying chain: `audit` judges it on that
+    chain's steps -- its leakage is the enumeration's, and its verdict follows from it."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "scan.json"
+    subprocess.run([sys.executable, "-m", "redactopt", "design", "--class", "scan", "--n", "5", "--private", "3",
+                    "--eps", "1", "--format", "json", "--out", str(out)], check=True, capture_output=True)
+    d = json.loads(out.read_text())
+    for mats, expect in (({"a": [[0.9, 0.1], [0.3, 0.7]], "b": [[0.6, 0.4], [0.5, 0.5]]}, None),
+                         ({"a": [[0.99, 0.01], [0.02, 0.98]], "b": [[0.9, 0.1], [0.3, 0.7]]}, None)):
+        chain = VaryingChain(mats, ["a", "b", "b", "a", "a"], initial=[0.5, 0.5], labels=(0, 1))
+        d["chain"] = chain.to_dict()
+        path = tmp_path / "v.json"
+        path.write_text(json.dumps(d))
+        from redactopt.classes_io import mechanism_from_dict
+
+        mech, _ = mechanism_from_dict(d)
+        S_l, S_r = mech.left, mech.right
+        want = _enumerate_ratio(chain, 5, 2, _scan_kernel(S_l, S_r, 5, 2, False))
+        got = subprocess.run([sys.executable, "-m", "redactopt", "audit", str(path), "--format", "json"],
+                             capture_output=True, text=True)
+        rep = json.loads(got.stdout)
+        assert rep["leakage"] == pytest.approx(float(np.log(float(want))), abs=1e-12)
+        assert (got.returncode == 0) == (float(np.log(float(want))) <= 1.0)
+
+
+def test_apply_varies_with_states_what_it_reveals_and_refuses_what_it_cannot_take(tmp_path):
+    """The varying release carries issue 36's companions: the CONFIDENTIAL first line, the positions warning in a
+    block before the summary, the void-guarantee refusal; options it does not take are refused, nothing written."""
+    import subprocess
+    import sys
+
+    from redactopt.datasets import path as dataset_path
+
+    data = str(dataset_path("occupancy"))
+    base = [sys.executable, "-m", "redactopt", "apply", data, "--column", "Occupancy", "--order-by", "date",
+            "--varies-with", "date:hour", "--eps", "1"]
+    out, rep = tmp_path / "o.csv", tmp_path / "r.json"
+    got = subprocess.run(base + ["--private", "1120-1179", "--out", str(out), "--report", str(rep)],
+                         capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.startswith("WARNINGS")
+    assert "positions of the private records are not protected" in got.stdout.split("\n\n")[0]
+    r = json.loads(rep.read_text())
+    assert r["notice"].startswith("CONFIDENTIAL") and list(r)[0] == "notice"
+    assert r["reveals"]["positions_protected"] is False
+    for extra in (["--cover", "2"], ["--public-report", str(tmp_path / "p.json")], ["--accept-model"],
+                  ["--private-column", "Occupancy"]):
+        o = tmp_path / "x.csv"
+        args = extra if extra[0] == "--private-column" else ["--private", "1120-1179"] + extra
+        bad = subprocess.run(base + args + ["--out", str(o)], capture_output=True, text=True)
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, (extra, bad.stderr)
+        assert not o.exists()

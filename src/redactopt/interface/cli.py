@@ -221,6 +221,10 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                     help=f"--attack: stop after the first batch of chains (seconds in) when the whole run, at "
                          f"that pace, would take longer than this (default {DEFAULT_ATTACK_LIMIT:g} s)")
+    ap.add_argument("--compose", nargs="+", metavar="REPORT", default=None,
+                    help="the cumulative exact leakage of several release reports of the same rows (apply --report, "
+                         "local mechanisms, independent draws): their composition is the product mechanism, judged "
+                         "exactly per private record; with --eps, exit 1 unless every record is proven within it")
     add_quiet(ap)
     ap.set_defaults(func=_cmd_audit)
 
@@ -441,6 +445,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     fmt = args.format or "text"
     if not args.attack:
         refuse_given(args, ["samples", "confidence", "attack_seed", "time_limit"], "applies to --attack only")
+    if args.compose is not None:
+        from redactopt.interface.cli_ledger import cmd_compose
+
+        return cmd_compose(args)
     rng = np.random.default_rng(args.attack_seed)
     if args.mechanism is not None:
         pstatus = maybe_public_audit(args, rng)  # a public report (apply --public-report, issue 36)

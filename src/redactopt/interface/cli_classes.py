@@ -356,13 +356,23 @@ def _files_of(d: dict) -> list[dict]:
     return [m for des in d["designs"] for m in des["mechanisms"]]
 
 
+def _chain_line(transition: Any) -> str:
+    """The audit's chain line: ``P = ...`` for one matrix; per level for a chain that varies with the step."""
+    def rows(M: Any) -> str:
+        return "; ".join(",".join(f"{_number(v):.6g}" for v in row) for row in M)
+
+    if isinstance(transition, dict):  # a varying chain: one matrix per level (docs/commands.md, 'Varying chains')
+        return "chain     : varies with the step: " + " | ".join(f"{lv}: P = {rows(M)}" for lv, M in transition.items())
+    return "chain     : P = " + rows(transition)
+
+
 def class_audit_text(rep: dict[str, Any]) -> str:
     """An exact audit of one class mechanism, worded as the local audits (``result : PASS`` / ``FAIL: ...``)."""
     a, b = rep["pair"]
     holder = " (holder scan: reads X_p)" if rep.get("holder") else ""
     lines = [f"mechanism : {rep['class']}{holder}  n={rep['n']}  private={positions_text(rep['private'])}  "
              f"k={len(rep['states'])}  states={','.join(rep['states'])}",
-             "chain     : P = " + "; ".join(",".join(f"{_number(v):.6g}" for v in row) for row in rep["transition"]),
+             _chain_line(rep["transition"]),
              f"eps       : {rep['eps']:.6g}",
              f"leakage   : {rep['leakage']:.10g}  (exact, nats)",
              f"witness   : {witness_text(rep['witness'])}",

@@ -538,6 +538,10 @@ def _cmd_apply_varying(args: argparse.Namespace) -> int:
     why = "does not apply with --varies-with (the chain is fitted per level)"
     refuse_given(args, ["alpha", "beta", "robust", "transition", "fit_on"], why)
     refuse_given(args, ["categorical", "protect", "bin"], "--varies-with releases a 0/1 column (--column)")
+    refuse_given(args, ["cover", "public_report", "accept_model", "workers"],
+                 "is not available with --varies-with yet (a release on one chain takes it)")
+    if args.report_sequences != "auto":
+        raise UsageError("--report-sequences is not available with --varies-with yet (its report holds every sequence)")
     if args.backend == "dask":
         raise UsageError("--varies-with runs with --backend memory")
     if args.method not in ("auto", "dim"):
@@ -572,11 +576,10 @@ def _varying_text(rep: dict[str, Any], args: argparse.Namespace) -> str:
              f"(upper bound {rep['utility']['upper_bound']:.6g}: Lemma 2 per step)"]
     for m in rep["model_check"]["alternatives"]:
         lines.append(f"model     : under the {m['model']} fitted on the same rows this release leaks {m['leakage']:.6g}")
-    lines += [f"warning   : {w}" for w in rep.get("warnings", [])]
-    lines += release_lines(rep["columns"], rep["chain"].get("fit_rows"), rep["summary"])
+    lines += release_lines(rep["columns"], rep["chain"].get("fit_rows"), rep["summary"], reveals=rep.get("reveals"))
     if args.report:
-        lines.append(f"report    : {args.report}")
-    return "\n".join(lines)
+        lines.append(f"report    : {args.report}  ({CONFIDENTIAL})")
+    return warnings_block(rep.get("warnings", [])) + "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------

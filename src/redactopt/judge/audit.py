@@ -183,10 +183,11 @@ class SegmentAudit:
     utility: float
 
 
-def audit_segments(chain: Chain, redact_prob: object, private: object, eps: float) -> SegmentAudit:
+def audit_segments(chain: Chain, redact_prob: object, private: object, eps: float | None) -> SegmentAudit:
     """The one segment audit of every chain: each private record judged exactly on its segment
     (:func:`segments`, exact for the whole sequence), the verdict proven
-    (:func:`redactopt.judge.certify.verify`: rational arithmetic near ``eps``); never ``n`` rows."""
+    (:func:`redactopt.judge.certify.verify`: rational arithmetic near ``eps``); never ``n`` rows.
+    With ``eps=None`` only the leakages are computed (``passed`` is then true and means nothing)."""
     rows = as_sparse(redact_prob, k=chain.k)
     per: dict[int, tuple[LeakageResult, Segment]] = {}
     worst: tuple[LeakageResult, int] | None = None
@@ -196,7 +197,8 @@ def audit_segments(chain: Chain, redact_prob: object, private: object, eps: floa
         sub = chain_window(chain, seg.lo, seg.lo + ext.shape[0])  # a varying chain: the segment's own steps
         results = [leakage(sub, ext, p) for p in rel]
         block_worst = max(results, key=lambda r: r.leakage)
-        passed &= verify(sub, ext, rel, eps, block_worst)[1]
+        if eps is not None:
+            passed &= verify(sub, ext, rel, eps, block_worst)[1]
         per.update((p, (r, seg)) for p, r in zip(seg.private, results))
         if worst is None or block_worst.leakage > worst[0].leakage:
             worst = (block_worst, seg.lo)

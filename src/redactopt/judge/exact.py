@@ -44,7 +44,8 @@ from redactopt.model.chain import Chain
 from redactopt.model.varying import VaryingChain
 
 __all__ = ["ExactResult", "ExactCertificate", "to_fraction", "exact_leakage", "exact_leakage_ratio", "certify_exact",
-           "exact_leakage_bruteforce", "exact_n_step", "exact_marginals", "n_step_ratio", "ratio_at_most_exp", "exp_bounds",
+           "exact_leakage_bruteforce", "exact_n_step", "exact_marginals", "exact_backward_steps", "exact_side_steps",
+           "n_step_ratio", "ratio_at_most_exp", "exp_bounds",
            "MAX_EXACT_N"]
 
 Matrix = list[list[Fraction]]
@@ -221,6 +222,29 @@ def exact_marginals(chain: VaryingChain) -> list[list[Fraction]]:
     return out
 
 
+def exact_backward_steps(chain: VaryingChain, pi: list[list[Fraction]] | None = None) -> list[list[list[Fraction]]]:
+    r"""The exactly reversed steps :math:`\tilde P_t(y\to x)=\pi_t(x)P_t(x,y)/\pi_{t+1}(y)`, ``t = 0 .. n - 2``
+    (the row of a state of probability 0 is uniform: it is never reached)."""
+    k = chain.k
+    pi = exact_marginals(chain) if pi is None else pi
+    back = []
+    for t in range(chain.n - 1):
+        P = chain.exact_matrices[int(chain.row_level[t])]
+        back.append([[pi[t][x] * P[x][y] / pi[t + 1][y] if pi[t + 1][y] else Fraction(1, k) for x in range(k)]
+                     for y in range(k)])
+    return back
+
+
+def exact_side_steps(chain: VaryingChain, p: int, side: str) -> list:
+    r"""The exact steps one side of row ``p`` is read through, nearest first: :math:`P_p, P_{p+1},\dots`
+    (``"right"``) or :math:`\tilde P_{p-1},\tilde P_{p-2},\dots` (``"left"``)."""
+    if side == "right":
+        return [chain.exact_matrices[int(chain.row_level[t])] for t in range(p, chain.n - 1)]
+    if side != "left":
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    return exact_backward_steps(chain)[:p][::-1]
+
+
 def _varying(chain: VaryingChain, rows: Matrix, p: int) -> tuple[Fraction | None, tuple[int, int]]:
     r"""The worst ratio and pair of a varying chain: each side through its exact steps, the left side
     through the exactly reversed steps :math:`\pi_t(x)P_t(x,y)/\pi_{t+1}(y)` (rows of states of
@@ -228,11 +252,7 @@ def _varying(chain: VaryingChain, rows: Matrix, p: int) -> tuple[Fraction | None
     k = chain.k
     pi = exact_marginals(chain)
     fwd = [chain.exact_matrices[int(chain.row_level[t])] for t in range(chain.n - 1)]
-    back = []
-    for t in range(chain.n - 1):
-        P = fwd[t]
-        back.append([[pi[t][x] * P[x][y] / pi[t + 1][y] if pi[t + 1][y] else Fraction(1, k) for x in range(k)]
-                     for y in range(k)])
+    back = exact_backward_steps(chain, pi)
     left = _side_best_steps(back[:p][::-1], rows[:p][::-1], k)
     right = _side_best_steps(fwd[p:], rows[p + 1 :], k)
     top: Fraction | None = Fraction(-1)

@@ -36,10 +36,13 @@ from typing import Literal
 
 import numpy as np
 
-from redactopt.judge.exact import exp_bounds, ratio_at_most_exp, to_fraction
+from redactopt.judge.exact import exact_side_steps, exp_bounds, ratio_at_most_exp, to_fraction
+from redactopt.judge.tolerances import reversal_error
 from redactopt.model.chain import Chain as KChain
 from redactopt.model.mechanism_classes import (BlockMechanism, OwnerMechanism, ScanMechanism, output_index,
-                                               row_keys, side_chain, side_chain_exact)
+                                               row_keys, side_chain, side_chain_exact,
+                                               tuple_probabilities)
+from redactopt.model.varying import VaryingChain
 
 __all__ = [
     "ClassLeakage",
@@ -177,7 +180,25 @@ class _Side:
     rel: float             # proven relative error bound of every entry of g
 
 
-def _side_events(chain: KChain, mech: ScanMechanism, name: str) -> _Side | None:
+def _side_matrices(mech: ScanMechanism, name: str) -> tuple[np.ndarray, float]:
+    r"""The doubles of the matrices side ``name`` is read through, nearest first, ``(m, k, k)`` (a homogeneous
+    chain: its one matrix, ``(k, k)``), and the relative error of each entry beyond one rounding of its exact value.
+
+    A homogeneous chain's side matrix, and a varying chain's forward steps (the right side), are their exact
+    entries rounded once.  A varying chain's left side is read through reversed steps
+    :math:`\pi_t(x)P_t(x,y)/\pi_{t+1}(y)` built from computed marginals: their extra error is
+    :func:`~redactopt.judge.tolerances.reversal_error` of the ``p`` steps the marginals went through.
+    """
+    chain, m = mech.chain, mech.side_length(name)
+    if not isinstance(chain, VaryingChain):
+        return side_chain(chain, name), 0.0  # one matrix, every step
+    if name == "right":
+        rounded = np.array([[[float(v) for v in r] for r in M] for M in chain.exact_matrices])
+        return rounded[chain.row_level[mech.p: mech.p + m]], 0.0
+    return np.asarray(chain.side_steps(mech.p, "left", m)), reversal_error(chain.k, mech.p)
+
+
+def _side_events(chain: KChain | VaryingChain, mech: ScanMechanism, name: str) -> _Side | None:
     r"""The side's event likelihoods :math:`g_x(d,v)` and :math:`g_x(\bot)` (Eq. 2.1), with an error bound.
 
     Every positive number is rescaled per distance by a power of two (exact) and must stay a normal
@@ -188,11 +209,12 @@ def _side_events(chain: KChain, mech: ScanMechanism, name: str) -> _Side | None:
     if S is None:
         return _Side(np.ones((1, mech.k)), [(0, -1)], 0.0)
     k, m = mech.k, mech.side_length(name)
-    Q = side_chain(mech.chain, name)
-    T = np.eye(k) if mech.holder else Q
-    alive = Q.copy() if mech.holder else np.eye(k)
+    Qd, extra = _side_matrices(mech, name)
+    one = Qd.ndim == 2
+    Qd_s = (Qd > 0).astype(np.int64)
+    T = np.eye(k) if mech.holder else (Qd if one else Qd[0])
+    alive = (Qd if one else Qd[0]).copy() if mech.holder else np.eye(k)
     sup = alive > 0
-    Qs = (Q > 0).astype(np.int64)
     Ts = (T > 0).astype(np.int64)
     g, events = [], []
     for d in range(S.shape[0]):
@@ -206,6 +228,7 @@ def _side_events(chain: KChain, mech: ScanMechanism, name: str) -> _Side | None:
                 g.append(gd[:, v])
                 events.append((d + 1, v))
         if d + 1 < S.shape[0]:
+            Q, Qs = (Qd, Qd_s) if one else (Qd[d + 1], Qd_s[d + 1])
             alive, sup = cont @ Q, (cont_s.astype(np.int64) @ Qs) > 0
         else:
             alive, sup = cont, cont_s
@@ -220,7 +243,11 @@ def _side_events(chain: KChain, mech: ScanMechanism, name: str) -> _Side | None:
             return None
         g.append(rest)
         events.append((0, -1))
-    return _Side(np.array(g), events, _gamma((k + 5) * (S.shape[0] + 2) + 2 * k))
+    rel = _gamma((k + 5) * (S.shape[0] + 2) + 2 * k)
+    if extra:  # every event's likelihood is a sum of products of at most L + 1 matrix entries
+        rel = math.nextafter(math.expm1(math.log1p(rel) + (S.shape[0] + 1) * math.log1p(extra)) * (1 + 1e-9),
+                             math.inf)
+    return _Side(np.array(g), events, rel)
 
 
 def _matches(values: np.ndarray, support: np.ndarray) -> bool:
@@ -332,12 +359,13 @@ def _scan_witness(mech: ScanMechanism, left: tuple, right: tuple) -> np.ndarray:
     for name, (d, v), step in (("left", left, -1), ("right", right, 1)):
         if mech.side(name) is None or d == 0:
             continue
-        Q = side_chain(mech.chain, name)
-        t, cur = p + step * d, v
+        Q, _ = _side_matrices(mech, name)
+        t, cur, j = p + step * d, v, d
         while 0 <= t < n:
             out[t] = cur
-            cur = int(np.argmax(Q[cur]))
-            t += step
+            if Q.ndim == 2 or j < Q.shape[0]:
+                cur = int(np.argmax((Q if Q.ndim == 2 else Q[j])[cur]))
+            t, j = t + step, j + 1
     return out
 
 
@@ -352,10 +380,13 @@ def _side_best_exact(mech: ScanMechanism, name: str) -> tuple[list[list[Fraction
     arg = [[(0, -1)] * k for _ in range(k)]
     if S is None:
         return best, arg
-    Q = side_chain_exact(mech.chain, name)
+    if isinstance(mech.chain, VaryingChain):
+        Qd = exact_side_steps(mech.chain, mech.p, name)
+    else:
+        Qd = [side_chain_exact(mech.chain, name)] * mech.side_length(name)
     eye = [[Fraction(int(i == j)) for j in range(k)] for i in range(k)]
-    T = eye if mech.holder else Q
-    alive = [list(r) for r in (Q if mech.holder else eye)]
+    T = eye if mech.holder else Qd[0]
+    alive = [list(r) for r in (Qd[0] if mech.holder else eye)]
     seen = [[False] * k for _ in range(k)]
 
     def consider(vec: list[Fraction], event: tuple) -> None:
@@ -374,8 +405,8 @@ def _side_best_exact(mech: ScanMechanism, name: str) -> tuple[list[list[Fraction
         cont = [[alive[c][v] * (1 - Sd[c][v]) for v in range(k)] for c in range(k)]
         for v in range(k):
             consider([sum((T[x][c] * mu[c][v] for c in range(k)), Fraction(0)) for x in range(k)], (d + 1, v))
-        alive = [[sum((cont[c][u] * Q[u][w] for u in range(k)), Fraction(0)) for w in range(k)] for c in range(k)] \
-            if d + 1 < len(Sx) else cont
+        alive = [[sum((cont[c][u] * Qd[d + 1][u][w] for u in range(k)), Fraction(0)) for w in range(k)]
+                 for c in range(k)] if d + 1 < len(Sx) else cont
     if len(Sx) == mech.side_length(name):
         consider([sum((T[x][c] * sum(alive[c], Fraction(0)) for c in range(k)), Fraction(0)) for x in range(k)],
                  (0, -1))
@@ -427,13 +458,12 @@ def owner_leakage(mech: OwnerMechanism | BlockMechanism) -> ClassLeakage:
     inner = mech.inner if isinstance(mech, BlockMechanism) else mech
     n, p, k = inner.n, inner.p, inner.k
     out, X = output_index(k, n, p)
-    pi = np.array([float(v) for v in inner.chain.exact_stationary()])
-    P = np.array([[float(v) for v in r] for r in inner.chain.exact_transition()])
-    pr = pi[X[:, 0]].copy()
-    path = np.ones(X.shape[0], dtype=bool)
-    for t in range(n - 1):
-        pr *= P[X[:, t], X[:, t + 1]]
-        path &= P[X[:, t], X[:, t + 1]] > 0
+    pr = tuple_probabilities(inner.chain, n)  # exact values rounded once, n - 1 products
+    path = _paths(inner.chain, X)
+    varying = isinstance(inner.chain, VaryingChain)
+    # the law of X_p: stationary, or (varying) the sum of the same terms over the tuples (k**(n-1) more additions)
+    pi = np.bincount(X[:, p], weights=pr, minlength=k) if varying else \
+        np.array([float(v) for v in inner.chain.exact_stationary()])
     keys = row_keys(k, n, p, inner.holder)
     kx = inner.kernel()[keys]  # each row divided by its sum without overflow (OwnerMechanism.kernel)
     w = (pr / pi[X[:, p]])[:, None] * kx
@@ -447,11 +477,26 @@ def owner_leakage(mech: OwnerMechanism | BlockMechanism) -> ClassLeakage:
             raise ValueError("owner_leakage: a term leaves the proven float range and the table is too large for rationals")
         return _owner_exact_result(mech)
     top, pair, col = _table_best(lik, k)
-    g = _gamma(2 * n + 2 ** (n - 1) + k ** (n - 1) + 8)
+    g = _gamma(2 * n + 2 ** (n - 1) + (2 if varying else 1) * k ** (n - 1) + 8)
     grow = (1 + g) / (1 - g) * (1 + 4 * U)
     hi = math.inf if math.isinf(top) else math.nextafter(top * grow, math.inf)
     witness = _table_witness(mech, col, n, p, k)
     return ClassLeakage(math.log(top), max(top / grow, 1.0), max(hi, 1.0), pair, witness, inner.chain.labels)
+
+
+def _paths(chain: KChain | VaryingChain, X: np.ndarray) -> np.ndarray:
+    """Which record tuples have positive probability (the exact support: the initial law and every step)."""
+    if isinstance(chain, VaryingChain):
+        ok = np.array([v > 0 for v in chain.exact_initial])[X[:, 0]]
+        for t in range(X.shape[1] - 1):
+            M = np.array([[v > 0 for v in r] for r in chain.exact_matrices[int(chain.row_level[t])]])
+            ok &= M[X[:, t], X[:, t + 1]]
+        return ok
+    P = np.array([[v > 0 for v in r] for r in chain.exact_transition()])
+    ok = np.ones(X.shape[0], dtype=bool)
+    for t in range(X.shape[1] - 1):
+        ok &= P[X[:, t], X[:, t + 1]]
+    return ok
 
 
 def _table_best(lik: np.ndarray, k: int) -> tuple[float, tuple[int, int], int]:
@@ -495,15 +540,26 @@ def owner_ratio_exact(mech: OwnerMechanism | BlockMechanism) -> tuple[Fraction |
     if n > EXACT_MAX_TABLE:
         raise ValueError(f"owner_ratio_exact: tables of at most {EXACT_MAX_TABLE} records")
     out, X = output_index(k, n, p)
-    P, pi = inner.chain.exact_transition(), inner.chain.exact_stationary()
+    chain = inner.chain
+    if isinstance(chain, VaryingChain):
+        init, steps = chain.exact_initial, [chain.exact_matrices[int(chain.row_level[t])] for t in range(n - 1)]
+    else:
+        init, steps = chain.exact_stationary(), [chain.exact_transition()] * (n - 1)
+    prs = []
+    for x in X.tolist():
+        pr = init[x[0]]
+        for t in range(n - 1):
+            pr *= steps[t][x[t]][x[t + 1]]
+        prs.append(pr)
+    pi = [sum((pr for pr, x in zip(prs, X[:, p].tolist()) if x == v), Fraction(0)) for v in range(k)]
     keys = row_keys(k, n, p, inner.holder)
     rows = [[Fraction(float(v)) for v in r] for r in inner.table]
     sums = [sum(r, Fraction(0)) for r in rows]
     lik: dict[int, list[Fraction]] = {}
     for i, x in enumerate(X.tolist()):
-        pr = pi[x[0]]
-        for t in range(n - 1):
-            pr *= P[x[t]][x[t + 1]]
+        pr = prs[i]
+        if not pr:
+            continue
         row, s = rows[keys[i]], sums[keys[i]]
         for mi in range(2 ** (n - 1)):
             if row[mi]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["SNAP_TOL", "LEAKAGE_RTOL", "BOUNDARY_RTOL", "LEAKAGE_ATOL_PER_RECORD", "MATRIX_ULPS_PER_STATE",
+__all__ = ["reversal_error", "SNAP_TOL", "LEAKAGE_RTOL", "BOUNDARY_RTOL", "LEAKAGE_ATOL_PER_RECORD", "MATRIX_ULPS_PER_STATE",
            "boundary_zone", "chain_zone", "marginal_allowance", "safe_budget", "UTILITY_ATOL", "round_up"]
 
 #: Probabilities within this distance of 0 or 1 are snapped to 0 or 1 before the exact check
@@ -73,6 +73,17 @@ def marginal_allowance(k: int, steps: int, n: int) -> float:
     """
     delta = (2 * k + 1) * steps * _ULP / 2
     return 8.0 * n * delta
+
+
+def reversal_error(k: int, steps: int) -> float:
+    r"""Relative error of each entry of a reversed step built from computed marginals (:func:`marginal_allowance`).
+
+    After ``steps`` forward steps every marginal entry errs by at most :math:`\delta=(2k+1)\,T\,u`; the
+    reversed entry :math:`\pi_t(x)P_t(x,y)/\sum_{x'}\pi_t(x')P_t(x',y)` by :math:`2\delta` and its own
+    ``k + 2`` roundings; doubled for the second-order terms.
+    """
+    delta = (2 * k + 1) * max(int(steps), 1) * _ULP / 2
+    return 2.0 * (2.0 * delta + (k + 2) * _ULP / 2)
 
 
 def safe_budget(eps: float, n: int, k: int | None = None) -> float:

@@ -32,6 +32,7 @@ import numpy as np
 from redactopt._validate import check_index, check_n
 from redactopt.model.chain import MarkovChain
 from redactopt.model.chain import Chain as KChain
+from redactopt.model.varying import VaryingChain, judged_chain
 
 __all__ = [
     "CLASSES",
@@ -42,6 +43,9 @@ __all__ = [
     "side_lengths",
     "side_chain",
     "side_chain_exact",
+    "side_steps",
+    "class_chain",
+    "tuple_probabilities",
     "local_as_scan",
     "scan_as_owner",
     "owner_as_holder",
@@ -72,6 +76,31 @@ def as_kchain(chain: object) -> KChain:
     if isinstance(chain, MarkovChain):
         return KChain.from_binary(chain)
     raise TypeError(f"chain must be a KChain or a MarkovChain, got {type(chain).__name__}")
+
+
+def class_chain(chain: object, n: int) -> KChain | VaryingChain:
+    """The chain a mechanism of ``n`` records is judged on: a :class:`KChain` (:func:`as_kchain`), or a
+    :class:`~redactopt.model.varying.VaryingChain` of ``n`` rows (its constant case as that chain)."""
+    if isinstance(chain, VaryingChain):
+        return judged_chain(chain, n)
+    return as_kchain(chain)
+
+
+def side_steps(chain: KChain | VaryingChain, name: str, p: int, m: int) -> np.ndarray:
+    r"""The ``m`` matrices side ``name`` of row ``p`` is read through, nearest first, ``(m, k, k)``: the chain's
+    :func:`side_chain` at every step, or the varying chain's :meth:`~VaryingChain.side_steps` (forward steps
+    :math:`P_p, P_{p+1},\dots` on the right, reversed :math:`\tilde P_{p-1},\dots` on the left)."""
+    if isinstance(chain, VaryingChain):
+        return chain.side_steps(p, name, m)
+    Q = side_chain(chain, name)
+    return np.broadcast_to(Q, (m,) + Q.shape)
+
+
+def row_law(chain: KChain | VaryingChain, t: int) -> np.ndarray:
+    """The law of row ``t``: the stationary law, or the varying chain's marginal."""
+    if isinstance(chain, VaryingChain):
+        return np.asarray(chain.marginal(t), dtype=float)
+    return np.array([float(v) for v in chain.exact_stationary()])
 
 
 def side_lengths(n: int, p: int) -> tuple[int, int]:
@@ -152,9 +181,9 @@ class ScanMechanism:
     holder: bool = False
 
     def __post_init__(self) -> None:
-        chain = as_kchain(self.chain)
-        object.__setattr__(self, "chain", chain)
         n = check_n(self.n)
+        chain = class_chain(self.chain, n)
+        object.__setattr__(self, "chain", chain)
         p = check_index(self.p, n)
         object.__setattr__(self, "n", n)
         object.__setattr__(self, "p", p)
@@ -183,17 +212,17 @@ class ScanMechanism:
         r"""Expected fraction of records published (Definition 2): :math:`\frac1n\sum_s\sum_d\Pr(\tau_s=d)(m_s-d+1)`.
 
         :math:`X_p\sim\pi`, so the side's first record has law :math:`\pi` as well (both chains are
-        stationary with law :math:`\pi`).
+        stationary with law :math:`\pi`); on a varying chain the laws are the rows' marginals.
         """
         total = 0.0
-        pi = np.array([float(v) for v in self.chain.exact_stationary()])
-        for name in ("left", "right"):
+        for name, step in (("left", -1), ("right", 1)):
             S = self.side(name)
             if S is None:
                 continue
             m = self.side_length(name)
-            Q = side_chain(self.chain, name)
-            start = (pi[:, None] * Q) if self.holder else np.diag(pi)
+            Q = side_steps(self.chain, name, self.p, m)
+            start = (row_law(self.chain, self.p)[:, None] * Q[0]) if self.holder else \
+                np.diag(row_law(self.chain, self.p + step))
             mu, _ = occupation(Q, S, start)
             counts = m - np.arange(S.shape[0], dtype=float)
             total += float(np.einsum("cdv,d->", mu, counts))
@@ -206,15 +235,18 @@ def occupation(Q: np.ndarray, S: np.ndarray, start: np.ndarray) -> tuple[np.ndar
     ``start[c]`` is the law of the side's first record (row ``c``); ``mu[c, d-1, v]`` the probability
     of stopping at distance ``d`` on value ``v`` and ``rest[c]`` of never stopping within the table.
     Plain float recursion :math:`\nu_1=\text{start}`, :math:`\mu_d=\nu_d\odot S_d`,
-    :math:`\nu_{d+1}=(\nu_d\odot(1-S_d))Q` (the judge uses its own, rescaled and error-bounded copy).
+    :math:`\nu_{d+1}=(\nu_d\odot(1-S_d))Q_d` (the judge uses its own, rescaled and error-bounded copy);
+    ``Q`` is one matrix, or one per distance ``(m, k, k)`` (a varying chain's :func:`side_steps`: ``Q[d]``
+    leads from distance ``d`` to ``d + 1``).
     """
-    L, k = S.shape[0], Q.shape[0]
+    Q = np.asarray(Q, dtype=float)
+    L, k = S.shape[0], Q.shape[-1]
     mu = np.empty((start.shape[0], L, k))
     alive = np.array(start, dtype=float)
     for d in range(L):
         mu[:, d] = alive * S[d]
         cont = alive * (1.0 - S[d])
-        alive = cont @ Q if d + 1 < L else cont
+        alive = cont @ (Q if Q.ndim == 2 else Q[d + 1]) if d + 1 < L else cont
     return mu, alive.sum(axis=1)
 
 
@@ -227,9 +259,9 @@ def local_as_scan(chain: object, redact_prob: object, p: int, rounding: str = "n
     below / above the exact ``1 - q``; a local design sitting at its budget keeps its completion within it
     by one of them).
     """
-    kc = as_kchain(chain)
     q = np.asarray(redact_prob, dtype=float)
     n = q.shape[0]
+    kc = class_chain(chain, n)
     p = check_index(p, n)
     if rounding not in ("nearest", "down", "up"):
         raise ValueError(f"rounding must be 'nearest', 'down' or 'up', got {rounding!r}")
@@ -280,9 +312,9 @@ class OwnerMechanism:
     holder: bool = False
 
     def __post_init__(self) -> None:
-        chain = as_kchain(self.chain)
-        object.__setattr__(self, "chain", chain)
         n = check_n(self.n)
+        chain = class_chain(self.chain, n)
+        object.__setattr__(self, "chain", chain)
         if n > 24:
             raise ValueError(f"an owner table covers at most 24 records, got n = {n}")
         p = check_index(self.p, n)
@@ -343,11 +375,18 @@ class OwnerMechanism:
         return float(pr @ per_row[keys]) / self.n
 
 
-def tuple_probabilities(chain: KChain, n: int) -> np.ndarray:
-    r""":math:`\Pr(X_{1..n}=x)` for every tuple of :func:`record_tuples` (digit ``t`` = record ``t``)."""
+def tuple_probabilities(chain: KChain | VaryingChain, n: int) -> np.ndarray:
+    r""":math:`\Pr(X_{1..n}=x)` for every tuple of :func:`record_tuples` (digit ``t`` = record ``t``): the
+    stationary law and the matrix, or a varying chain's initial law and steps (exact values rounded once)."""
+    X = record_tuples(chain.k, n)
+    if isinstance(chain, VaryingChain):
+        pr = np.array([float(v) for v in chain.exact_initial])[X[:, 0]]
+        for t in range(n - 1):
+            P = np.array([[float(v) for v in r] for r in chain.exact_matrices[int(chain.row_level[t])]])
+            pr = pr * P[X[:, t], X[:, t + 1]]
+        return pr
     pi = np.array([float(v) for v in chain.exact_stationary()])
     P = np.array([[float(v) for v in r] for r in chain.exact_transition()])
-    X = record_tuples(chain.k, n)
     pr = pi[X[:, 0]].copy()
     for t in range(n - 1):
         pr *= P[X[:, t], X[:, t + 1]]
@@ -384,6 +423,9 @@ class BlockMechanism:
         if not isinstance(self.inner, OwnerMechanism):
             raise TypeError(f"inner must be an OwnerMechanism, got {type(self.inner).__name__}")
         start = check_index(self.start, n, "start")
+        if isinstance(self.inner.chain, VaryingChain):
+            raise ValueError("a block mechanism on a chain that varies with the step: not supported (its block's "
+                             "chain would start from a computed marginal); give the whole table (OwnerMechanism)")
         end = start + self.inner.n
         if end > n or start + self.inner.p != self.p:
             raise ValueError(f"block {start}..{end - 1} with private offset {self.inner.p} does not place p = "

@@ -44,7 +44,9 @@ from redactopt.release.fitplan import free_sequences, private_index
 from redactopt.release.levels import LevelCoder, LevelSpec, VaryingFit, fit_levels, parse_varies_with
 from redactopt.release.plan import SequencePlan
 from redactopt.release.redactor import Redactor
+from redactopt.release.refusals import refuse_flag_protected
 from redactopt.release.report import NOT_FOR_RELEASE, write_report
+from redactopt.release.reveals import finish_report
 from redactopt.release.tables import DEFAULT_CHUNK_ROWS, TableReader, TableWriter
 from redactopt.release.zones import Outside, PrivateIndex, ZoneTally, choose_zone
 from redactopt.io import design_to_dict
@@ -158,6 +160,7 @@ def apply_varying_table(source: str | os.PathLike[str], dest: str | os.PathLike[
     (:data:`~redactopt.engine.varying.VARYING_METHODS`).  Returns the report.
     """
     spec = parse_varies_with(varies_with) if isinstance(varies_with, str) else varies_with
+    refuse_flag_protected([column], private_column)
     src, dst, rep_path = check_release_paths(source, dest, report, private=private, private_column=private_column,
                                              by=by, force=force)
     with stdin_as_file(source) as path:
@@ -259,6 +262,9 @@ def _report(vplan: VaryingPlan, state: Any, by_seq: dict[int, list[int]], redact
         rep["by"] = by
         rep["sequences"] = seqs
         rep["designs"] = designs
+    # what the release reveals about the opt-out, the warnings in one list, the CONFIDENTIAL first line (§10d)
+    rep = finish_report(rep, sequences=len(state.ids), with_private=sum(1 for c in by_seq if by_seq[c]), cover=None,
+                        model=None)
     rep["summary"] = plain_summary(eps=eps, protected=[column], private_records=len(per),
                                    sequences=len(designs), model=f"chain that varies with {spec.text()} (per level)",
                                    fit_rows=fit_rows_text(zone), order_test=None, figures=figures, rows=total,
