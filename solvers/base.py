@@ -19,7 +19,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["Candidate", "Problem", "Solver", "Status"]
+__all__ = ["Candidate", "Problem", "Solver", "Status", "SolverTimeout"]
+
+
+class SolverTimeout(Exception):
+    """A solver ran out of its time limit before it had anything to propose (the engine goes on without it)."""
 
 #: ``optimal``: the solver proved its proposal optimal (within its stated tolerance);
 #: ``time_limit``: stopped by the time limit; ``local``: a local method's fixed point;
@@ -144,6 +148,12 @@ class Solver:
         of the successive-LP design).
     takes_starts : bool
         It accepts ``starts=`` (the designs verified so far, as warm starts and fallbacks).
+    certifier : bool
+        An expensive search run for its bound (SCIP): ``method="optimal"`` runs it only while the
+        certificate of the designs verified before it is open (gap above the target), fast first.
+    cheap : bool
+        Time linear in ``n`` (a closed form): still run when the time limit has passed, so that every
+        design has a verified candidate of its own.
     why : str
         What the solver is, for its refusal messages.
     """
@@ -156,6 +166,8 @@ class Solver:
     portfolio: Portfolio = _never
     defaults: Callable[[Problem], dict[str, Any]] = _no_options
     takes_starts: bool = False
+    certifier: bool = False
+    cheap: bool = False
     why: str = ""
 
     def refusal(self, problem: Problem) -> str | None:

@@ -60,7 +60,7 @@ from numpy.typing import ArrayLike
 from redactopt._validate import check_real
 from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.influence import delta_star
-from redactopt.solvers.base import Candidate
+from redactopt.solvers.base import Candidate, SolverTimeout
 
 __all__ = ["propose_frontier", "frontier_analysis", "FrontierAnalysis", "solve_two_sided", "diagonal_split",
            "side_tables", "side_design", "side_bound", "TwoSided", "REL"]
@@ -524,10 +524,12 @@ def _lower_row(pre: list[_ModeQueries], lb: _Stacked, Lw: np.ndarray, r: int) ->
         Lw[r, mode, d.N] = r
 
 
-def build_tables(geo: Geo, R: int, G: int, upper: bool = True, lower: bool = True) -> Tables:
+def build_tables(geo: Geo, R: int, G: int, upper: bool = True, lower: bool = True,
+                 deadline: float = math.inf) -> Tables:
     """UB tables (Wp, Wl) and/or LB table (Lw) for r = 0..R remaining records.
 
-    Grid (make_grid): K = R+1 drift bands plus residual points, spacing about max(D)/G."""
+    Grid (make_grid): K = R+1 drift bands plus residual points, spacing about max(D)/G.  Past
+    ``deadline`` (``time.perf_counter()``) it raises :class:`~redactopt.solvers.base.SolverTimeout`."""
     t0 = time.perf_counter()
     K = R + 1
     grids = tuple(make_grid(geo, mode, G, K) for mode in (0, 1))
@@ -540,6 +542,8 @@ def build_tables(geo: Geo, R: int, G: int, upper: bool = True, lower: bool = Tru
     ub = _joined(geo, [(d.qh, d.J, d.X) for d in pre])
     lb = _joined(geo, [(d.hd, d.Jl, d.Xl) for d in pre])
     for r in range(1, R + 1):
+        if time.perf_counter() > deadline:
+            raise SolverTimeout(f"side tables of {R} records: out of time at row {r}")
         if upper:
             _upper_row(geo, pre, ub, Wp, Wl, r)
         if lower:
@@ -989,14 +993,15 @@ def side_bound(tab_ub: Tables, m: int, a: float, b: float) -> float:
     return float(side_value(tab_ub, m, a, b, "ub")[0])
 
 
-def side_tables(chain: MarkovChain, R: int, *, G: int, upper: bool) -> Tables:
+def side_tables(chain: MarkovChain, R: int, *, G: int, upper: bool, deadline: float = math.inf) -> Tables:
     """Upper-bound (``upper``) or policy tables for sides of up to ``R`` records on grid ``G``.
 
     Raises ``ValueError`` for a chain of independent records (``lam == 0``): no side leaks,
-    every side publishes everything."""
+    every side publishes everything; :class:`~redactopt.solvers.base.SolverTimeout` past ``deadline``
+    (``time.perf_counter()``)."""
     if chain.lam == 0.0:
         raise ValueError("side tables need correlated records (alpha + beta != 1)")
-    return build_tables(Geo(chain), max(int(R), 1), int(G), upper=upper, lower=not upper)
+    return build_tables(Geo(chain), max(int(R), 1), int(G), upper=upper, lower=not upper, deadline=deadline)
 
 
 def _window(chain: MarkovChain, m: int, eps: float) -> int:
@@ -1114,19 +1119,32 @@ def frontier_analysis(chain: MarkovChain, n: int, *, eps: float, p: int, time_li
         return FrontierAnalysis((n - 1) / n, q, q, (eps, eps), (eps, eps), ((eps, eps), (eps, eps)), q,
                                 (n - 1) / n, eps / 2, 0.0, 0, (m_left, m_right), time.perf_counter() - t0)
     W = [_window(chain, m_left, eps), _window(chain, m_right, eps)]
+    deadline = t0 + time_limit
+    done = None  # the last windows' tables, split and designs
     while True:
         R = max(W[0], W[1], 1)
-        tab_lb = side_tables(chain, R, G=G_LB, upper=False)
-        G = G_UB0
-        tab_ub = side_tables(chain, R, G=G, upper=True)
+        try:  # SolverTimeout past the deadline: the first windows raise it on, a larger one keeps the last
+            tab_lb = side_tables(chain, R, G=G_LB, upper=False, deadline=deadline)
+            tab_ub = side_tables(chain, R, G=G_UB0, upper=True, deadline=deadline)
+        except SolverTimeout:
+            if done is None:
+                raise
+            break
         res = solve_two_sided(tab_ub, tab_lb, W[0], W[1], eps, epsl)
         a, b = polish_split(tab_lb, W[0], W[1], epsl, *res.split)
         ql = side_design(tab_lb, W[0], a, b)
         qr = side_design(tab_lb, W[1], epsl - a, epsl - b)
+        done = (list(W), R, tab_lb, tab_ub, res, a, b, ql, qr)
         grow = [W[0] < m_left and not _cuts(ql), W[1] < m_right and not _cuts(qr)]
         if not any(grow):
             break
+        if time.perf_counter() - t0 > time_limit:
+            # out of time before both sides cut: the bound on these windows still holds (records beyond a
+            # window count as published); the design is judged exactly like any other proposal
+            break
         W = [min(m, 2 * w) if g else w for m, w, g in zip((m_left, m_right), W, grow)]
+    W, R, tab_lb, tab_ub, res, a, b, ql, qr = done
+    G = G_UB0
     outside = (m_left - W[0]) + (m_right - W[1])
     pi = chain.stationary
     value = float(((1.0 - ql) @ pi).sum() + ((1.0 - qr) @ pi).sum()) + outside
@@ -1137,7 +1155,10 @@ def frontier_analysis(chain: MarkovChain, n: int, *, eps: float, p: int, time_li
             break
         t1 = time.perf_counter()
         G *= 2
-        tab_ub = side_tables(chain, R, G=G, upper=True)
+        try:
+            tab_ub = side_tables(chain, R, G=G, upper=True, deadline=deadline)
+        except SolverTimeout:
+            break  # the refinement did not fit: the coarser bound stands
         refined = solve_two_sided(tab_ub, tab_lb, W[0], W[1], eps, epsl).ub + outside
         closed = ub - refined
         ub = min(ub, refined)
@@ -1200,7 +1221,8 @@ def propose_frontier(
     fa = frontier_analysis(chain, n, eps=eps, p=p, time_limit=time_limit, target_gap=target_gap)
     info = {"split": {"left": list(fa.left), "right": list(fa.right)}, "grid": fa.grid,
             "windows": list(fa.windows), "table_gap": fa.table_gap, "seconds": fa.seconds}
-    return Candidate(fa.redact_prob, "frontier", "optimal" if fa.table_gap <= target_gap else "time_limit",
+    done = fa.table_gap <= target_gap and fa.seconds <= time_limit
+    return Candidate(fa.redact_prob, "frontier", "optimal" if done else "time_limit",
                      upper_bound=fa.upper_bound, bound_solver="frontier-dp" if fa.grid else "closed-form",
                      fallbacks=(fa.edge, fa.diagonal_redact_prob), info=info,
                      fallback_info=({"split": "spent to eps exactly"},

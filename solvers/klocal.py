@@ -268,12 +268,14 @@ def _take_step(q: np.ndarray, var_of: dict[tuple[int, int], int], x: np.ndarray)
 
 
 def _step_lp(
-    chain: KChain, q: np.ndarray, sides: list[_Side], eps: float, radius: float, tau: float
+    chain: KChain, q: np.ndarray, sides: list[_Side], eps: float, radius: float, tau: float,
+    seconds: float = math.inf,
 ) -> np.ndarray | None:
     """Solve one trust-region LP; return the proposed mechanism (or None)."""
     from scipy.optimize import linprog  # scipy is a dependency; imported where used
 
     k = chain.k
+    t0 = time.perf_counter()
     pairs = [(x, y) for x in range(k) for y in range(k) if x != y]
     pidx = {pr: i for i, pr in enumerate(pairs)}
     npair = len(pairs)
@@ -306,8 +308,12 @@ def _step_lp(
             b.append(eps)
     c = np.concatenate([np.array(step.cost), np.zeros(npair * len(sides))])
     bounds = list(zip(step.lb, step.ub)) + [(0.0, eps)] * (npair * len(sides))
+    seconds -= time.perf_counter() - t0  # building the rows took some of it
+    if seconds <= 0.0:
+        return None
+    opts = {"time_limit": max(float(seconds), 0.01)} if math.isfinite(seconds) else {}
     res = linprog(c, A_ub=np.array(A_rows) if A_rows else None, b_ub=np.array(b) if b else None,
-                  bounds=bounds, method="highs")
+                  bounds=bounds, method="highs", options=opts)  # out of time: status 1, no step
     if res.status != 0 or res.x is None:
         return None
     return _take_step(q, step.var_of, res.x)
@@ -376,12 +382,18 @@ def propose_klocal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit:
     radius, tau, margin = 0.25, 2.0, 0.0
     it = accepted = 0
     stopped = False
+    last, t_step = 0.0, t0  # the last step's seconds: the next starts only if half of one like it fits
     while it < max_iter and radius > 1e-5:
-        if time.perf_counter() - t0 > time_limit:
+        now = time.perf_counter()
+        if it:
+            last = now - t_step
+        if now - t0 + 0.5 * last > time_limit:
             stopped = True
             break
         it += 1
-        new = _step_lp(chain, q, sides, target - margin, radius, tau) if sides else None
+        t_step = now
+        left = time_limit - (t_step - t0)
+        new = _step_lp(chain, q, sides, target - margin, radius, tau, left) if sides else None
         if new is None:
             if margin > 1e-6 * target:
                 margin *= 0.25  # the aim below the budget made the programme infeasible

@@ -38,6 +38,8 @@ proposes: :func:`propose_scan` returns the mechanism and the bound, and
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import heapq
 import itertools
 import math
@@ -57,6 +59,34 @@ from redactopt.solvers.lp_certificate import LinearProgram, LPSolution, dual_par
 from redactopt.solvers.split_bound import DualData, interpolated_bound
 
 __all__ = ["SideSpec", "side_program", "ScanProposal", "propose_scan", "side_optimum", "pairs_of"]
+
+
+#: The time by which every linear program of the current scan design must end (``time.monotonic()``);
+#: nested phases only shorten it (:func:`_until`).
+_DEADLINE: contextvars.ContextVar[float] = contextvars.ContextVar("scan_lp_deadline", default=math.inf)
+
+
+@contextlib.contextmanager
+def _until(deadline: float) -> Any:
+    """Every LP solved inside ends by ``deadline`` (or the enclosing one, whichever is first)."""
+    token = _DEADLINE.set(min(_DEADLINE.get(), deadline))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _solve_lp(lp: LinearProgram, **kw: Any) -> LPSolution:
+    """:func:`~redactopt.solvers.lp_certificate.solve_lp` within the current deadline: HiGHS gets the time
+    left; past the deadline it is not started.  Either way out of time is a ``RuntimeError``, which every
+    caller already takes as "no optimum here" (a valid, looser bound; a design without this candidate)."""
+    d = _DEADLINE.get()
+    if math.isfinite(d):
+        left = d - time.monotonic()
+        if left <= 0.0:
+            raise RuntimeError("time limit: the linear program was not started")
+        kw["time_limit"] = left if kw.get("time_limit") is None else min(left, kw["time_limit"])
+    return solve_lp(lp, **kw)
 
 U = 2.0**-53
 #: Stop probabilities within this of 0 or 1 are snapped before the design is judged.
@@ -454,7 +484,7 @@ class _SideOracle:
         if not np.any(loose & ~first):
             return math.inf
         try:
-            return solve_lp(side_program(self.spec, self.W, self.bound_mode, E, first)).bound
+            return _solve_lp(side_program(self.spec, self.W, self.bound_mode, E, first)).bound
         except RuntimeError:
             return math.inf
 
@@ -470,7 +500,7 @@ class _SideOracle:
             self.solves += 1
             for presolve in (True, False):
                 try:
-                    return lp, self._warm_solve(lp, b) if presolve else solve_lp(lp, presolve=False, bound=False)
+                    return lp, self._warm_solve(lp, b) if presolve else _solve_lp(lp, presolve=False, bound=False)
                 except RuntimeError:
                     continue
         return lp, None
@@ -482,7 +512,7 @@ class _SideOracle:
         shape = (lp.A_ub.shape[0] + lp.A_eq.shape[0], lp.c.shape[0])
         points, bases = self.bases.setdefault(shape, (np.empty((0, here.shape[0])), []))
         warm = {shape: bases[int(np.abs(points - here).sum(axis=1).argmin())]} if bases else {}
-        sol = solve_lp(lp, bound=False, warm=warm)
+        sol = _solve_lp(lp, bound=False, warm=warm)
         if shape in warm:
             self.bases[shape] = (np.vstack([points, here]), bases + [warm[shape]])
         return sol
@@ -526,9 +556,9 @@ class _SideOracle:
         warm: dict = {}  # the second pass starts from the first's optimal basis (same feasible set: speed only)
         for _ in range(2):  # second pass: each event's rows divided by its probability (relative tolerances)
             try:
-                sol = solve_lp(_scaled_rows(lp, scale), bound=False, warm=warm)
+                sol = _solve_lp(_scaled_rows(lp, scale), bound=False, warm=warm)
             except RuntimeError:  # HiGHS gave up on the presolved model: once more without presolve
-                sol = solve_lp(_scaled_rows(lp, scale), bound=False, presolve=False)
+                sol = _solve_lp(_scaled_rows(lp, scale), bound=False, presolve=False)
             self.solves += 1
             scale = 1.0 / np.clip(_event_mass(self.spec, sol.x, lp), 1e-12, 1.0)
         return stop_table(self.spec, sol.x, lp)
@@ -665,19 +695,34 @@ def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16,
     relaxation at ``W`` is within ``tol_count`` of a feasible value, a sure stop at ``2 W`` (the bound then
     loses at most that to the truncation where it matters).
     """
+    with _until(deadline):
+        return _choose_window(spec, eps, tol_count, start, half, deadline)
+
+
+def _choose_window(spec: SideSpec, eps: float, tol_count: float, start: int, half: bool, deadline: float) -> int:
+    """:func:`choose_window`, every LP ending by ``deadline``.
+
+    The window stops growing when the time runs out, and then the last window whose programs were solved
+    is kept, never a larger one nobody solved (a shorter window only loosens the bound; a longer one's
+    programs would slow every step of the split search).
+    """
     k = spec.Q.shape[0]
     W = min(spec.m, start)
     cap = spec.m
+    last_ok = W
     for share in (1, 2, 4, 8):
         b = tuple(Fraction(eps) / share for _ in pairs_of(k))
         E = _budget_matrix(k, dict(zip(pairs_of(k), b)), upward=True)
         if half and share == 2:
             while W < spec.m and time.monotonic() < deadline:
                 try:
-                    ub = solve_lp(side_program(spec, W, "relax", E)).bound
-                    lb = solve_lp(side_program(spec, min(spec.m, 2 * W), "force", E), bound=False).value
+                    ub = _solve_lp(side_program(spec, W, "relax", E)).bound
+                    lb = _solve_lp(side_program(spec, min(spec.m, 2 * W), "force", E), bound=False).value
                 except RuntimeError:
+                    if time.monotonic() >= deadline:
+                        return last_ok
                     ub, lb = math.inf, -math.inf
+                last_ok = W
                 if ub - lb <= tol_count:
                     break
                 W = min(spec.m, 2 * W if W < 64 else W + 16)
@@ -685,10 +730,13 @@ def choose_window(spec: SideSpec, eps: float, tol_count: float, start: int = 16,
             continue
         while W < min(spec.m, cap) and time.monotonic() < deadline:
             try:
-                ub = solve_lp(side_program(spec, W, "relax", E)).bound
-                lb = solve_lp(side_program(spec, W, "force", E), bound=False).value
+                ub = _solve_lp(side_program(spec, W, "relax", E)).bound
+                lb = _solve_lp(side_program(spec, W, "force", E), bound=False).value
             except RuntimeError:  # a sure stop at W can be infeasible (too close to p): look further
+                if time.monotonic() >= deadline:
+                    return last_ok
                 ub, lb = math.inf, -math.inf
+            last_ok = W
             if ub - lb <= tol_count:
                 break
             W = min(spec.m, cap, 2 * W)
@@ -1015,6 +1063,13 @@ def _branch_and_bound(left: _SideOracle, right: _SideOracle, eps: float, tol_cou
     sides' values beyond them keep those boxes open); if the first search has not closed the gap by 90 %
     of the time, the other one runs in the rest.  Both bounds are proofs; the lower one is returned.
     """
+    with _until(deadline):
+        return _branch_and_bound_within(left, right, eps, tol_count, deadline, max_boxes)
+
+
+def _branch_and_bound_within(left: _SideOracle, right: _SideOracle, eps: float, tol_count: float,
+                             deadline: float, max_boxes: int) -> dict:
+    """:func:`_branch_and_bound`, every LP ending by ``deadline``."""
     t0 = time.monotonic()
     sb = _SplitBoxes(left, right, eps)
     lo, hi = sb.lo0.copy(), sb.hi0.copy()
@@ -1072,6 +1127,7 @@ def _search(sb: _SplitBoxes, best_v: float, best_a: tuple, tol_count: float, dea
             finals.append(-ub)
             continue
         for (clo, chi), ub_child in sb.split(blo, bhi, -ub):
+            ub_child = min(ub_child, -ub)  # the parent's bound holds for its children (a timed-out LP's is looser)
             if rotated and not sb.meets(clo, chi):  # no split of the domain in this box
                 continue
             free = [int(j) for j in np.flatnonzero(chi > clo)]
@@ -1191,6 +1247,30 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
         sides, also bounded by the coupled-scan LP when the search stops early).
     """
     t0 = time.monotonic()
+    with _until(t0 + time_limit):  # no linear program outlives the time limit
+        return _propose_scan(chain, n, eps=eps, p=p, holder=holder, tol=tol, time_limit=time_limit,
+                             max_boxes=max_boxes, t0=t0)
+
+
+def _first_window(kc: KChain, eps: float) -> int:
+    r"""The window :func:`choose_window` starts from: 16, or on a slowly mixing binary chain the distance
+    :math:`\Delta^\star(\epsilon)` beyond which one record's influence is within the whole budget (a scan
+    must read about that far before it can stop for sure; starting there skips the doublings below it,
+    each of which costs a pair of programs of the time limit's tenth)."""
+    if kc.k != 2 or not kc.binary:
+        return 16
+    from redactopt.model.influence import delta_star
+
+    try:
+        d = int(delta_star(kc, eps))
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return 16
+    return max(16, min(d, 4096))
+
+
+def _propose_scan(chain: object, n: int, *, eps: float, p: int, holder: bool, tol: float, time_limit: float,
+                  max_boxes: int, t0: float) -> ScanProposal:
+    """:func:`propose_scan` from ``t0`` on."""
     kc = as_kchain(chain)
     if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
         raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
@@ -1199,8 +1279,10 @@ def propose_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool 
     specs = {s: SideSpec(kc, s, mech0.side_length(s), holder) for s in ("left", "right") if mech0.side_length(s)}
     half = len(specs) == 2 and swap_symmetric(kc)
     # the window grows for at most a tenth of the time per side (a shorter one only loosens the bound)
-    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, half=half, deadline=time.monotonic() + 0.1 *
-                                              time_limit)) for s, sp_ in specs.items()}
+    start = _first_window(kc, eps)
+    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, start=start, half=half,
+                                              deadline=time.monotonic() + 0.1 * time_limit))
+            for s, sp_ in specs.items()}
     K = len(pairs_of(kc.k))
     extra_solves = 0
     if len(orcs) == 1:

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -288,27 +289,36 @@ def reflect(shape: Shape, key: DesignKey) -> Shape:
 RELEASE_RUN_GAP = 0.5
 
 
-def design_shape(key: DesignKey) -> Shape:
+#: The least time a release design is given once the release's design phase is nearly spent.
+MIN_DESIGN_SECONDS = 0.05
+
+
+def design_shape(key: DesignKey, deadline: float | None = None) -> Shape:
     """The design of a key's sub-problem (:func:`~redactopt.engine.joint.design_joint_sparse`), as a :class:`Shape`.
 
     A module-level function of the key alone, so process pools and Dask workers can run it.
+    ``deadline`` (``time.time()``): the end of the release's design phase; the design gets
+    ``key.time_limit`` or what is left until then, whichever is less (it is stopped, says so and keeps
+    its certificate when that is less than it needs).
     """
+    limit = key.time_limit if deadline is None else max(min(key.time_limit, deadline - time.time()),
+                                                           MIN_DESIGN_SECONDS)
     if isinstance(key.chain, Chain) and not key.chain.binary:  # more states: the release rule of those chains
         design = design_states_release(key.chain, key.n, eps=key.eps, private=list(key.positions),
-                                       method=key.method, time_limit=key.time_limit)
+                                       method=key.method, time_limit=limit)
     else:
         design = design_joint_sparse(key.chain, key.n, eps=key.eps, private=list(key.positions), method=key.method,
-                                     time_limit=key.time_limit, target_gap=RELEASE_RUN_GAP / key.n)
+                                     time_limit=limit, target_gap=RELEASE_RUN_GAP / key.n)
     return Shape(key, design)
 
 
-def design_in_worker(key: DesignKey) -> tuple[Shape, dict]:
+def design_in_worker(key: DesignKey, deadline: float | None = None) -> tuple[Shape, dict]:
     """:func:`design_shape`, and the region-bound tables (:func:`~redactopt.engine.joint.bound_tables`)
     this process built for it, for the caller's process to reuse
     (:func:`~redactopt.engine.joint.seed_bound_tables`): a table takes about a second to build
     and is the same wherever it is built."""
     before = bound_table_keys()
-    shape = design_shape(key)
+    shape = design_shape(key, deadline)
     return shape, {k: bound_tables(*k) for k in bound_table_keys() - before}
 
 

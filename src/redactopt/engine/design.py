@@ -14,6 +14,7 @@ it (``info["refuted_bounds"]``) and the next valid bound certifies.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -29,12 +30,12 @@ from redactopt.judge.classes import nominal_bound
 from redactopt.judge.lemma2 import leakage_ceiling, lemma2_upper_bound
 from redactopt.judge.leakage import leakage
 from redactopt.judge.tolerances import safe_budget
-from redactopt.engine.registry import METHODS, SOLVERS, portfolio, solver_for
+from redactopt.engine.registry import METHODS, SOLVERS, TARGET_GAP, portfolio, solver_for
 from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.classes import ChainClass
 from redactopt.model.varying import VaryingChain, judged_chain
 from redactopt.paper.mechanisms import default_split, markov_quilt, three_region
-from redactopt.solvers.base import Candidate, Problem, Solver
+from redactopt.solvers.base import Candidate, Problem, Solver, SolverTimeout
 
 __all__ = ["METHODS", "SOLVERS", "design", "resolve_split", "solver_budget"]
 
@@ -66,6 +67,10 @@ def solver_budget(chain: MarkovChain, n: int, p: int, eps: float) -> tuple[float
         return eps, True
     return min(cap, SOLVER_MAX_EPS), cap <= SOLVER_MAX_EPS
 
+
+#: The least time a solver is given once the design's time limit is nearly spent (a solver given 0 s may
+#: refuse to start; the cheap ones finish in about this).
+MIN_SOLVER_SECONDS = 0.05
 
 #: ``progress(stage, done, total)``: the optimisers of a design done so far (the interface draws it).
 Progress = Callable[[str, int, int], None]
@@ -158,13 +163,18 @@ def design(
         ``"3r-calibrated"`` searched over every split), ``eps/2`` per side (``"half"``), or
         the left budget ``eps_left``.
     time_limit : float
-        Seconds allowed to each optimiser.
+        Seconds for the whole design (every optimiser together; the window doubling of a long
+        sequence shares it too): each optimiser gets what is left, none starts once it is spent
+        (the closed-form data-independent optimum excepted), and a design stopped so says so
+        (``certificate.stopped``) and keeps the certificate of what ran.
     rng : numpy.random.Generator, optional
         Random starts of the local optimiser.
     certify_time : float
-        ``method="optimal"``: also run the global solver (SCIP) for this many seconds
-        (0 = not at all); its dual bound is used when tighter and its proposal joins the
-        candidates.
+        ``method="optimal"``: also run the global solver (SCIP) for this many seconds (within
+        ``time_limit``), whatever the problem's size and gap; 0 (default): SCIP runs only on small
+        problems and only while the gap of the designs verified before it is above
+        :data:`~redactopt.engine.registry.TARGET_GAP` (fast first).  Its dual bound is used when
+        tighter and its proposal joins the candidates.
     options : dict, optional
         Solver-specific keyword arguments for a forced method (e.g. ``{"starts": 5}`` for
         ``"sgp"``, ``{"gap_limit": 1e-8}`` for ``"global"``, ``{"solver": "HIGHS"}`` for
@@ -293,14 +303,29 @@ def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solv
     chain, n, p = problem.chain, problem.n, problem.p
     judged: list[tuple[Candidate, np.ndarray, float, dict]] = []
     refused: list[str] = []
+    skipped: list[str] = []
+    deadline = time.monotonic() + problem.time_limit
     for i, (solver, opts) in enumerate(runs):
         if progress is not None:
             progress("design", i, len(runs))
+        left = deadline - time.monotonic()
+        if judged and left <= 0.0 and not solver.cheap:  # the time limit is the design's: nothing more starts
+            skipped.append(f"{solver.method}: the time limit had passed")
+            continue
+        if judged and solver.certifier and method == "optimal" and problem.certify_time <= 0.0 \
+                and _open_gap(judged, lemma2, bounds_hold) <= TARGET_GAP:
+            skipped.append(f"{solver.method}: the certificate had reached the target gap {TARGET_GAP:g}")
+            continue  # fast first: a certifier only where the certificate is still open
         kw: dict[str, Any] = dict(time_limit=problem.time_limit, verbose=verbose, rng=rng)
         if solver.takes_starts:
             kw.update(starts=tuple(j[1] for j in judged))
         kw.update(opts)
-        cand = solver.propose(problem, **kw)
+        kw["time_limit"] = max(min(float(kw["time_limit"]), left), MIN_SOLVER_SECONDS)
+        try:
+            cand = solver.propose(problem, **kw)
+        except SolverTimeout as exc:  # nothing to propose within the time left: the others stand
+            skipped.append(f"{solver.method}: the time limit had passed ({exc})")
+            continue
         if not bounds_hold:
             cand = dataclasses.replace(cand, upper_bound=None)
         q, u, how, why = judge_candidate(chain, cand, eps=eps, p=p)
@@ -315,6 +340,7 @@ def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solv
         return finalize(chain, q, private=[p], eps=eps, method=method, upper_bound=lemma2, solver="lemma2",
                         info={"fallback": "all records redacted", "refused": refused})
     cand, q, top, how = max(judged, key=lambda j: j[2])
+    out_of_time = any("time limit" in w for w in skipped)
     (bound, solver_name, stopped), refuted = choose_bound(
         [(lemma2, "lemma2", False)] + [(c.upper_bound, c.bound_solver or c.solver, c.status == "time_limit")
                                        for c, *_ in judged if c.upper_bound is not None and c.bound_scope == "all"],
@@ -329,8 +355,19 @@ def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solv
         info["refused"] = refused
     if refuted:
         info["refuted_bounds"] = refuted
+    if skipped:
+        info["skipped"] = skipped
     return finalize(chain, q, private=[p], eps=eps, method=method, upper_bound=bound,
-                    solver=solver_name, info=info, tol=0.0, stopped=stopped, class_bound=class_bound)
+                    solver=solver_name, info=info, tol=0.0, stopped=stopped or out_of_time, class_bound=class_bound)
+
+
+def _open_gap(judged: list[tuple[Candidate, np.ndarray, float, dict]], lemma2: float, bounds_hold: bool) -> float:
+    """The gap left by the designs verified so far: the smallest bound over all mechanisms they carry
+    (Lemma 2's among them) minus the best verified utility (decides only whether a certifier runs)."""
+    top = max(j[2] for j in judged)
+    bounds = [lemma2] + [c.upper_bound for c, *_ in judged
+                         if bounds_hold and c.upper_bound is not None and c.bound_scope == "all"]
+    return min(bounds) - top
 
 
 def _design_class(chain_class: ChainClass, n: int, *, eps: float, p: int, **kw: Any) -> DesignResult:

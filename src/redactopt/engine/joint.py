@@ -54,6 +54,7 @@ Indices are 0-based here; the CLI and files are 1-based.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 import threading
 import time
@@ -291,8 +292,15 @@ def _local_parts(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], me
 
 def _local_results(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], method: str,
                    time_limit: float, split: str = "auto") -> list[tuple[int, int, DesignResult]]:
+    """Each private record's window design; ``time_limit`` is shared by all of them (each gets an equal part
+    of what is left when it starts: a record whose design ends early leaves its time to the others)."""
     memo: dict = {}
-    return [_local_window(chain, n, eps, p, method, None, time_limit, memo, split) for p in priv]
+    deadline = time.monotonic() + time_limit
+    out = []
+    for i, p in enumerate(priv):
+        share = max((deadline - time.monotonic()) / (len(priv) - i), 0.05)
+        out.append(_local_window(chain, n, eps, p, method, None, share, memo, split))
+    return out
 
 
 #: Grid of the one-sided frontier tables behind region bounds (coarse: a bound, not a design).
@@ -968,37 +976,33 @@ def _design_joint_states(chain: Chain, n: int, *, eps: float, private: object, m
     return sparse.to_result() if dense else sparse
 
 
-#: Release designs on chains of more than two states: ``auto`` is ``optimal`` per private record up to
-#: this many private records in a group, the joint window (``dim``) beyond.
+#: Release designs on chains of more than two states, ``auto``: the per-record optima (successive LPs, SCIP on
+#: the smallest) are tried after the joint window only on sub-problems of at most this many cells (records
+#: times states), where they take a second or two; beyond, their linear programmes grow with the window
+#: (k = 6, a window of 129 records: a minute per record, and no better than the window on the issue-37 table).
+STATES_AUTO_CELLS = 64
+
+#: Below this many seconds left after the joint window, the per-record optima are not started.
+STATES_MIN_SPEND = 0.5
+
+#: ``auto``: seconds per private record of the per-record optima on those small sub-problems.
+STATES_AUTO_SECONDS = 2.0
+
+#: Kept for old imports: ``auto`` no longer counts private records (it is fast first, issue 37).
 STATES_AUTO_OPTIMAL_MAX = 4
 
 #: The methods of :func:`design_states_release`.
 STATES_RELEASE_METHODS = ("auto", "dim", "optimal")
 
+#: A release design's target gap in expected records of its sub-problem: ``auto`` stops at the joint window
+#: once its certificate is within it (the same figure as :data:`redactopt.engine.cache.RELEASE_RUN_GAP`).
+STATES_TARGET_GAP_RECORDS = 0.5
 
-def design_states_release(chain: Chain, n: int, *, eps: float, private: object, method: str = "auto",
-                          time_limit: float = 60.0) -> SparseDesign:
-    """The release design of several private records on a chain of more than two states, verified.
 
-    ``optimal``: each private record's best verified design on its window, their elementwise maximum
-    (footnote 1, :func:`_design_joint_states`).  ``dim``: one exact data-independent window per
-    cluster of private records whose windows overlap (:func:`redactopt.solvers.kdim.kdim_windows`: every
-    member within the budget, Lemma 1), verified exactly about each record and bounded by Lemma 2.
-    ``auto``: ``optimal`` up to :data:`STATES_AUTO_OPTIMAL_MAX` private records, ``dim`` beyond (the
-    per-record optima of many records cost a design each).
-    """
+def _states_dim(chain: Chain, n: int, eps: float, priv: tuple[int, ...]) -> SparseDesign:
+    """The joint data-independent windows of a k-state release, verified, bounded by Lemma 2 (the cheap candidate)."""
     from redactopt.solvers.kdim import kdim_windows  # the k-state window solver
 
-    n, eps = check_n(n), check_eps(eps)
-    priv = check_private(private, n)
-    if method not in STATES_RELEASE_METHODS:
-        raise ValueError(f"method must be one of {', '.join(STATES_RELEASE_METHODS)}, got {method!r}")
-    per = "optimal" if method == "optimal" or (method == "auto" and len(priv) <= STATES_AUTO_OPTIMAL_MAX) else "dim"
-    if per == "optimal":
-        d = _design_joint_states(chain, n, eps=eps, private=priv, method="optimal", time_limit=time_limit,
-                                 dense=False)
-        assert isinstance(d, SparseDesign)
-        return d
     q = kdim_windows(chain, n, eps=eps, private=priv)
     q[list(priv)] = 1.0
     rows = np.flatnonzero(q.max(axis=1) > 0.0)
@@ -1008,6 +1012,64 @@ def design_states_release(chain: Chain, n: int, *, eps: float, private: object, 
                            upper_bound=lemma2_upper_bound(chain, n, eps=eps, private=priv), solver="lemma2",
                            info={"per_record_method": "dim", "source": "the exact data-independent window per "
                                                                      "cluster of private records"})
+
+
+def _with_fast_first(d: SparseDesign, note: str) -> SparseDesign:
+    """``d`` with where ``auto`` stopped in its ``info`` (its method stays the one that designed it)."""
+    return dataclasses.replace(d, info=dict(d.info, fast_first=note))
+
+
+def design_states_release(chain: Chain, n: int, *, eps: float, private: object, method: str = "auto",
+                          time_limit: float = 60.0) -> SparseDesign:
+    """The release design of several private records on a chain of more than two states, verified.
+
+    Fast first (issue 37).  ``dim``: one exact data-independent window per cluster of private records
+    whose windows overlap (:func:`redactopt.solvers.kdim.kdim_windows`: every member within the budget,
+    Lemma 1), verified exactly about each record and bounded by Lemma 2 -- linear in the window.
+    ``auto`` (the release default): that design, and it stops there when its certificate is within
+    :data:`STATES_TARGET_GAP_RECORDS` expected records of the sub-problem, or when the per-record optima
+    would be expensive (more than :data:`STATES_AUTO_CELLS` records times states); otherwise it also
+    designs each private record's optimum on its window, their elementwise maximum (footnote 1), and
+    keeps the more useful of the two verified designs with the smaller of the two bounds.
+    ``optimal``: both, always, within ``time_limit`` seconds altogether.  So ``optimal`` is never below
+    ``auto`` and ``auto`` never below ``dim``; every design returned is verified exactly by
+    :func:`~redactopt.judge.certify.finalize_sparse`.  ``info["fast_first"]`` says where it stopped.
+    """
+    n, eps = check_n(n), check_eps(eps)
+    priv = check_private(private, n)
+    if method not in STATES_RELEASE_METHODS:
+        raise ValueError(f"method must be one of {', '.join(STATES_RELEASE_METHODS)}, got {method!r}")
+    t0 = time.monotonic()
+    cheap = _states_dim(chain, n, eps, priv)
+    if method == "dim":
+        return cheap
+    gap = cheap.certificate.gap * n
+    if method == "auto":
+        if gap <= STATES_TARGET_GAP_RECORDS:
+            return _with_fast_first(cheap, f"the joint window's certificate is within "
+                                                   f"{STATES_TARGET_GAP_RECORDS:g} records (gap {gap:.3g})")
+        if n * chain.k > STATES_AUTO_CELLS:
+            return _with_fast_first(cheap, f"stopped at the joint window (gap {gap:.3g} records): the "
+                                                   f"per-record optima on {n} records x {chain.k} states are not "
+                                                   "cheap (--method optimal spends on them)")
+    left = time_limit - (time.monotonic() - t0)
+    if left < STATES_MIN_SPEND:  # out of time after the cheap candidate: it stands, and says where it stopped
+        return dataclasses.replace(_with_fast_first(cheap, f"stopped by the time limit at the joint window (gap "
+                                                           f"{gap:.3g} records)"),
+                                   certificate=dataclasses.replace(cheap.certificate, stopped=True))
+    if method == "auto":  # cheap by size, and kept so: SCIP on the smallest gets a few seconds a record
+        left = min(left, STATES_AUTO_SECONDS * len(priv))
+    per = _design_joint_states(chain, n, eps=eps, private=priv, method="optimal", time_limit=left, dense=False)
+    assert isinstance(per, SparseDesign)
+    best, other = (per, cheap) if per.utility > cheap.utility else (cheap, per)
+    bound, solver = min((c.certificate.upper_bound, c.certificate.solver) for c in (best, other))
+    rows = best.redact_prob
+    stopped = per.certificate.stopped or (time.monotonic() - t0 > time_limit)
+    name = per.method if best is per else "dim"
+    info = dict(best.info, candidates={"dim": cheap.utility, "per-record optimal": per.utility},
+                fast_first=f"the joint window (gap {gap:.3g} records), then the per-record optima")
+    return finalize_sparse(chain, n, list(zip(rows.starts, rows.blocks)), private=priv, eps=eps, method=name,
+                           upper_bound=bound, solver=solver, stopped=stopped, info=info)
 
 
 def _run_windows(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], time_limit: float,

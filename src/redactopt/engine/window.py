@@ -28,12 +28,14 @@ Indices are 0-based.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from typing import Any
 
 import numpy as np
 
 from redactopt._validate import check_eps, check_n, check_private
-from redactopt.engine.design import METHODS, design
+from redactopt.engine.design import METHODS, MIN_SOLVER_SECONDS, design
 from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows, finalize_sparse
 from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.tolerances import round_up
@@ -46,6 +48,20 @@ __all__ = ["window_radius", "covers", "design_window", "design_sparse", "paper_s
 
 #: Keys of a window design's ``info`` longer than this (per-record strings) are dropped from the sparse one.
 _INFO_MAX_STR = 200
+
+
+#: Methods that take no time limit (closed forms and the paper's constructions): their windows grow as needed.
+_UNTIMED = ("dim", "3r", "3r-calibrated", "mq")
+#: Methods that, once the time limit has passed before their window cut, finish the doubling with the
+#: data-independent optimum (a closed form in time linear in the window), the result marked as stopped.
+_TIMED_FALLBACK = ("optimal", "frontier", "global", "sgp", "local", "dim-milp")
+
+
+def _stopped(res: DesignResult) -> DesignResult:
+    """``res`` marked as stopped by the time limit (its certificate still holds: the bound is a bound)."""
+    return dataclasses.replace(res, certificate=dataclasses.replace(res.certificate, stopped=True),
+                               info=dict(res.info, time_limit="the window grew past the time limit: its last "
+                                                              "doublings designed with 'dim'"))
 
 
 #: The first window's radius on a chain of more than two states (doubled until the design cuts).
@@ -97,19 +113,29 @@ def design_window(chain: MarkovChain, n: int, *, eps: float, p: int, method: str
     """
     R = min(n, window_radius(chain, eps)) if radius is None else max(1, int(radius))
     tuned_3r = method == "3r" and kw.get("split", "auto") == "auto"
+    limit = float(kw.pop("time_limit", 60.0))
+    deadline = time.monotonic() + limit  # the time limit is the whole design's: every window shares it
+    stopped = False
     while True:
         lo, hi = max(0, p - R), min(n - 1, p + R)
         key = (hi - lo + 1, p - lo)
         if memo is not None and key in memo:
             res = memo[key]
         else:
-            res = design(chain, hi - lo + 1, eps=eps, p=p - lo, method=method, whole=True, **kw)  # type: ignore[arg-type]
+            left = max(deadline - time.monotonic(), MIN_SOLVER_SECONDS)
+            res = design(chain, hi - lo + 1, eps=eps, p=p - lo, method=method, whole=True, time_limit=left,
+                         **kw)  # type: ignore[arg-type]
             if memo is not None:
                 memo[key] = res
         qw = np.asarray(res.redact_prob)
         cut = (lo == 0 or not qw[0].any()) and (hi == n - 1 or not qw[-1].any())
         if (lo == 0 and hi == n - 1) or (cut and (not tuned_3r or _tuned_split_holds(chain, n, lo, hi, p, res))):
-            return lo, hi, res
+            return lo, hi, (_stopped(res) if stopped else res)
+        if time.monotonic() >= deadline and method not in _UNTIMED:
+            # out of time before the design cut: the whole sequence redacted beyond this window's design is
+            # private (redacting more is post-processing) -- the cheap closed form takes over instead
+            stopped = True
+            method = "dim" if method in _TIMED_FALLBACK else method
         R *= 2
 
 

@@ -551,13 +551,14 @@ def _design_parser(sub: argparse._SubParsersAction) -> None:
     _add_output_options(ap)
     add_plot_option(ap)
     ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
-                    help=f"seconds per optimiser (default {DEFAULT_TIME_LIMIT:g})")
+                    help=f"seconds for the whole design, every optimiser together (default {DEFAULT_TIME_LIMIT:g}); a "
+                         "design stopped by it says so and keeps its certificate")
     ap.add_argument("--certify-time", type=float, default=None, metavar="SECONDS",
                     help="--method optimal on problems beyond the global solver's default sizes (binary: "
-                         "one-sided n > 12, two-sided n > 8; --transition: one-sided n > 8, two-sided n > 5): "
-                         "also run it for this many seconds, for a tighter "
-                         "certified upper bound than Lemma 2's (default: off); with --transition it also "
-                         "replaces SCIP's default 10 s on the default sizes")
+                         "one-sided n > 12, two-sided n > 6; --transition: n > 8): also run it for this many "
+                         "seconds (within --time-limit), for a tighter certified upper bound than Lemma 2's, "
+                         "whatever the gap (default: off; on the default sizes SCIP runs only while the gap is "
+                         "above 1e-6); with --transition it also replaces SCIP's default 10 s on the default sizes")
     ap.add_argument("--no-compare", action="store_true", help="text format: skip the comparison lines")
     add_class_option(ap, "design")
     add_quiet(ap)
@@ -727,7 +728,8 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     _add_output_options(ap)
     add_plot_option(ap, what="utility against eps for every method (one panel per n, p, alpha, beta)")
     ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
-                    help=f"seconds per optimiser (default {DEFAULT_TIME_LIMIT:g})")
+                    help=f"seconds for each design, every optimiser together (default {DEFAULT_TIME_LIMIT:g}); a "
+                         "design stopped by it says so and keeps its certificate")
     add_class_option(ap, "compare")
     ap.add_argument("--transition", default=None, metavar='FILE|"p11,p12,...;p21,..."',
                     help="the chain as a matrix instead of --alpha/--beta (a JSON file with 'transition' and "
@@ -829,7 +831,8 @@ def _bench_parser(sub: argparse._SubParsersAction) -> None:
     add_renamed(ap, "--audit-seed", "--seed", type=int, default=None,
                 help="seed of the audit's random parameter points (default 2026)")
     ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
-                    help=f"seconds per optimiser (default {DEFAULT_TIME_LIMIT:g})")
+                    help=f"seconds for each design, every optimiser together (default {DEFAULT_TIME_LIMIT:g}); a "
+                         "design stopped by it says so and keeps its certificate")
     add_format(ap, ["text", "json"], help="text (default: one line per part) or json (files and seconds)")
     add_renamed(ap, "--quiet", "--no-progress", action="store_true",
                 help="no progress bars (bars appear only on a terminal anyway)")

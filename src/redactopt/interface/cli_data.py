@@ -240,7 +240,8 @@ def _add_chain_and_design_options(ap: argparse.ArgumentParser) -> None:
                          "improvement) or a design method applied per private record and combined by the "
                          "elementwise maximum")
     ap.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
-                    help="seconds per optimiser call (default 60)")
+                    help="seconds for the release's design phase, every design together (default 60); a design "
+                         "stopped by it says so and keeps its certificate")
     ap.add_argument("--varies-with", default=None, metavar="COL[:hour|:weekday|:hour+weekday]",
                     help="design for a chain whose transitions change with a level (the hour, weekday or both of a "
                          "datetime column, or any column's values): fitted per level on the rows the release "

@@ -463,6 +463,9 @@ def states_table(res: Any, dim: Any | None) -> str:
     ]
     if c.stopped:
         lines.append("search      : stopped by the time limit; remaining gap above")
+    elif c.gap > 1e-6 and c.solver == "lemma2" and priv.size == 1 and "global" not in res.info.get("candidates", {}):
+        lines.append("search      : Lemma 2's bound only (SCIP did not run at this size); --certify-time SECONDS "
+                     "runs it for a tighter bound")
     if dim is not None:
         lines += ["", "comparison (exact utility and leakage):",
                   (f"  DIM optimum (exact window)   utility {dim.utility:<10.6g} leakage {dim.leakage:10.6g}  ok"

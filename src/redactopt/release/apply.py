@@ -60,7 +60,7 @@ from redactopt.release.refusals import refuse_flag_protected
 from redactopt.release.order import Ordered, sequence_order
 from redactopt.release.model_check import release_model_check
 from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex, TextStates, group_ranks, ids_of
-from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release
+from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release, within_time_limit
 from redactopt.release.pool import warm_pool
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import NOT_FOR_RELEASE, SEQUENCE_FORMATS, build_report, sequences_path, write_report
@@ -705,6 +705,7 @@ def binary_chain(chain: Any, alpha: Any, beta: Any, *, smoothing: str = "kt",
     return chain.alpha, chain.beta
 
 
+@within_time_limit
 def apply_table(
     source: str | os.PathLike[str],
     dest: str | os.PathLike[str],

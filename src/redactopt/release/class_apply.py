@@ -25,6 +25,7 @@ re-judges each exactly.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,6 +104,10 @@ def _combined_utility(mechs: list[Any]) -> float:
     return 1.0 - sum(1.0 - m.utility() for m in mechs)
 
 
+#: The least time a class release's design is given once the design phase is nearly spent.
+MIN_CLASS_SECONDS = 0.2
+
+
 def _class_plan(chain: KChain, fit: ChainFit | None, labels_all: list[str], codes: np.ndarray,
                 seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]], *, eps: float, cls: str,
                 seed: int | None, time_limit: float) -> _ClassPlan:
@@ -110,9 +115,13 @@ def _class_plan(chain: KChain, fit: ChainFit | None, labels_all: list[str], code
     index = {str(s): i for i, s in enumerate(chain.labels)}
     state_of = np.array([index.get(s, -1) for s in labels_all], dtype=np.int64)
     plan = _ClassPlan(chain, fit, state_of, [], [], [], [], [])
+    # the design phase keeps the time limit as a whole: each distinct design gets an equal part of what is left
+    todo = len({(int(rows.size), priv) for (_, rows), priv in zip(seqs, privs) if priv})
+    deadline = time.monotonic() + float(time_limit)
     for (sid, rows), priv in zip(seqs, privs):
         if not priv or (int(rows.size), priv) in plan.keys:
             continue
+        share = max((deadline - time.monotonic()) / max(todo - len(plan.keys), 1), MIN_CLASS_SECONDS)
         values = state_of[codes[rows]]
         bad = np.flatnonzero(values < 0)
         if bad.size:
@@ -122,7 +131,7 @@ def _class_plan(chain: KChain, fit: ChainFit | None, labels_all: list[str], code
                              "public table that holds it (--fit-on)")
         try:
             rel = release_sequence(values.tolist(), chain, eps=eps, private=list(priv), cls=cls, seed=seed,
-                                   key=sequence_key(sid), time_limit=time_limit)
+                                   key=sequence_key(sid), time_limit=share)
         except RuntimeError as exc:  # a mechanism the judge did not certify: nothing is released
             raise PrivacyCheckError(str(exc)) from None
         mechs = [mechanism_from_dict(d)[0] for d in rel.report["designs"]]

@@ -65,6 +65,7 @@ from redactopt.release.zones import PrivateIndex, ZoneTally
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import build_report, report_text, write_report
 from redactopt.release.tables import TableReader, TableWriter, table_format
+from redactopt.release.plan import within_time_limit
 
 __all__ = ["apply_dask", "apply_parquet_dask", "dataset_partitions"]
 
@@ -178,6 +179,7 @@ def _write_partition(part: Partition, i: int, folder: str, column: str, by: str 
     return redacted, output.disclosure
 
 
+@within_time_limit
 def apply_dask(
     source: str | os.PathLike[str],
     dest: str | os.PathLike[str],

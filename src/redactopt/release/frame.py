@@ -31,6 +31,7 @@ from redactopt.release.bits import bit_source
 from redactopt.release.redactor import Redactor
 from redactopt.release.report import build_report
 from redactopt.release.tables import DEFAULT_CHUNK_ROWS, MemoryReader, written_metadata
+from redactopt.release.plan import within_time_limit
 
 __all__ = ["apply_frame"]
 
@@ -45,6 +46,7 @@ def _nullable(series: pd.Series) -> pd.Series:
     return series
 
 
+@within_time_limit
 def apply_frame(
     data: Any,
     *,

@@ -39,8 +39,11 @@ Positions are 0-based in the Python API and 1-based on the command line and in f
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +66,34 @@ __all__ = ["SequencePlan", "ReleasePlan", "Choice", "plan_release", "place_group
 
 #: How often the far distance is doubled before a pattern is left to its exact sub-problems.
 FAR_DOUBLINGS = 10
+
+#: The end (``time.time()``) of the current release's design phase, shared by every plan a release makes
+#: (the fit's zone rule plans a pilot and refits): :func:`design_phase` sets it, :func:`plan_release` keeps it.
+_PHASE_END: contextvars.ContextVar[float | None] = contextvars.ContextVar("release_design_phase_end", default=None)
+
+
+@contextlib.contextmanager
+def design_phase(time_limit: float) -> Iterator[None]:
+    """One release: every design of every plan made inside ends within ``time_limit`` seconds from here
+    (an enclosing phase is kept: a release inside a release does not extend it)."""
+    if _PHASE_END.get() is not None:
+        yield
+        return
+    token = _PHASE_END.set(time.time() + float(time_limit))
+    try:
+        yield
+    finally:
+        _PHASE_END.reset(token)
+
+
+def within_time_limit(fn: Callable) -> Callable:
+    """Run a release entry point (``time_limit=`` keyword, default 60 s) inside one :func:`design_phase`."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        with design_phase(float(kw.get("time_limit", 60.0))):
+            return fn(*args, **kw)
+
+    return wrapper
 
 
 @dataclass
@@ -124,10 +155,11 @@ class Choice:
 class _Designs:
     """A :class:`DesignCache` fetched through ``map_designs`` (argument tuples)."""
 
-    def __init__(self, cache: DesignCache, map_designs: MapDesigns) -> None:
+    def __init__(self, cache: DesignCache, map_designs: MapDesigns, deadline: float | None = None) -> None:
         self.cache = cache
         self.map_designs = map_designs
         self.rounds = 0
+        self.deadline = deadline  # the design phase's end (time.time(), shared by every process), or None
 
     def fetch(self, keys: list[DesignKey]) -> list[Shape]:
         if keys:
@@ -139,7 +171,7 @@ class _Designs:
         tables the workers build come back, so that this process does not build them again."""
         if fn is not design_shape:  # pragma: no cover - DesignCache designs with design_shape
             return self.map_designs(fn, [(k,) for k in keys])
-        out = self.map_designs(design_in_worker, [(k,) for k in keys])
+        out = self.map_designs(design_in_worker, [(k, self.deadline) for k in keys])
         for _, tables in out:
             seed_bound_tables(tables)
         return [shape for shape, _ in out]
@@ -633,8 +665,14 @@ def _placed_plan(chains: list, chain: Any, fit: Any, eps: float, method: str, ti
     before = (cache.computed, cache.reflected, cache.hits)
     t0 = time.perf_counter()
     done = []
+    # the design phase as a whole keeps the time limit: each design gets at most what is left of it (of the
+    # release's, when the release made several plans)
+    deadline = time.time() + float(time_limit)
+    phase = _PHASE_END.get()
+    if phase is not None:
+        deadline = min(deadline, phase)
     with pool_map(workers) as pool:
-        designs = _Designs(cache, map_designs or pool)
+        designs = _Designs(cache, map_designs or pool, deadline)
         for c in chains:
             done.append(_place_all(c, eps, method, time_limit, {g: list(v) for g, v in groups.items()}, state.n,
                                    designs))

@@ -55,6 +55,7 @@ from redactopt.release.refusals import refuse_flag_protected
 from redactopt.release.report import report_text, shape_entries
 from redactopt.release.tables import DEFAULT_CHUNK_ROWS, MemoryReader, TableReader, TableWriter
 from redactopt.release.zones import choose_zone
+from redactopt.release.plan import within_time_limit
 
 __all__ = ["apply_states_table", "apply_states_frame", "fit_states_on", "plan_states", "plan_states_release",
            "states_report", "released_column"]
@@ -213,6 +214,7 @@ def plan_states_release(reader: Any, *, column: str | None, protect: Any, bins: 
                    output, dropped, Redactor(kplan.release, bit_source(seed)), guard)
 
 
+@within_time_limit
 def apply_states_table(
     source: str | os.PathLike[str],
     dest: str | os.PathLike[str],
@@ -285,6 +287,7 @@ def apply_states_table(
     return rep
 
 
+@within_time_limit
 def apply_states_frame(table: pd.DataFrame, *, column: str | None = None, eps: float, private: Any = None,
                        private_column: str | None = None, by: str | None = None, chain: Chain | None = None,
                        method: str = "auto", seed: int | None = None, time_limit: float = 60.0,

@@ -138,11 +138,14 @@ def _plan(vfit: VaryingFit, row_levels: dict[int, np.ndarray], names: tuple[str,
     table = np.array(names, dtype=object)
     designs = {}
     made: dict[tuple, Any] = {}  # sequences with the same rows' steps, first law and private records: one design
+    todo = len({(lv.tobytes(), tuple(private[c])) for c, lv in row_levels.items()})
+    deadline = time.monotonic() + float(time_limit)  # the design phase keeps the limit as a whole
     for c, lv in row_levels.items():
         key = (lv.tobytes(), tuple(private[c]))
         if key not in made:
             chain = vfit.chain_for(table[lv].tolist())
-            made[key] = design_varying(chain, eps=eps, private=private[c], method=method, time_limit=time_limit)
+            share = max((deadline - time.monotonic()) / max(todo - len(made), 1), 0.05)
+            made[key] = design_varying(chain, eps=eps, private=private[c], method=method, time_limit=share)
         designs[c] = made[key]
     return VaryingPlan(vfit, designs, time.perf_counter() - t0, len(made))
 
