@@ -396,11 +396,11 @@ def test_a_refuted_scip_bound_is_discarded_not_used(monkeypatch):
         return Candidate(np.ones((n, k)), "global", "optimal", upper_bound=1e-3, bound_solver="scip")
 
     monkeypatch.setattr(sg, "propose_global", wrong)
-    d = design(MarkovChain(0.3, 0.4), 4, eps=1.0, p=1, method="optimal", time_limit=20)
+    d = design(MarkovChain(0.3, 0.4), 4, eps=1.0, p=1, method="optimal", time_limit=20, certify_time=5)
     assert d.utility > 0.3 and d.certificate.upper_bound >= d.utility and d.certificate.solver != "scip"
     assert "1e-3" in d.info["refuted_bounds"][0] or "0.001" in d.info["refuted_bounds"][0]
     monkeypatch.setattr(kscip, "propose_kglobal", wrong)
-    kd = kdesign(KChain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]]), 4, eps=1.0, p=1, method="optimal")
+    kd = kdesign(KChain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]]), 4, eps=1.0, p=1, method="optimal", certify_time=5)
     assert kd.utility > 0.2 and kd.certificate.upper_bound >= kd.utility and kd.certificate.solver != "scip"
     assert "0.001" in kd.info["refuted_bounds"][0]
 

@@ -320,7 +320,10 @@ def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solv
         if solver.takes_starts:
             kw.update(starts=tuple(j[1] for j in judged))
         kw.update(opts)
-        kw["time_limit"] = max(min(float(kw["time_limit"]), left), MIN_SOLVER_SECONDS)
+        if isinstance(kw["time_limit"], (int, float)) and not isinstance(kw["time_limit"], bool):
+            # what is left of the design's limit, never below MIN_SOLVER_SECONDS; a smaller limit the
+            # caller gave (0 included, which the solver refuses) is passed on as given
+            kw["time_limit"] = min(float(kw["time_limit"]), max(left, MIN_SOLVER_SECONDS))
         try:
             cand = solver.propose(problem, **kw)
         except SolverTimeout as exc:  # nothing to propose within the time left: the others stand
