@@ -140,3 +140,14 @@ def test_every_measured_figure_parses(dt):
         if e.kind == "measured":
             lo, hi, _ = e.documented()
             assert 0 < lo <= hi, e
+
+
+def test_cpu_time_excuses_load_never_condemns(dt):
+    # wall 5 s for a documented 1 s, but the run used 1.5 s of CPU: the load, not the code
+    assert dt.compare((1.0, 1.0, False), (5.0, 5.0), 1.5)[1] == "ok on cpu"
+    # wall and CPU both 5x: slower
+    assert dt.compare((1.0, 1.0, False), (5.0, 5.0), 5.0)[1] == "slower"
+    # a fast wall time stays ok whatever the CPU time of several processes
+    assert dt.compare((1.0, 1.0, False), (1.2, 1.2), 4.0)[1] == "ok"
+    # no CPU time (a benchmark script's figure): the wall time decides
+    assert dt.compare((1.0, 1.0, False), (5.0, 5.0), None)[1] == "slower"
