@@ -1023,6 +1023,15 @@ def measure(entries: list[Timing], ctx: Context, on_row: Callable[[dict], None])
     return rows
 
 
+def _not_run(e: Timing) -> dict:
+    """The row of a measured entry this run (and the merged earlier ones) did not measure."""
+    doc = e.documented()
+    return {"doc": e.doc, "phrase": e.figure(), "kind": e.kind, "documented": _fmt_s(*doc), "measured": "",
+            "cpu": "", "ratio": "", "verdict": "not run", "how": e.how.script(),
+            "note": f"not measured in this table (about {e.cost():.0f} s to measure)", "load_before": "",
+            "load_after": "", "date": "", "needle": e.needle}
+
+
 def _catalogue_rows() -> list[dict]:
     """The catalogue's keys, in order (to sort merged results)."""
     return [{"doc": e.doc, "needle": e.needle, "phrase": e.figure() or e.needle,
@@ -1130,8 +1139,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def merged() -> list[dict]:
         now = {_key(r) for r in rows}
-        keep = [r for r in earlier if _key(r) not in now and _key(r) in order]
-        return sorted(keep + rows, key=lambda r: order.get(_key(r), len(order)))
+        keep = [r for r in earlier if _key(r) not in now and _key(r) in order and r["verdict"] != "not run"]
+        have = now | {_key(r) for r in keep}
+        missing = [_not_run(e) for e in CATALOGUE if e.kind == "measured" and _key(_not_run(e)) not in have
+                   and not args.measured_only]
+        return sorted(keep + rows + missing, key=lambda r: order.get(_key(r), len(order)))
 
     with tempfile.TemporaryDirectory(prefix="_docs_timings.", dir=out) as work:
         ctx = Context(Path(work), args.repeat)
