@@ -1088,6 +1088,8 @@ def main(argv: list[str] | None = None) -> int:
                          "benchmarks/results updates the committed results)")
     ap.add_argument("--only", metavar="PATTERN", help="only entries whose doc, needle or how matches this regex")
     ap.add_argument("--quick", action="store_true", help="skip entries whose documented time or cost exceeds 60 s")
+    ap.add_argument("--max-cost", type=float, default=None, metavar="SECONDS",
+                    help="skip entries whose documented time or measuring cost exceeds SECONDS (--quick: 60)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each command or call, the best kept (default 3)")
     ap.add_argument("--measured-only", action="store_true", help="leave out the history/limit/... entries")
     ap.add_argument("--merge", action="store_true", help="keep the rows of DIR/docs_timings.csv that this run "
@@ -1113,8 +1115,10 @@ def main(argv: list[str] | None = None) -> int:
                    or (e.how and pat.search(e.how.script()))]
     if args.measured_only:
         entries = [e for e in entries if e.kind == "measured"]
-    if args.quick:
-        entries = [e for e in entries if e.kind != "measured" or e.cost() <= 60.0]
+    limit = 60.0 if args.quick else args.max_cost
+    if limit is not None:
+        entries = [e for e in entries if e.kind != "measured" or e.cost() <= limit]
+    entries.sort(key=lambda e: e.cost() if e.kind == "measured" else 0.0)  # cheap first; the table keeps doc order
     if args.list:
         for e in entries:
             print(f"{e.doc:<20} {e.kind:<10} {e.figure() or e.needle[:40]:<30} "
