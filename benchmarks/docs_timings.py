@@ -139,7 +139,7 @@ class Context:
     """A run's shared state: a scratch folder, prepared inputs, cached benchmark runs, the repeat count."""
 
     def __init__(self, work: Path, repeat: int) -> None:
-        self.work = work
+        self.work = work.resolve()  # commands run in folders of their own: every path given them is absolute
         self.repeat = repeat
         self.prepared: dict[str, Path] = {}
         self.bench_runs: dict[tuple, Any] = {}
@@ -1092,6 +1092,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip entries whose documented time or measuring cost exceeds SECONDS (--quick: 60)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each command or call, the best kept (default 3)")
     ap.add_argument("--measured-only", action="store_true", help="leave out the history/limit/... entries")
+    ap.add_argument("--missing", action="store_true", help="with --merge: only the entries DIR/docs_timings.csv "
+                    "has no measurement of (not run, or an error)")
     ap.add_argument("--merge", action="store_true", help="keep the rows of DIR/docs_timings.csv that this run "
                     "does not measure (several partial runs into one table, each row with its date and load)")
     args = ap.parse_args(argv)
@@ -1140,6 +1142,9 @@ def main(argv: list[str] | None = None) -> int:
         with open(out / "docs_timings.csv", newline="") as fh:
             earlier = [{k: r.get(k, "") for k in FIELDS} for r in csv.DictReader(fh)]
     order = {_key(r): i for i, r in enumerate(_catalogue_rows())}
+    if args.missing:
+        done = {_key(r) for r in earlier if r["verdict"] not in ("not run", "error")}
+        entries = [e for e in entries if e.kind == "measured" and _key(_not_run(e)) not in done]
 
     def merged() -> list[dict]:
         now = {_key(r) for r in rows}
