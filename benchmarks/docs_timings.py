@@ -537,10 +537,10 @@ _W = "the walk-through release (docs/occupancy.md)"
 
 CATALOGUE: list[Timing] = [
     # ---------------------------------------------------------------- README.md
-    M(R, "What the main job prints (5 s on the development machine)", Cli(("design", "--n", "10", "--eps", "1"))),
+    M(R, "What the main job prints (about 2 s on the development machine)", Cli(("design", "--n", "10", "--eps", "1"))),
     M(R, "exact leakage: 1.1·10⁷ records/s", B(LEAK, "leakage_speed", where(case="throughput", n="1000000"),
                                                "records_per_s", "max")),
-    M(R, "certified global optimum at n = 16 in 1.9 s", Py(_GLOBAL16.format(n=16, p=0), cost=10)),
+    M(R, "certified global optimum at n = 16 in 0.9 s", Py(_GLOBAL16.format(n=16, p=0), cost=10)),
     M(R, "at n = 10⁸: 0.6–1.2 s and 62 MB", Clis(_scale(("design", "compare"), (10 ** 8,)), cost=40),
       note="design_scale.py's commands at n = 10⁸, the private record first, in the middle, last"),
     M(R, "at 4·10⁶ rows the designs' fixed 0.8–1.5 s", B(APPLY4, "apply_speed",
@@ -598,8 +598,9 @@ CATALOGUE: list[Timing] = [
                                                   "exact_s")),
     M(BM, "(1.1·10⁷ records/s); 156× faster", B(LEAK, "leakage_speed", where(case="throughput", n="1000000"),
                                                "records_per_s", "max")),
-    M(BM, "certified global optimum: n = 10 in 2.0 s", Py(_GLOBAL16.format(n=10, p=0))),
-    M(BM, "n = 16 in 1.9 s (gap < 10⁻⁶)", Py(_GLOBAL16.format(n=16, p=0))),
+    M(BM, "certified global optimum: n = 10 in 0.7 s", Py(_GLOBAL16.format(n=10, p=0))),
+    M(BM, "n = 16 in 0.9 s (gap < 10⁻⁶;", Py(_GLOBAL16.format(n=16, p=0))),
+    H(BM, "2.0 s and 1.9 s in `results/design_speed.md`", "design_speed.py's committed run (2026-12-01)"),
     M(BM, "two-sided n = 7 in 7.4 s", Py(_GLOBAL16.format(n=7, p=3), cost=15)),
     M(BM, "at ε = 1: 300-record window in 2.7 s", Py(_SGP)),
     M(BM, "`design` (with its comparison lines) takes 0.61–1.16 s",
@@ -720,7 +721,7 @@ CATALOGUE: list[Timing] = [
     L(CM, "the categorical release signalled after 60 s of CPU", "when the benchmark sends the signal"),
     H(CM, "against 119 s and 6–22 s for the same two without the supervisor",
       "without the supervisor (REDACTOPT_NO_SUPERVISOR=1, the behaviour before it): signals.py --baseline"),
-    M(CM, "--eps 1 --private 50000000` takes 0.6 s and 62 MB",
+    M(CM, "--eps 1 --private 50000000` takes about 1.5 s and 62 MB",
       Cli(("design", "--n", "100000000", "--eps", "1", "--private", "50000000"))),
     H(CM, "(15.4 GB and 103 s at n = 10⁷ before", "before issue 24's sparse design"),
     M(CM, "(gap 5.1e-5) in about 2 s", Py(_DEFAULT.format(n=10, p=4, eps=0.5)),
@@ -753,10 +754,11 @@ CATALOGUE: list[Timing] = [
     L(CM, "k = 3, n = 8 problems certify within 30 s on all 40", "issue 17's target"),
     M(CM, "chains measured, mostly in 1–3 s;", B(SWEEP, "kstate_certify_sweep", lambda r: True, "seconds", "iqr"),
       note="the quartiles of the 80 problems"),
-    M(CM, "is released in 20 s with `--workers 1`", B(KREL, "kstate_release", where(rows="1000000", workers="1"),
-                                                      "seconds")),
-    M(CM, "and 13 s with both cores", B(KREL, "kstate_release", where(rows="1000000", workers="every core"),
-                                        "seconds")),
+    M(CM, "is released in 5.4 s with `--workers 1`", B(KREL, "kstate_release", where(rows="1000000", workers="1"),
+                                                       "seconds")),
+    M(CM, "and 6.8 s with both cores", B(KREL, "kstate_release", where(rows="1000000", workers="every core"),
+                                         "seconds")),
+    H(CM, "20 s and 13 s on 2026-12-01", "kstate_release.py's committed run (2026-12-01)"),
     M(CM, "(2–3·10⁶ records/s at k = 4", B(KSPEED, "kstate_speed",
                                            lambda r: r["case"].startswith("leakage throughput") and r["n"] == "1000000",
                                            "records_per_s", "range")),
@@ -861,7 +863,7 @@ result = [min(s), max(s)]; cpu = None
     H(RE, "the default took 1,888 s and now", "the default method before issue 37's fast first"),
     M(RE, "Apart from the design (2–4 s for the benchmark's 62 private records",
       B(APPLY4, "apply_speed", lambda r: r["records"] == "4000000" and r["design_s"] != "", "design_s", "range")),
-    M(RE, "in the middle: 1.6 s, 30 MB)", Py("""
+    M(RE, "in the middle: 0.2 s, 30 MB)", Py("""
 from redactopt.engine.joint import design_joint_sparse
 from redactopt.model.chain import MarkovChain
 c = MarkovChain(0.01, 0.8); n = 10**8

@@ -72,7 +72,7 @@ def test_a_stale_needle_fails(dt):
 def test_a_changed_figure_fails(dt):
     # the doc's figure corrected without the catalogue: the old needle is stale and the new figure uncatalogued
     texts = dt.doc_texts(ROOT)
-    old = "certified global optimum at n = 16 in 1.9 s"
+    old = "certified global optimum at n = 16 in 0.9 s"
     assert old in texts["README.md"]
     texts["README.md"] = texts["README.md"].replace(old, "certified global optimum at n = 16 in 7.7 s")
     problems = dt.check(texts)
