@@ -676,7 +676,7 @@ CATALOGUE: list[Timing] = [
                                           lambda r: r["rows"] == "1000000" and "together" in r["case"], "after s"),
       phrase="4.3 s"),
     H(BM, "against 7.5 s. *", "the commit that read the table into pandas (states_stream.py's before)"),
-    M(BM, "samples the 298 records of its segment: 27–39 s",
+    M(BM, "samples the 298 records of its segment: about 15 s",
       Cli(("audit", "{walk}", "--attack", "--samples", "200000"), cost=40),
       note="on the report of the README's walk-through release"),
     M(BM, "(13–22 minutes, projected", B(ATTACK, "attack_speed", lambda r: "projected" in r["case"], "seconds")),
@@ -745,8 +745,8 @@ CATALOGUE: list[Timing] = [
     L(CM, "gap 6.2e-4 within the default 60 s", "the default --time-limit"),
     L(CM, "more states: n ≤ 8 either side, 10 s at most", "SCIP's default share in `optimal`"),
     M(CM, "to 2·10⁻⁷ by default, in about 2 s", B(FF_K, "fast_first_kstate", where(run="default"), "seconds")),
-    M(CM, "200 000 samples on the walk-through's 8143-record mechanism take 27–39 s",
-      Cli(("audit", "{walk}", "--attack", "--samples", "200000"), cost=40), phrase="27–39 s"),
+    M(CM, "200 000 samples on the walk-through's 8143-record mechanism take about 15 s",
+      Cli(("audit", "{walk}", "--attack", "--samples", "200000"), cost=40)),
     H(CM, "instead of about 9 hours", "sampling every record, before issue 15"),
     L(CM, "than `--time-limit` (default 600 s)", "the default --time-limit of audit --attack"),
     M(CM, "9.1·10⁻⁴ at the nominal chain, in about 7 s",
@@ -764,14 +764,14 @@ CATALOGUE: list[Timing] = [
     M(CM, "The full run takes 9 min 47 s on the 2-core", Cli(("bench", "--out-dir", "{tmp}/bench"), cost=600),
       phrase="9 min 47 s"),
     U(CM, "(gap table 494 s, audit 64 s)", "parts of the full bench run, printed by it but not timed apart here"),
-    M(CM, "`--quick` about 2 min.", Cli(("bench", "--quick", "--out-dir", "{tmp}/bench"), cost=150)),
+    M(CM, "`--quick` about 50 s.", Cli(("bench", "--quick", "--out-dir", "{tmp}/bench"), cost=150)),
     L(CM, "each in under 10 s). `best_diagonal`", "the gap table's per-row bound"),
     L(CM, "k = 3, n = 8 problems certify within 30 s on all 40", "issue 17's target"),
     M(CM, "chains measured, mostly in 1–3 s;", B(SWEEP, "kstate_certify_sweep", lambda r: True, "seconds", "iqr"),
       note="the quartiles of the 80 problems"),
-    M(CM, "is released in 5.4 s with `--workers 1`", B(KREL, "kstate_release", where(rows="1000000", workers="1"),
+    M(CM, "is released in 2.3 s with `--workers 1`", B(KREL, "kstate_release", where(rows="1000000", workers="1"),
                                                        "seconds")),
-    M(CM, "and 6.8 s with both cores", B(KREL, "kstate_release", where(rows="1000000", workers="every core"),
+    M(CM, "and 2.3 s with both cores", B(KREL, "kstate_release", where(rows="1000000", workers="every core"),
                                          "seconds")),
     H(CM, "20 s and 13 s on 2026-12-01", "kstate_release.py's committed run (2026-12-01)"),
     M(CM, "(2–3·10⁶ records/s at k = 4", B(KSPEED, "kstate_speed",
@@ -848,7 +848,7 @@ CATALOGUE: list[Timing] = [
       note="the quartiles of the 80 problems"),
     L(MA, "0.037–0.073 after 60 s on the hardest", "certify_time=60"),
     L(MA, "`optimal` runs SCIP by default (10 s)", "SCIP's default share in `optimal`"),
-    M(MA, "at n = 1,440 and 10⁴ in 1.3 – 5.4 s", Py("""
+    M(MA, "at n = 1,440 and 10⁴ in 0.2–5.9 s", Py("""
 import numpy as np, varying_chain as v
 rng = np.random.default_rng(33); v._leakage_rows(rng, False)  # the script's random stream, up to its designs
 t = time.perf_counter(); c0 = time.process_time(); rows = v._design_rows(rng, False)
