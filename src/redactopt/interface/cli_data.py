@@ -27,6 +27,7 @@ from redactopt.interface.options import (
     refuse_given,
 )
 from redactopt.interface.cli_classes import add_class_option
+from redactopt.interface.cli_ledger import add_ledger_options, open_ledger
 from redactopt.interface.cli_report import add_html_option, check_html, maybe_write_html
 from redactopt.interface.progress import Bars, progress_enabled
 from redactopt.io import STDIO, stdin_as_file
@@ -287,6 +288,7 @@ def _add_output_options(ap: argparse.ArgumentParser) -> None:
                          "was never observed — each refused otherwise (exit 2, nothing written); the report's first "
                          "line then says what was accepted")
     add_html_option(ap)
+    add_ledger_options(ap)
     ap.add_argument("--backend", choices=["memory", "dask"], default="memory",
                     help="memory (default, streams chunks) or dask (a CSV or Parquet dataset: a folder or a glob of "
                          "files, partitioned by file and by runs of Parquet row groups; --out is a folder of part files; "
@@ -480,6 +482,7 @@ def _cmd_apply(args: argparse.Namespace) -> int:
         raise UsageError("give exactly one of --column (one column) and --protect COL[,COL...] (several together)")
     if args.cover is not None and args.cover < 0:
         raise UsageError(f"--cover must be a whole number of decoys per private run (>= 0), got {args.cover}")
+    ledger = open_ledger(args)  # refuses what a ledger cannot compose, before any work
     if args.backend == "dask" or args.cls not in (None, "local"):
         why = "--backend dask" if args.backend == "dask" else f"--class {args.cls}"
         refuse_given(args, ["cover", "public_report", "accept_model"], f"applies to local releases on --backend "
@@ -510,6 +513,9 @@ def _cmd_apply(args: argparse.Namespace) -> int:
                   report=args.report, force=args.force, time_limit=args.time_limit,
                   report_sequences=args.report_sequences, robust=args.robust, keep=keep_option(args),
                   fit_on=args.fit_on, order_by=args.order_by)
+    if ledger is not None:  # issue 39: designed against the ledger's budget left
+        kwargs["alpha"], kwargs["beta"] = ledger.chain(kwargs["alpha"], kwargs["beta"])
+        kwargs.update(report_sequences="inline", ledger=ledger)
     issue36 = dict(cover=args.cover, public_report=args.public_report, accept_model=args.accept_model)
     try:
         if args.backend == "dask":

@@ -56,3 +56,58 @@ def compose_text(rep: dict[str, Any]) -> str:
         lines.append("result    : " + ("PASS (proven under every chain judged)" if rep["passed"] else
                                        "FAIL: the cumulative leakage is not proven to be at most eps"))
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# apply --ledger FILE [--total-eps E] [--consistent]
+# --------------------------------------------------------------------------
+def add_ledger_options(ap: argparse.ArgumentParser) -> None:
+    """Register ``--ledger``, ``--total-eps`` and ``--consistent`` on ``apply``."""
+    ap.add_argument("--ledger", default=None, metavar="FILE",
+                    help="record the release in this ledger (JSON, redactopt.ledger/1, one per dataset; created by "
+                         "the first release) and design it against what is left of the ledger's total budget: "
+                         "every private record's cumulative exact leakage over all ledgered releases stays "
+                         "<= --total-eps (refused in one line, nothing written, when the budget is spent). Binary "
+                         "local releases (--column), --backend memory")
+    ap.add_argument("--total-eps", type=float, default=None, metavar="E",
+                    help="with --ledger: the budget of all releases together per private record (nats); required "
+                         "on the ledger's first release, then stored (a later release may omit it)")
+    ap.add_argument("--consistent", action="store_true",
+                    help="with --ledger: publish again every value an earlier release published (no extra "
+                         "leakage: the release is the union) and redraw only the records all of them redacted; "
+                         "the release's own leakage is then its cumulative one (give --eps = the total)")
+
+
+def open_ledger(args: argparse.Namespace) -> Any:
+    """The :class:`~redactopt.release.ledger_release.LedgeredRelease` of ``apply --ledger`` (``None`` without
+    one), after refusing in one line what a ledger cannot compose."""
+    from pathlib import Path
+
+    from redactopt.errors import UsageError
+
+    if args.ledger is None:
+        refuse_given(args, ["total_eps", "consistent"], "applies with --ledger FILE only")
+        return None
+    from redactopt.release.ledger_file import NOT_LOCAL, read_ledger
+    from redactopt.release.ledger_release import LedgeredRelease
+
+    if args.cls not in (None, "local"):
+        raise UsageError(f"--ledger with --class {args.cls}: {NOT_LOCAL}")
+    why = "is not available with --ledger yet (the ledger composes binary local releases on one chain)"
+    refuse_given(args, ["varies_with", "categorical", "transition", "protect", "bin", "cover", "public_report",
+                        "robust"], why)
+    if args.backend != "memory":
+        raise UsageError("--ledger runs with --backend memory")
+    if args.report_sequences not in ("auto", "inline"):
+        raise UsageError("--ledger keeps every designed sequence's mechanism inside the report: "
+                         "--report-sequences auto or inline")
+    if any(v is not None and ":" in str(v) for v in (args.alpha, args.beta)):
+        raise UsageError("--ledger composes releases under one chain each: a box --alpha LO:HI is not available with "
+                         "it yet")
+    ledger = Path(args.ledger)
+    for name, other in (("the input", args.input), ("--out", args.out), ("--report", args.report),
+                        ("--html", getattr(args, "html", None)), ("--fit-on", args.fit_on)):
+        if other not in (None, "-") and Path(other).resolve() == ledger.resolve():
+            raise UsageError(f"--ledger {args.ledger} is also {name}")
+    return LedgeredRelease(read_ledger(ledger, create=True), eps=args.eps, total_eps=args.total_eps,
+                           consistent=args.consistent, column=args.column, by=args.by, seeded=args.seed is not None)

@@ -740,6 +740,7 @@ def apply_table(
     cover: int | None = None,
     public_report: str | os.PathLike[str] | None = None,
     accept_model: bool = False,
+    ledger: Any = None,
 ) -> dict[str, Any]:
     """Design, draw and write a redacted copy of a table; returns the report (see
     :func:`redactopt.release.report.build_report`).
@@ -834,6 +835,10 @@ def apply_table(
         under which the release leaks more than ``eps``, or a fitted state was never observed
         (:mod:`redactopt.release.refusals`; each refused otherwise, nothing written); the report's
         first line says what was accepted.
+    ledger : LedgeredRelease, optional
+        Record the release in a ledger and design it against what is left of the ledger's total budget
+        (:class:`redactopt.release.ledger_release.LedgeredRelease`; a binary release with its per-sequence
+        mechanisms inside the report).
     """
     options = dict(chain=chain, categorical=categorical, protect=protect, bins=bins)
     if is_categorical(**options):  # categorical column(s): streamed through the same passes
@@ -881,7 +886,10 @@ def apply_table(
         output, dropped = plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column,
                                       keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank)
         bits = bit_source(seed)
-        redactor = Redactor(plan, bits)
+        if ledger is None:
+            redactor = Redactor(plan, bits)
+        else:  # designed against the ledger's budget left (the fresh plan at other eps on request)
+            redactor = ledger.redactor(plan, bits, lambda e: plan_release(state, private=private, **dict(design, eps=e)))
         t0 = time.perf_counter()
         with TableWriter(dest, force=force) as writer:
             write = write_csv if splices(reader, writer, output) else write_redacted
@@ -895,9 +903,13 @@ def apply_table(
             rep = describe_release(rep, plan, protected=[column], output=output, dropped=dropped,
                                    fit_source=fit_source, order_by=order_by, ordered=ordered, guard=guard)
             rep["apply_seconds"] = time.perf_counter() - t0
+            if ledger is not None:
+                rep = ledger.annotate(rep, report=None if rep_path is None else str(rep_path), output=str(dst))
             if rep_path is not None:  # before the output appears: a report that cannot be written leaves nothing
                 rep = write_report(report, rep, rows=rows, force=force)  # type: ignore[arg-type]
             guard.write_public(rep)
+            if ledger is not None:  # the ledger's new entry, before the release appears
+                ledger.commit()
             writer.commit()
     return rep
 
