@@ -40,6 +40,7 @@ class ReleasedSequence:
     private: tuple[int, ...]
     judge: Any
     rows: Any
+    factors: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Release:
     eps: float
     column: Any
     sequences: tuple[ReleasedSequence, ...]
+    ledger: tuple[str, int] | None = None
 
 
 _REFUSED = {
@@ -90,17 +92,64 @@ def read_release(path: str | os.PathLike[str]) -> Release:
         return Release(where, fmt, int(d.get("rows", sum(s.n for s in seqs))), seed, float(d["eps"]),
                        d.get("column"), seqs)
     mechs = read_mechanisms(path)  # validates the mechanisms (and rebuilds /3 sequences from their shapes)
+    led = _ledger_of(d, where)
     if fmt in REPORT_FORMATS and ("sequences" in d or "sequences_file" in d):
         rows = d["sequences"] if "sequences" in d else _sequence_rows(path, d, where)
         by_id = {sid: mf for sid, mf in mechs}
-        seqs = tuple(_sequence(s.get("id"), s.get("n"), s.get("private"), by_id.get(s.get("id")), where)
+        seqs = tuple(_with_factors(_sequence(s.get("id"), s.get("n"), s.get("private"), by_id.get(s.get("id")),
+                                             where), s.get("mechanism"), led, where)
                      for s in rows if isinstance(s, dict))
     else:
         mf = mechs[0][1]
-        seqs = (ReleasedSequence(None, mf.n, tuple(mf.private), mf.chain_class or mf.chain, mf.redact_prob),)
+        seqs = (_with_factors(ReleasedSequence(None, mf.n, tuple(mf.private), mf.chain_class or mf.chain,
+                                               mf.redact_prob), d.get("mechanism"), led, where),)
     eps = d.get("eps", mechs[0][1].eps) if isinstance(d, dict) else mechs[0][1].eps
     return Release(where, str(fmt), int(d.get("rows", sum(s.n for s in seqs))), seed, float(eps), d.get("column"),
-                   seqs)
+                   seqs, led)
+
+
+def _ledger_of(d: Any, where: str) -> tuple[str, int] | None:
+    """A ledgered release's ``(ledger id, release number)`` (report field ``ledger``), else ``None``."""
+    raw = d.get("ledger") if isinstance(d, dict) else None
+    if raw is None:
+        return None
+    if not (isinstance(raw, dict) and isinstance(raw.get("id"), str) and isinstance(raw.get("release"), int)):
+        raise ComposeError(f"{where}: field 'ledger' must name the ledger's 'id' and the 'release' number")
+    return raw["id"], raw["release"]
+
+
+def _with_factors(seq: ReleasedSequence, mech: Any, led: tuple[str, int] | None, where: str) -> ReleasedSequence:
+    """A ``--consistent`` ledgered release's sequence with the factors its output composes (every earlier
+    release's fresh draw and its own: ``mechanism.factors``); other sequences are returned as they are."""
+    raw = mech.get("factors") if isinstance(mech, dict) else None
+    if raw is None or seq.rows is None:
+        return seq
+    from redactopt.release.ledger_file import LedgerError, _chain, _rows_from_dict
+
+    if led is None or not isinstance(raw, list):
+        raise ComposeError(f"{where}: sequence {seq.id!r} lists 'factors' outside a ledgered release")
+    try:
+        factors = tuple(((led[0], int(f["release"])), _chain(f.get("chain"), where),
+                         _rows_from_dict(f.get("blocks"), seq.n, f"{where}: sequence {seq.id!r} factor"))
+                        for f in raw)
+    except (LedgerError, KeyError, TypeError, ValueError) as exc:
+        raise ComposeError(f"{where}: sequence {seq.id!r}: a factor cannot be read: {exc}") from None
+    return ReleasedSequence(seq.id, seq.n, seq.private, seq.judge, seq.rows, factors)
+
+
+def _factors(releases: list[Release], j: int) -> list[tuple[Any, Any]]:
+    """The independent draws that releases' sequence ``j`` compose, each once: a ``--consistent`` ledgered
+    release contributes every factor its output composes; any other release its own mechanism (keyed by
+    its ledger's release number when it has one, so that a factor is never counted twice)."""
+    seen: dict[Any, tuple[Any, Any]] = {}
+    for i, r in enumerate(releases):
+        s = r.sequences[j]
+        if s.factors:
+            for key, chain, rows in s.factors:
+                seen.setdefault(key, (chain, rows))
+        else:
+            seen.setdefault(r.ledger if r.ledger is not None else ("report", i), (s.judge, s.rows))
+    return list(seen.values())
 
 
 def _sequence(sid: Any, n: Any, private: Any, mf: Any, where: str) -> ReleasedSequence:
@@ -172,12 +221,13 @@ def compose_releases(paths: list[str], *, eps: float | None = None) -> dict[str,
         if not s0.private:
             continue
         seqs = [r.sequences[j] for r in releases]
-        ca = compose_audit([(s.judge, s.rows) for s in seqs], s0.private, eps=eps)
+        ca = compose_audit(_factors(releases, j), s0.private, eps=eps)
+        alone = [compose_audit([(s.judge, s.rows)], s0.private).cumulative for s in seqs]
         chains = max(chains, len(ca.judges))
         passed = passed and bool(ca.passed)
         for p in ca.private:
             rec: dict[str, Any] = {"sequence": s0.id, "private": p + 1, "cumulative": ca.cumulative[p],
-                                   "alone": [a[p] for a in ca.alone], "rounding_allowance": ca.allowance[p]}
+                                   "alone": [a[p] for a in alone], "rounding_allowance": ca.allowance[p]}
             if len(ca.judges) > 1:
                 rec["under_each_chain"] = [u[p] for u in ca.under]
             records.append(rec)

@@ -136,6 +136,8 @@ def design_sequence(earlier: list[tuple[MarkovChain, SparseRows]], chain: Markov
             mass = float((q @ pi).sum())
         if best is None or mass < best.mass - 1e-12:
             best = SequenceChoice(factor, composed, kind, ca, alone, mass, published_bound)
+    if best is not None and np.array_equal(_dense(best.composed), Q):
+        best.kind = "nothing-new"  # the composition is unchanged: nothing beyond the earlier releases is published
     return best
 
 
