@@ -393,3 +393,106 @@ def test_design_sequence_by_enumeration():
     ch = design_sequence([(chain, as_sparse(full))], chain, (2,), fresh, eps=1.0, total_eps=1.0, consistent=True)
     assert ch is not None and ch.kind == "nothing-new"
     assert np.array_equal(np.asarray(ch.composed), full)
+
+
+# --- item 4: the report, the page and audit show the ledger ------------------------------------------------
+
+
+def test_report_page_and_audit_show_the_ledger(tmp_path, capsys):
+    from redactopt.release.html import report_html
+
+    code, out1, _ = release(capsys, tmp_path, "r1", "--eps", "0.5", "--total-eps", "1", "--alpha", "0.25",
+                            "--beta", "0.375")
+    assert code == 0 and "ledger    : release 1 of" in out1
+    code, out2, _ = release(capsys, tmp_path, "r2", "--eps", "1", "--consistent")
+    assert code == 0 and "ledger    : release 2 of" in out2 and "(consistent)" in out2
+    led = json.loads((tmp_path / "ledger.json").read_text())
+    fac = factors_by_hand(led, 6)
+    want_alone = [leakage_by_enumeration(fac[:1], [False], 2, 6), leakage_by_enumeration(fac, [False, True], 2, 6)]
+    want_cum = want_alone  # release 1 alone is its own composition; release 2 republishes release 1
+    rep = json.loads((tmp_path / "r2.json").read_text())
+    hist = rep["ledger"]["releases"]
+    assert [h["release"] for h in hist] == [1, 2]
+    assert [h["leakage_alone"] for h in hist] == pytest.approx(want_alone, abs=1e-9)
+    assert [h["cumulative"] for h in hist] == pytest.approx(want_cum, abs=1e-9)
+    page = report_html(rep)
+    assert 'id="ledger"' in page and 'href="#ledger"' in page
+    for i in range(2):
+        for key in ("leakage_alone", "cumulative"):
+            exact = page.split(f'data-key="ledger.releases.{i}.{key}" data-value="')[1].split('"')[0]
+            assert float(exact) == hist[i][key]
+    # audit --ledger re-judges every release from the ledger's factors
+    code, out, err = run(capsys, "audit", "--ledger", tmp_path / "ledger.json", "--format", "json")
+    assert code == 0, err
+    a = json.loads(out)
+    assert a["passed"] is True and a["stored_matches"] is True
+    assert [r["cumulative"] for r in a["releases"]] == pytest.approx(want_cum, abs=1e-9)
+    assert [r["leakage_alone"] for r in a["releases"]] == pytest.approx(want_alone, abs=1e-9)
+    code, text, _ = run(capsys, "audit", "--ledger", tmp_path / "ledger.json")
+    assert code == 0 and "PASS" in text and "(consistent)" in text
+    code, text, _ = run(capsys, "audit", tmp_path / "r2.json")
+    assert "ledger    : release 2 of" in text
+    # a ledger whose stored figure was edited: the re-judged figures are shown, and the edit is said
+    led["releases"][1]["cumulative"] = 0.1
+    (tmp_path / "edited.json").write_text(json.dumps(led))
+    code, text, _ = run(capsys, "audit", "--ledger", tmp_path / "edited.json")
+    assert "differ from the re-judged" in text
+    # a ledger over its budget fails the audit (exit 1)
+    led["total_eps"] = 0.5
+    (tmp_path / "over.json").write_text(json.dumps(led))
+    code, text, _ = run(capsys, "audit", "--ledger", tmp_path / "over.json")
+    assert code == 1 and "FAIL" in text
+
+
+def _dense(mech: dict) -> np.ndarray:
+    q = np.zeros((mech["n"], 2))
+    for b in mech["blocks"]:
+        rows = np.array(b["redact_prob"], dtype=float)
+        q[b["start"] - 1:b["start"] - 1 + rows.shape[0]] = rows
+    return q
+
+
+@pytest.mark.parametrize("consistent", [False, True])
+def test_many_sequences_second_release_within_total(tmp_path, capsys, consistent):
+    """Two homes, opt-out windows: a ledgered second release never lets a private record exceed the total,
+    checked record by record on the product of the mechanisms read from the reports by hand."""
+    from homes import make_homes
+
+    from redactopt import MarkovChain
+    from redactopt.judge.leakage import leakage
+
+    df = make_homes(39, homes=2, days=1, optout_homes=(0, 1), window=3, shuffle=False)
+    df[["home", "ts", "occupied", "optout"]].to_csv(tmp_path / "homes.csv", index=False)
+
+    def go(name: str, *extra: str) -> tuple[int, str]:
+        code, _, err = run(capsys, "apply", tmp_path / "homes.csv", "--column", "occupied", "--by", "home",
+                           "--order-by", "ts", "--private-column", "optout", "--out", tmp_path / f"{name}.csv",
+                           "--report", tmp_path / f"{name}.json", "--ledger", tmp_path / "ledger.json",
+                           "--method", "dim", "--quiet", *extra)
+        return code, err
+
+    assert go("r1", "--eps", "0.6", "--total-eps", "1", "--alpha", "0.01", "--beta", "0.02")[0] == 0
+    code, err = go("r2", "--eps", "1", *(("--consistent",) if consistent else ()))
+    assert code == 0, err
+    chain = MarkovChain(0.01, 0.02)
+    reps = [json.loads((tmp_path / f"r{i}.json").read_text()) for i in (1, 2)]
+    by_seq = [{s["id"]: s for s in rep["sequences"]} for rep in reps]
+    checked = 0
+    for sid, s2 in by_seq[1].items():
+        if not s2["private"]:
+            continue
+        q1 = _dense(by_seq[0][sid]["mechanism"])
+        m2 = s2["mechanism"]
+        # a consistent release's mechanism is already the composition; a fresh one composes by the product
+        q = _dense(m2) if consistent else q1 * _dense(m2)
+        if consistent:
+            own = [f for f in m2["factors"] if f["release"] == 2][0]
+            assert np.allclose(q, q1 * _dense({"n": m2["n"], "blocks": own["blocks"]}), rtol=0, atol=1e-15)
+        for p in s2["private"]:
+            L = leakage(chain, q, p - 1).leakage
+            assert L <= 1.0 + 1e-9
+            checked += 1
+    assert checked == 6
+    code, out, err = run(capsys, "audit", "--compose", tmp_path / "r1.json", tmp_path / "r2.json", "--eps", "1",
+                         "--format", "json")
+    assert code == 0 and json.loads(out)["passed"] is True, err

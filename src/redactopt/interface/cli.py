@@ -225,6 +225,10 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
                     help="the cumulative exact leakage of several release reports of the same rows (apply --report, "
                          "local mechanisms, independent draws): their composition is the product mechanism, judged "
                          "exactly per private record; with --eps, exit 1 unless every record is proven within it")
+    ap.add_argument("--ledger", default=None, metavar="LEDGER",
+                    help="re-judge a ledger of releases (apply --ledger): each release's exact leakage alone and the "
+                         "cumulative leakage after it, per private record; exit 1 unless the cumulative leakage is "
+                         "proven within the ledger's total budget")
     add_quiet(ap)
     ap.set_defaults(func=_cmd_audit)
 
@@ -449,6 +453,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         from redactopt.interface.cli_ledger import cmd_compose
 
         return cmd_compose(args)
+    if args.ledger is not None:
+        from redactopt.interface.cli_ledger import cmd_ledger_audit
+
+        return cmd_ledger_audit(args)
     rng = np.random.default_rng(args.attack_seed)
     if args.mechanism is not None:
         pstatus = maybe_public_audit(args, rng)  # a public report (apply --public-report, issue 36)
@@ -494,6 +502,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         text = "\n\n".join(report.audit_text(r) for r in reports)
         text += f"\n\nresult    : {'PASS' if passed else 'FAIL'} ({sum(r['passed'] for r in reports)} of " \
                 f"{len(reports)} sequences pass)"
+    if args.mechanism is not None:  # a ledgered release: the ledger as its report states it (issue 39)
+        from redactopt.interface.cli_ledger import report_ledger_lines
+
+        text += report_ledger_lines(args.mechanism)
     print(json.dumps(out, indent=2, default=_as_list) if fmt == "json" else text)
     return EXIT_OK if passed else EXIT_FAIL
 

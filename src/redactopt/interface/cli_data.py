@@ -27,7 +27,7 @@ from redactopt.interface.options import (
     refuse_given,
 )
 from redactopt.interface.cli_classes import add_class_option
-from redactopt.interface.cli_ledger import add_ledger_options, open_ledger
+from redactopt.interface.cli_ledger import add_ledger_options, ledger_lines, open_ledger
 from redactopt.interface.cli_report import add_html_option, check_html, maybe_write_html
 from redactopt.interface.progress import Bars, progress_enabled
 from redactopt.io import STDIO, stdin_as_file
@@ -322,6 +322,7 @@ def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:
         "model_check": (rep.get("model_check") or {}).get("alternatives", []),
         "regions": list(rep.get("regions") or [])[:REGION_LINES + 1],
         "runs": list((rep.get("design_info") or {}).get("runs") or [])[:REGION_LINES],
+        "ledger": rep.get("ledger"),
     }
 
 
@@ -368,6 +369,7 @@ def _summary_text(s: dict[str, Any]) -> str:
         "private record(s)" + (" and every chain of the box)" if box is not None else ")"),
         f"utility   : expected {s['utility']['expected']:.6g}  realised {s['utility']['realised']:.6g}",
     ]
+    lines += ledger_lines(s.get("ledger"))
     if s["sequences_count"] == 1:
         lines += region_lines(s.get("regions") or [])
         lines += [run_line(r) for r in s.get("runs") or [] if r.get("target_gap") is not None]

@@ -111,3 +111,81 @@ def open_ledger(args: argparse.Namespace) -> Any:
             raise UsageError(f"--ledger {args.ledger} is also {name}")
     return LedgeredRelease(read_ledger(ledger, create=True), eps=args.eps, total_eps=args.total_eps,
                            consistent=args.consistent, column=args.column, by=args.by, seeded=args.seed is not None)
+
+
+# --------------------------------------------------------------------------
+# audit --ledger FILE; the ledger's lines in apply's and audit's summaries
+# --------------------------------------------------------------------------
+LEDGER_NOTE = ("alone: the release's own exact leakage (a --consistent release shows the earlier releases' values, "
+               "so alone it leaks what they leak together); cumulative: the exact leakage of releases 1..j "
+               "together (the product of their factors), not a sum")
+
+
+def cmd_ledger_audit(args: argparse.Namespace) -> int:
+    """``audit --ledger FILE``: every release re-judged from the ledger's factors; exit 0 if the cumulative
+    leakage after the last release is proven within the ledger's total budget, else 1."""
+    from redactopt.release.ledger import audit_ledger
+
+    if args.mechanism is not None:
+        raise ValueError("--ledger takes the ledger file itself: give it after --ledger, not as FILE")
+    refuse_given(args, ["method", "n", "private", "reading", "split", "alpha", "beta", "exact", "attack", "eps"],
+                 "does not apply to --ledger (the ledger carries its chains, rows, private records and budget)")
+    rep = audit_ledger(args.ledger)
+    if (args.format or "text") == "json":
+        print(json.dumps({**rep, "note": LEDGER_NOTE}, indent=2))
+    else:
+        lines = [f"ledger    : {rep['ledger']}  ({len(rep['releases'])} release(s) of {rep['rows']} rows, column "
+                 f"{rep['column']!r}" + (f" by {rep['by']!r}" if rep["by"] else "") + ")",
+                 f"note      : {LEDGER_NOTE}"]
+        lines += history_lines(rep["releases"], rep["total_eps"])
+        if not rep["stored_matches"]:
+            lines.append("stored    : the ledger's stored leakages differ from the re-judged ones above (edited?)")
+        lines.append("result    : " + (f"PASS (cumulative {rep['cumulative']:.10g} proven <= total {rep['total_eps']:g} "
+                                       "under every chain of the ledger)" if rep["passed"] else
+                                       f"FAIL: the cumulative leakage is not proven <= {rep['total_eps']:g}"))
+        print("\n".join(lines))
+    return EXIT_OK if rep["passed"] else EXIT_FAIL
+
+
+def history_lines(releases: list[dict[str, Any]], total: float | None) -> list[str]:
+    """One line per release of a ledger: its ε, its leakage alone and the cumulative leakage after it."""
+    head = f"  {'release':>7} {'time':<25} {'eps':>6} {'alone':>14} {'cumulative':>14}  of total {total:g}" \
+        if total is not None else f"  {'release':>7} {'time':<25} {'eps':>6} {'alone':>14} {'cumulative':>14}"
+    out = [head]
+    for r in releases:
+        out.append(f"  {r['release']:>7} {str(r.get('time') or ''):<25} {r['eps']:>6g} {r['leakage_alone']:>14.10g} "
+                   f"{r['cumulative']:>14.10g}" + ("  (consistent)" if r.get("consistent") else ""))
+    return out
+
+
+def ledger_lines(ledger: dict[str, Any] | None) -> list[str]:
+    """What ``apply`` prints of a ledgered release (its report's ``ledger`` section)."""
+    if not ledger:
+        return []
+    u = ledger["utility"]
+    lines = [f"ledger    : release {ledger['release']} of {ledger['file']} (total budget {ledger['total_eps']:g}"
+             + ("; consistent: the earlier releases' values published again" if ledger["consistent"] else "") + ")"]
+    lines += history_lines(ledger["releases"], None)
+    lines.append(f"ledger    : cumulative {ledger['cumulative']:.10g} <= {ledger['total_eps']:g} (exact, every "
+                 f"ledgered release together); this release alone {ledger['leakage_alone']:.10g}; expected utility "
+                 f"{u['expected']:.6g}, certified upper bound {u['upper_bound']:.6g} (gap {u['gap']:.3g})")
+    return lines
+
+
+def report_ledger_lines(path: str) -> str:
+    """``audit REPORT`` of a ledgered release: the ledger's history as the report states it ('' otherwise)."""
+    from redactopt.io import STDIO, load_json
+
+    if str(path) == STDIO:
+        return ""
+    try:
+        d, _ = load_json(path)
+    except ValueError:
+        return ""
+    led = d.get("ledger") if isinstance(d, dict) else None
+    if not isinstance(led, dict) or not isinstance(led.get("releases"), list):
+        return ""
+    lines = [f"ledger    : release {led.get('release')} of {led.get('file')} (as the report states it; "
+             "re-judge every release with: redactopt audit --ledger FILE)"]
+    lines += history_lines(led["releases"], led.get("total_eps"))
+    return "\n\n" + "\n".join(lines)

@@ -23,7 +23,7 @@ from typing import Any
 from redactopt.io import REPORT_FORMATS, _sequence_rows, load_json, read_mechanisms
 from redactopt.judge.compose import compose_audit
 
-__all__ = ["ReleasedSequence", "Release", "read_release", "compose_releases", "ComposeError"]
+__all__ = ["ReleasedSequence", "Release", "read_release", "compose_releases", "ComposeError", "audit_ledger"]
 
 
 class ComposeError(ValueError):
@@ -251,3 +251,46 @@ def compose_releases(paths: list[str], *, eps: float | None = None) -> dict[str,
         "passed": None if eps is None else bool(passed),
         "records": records,
     }
+
+
+def audit_ledger(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Every release of a ledger (``redactopt.ledger/1``) re-judged from its factors, JSON-ready.
+
+    For release ``j`` and each private record: its leakage alone (its own factor under its chain; a
+    ``consistent`` release shows the composition of releases ``1..j``, so alone it leaks what they leak
+    together) and the cumulative exact leakage of releases ``1..j`` (the product of their factors,
+    judged under every chain among theirs: :func:`redactopt.judge.compose.compose_audit`).  ``passed``:
+    proven at most the ledger's total budget after the last release; the stored figures are compared with
+    the re-judged ones (``stored_matches``).
+    """
+    from redactopt.release.ledger_file import read_ledger
+
+    led = read_ledger(path)
+    if led.empty:
+        raise ComposeError(f"{led.path}: the ledger holds no release yet")
+    records: dict[tuple[Any, int], dict[str, Any]] = {}
+    releases = []
+    passed = True
+    for j, e in enumerate(led.releases, start=1):
+        alone_w = cum_w = -math.inf
+        for s in e.sequences:
+            if not s.private:
+                continue
+            factors = [(c, f) for c, f in led.factors(s.id, s.n)[:j]]
+            ca = compose_audit(factors, s.private, eps=led.total_eps if j == len(led.releases) else None)
+            if j == len(led.releases):
+                passed = passed and bool(ca.passed)
+            alone = ca.cumulative if e.consistent else compose_audit([(e.chain, s.factor)], s.private).cumulative
+            for p in s.private:
+                rec = records.setdefault((s.id, p), {"sequence": s.id, "private": p + 1, "alone": [None] * len(
+                    led.releases), "cumulative": [None] * len(led.releases)})
+                rec["alone"][j - 1], rec["cumulative"][j - 1] = alone[p], ca.cumulative[p]
+                alone_w, cum_w = max(alone_w, alone[p]), max(cum_w, ca.cumulative[p])
+        matches = math.isclose(alone_w, e.leakage_alone, rel_tol=1e-9, abs_tol=1e-12) and \
+            math.isclose(cum_w, e.cumulative, rel_tol=1e-9, abs_tol=1e-12)
+        releases.append(dict(e.summary(), leakage_alone=alone_w, cumulative=cum_w, stored_matches=matches,
+                             stored={"leakage_alone": e.leakage_alone, "cumulative": e.cumulative}))
+    return {"format": "redactopt.ledger-audit/1", "ledger": led.path, "id": led.id, "rows": led.rows,
+            "column": led.column, "by": led.by, "total_eps": led.total_eps, "releases": releases,
+            "cumulative": releases[-1]["cumulative"], "passed": bool(passed),
+            "stored_matches": all(r["stored_matches"] for r in releases), "records": list(records.values())}
