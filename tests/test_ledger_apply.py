@@ -496,3 +496,26 @@ def test_many_sequences_second_release_within_total(tmp_path, capsys, consistent
     code, out, err = run(capsys, "audit", "--compose", tmp_path / "r1.json", tmp_path / "r2.json", "--eps", "1",
                          "--format", "json")
     assert code == 0 and json.loads(out)["passed"] is True, err
+
+
+def test_the_ledger_page_shows_the_reports_numbers(tmp_path, capsys):
+    """The page's ledger numbers are the report's (read back by an HTML parser), and it renders in a browser."""
+    from test_html_report import Page, assert_self_contained, check_numbers
+
+    from redactopt.interface.browser import render
+    from redactopt.release.html import report_html
+
+    assert release(capsys, tmp_path, "r1", "--eps", "0.5", "--total-eps", "1", "--alpha", "0.25",
+                   "--beta", "0.375")[0] == 0
+    assert release(capsys, tmp_path, "r2", "--eps", "1", "--consistent", "--html", tmp_path / "r2.html")[0] == 0
+    rep = json.loads((tmp_path / "r2.json").read_text())
+    text = (tmp_path / "r2.html").read_text()
+    assert text == report_html(rep)
+    page = Page(text)
+    assert_self_contained(text, page)
+    seen = check_numbers(page.keys, rep)
+    want = {f"ledger.releases.{i}.{k}" for i in range(2) for k in ("eps", "leakage_alone", "cumulative")}
+    assert want | {"ledger.cumulative", "ledger.utility.upper_bound"} <= seen
+    shown = render(tmp_path / "r2.html")
+    assert shown.errors == [] and shown.requests == []
+    assert want <= check_numbers(shown.keys, rep)

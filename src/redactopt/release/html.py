@@ -809,7 +809,8 @@ def _ledger_section(rep: dict[str, Any]) -> str:
         return ""
     total = led.get("total_eps")
     rows = [[_e(r.get("release")), _e(r.get("time") or ""), "yes" if r.get("consistent") else "no",
-             _num(r.get("eps")), _num(r.get("leakage_alone"), f"ledger.releases.{i}.leakage_alone", digits=10),
+             _num(r.get("eps"), f"ledger.releases.{i}.eps"),
+             _num(r.get("leakage_alone"), f"ledger.releases.{i}.leakage_alone", digits=10),
              _num(r.get("cumulative"), f"ledger.releases.{i}.cumulative", digits=10)]
             for i, r in enumerate(led["releases"])]
     u = led.get("utility") or {}
@@ -822,10 +823,12 @@ def _ledger_section(rep: dict[str, Any]) -> str:
            + (" This release published again every value an earlier release published: it reveals what the "
               "composition reveals, alone or with them." if led.get("consistent") else "") + "</p>",
            _table(["release", "time", "consistent", "ε", "leakage alone", "cumulative"], rows, right={0, 3, 4, 5}),
-           _facts([("total budget", _num(total)), ("cumulative now", _num(led.get("cumulative"), digits=10)),
-                   ("this release alone", _num(led.get("leakage_alone"), digits=10)),
-                   ("expected utility", _num(u.get("expected"))),
-                   ("certified upper bound", _num(u.get("upper_bound"))), ("gap", _num(u.get("gap")))]),
+           _facts([("total budget", _num(total, "ledger.total_eps")),
+                   ("cumulative now", _num(led.get("cumulative"), "ledger.cumulative", digits=10)),
+                   ("this release alone", _num(led.get("leakage_alone"), "ledger.leakage_alone", digits=10)),
+                   ("expected utility", _num(u.get("expected"), "ledger.utility.expected")),
+                   ("certified upper bound", _num(u.get("upper_bound"), "ledger.utility.upper_bound")),
+                   ("gap", _num(u.get("gap"), "ledger.utility.gap"))]),
            "</section>"]
     return "".join(out)
 
