@@ -505,7 +505,14 @@ def _cmd_apply(args: argparse.Namespace) -> int:
         refuse_given(args, ["workers"], "applies to --backend memory only (with Dask the cluster decides)")
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
-    private = parse_positions(args.private) if args.private is not None else None
+    if args.extend and args.private == "none":  # appended rows without private records of their own
+        args.private, private = None, []
+    else:
+        private = parse_positions(args.private) if args.private is not None else None
+    if ledger is not None and args.extend:  # issue 39: rows appended to a ledgered series
+        from redactopt.interface.cli_ledger import cmd_extend
+
+        return cmd_extend(args, ledger, private)
     if args.robust is not None and (args.alpha is not None or args.beta is not None):
         raise UsageError("--robust fits the box from the data: give it without --alpha/--beta "
                          "(or give the box itself as --alpha LO:HI --beta LO:HI)")

@@ -76,6 +76,11 @@ def add_ledger_options(ap: argparse.ArgumentParser) -> None:
                     help="with --ledger: publish again every value an earlier release published (no extra "
                          "leakage: the release is the union) and redraw only the records all of them redacted; "
                          "the release's own leakage is then its cumulative one (give --eps = the total)")
+    ap.add_argument("--extend", action="store_true",
+                    help="with --ledger: INPUT holds only the rows appended to the ledger's sequences (by --by); "
+                         "release them so that every private record, old and new, stays within the total budget "
+                         "(only the earlier releases' open tail is judged with them: the old rows are not read). "
+                         "--private takes positions among the new rows, or 'none'")
 
 
 def open_ledger(args: argparse.Namespace) -> Any:
@@ -86,7 +91,7 @@ def open_ledger(args: argparse.Namespace) -> Any:
     from redactopt.errors import UsageError
 
     if args.ledger is None:
-        refuse_given(args, ["total_eps", "consistent"], "applies with --ledger FILE only")
+        refuse_given(args, ["total_eps", "consistent", "extend"], "applies with --ledger FILE only")
         return None
     from redactopt.release.ledger_file import NOT_LOCAL, read_ledger
     from redactopt.release.ledger_release import LedgeredRelease
@@ -189,3 +194,62 @@ def report_ledger_lines(path: str) -> str:
              "re-judge every release with: redactopt audit --ledger FILE)"]
     lines += history_lines(led["releases"], led.get("total_eps"))
     return "\n\n" + "\n".join(lines)
+
+
+def cmd_extend(args: argparse.Namespace, ledger: Any, private: Any) -> int:
+    """``apply NEW_ROWS --ledger FILE --extend``: release the appended rows (:mod:`redactopt.release.ledger_extend`)."""
+    import sys
+
+    from redactopt.errors import PrivacyCheckError, UsageError
+    from redactopt.release.ledger_extend import extend_table
+
+    if args.consistent:
+        raise UsageError("--extend publishes only the new rows: --consistent does not apply")
+    refuse_given(args, ["fit_on", "accept_model"], "is not available with --extend (the chain is the ledger's or "
+                 "--alpha/--beta; the release of the appended rows makes no model checks of its own)")
+    try:
+        rep = extend_table(args.input, args.out, column=args.column, eps=args.eps, ledger=ledger, private=private,
+                           private_column=args.private_column, by=args.by, alpha=_num(args.alpha),
+                           beta=_num(args.beta), method=args.method, seed=args.seed, report=args.report,
+                           force=args.force, chunk_rows=args.chunk_rows, time_limit=args.time_limit,
+                           workers=args.workers, keep=_keep(args), order_by=args.order_by)
+    except PrivacyCheckError as exc:
+        sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
+        return EXIT_FAIL
+    if (args.format or "text") == "json":
+        text = json.dumps({k: rep[k] for k in ("output", "rows", "eps", "utility", "leakage", "ledger")}, indent=2)
+    else:
+        lines = [f"wrote     : {rep['output']}  ({rep['rows']} appended rows, {rep['utility']['redacted']} redacted)",
+                 f"chain     : alpha={rep['chain']['alpha']:.6g}  beta={rep['chain']['beta']:.6g}  (the ledger's "
+                 "or given)",
+                 f"eps       : {rep['eps']:g} for the new private records alone; total {rep['ledger']['total_eps']:g}",
+                 f"leakage   : {rep['leakage']['max']:.10g} alone (exact, worst over {rep['leakage']['private_records']}"
+                 " new private record(s))",
+                 f"utility   : expected {rep['utility']['expected']:.6g}  realised {rep['utility']['realised']:.6g}"]
+        for r in rep["sequences"]:
+            if r.get("open_earlier") or r.get("wiped"):
+                sid = "" if r["id"] is None else f"sequence {r['id']}: "
+                lines.append(f"extension : {sid}rows from {r['first']} of the extended sequence; earlier private "
+                             f"record(s) still open {r.get('open_earlier') or 'none'}; first {r.get('wiped', 0)} new "
+                             "row(s) redacted with certainty")
+        lines += ledger_lines(rep["ledger"])
+        if args.report:
+            lines.append(f"report    : {args.report}  (CONFIDENTIAL: names the private rows — do not publish with the "
+                         "release)")
+        text = "\n".join(lines)
+    if not (args.quiet and "-" in (args.out, args.report)):
+        print(text, file=sys.stderr if "-" in (args.out, args.report) else sys.stdout)
+    from redactopt.interface.cli_report import maybe_write_html
+
+    maybe_write_html(args, rep)
+    return EXIT_OK
+
+
+def _num(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def _keep(args: argparse.Namespace) -> Any:
+    from redactopt.interface.cli_data import keep_option
+
+    return keep_option(args)

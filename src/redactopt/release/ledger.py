@@ -271,21 +271,31 @@ def audit_ledger(path: str | os.PathLike[str]) -> dict[str, Any]:
     records: dict[tuple[Any, int], dict[str, Any]] = {}
     releases = []
     passed = True
+    m = len(led.releases)
     for j, e in enumerate(led.releases, start=1):
         alone_w = cum_w = -math.inf
-        for s in e.sequences:
-            if not s.private:
-                continue
-            factors = [(c, f) for c, f in led.factors(s.id, s.n)[:j]]
-            ca = compose_audit(factors, s.private, eps=led.total_eps if j == len(led.releases) else None)
-            if j == len(led.releases):
+        sids = list(dict.fromkeys(s.id for x in led.releases[:j] for s in x.sequences if s.private))
+        for sid in sids:
+            priv = tuple(sorted({p for x in led.releases[:j] if (q := x.sequence(sid)) is not None
+                                 for p in q.private}))
+            n_j = max(cov[1] for x in led.releases[:j] if (cov := x.cover(sid)) is not None)
+            factors = led.factors(sid, n_j)[:j]
+            ca = compose_audit(factors, priv, eps=led.total_eps if j == m else None)
+            if j == m:
                 passed = passed and bool(ca.passed)
-            alone = ca.cumulative if e.consistent else compose_audit([(e.chain, s.factor)], s.private).cumulative
-            for p in s.private:
-                rec = records.setdefault((s.id, p), {"sequence": s.id, "private": p + 1, "alone": [None] * len(
-                    led.releases), "cumulative": [None] * len(led.releases)})
-                rec["alone"][j - 1], rec["cumulative"][j - 1] = alone[p], ca.cumulative[p]
-                alone_w, cum_w = max(alone_w, alone[p]), max(cum_w, ca.cumulative[p])
+            own = e.sequence(sid)
+            mine = own.private if own is not None else ()
+            alone = (ca.cumulative if e.consistent else
+                     compose_audit([factors[-1]], mine).cumulative if mine else {})
+            for p in priv:
+                rec = records.setdefault((sid, p), {"sequence": sid, "private": p + 1, "alone": [None] * m,
+                                                    "cumulative": [None] * m})
+                rec["cumulative"][j - 1] = ca.cumulative[p]
+                cum_w = max(cum_w, ca.cumulative[p])
+                if p in mine:
+                    rec["alone"][j - 1] = alone[p]
+                    alone_w = max(alone_w, alone[p])
+        alone_w = max(alone_w, 0.0)  # an extension without private records of its own leaks nothing alone
         matches = math.isclose(alone_w, e.leakage_alone, rel_tol=1e-9, abs_tol=1e-12) and \
             math.isclose(cum_w, e.cumulative, rel_tol=1e-9, abs_tol=1e-12)
         releases.append(dict(e.summary(), leakage_alone=alone_w, cumulative=cum_w, stored_matches=matches,

@@ -31,7 +31,7 @@ from redactopt.judge.certify import SparseRows
 from redactopt.model.chain import MarkovChain
 
 __all__ = ["LEDGER_FORMAT", "LedgerError", "LedgerSequence", "LedgerEntry", "Ledger", "read_ledger", "ranges",
-           "from_ranges"]
+           "from_ranges", "padded"]
 
 #: The ledger's format name (versioned: a reader refuses a version it does not know).
 LEDGER_FORMAT = "redactopt.ledger/1"
@@ -122,8 +122,11 @@ def _eps(raw: Any, name: str, where: str) -> float:
 
 @dataclass
 class LedgerSequence:
-    """One sequence of one release: its 0-based ``private`` records, the ``factor`` it drew, the
-    records its output left redacted, and the exact leakages stored with it (per private record)."""
+    """One sequence of one release: its 0-based ``private`` records, the ``factor`` it drew (rows of the
+    whole sequence, ``n`` of them: the sequence's length when the release was made), the records its output
+    left redacted, and the exact leakages stored with it (per private record).  An extension (``first`` > 0)
+    showed only rows ``first..n-1``: before them its factor is 1 (not shown); ``also`` holds the cumulative
+    leakage, after it, of earlier private records whose rows it continued (``[(record, leakage)]``)."""
 
     id: Any
     n: int
@@ -132,11 +135,18 @@ class LedgerSequence:
     redacted: np.ndarray
     alone: list[float]
     cumulative: list[float]
+    first: int = 0
+    also: list[tuple[int, float]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "n": self.n, "private": [p + 1 for p in self.private],
-                "factor": _rows_to_dict(self.factor), "redacted": ranges(self.redacted),
-                "leakage_alone": list(self.alone), "cumulative": list(self.cumulative)}
+        d = {"id": self.id, "n": self.n, "private": [p + 1 for p in self.private],
+             "factor": _rows_to_dict(self.factor), "redacted": ranges(self.redacted),
+             "leakage_alone": list(self.alone), "cumulative": list(self.cumulative)}
+        if self.first:
+            d["first"] = self.first + 1
+        if self.also:
+            d["also"] = [[p + 1, v] for p, v in self.also]
+        return d
 
 
 @dataclass
@@ -158,23 +168,32 @@ class LedgerEntry:
     expected_utility: float
     upper_bound: float
     sequences: list[LedgerSequence] = field(default_factory=list)
+    covers: dict[Any, tuple[int, int]] = field(default_factory=dict)
+    extends: bool = False
 
     def sequence(self, sid: Any) -> LedgerSequence | None:
         return next((s for s in self.sequences if s.id == sid), None)
 
     def summary(self) -> dict[str, Any]:
         """What reports and pages show of this release: its leakage alone and the cumulative leakage (worst)."""
-        return {"release": self.number, "time": self.time, "consistent": self.consistent, "eps": self.eps,
+        return {"release": self.number, "time": self.time, "consistent": self.consistent, "extends": self.extends,
+                "eps": self.eps,
                 "total_eps": self.total_eps, "leakage_alone": self.leakage_alone, "cumulative": self.cumulative,
                 "expected_utility": self.expected_utility, "upper_bound": self.upper_bound,
                 "report": self.report, "output": self.output}
 
     def to_dict(self) -> dict[str, Any]:
         d = self.summary()
-        d.update({"mechanism_class": "local", "chain": {"alpha": self.chain.alpha, "beta": self.chain.beta},
+        d.update({"mechanism_class": "local", "extends": self.extends,
+                  "chain": {"alpha": self.chain.alpha, "beta": self.chain.beta},
                   "method": self.method, "randomness": self.randomness,
+                  "covers": [[sid, a + 1, b] for sid, (a, b) in self.covers.items()],
                   "sequences": [s.to_dict() for s in self.sequences]})
         return d
+
+    def cover(self, sid: Any) -> tuple[int, int] | None:
+        """The rows ``[a, b)`` of sequence ``sid`` this release showed (``None``: none)."""
+        return self.covers.get(sid)
 
 
 @dataclass
@@ -199,26 +218,32 @@ class Ledger:
         return not self.releases
 
     def factors(self, sid: Any, n: int) -> list[tuple[MarkovChain, SparseRows]]:
-        """Every release's factor of sequence ``sid`` with its chain (a release that did not design it
-        published it whole: its factor is 0 everywhere, so the product is 0 there)."""
-        out = []
+        """Every release's factor of the first ``n`` rows of sequence ``sid``, with its chain: on the rows a
+        release showed, what it drew (0 where it did not design the sequence: published whole); on rows it
+        did not show (not there yet, or before an extension), 1 — not shown is redacted with certainty."""
+        return [(e.chain, padded(e, sid, n)) for e in self.releases]
+
+    def published_by_any(self, sid: Any, positions: np.ndarray) -> np.ndarray:
+        """Which of the 0-based ``positions`` of ``sid`` some release's output showed."""
+        pos = np.asarray(positions, dtype=np.int64)
+        out = np.zeros(pos.shape[0], dtype=bool)
         for e in self.releases:
+            cov = e.cover(sid)
+            if cov is None:
+                continue
+            shown = (pos >= cov[0]) & (pos < cov[1])
             s = e.sequence(sid)
-            out.append((e.chain, s.factor if s is not None else SparseRows(n, (), ())))
+            if s is not None:
+                shown &= ~np.isin(pos, s.redacted)
+            out |= shown
         return out
+
+    def length(self, sid: Any) -> int:
+        return dict(self.lengths).get(sid, 0)
 
     def private_of(self, sid: Any) -> tuple[int, ...]:
         """Every record any release treated as private in sequence ``sid`` (0-based, sorted)."""
         return tuple(sorted({p for e in self.releases if (s := e.sequence(sid)) is not None for p in s.private}))
-
-    def redacted_by_all(self, sid: Any) -> np.ndarray:
-        """The records of ``sid`` that no release published (every output left them redacted), 0-based."""
-        common: np.ndarray | None = None
-        for e in self.releases:
-            s = e.sequence(sid)
-            red = s.redacted if s is not None else np.zeros(0, dtype=np.int64)
-            common = red if common is None else np.intersect1d(common, red, assume_unique=True)
-        return np.zeros(0, dtype=np.int64) if common is None else common
 
     def chains(self) -> list[MarkovChain]:
         out: list[MarkovChain] = []
@@ -241,6 +266,37 @@ class Ledger:
         from redactopt.release.report import jsonable
 
         write_text_atomic(self.path, json.dumps(jsonable(self.to_dict()), indent=1) + "\n", force=True)
+
+
+def padded(e: LedgerEntry, sid: Any, n: int) -> SparseRows:
+    """Release ``e``'s factor of the first ``n`` rows of ``sid`` (:meth:`Ledger.factors`), blocks merged."""
+    cov = e.cover(sid)
+    if cov is None:
+        return SparseRows(n, (0,), (_ones(n),)) if n else SparseRows(0, (), ())
+    a, b = cov[0], min(cov[1], n)
+    s = e.sequence(sid)
+    parts: list[tuple[int, np.ndarray]] = []
+    if a > 0:
+        parts.append((0, _ones(min(a, n))))
+    if s is not None:
+        parts += [(st, blk[: max(0, b - st)]) for st, blk in zip(s.factor.starts, s.factor.blocks) if st < b]
+    if b < n:
+        parts.append((b, _ones(n - b)))
+    starts: list[int] = []
+    blocks: list[np.ndarray] = []
+    for st, blk in parts:
+        if not blk.shape[0]:
+            continue
+        if starts and st == starts[-1] + blocks[-1].shape[0]:
+            blocks[-1] = np.vstack([blocks[-1], blk])
+        else:
+            starts.append(st)
+            blocks.append(np.asarray(blk, dtype=float))
+    return SparseRows(n, tuple(starts), tuple(blocks))
+
+
+def _ones(m: int) -> np.ndarray:
+    return np.ones((m, 2))
 
 
 def now() -> str:
@@ -312,23 +368,42 @@ def _parse(d: dict, where: str) -> Ledger:
             if not isinstance(s, dict) or s.get("id") not in n_of:
                 raise LedgerError(f"{sn}: sequence {s.get('id') if isinstance(s, dict) else s!r} is not one of the "
                                   "dataset's")
-            n = n_of[s["id"]]
-            if s.get("n") != n:
-                raise LedgerError(f"{sn}: {s.get('n')!r} rows, but the dataset's sequence has {n}")
+            n = _int(s.get("n"), "n", sn, 1)
+            if n > n_of[s["id"]]:
+                raise LedgerError(f"{sn}: {n} rows, but the dataset's sequence has {n_of[s['id']]}")
+            first = _int(s.get("first", 1), "first", sn, 1) - 1
+            if first >= n:
+                raise LedgerError(f"{sn}: field 'first' {first + 1} beyond its {n} rows")
             factor = _rows_from_dict(s.get("factor"), n, f"{sn}.factor")
+            if factor.starts and factor.starts[0] < first:
+                raise LedgerError(f"{sn}.factor: a block before the release's first row {first + 1}")
             priv = tuple(int(p) - 1 for p in s.get("private") or [])
-            if any(not 0 <= p < n for p in priv):
-                raise LedgerError(f"{sn}: a private record outside 1..{n}")
+            if any(not first <= p < n for p in priv):
+                raise LedgerError(f"{sn}: a private record outside {first + 1}..{n}")
             dense = factor.rows(0, n) if priv else None
             if priv and not all((dense[p] == 1.0).all() for p in priv):
                 raise LedgerError(f"{sn}: a private record is not redacted with certainty by the factor")
             seqs.append(LedgerSequence(s["id"], n, priv, factor, from_ranges(s.get("redacted", []), n,
                                                                             f"{sn}.redacted"),
                                        [float(v) for v in s.get("leakage_alone") or []],
-                                       [float(v) for v in s.get("cumulative") or []]))
+                                       [float(v) for v in s.get("cumulative") or []], first,
+                                       [(int(p) - 1, float(v)) for p, v in s.get("also") or []]))
+        covers: dict[Any, tuple[int, int]] = {}
+        for c in r.get("covers") or []:
+            if not (isinstance(c, list) and len(c) == 3 and c[0] in n_of and isinstance(c[1], int)
+                    and isinstance(c[2], int) and 1 <= c[1] <= c[2] <= n_of[c[0]]):
+                raise LedgerError(f"{name}: 'covers' must list [sequence, first row, last row] within the dataset, "
+                                  f"got {c!r}")
+            covers[c[0]] = (c[1] - 1, c[2])
+        for q in seqs:
+            if covers.get(q.id, (q.first, q.n)) != (q.first, q.n):
+                raise LedgerError(f"{name}: sequence {q.id!r} covers rows {covers[q.id]} but its factor "
+                                  f"{(q.first, q.n)}")
+            covers.setdefault(q.id, (q.first, q.n))
         led.releases.append(LedgerEntry(
             i + 1, bool(r.get("consistent", False)), _eps(r["eps"], "eps", name), _eps(r["total_eps"], "total_eps", name),
             _chain(r.get("chain"), name), str(r.get("method", "")), str(r.get("randomness", "")), str(r.get("time", "")),
             r.get("report"), r.get("output"), float(r["leakage_alone"]), float(r["cumulative"]),
-            float(r.get("expected_utility", math.nan)), float(r.get("upper_bound", math.nan)), seqs))
+            float(r.get("expected_utility", math.nan)), float(r.get("upper_bound", math.nan)), seqs, covers,
+            bool(r.get("extends", False))))
     return led

@@ -289,10 +289,14 @@ class LedgeredRelease:
                              _Rows(self.choices[c].factor) if c in self.choices else None)
                 for c in range(len(ids))]
         keep = None
-        if self.consistent:
-            keep = np.concatenate([(np.int64(c) << _POS_BITS) + led.redacted_by_all(sid)
-                                   for c, sid in enumerate(ids)] or [np.zeros(0, dtype=np.int64)])
-        self.redactor_ = _LedgerRedactor(seqs, bits, keep=np.sort(keep) if keep is not None else None)
+        if self.consistent:  # the records of the new blocks that no earlier output showed: the only ones redrawn
+            parts = [np.zeros(0, dtype=np.int64)]
+            for c, ch in self.choices.items():
+                pos = np.concatenate([np.arange(st, st + b.shape[0], dtype=np.int64)
+                                      for st, b in zip(ch.factor.starts, ch.factor.blocks)] or [parts[0]])
+                parts.append((np.int64(c) << _POS_BITS) + pos[~led.published_by_any(ids[c], pos)])
+            keep = np.sort(np.concatenate(parts))
+        self.redactor_ = _LedgerRedactor(seqs, bits, keep=keep)
         return self.redactor_
 
     def _same_rows(self, lengths: list[tuple[Any, int]]) -> None:
@@ -358,7 +362,8 @@ class LedgeredRelease:
         cumulative = max(max(s.cumulative) for s in seqs)
         entry = LedgerEntry(number, self.consistent, self.eps, self.total_eps, plan.chain, plan.method,
                             "seeded" if self.seeded else "secure", now(), report, output, alone, cumulative,
-                            1.0 - mass / total_rows, bound / total_rows, seqs)
+                            1.0 - mass / total_rows, bound / total_rows, seqs,
+                            {sid: (0, int(n)) for sid, n in zip(ids, plan.state.n.tolist())})
         self.entry = entry
         if not led.empty:
             self._rewrite(rep, ids, number)
