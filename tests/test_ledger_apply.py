@@ -77,14 +77,16 @@ def emissions(factors: list[list[list[F]]], consistent: list[bool], t: int) -> d
     return out
 
 
-def leakage_by_enumeration(factors, consistent, p: int, n: int) -> float:
-    """Definition 1 for the joint output of the releases about record ``p`` (0-based), exactly."""
+def leakage_by_enumeration(factors, consistent, p: int, n: int, chain=None) -> float:
+    """Definition 1 for the joint output of the releases about record ``p`` (0-based), exactly (``chain``:
+    ``(P, PI)``, default the module's)."""
+    P_, PI_ = (P, PI) if chain is None else chain
     best = F(1)
 
     def walk(t: int, f: list[list[F]]) -> None:
         nonlocal best
         if t == n:
-            lik = [sum(fc) / PI[c] for c, fc in enumerate(f)]  # Pr(y | X_p = c)
+            lik = [sum(fc) / PI_[c] for c, fc in enumerate(f)]  # Pr(y | X_p = c)
             if lik[0] == 0 and lik[1] == 0:
                 return
             if 0 in lik:
@@ -94,9 +96,9 @@ def leakage_by_enumeration(factors, consistent, p: int, n: int) -> float:
             return
         for e in emissions(factors, consistent, t).values():
             if t == 0:
-                g = [[PI[x] * e[x] for x in (0, 1)] for _ in (0, 1)]
+                g = [[PI_[x] * e[x] for x in (0, 1)] for _ in (0, 1)]
             else:
-                g = [[sum(fc[a] * P[a][x] for a in (0, 1)) * e[x] for x in (0, 1)] for fc in f]
+                g = [[sum(fc[a] * P_[a][x] for a in (0, 1)) * e[x] for x in (0, 1)] for fc in f]
             if t == p:
                 g = [[g[c][x] if x == c else F(0) for x in (0, 1)] for c in (0, 1)]
             if any(any(r) for r in g):
@@ -519,3 +521,36 @@ def test_the_ledger_page_shows_the_reports_numbers(tmp_path, capsys):
     shown = render(tmp_path / "r2.html")
     assert shown.errors == [] and shown.requests == []
     assert want <= check_numbers(shown.keys, rep)
+
+
+def test_releases_under_different_chains_are_judged_under_each(tmp_path, capsys):
+    """The second release is judged (composed with the first) under both releases' chains."""
+    assert release(capsys, tmp_path, "r1", "--eps", "0.5", "--total-eps", "1", "--alpha", "0.25",
+                   "--beta", "0.375")[0] == 0
+    code, _, err = release(capsys, tmp_path, "r2", "--eps", "1", "--alpha", "0.1875", "--beta", "0.3125")
+    assert code == 0, err
+    led = json.loads((tmp_path / "ledger.json").read_text())
+    fac = factors_by_hand(led, 6)
+    a, b = F(3, 16), F(5, 16)
+    other = ([[1 - a, a], [b, 1 - b]], [b / (a + b), a / (a + b)])
+    under = [leakage_by_enumeration(fac, [False, False], 2, 6), leakage_by_enumeration(fac, [False, False], 2, 6,
+                                                                                       other)]
+    assert max(under) <= 1.0 + 1e-12
+    assert led["releases"][1]["cumulative"] == pytest.approx(max(under), abs=1e-9)
+    assert led["releases"][1]["chain"] == {"alpha": 0.1875, "beta": 0.3125}
+
+
+def test_a_chain_under_which_the_earlier_releases_already_exceed_is_refused(tmp_path, capsys):
+    """Under a stickier chain the first release alone leaks more than the total: refused, and the number said
+    is that leakage (by enumeration under that chain)."""
+    assert release(capsys, tmp_path, "r1", "--eps", "0.5", "--total-eps", "1", "--alpha", "0.25",
+                   "--beta", "0.375")[0] == 0
+    led = json.loads((tmp_path / "ledger.json").read_text())
+    a, b = F(1, 8), F(1, 4)
+    sticky = ([[1 - a, a], [b, 1 - b]], [b / (a + b), a / (a + b)])
+    worst = leakage_by_enumeration(factors_by_hand(led, 6), [False], 2, 6, sticky)
+    assert worst > 1.0
+    code, _, err = release(capsys, tmp_path, "r2", "--eps", "1", "--alpha", "0.125", "--beta", "0.25")
+    assert code == 2 and "already leak" in err, err
+    said = float(err.split("already leak ")[1].split()[0])
+    assert said == pytest.approx(worst, rel=1e-5)

@@ -332,11 +332,14 @@ class LedgeredRelease:
     def _refuse_exceeded(self, earlier: list, chain: MarkovChain, priv: tuple[int, ...], sid: Any) -> None:
         """No candidate passes, not even the earlier releases' composition itself: the budget is exceeded."""
         limit = min(self.eps, self.total_eps) if self.consistent else self.total_eps
-        ca = compose_audit(earlier, priv)
+        Q = _dense(product_rows([f for _, f in earlier]))
+        same = as_sparse(np.where(Q > 0, 1.0, 0.0))  # a release adding nothing: judged under this chain too
+        ca = compose_audit(earlier + [(chain, same)], priv, alone=False)
         p = max(ca.cumulative, key=lambda q: ca.cumulative[q])
         where = "" if sid is None else f" of sequence {sid!r}"
+        chains = "" if len(ca.judges) == 1 else " (the worst under the ledger's chains and this release's)"
         raise ReleaseRefused(f"the budget is spent: releases 1-{len(self.ledger.releases)} already leak "
-                             f"{ca.cumulative[p]:.6g} about record {p + 1}{where}, and the limit is {limit:g} "
+                             f"{ca.cumulative[p]:.6g} about record {p + 1}{where}{chains}, and the limit is {limit:g} "
                              f"(--total-eps {self.total_eps:g}{' and --eps' if self.consistent else ''}); "
                              "nothing written")
 
