@@ -2,65 +2,31 @@
 
 import subprocess
 import sys
-import warnings
 
 import pytest
 
 import redactopt
-from redactopt import _legacy
 
 
-@pytest.mark.parametrize("old,new", sorted(_legacy.MOVED.items()))
-def test_old_flat_path_is_the_moved_module(old, new):
-    import importlib
-
-    moved = importlib.import_module(f"redactopt.{new}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        alias = importlib.import_module(f"redactopt.{old}")
-    assert alias is moved
-    assert moved.__spec__.name == f"redactopt.{new}"
+#: the flat module paths of release 0.1, deprecated for one release (0.4.0) and removed by issue 35
+OLD_FLAT_PATHS = ("chain", "influence", "leakage", "exact", "attack", "certify", "audit", "mechanisms", "design",
+                  "tuning", "joint", "compare", "data", "fit", "apply", "dask_backend", "cli", "cli_data", "report",
+                  "bench")
 
 
-def test_top_level_functions_survive_old_module_imports():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from redactopt.design import design  # noqa: F401
-        import redactopt.audit  # noqa: F401
-    assert callable(redactopt.design) and callable(redactopt.audit)
-    assert redactopt.design.__module__ == "redactopt.engine.design"
-
-
-_REBIND = """
-import warnings, importlib
-warnings.simplefilter("ignore", DeprecationWarning)
-import redactopt
-from redactopt import _legacy
-before = {name: getattr(redactopt, name) for name in redactopt.__all__ if name not in redactopt._LAZY}
-for old in _legacy.MOVED:
-    exec(f"import redactopt.{old}")
-    mod = importlib.import_module(f"redactopt.{old}")
-    assert mod is importlib.import_module("redactopt." + _legacy.MOVED[old])
-    if hasattr(mod, old):
-        exec(f"from redactopt.{old} import {old}")
-bad = [name for name, obj in before.items() if getattr(redactopt, name) is not obj]
-assert not bad, bad
-assert redactopt.leakage(redactopt.MarkovChain(0.1, 0.2), [[1, 1], [0, 0]], 0).leakage > 0
-print("ok")
-"""
-
-
-def test_old_paths_never_rebind_top_level_names():
-    # issue 25: after `from redactopt.leakage import leakage`, redactopt.leakage was the module
-    out = subprocess.run([sys.executable, "-c", _REBIND], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
-
-
-def test_old_path_warns_in_a_fresh_interpreter():
-    code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
-            "try:\n import redactopt.leakage\nexcept DeprecationWarning as e: print(e)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "redactopt.leakage moved to redactopt.judge.leakage" in out
+def test_old_flat_paths_are_gone_and_top_level_functions_stay():
+    code = ("import importlib, redactopt\n"
+            f"for old in {OLD_FLAT_PATHS!r}:\n"
+            "    try:\n"
+            "        importlib.import_module('redactopt.' + old)\n"
+            "    except ModuleNotFoundError:\n"
+            "        continue\n"
+            "    raise SystemExit('still importable: redactopt.' + old)\n"
+            "assert callable(redactopt.design) and redactopt.design.__module__ == 'redactopt.engine.design'\n"
+            "assert callable(redactopt.audit) and redactopt.audit.__module__ == 'redactopt.judge.audit'\n"
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr + out.stdout
 
 
 def test_python_dash_m_runs_the_cli():
