@@ -38,7 +38,6 @@ from redactopt.judge.lemma2 import lemma2_upper_bound  # noqa: E402
 from redactopt.model.chain import MarkovChain  # noqa: E402
 from redactopt.model.chain import Chain  # noqa: E402
 from redactopt.solvers.dim import dim_enumerate  # noqa: E402
-from redactopt.solvers.kdim import kdim_enumerate  # noqa: E402
 
 P3 = [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]]
 P4 = [[0.5, 0.2, 0.2, 0.1], [0.1, 0.6, 0.2, 0.1], [0.2, 0.1, 0.5, 0.2], [0.25, 0.25, 0.25, 0.25]]
@@ -97,7 +96,7 @@ def _model_rows(n: int, repeat: int) -> list[dict]:
     rows = []
     for a, b in DIM_CHAINS:
         for form, chain in _forms(MarkovChain(a, b)):
-            dim = dim_enumerate if isinstance(chain, MarkovChain) else kdim_enumerate
+            dim = dim_enumerate
             t = _best(lambda: dim(chain, 1000, eps=1.0, p=500), repeat)
             rows.append({"case": f"dim n=1000 alpha={a} beta={b}", "form": form, "n": 1000, "seconds": t,
                          "records_per_s": 1000 / t, "value": _utility(chain, dim(chain, 1000, eps=1.0, p=500))})

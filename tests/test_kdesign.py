@@ -27,7 +27,6 @@ from redactopt.model.influence import delta_star, max_influence, pointwise_influ
 from redactopt.errors import PrivacyCheckError
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.dim import dim_enumerate
-from redactopt.solvers.kdim import kdim_enumerate
 from redactopt.solvers.klocal import side_constraints
 from redactopt.solvers.kscip import propose_kglobal
 
@@ -127,7 +126,7 @@ def test_kdim_equals_enumeration_of_all_published_sets(rng, k):
                     q[t] = 0.0
             if leakage(c, q, p).leakage <= eps:
                 best = max(best, bin(mask).count("1"))
-        cand = kdim_enumerate(c, n, eps=eps, p=p)
+        cand = dim_enumerate(c, n, eps=eps, p=p)
         assert cand.upper_bound * n >= best - 1e-9
         got = int(round(float((1 - cand.fallbacks[0]).mean(axis=1).sum())))
         assert got == best
@@ -141,7 +140,7 @@ def test_kdim_k2_equals_binary(rng):
         n = int(rng.integers(1, 60))
         p = int(rng.integers(0, n))
         eps = float(rng.choice([0.1, 0.5, 1.0, 3.0]))
-        c1, c2 = dim_enumerate(mc, n, eps=eps, p=p), kdim_enumerate(Chain.from_binary(mc), n, eps=eps, p=p)
+        c1, c2 = dim_enumerate(mc, n, eps=eps, p=p), dim_enumerate(Chain.from_binary(mc), n, eps=eps, p=p)
         assert np.array_equal(c1.redact_prob, c2.redact_prob) and c1.upper_bound == c2.upper_bound
 
 
@@ -162,7 +161,7 @@ def test_kdim_binary_terms_by_hand(a, b):
     # issue 25: a two-state chain's window terms come from the closed form (as fast as the binary dim),
     # with the same choices as the matrix loop: the terms up to the first D where all are <= 1e-9 eps,
     # then one choice standing for every farther distance (0 outward, l(D) inward), then "none"
-    from redactopt.solvers.kdim import side_window_terms
+    from redactopt.solvers.dim import side_window_terms
 
     A, B = Fraction(a), Fraction(b)
     chain = Chain([[1 - A, A], [B, 1 - B]])
@@ -314,7 +313,7 @@ def test_judge_repairs_toward_redaction(rng):
     assert out is not None and certified(c, out, p, eps)
     assert np.all(out >= q)  # only ever more redaction
     # entries within 1e-9 of 0 or 1 are snapped before the exact check (support matters)
-    window = kdim_enumerate(c, n, eps=eps, p=p).fallbacks[0]
+    window = dim_enumerate(c, n, eps=eps, p=p).fallbacks[0]
     fuzzy = np.where(window == 1.0, 1.0 - 1e-12, 1e-12)
     out, u, how, refused = kjudge_candidate(c, Candidate(fuzzy, "test", "heuristic"), eps=eps, p=p)
     assert not refused and np.array_equal(out, window)

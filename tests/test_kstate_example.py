@@ -107,7 +107,7 @@ def test_many_days_by_hand(co2):
     """The many-sequences example: private rows, shared design and redactions from pandas and the window."""
     from redactopt.judge.leakage import leakage
     from redactopt.model.chain import Chain
-    from redactopt.solvers.kdim import kdim_windows
+    from redactopt.solvers.dim import dim_windows
 
     d = pd.read_csv(co2.parent / "co2days.csv", dtype=str, keep_default_na=False)
     per_day = d.groupby("day", sort=False)["lunch"].agg(lambda s: (s == "1").sum())
@@ -130,7 +130,7 @@ def test_many_days_by_hand(co2):
     # one design for the three weekdays: the exact window of one day under the report's chain
     chain = Chain(rep["chain"]["transition"], labels=labels)
     private = tuple(range(751, 810))
-    q = kdim_windows(chain, 1440, eps=1.0, private=private)
+    q = dim_windows(chain, 1440, eps=1.0, private=private)
     rows = np.flatnonzero(q.any(axis=1))
     assert np.all(q[rows] == 1.0) and rows[-1] - rows[0] + 1 == rows.size
     assert max(leakage(chain, q, p).leakage for p in (751, 809)) <= 1.0

@@ -1001,9 +1001,9 @@ STATES_TARGET_GAP_RECORDS = 0.5
 
 def _states_dim(chain: Chain, n: int, eps: float, priv: tuple[int, ...]) -> SparseDesign:
     """The joint data-independent windows of a k-state release, verified, bounded by Lemma 2 (the cheap candidate)."""
-    from redactopt.solvers.kdim import kdim_windows  # the k-state window solver
+    from redactopt.solvers.dim import dim_windows  # the window solver of every chain
 
-    q = kdim_windows(chain, n, eps=eps, private=priv)
+    q = dim_windows(chain, n, eps=eps, private=priv)
     q[list(priv)] = 1.0
     rows = np.flatnonzero(q.max(axis=1) > 0.0)
     runs = np.split(rows, np.flatnonzero(np.diff(rows) > 1) + 1) if rows.size else []
@@ -1024,7 +1024,7 @@ def design_states_release(chain: Chain, n: int, *, eps: float, private: object, 
     """The release design of several private records on a chain of more than two states, verified.
 
     Fast first (issue 37).  ``dim``: one exact data-independent window per cluster of private records
-    whose windows overlap (:func:`redactopt.solvers.kdim.kdim_windows`: every member within the budget,
+    whose windows overlap (:func:`redactopt.solvers.dim.dim_windows`: every member within the budget,
     Lemma 1), verified exactly about each record and bounded by Lemma 2 -- linear in the window.
     ``auto`` (the release default): that design, and it stops there when its certificate is within
     :data:`STATES_TARGET_GAP_RECORDS` expected records of the sub-problem, or when the per-record optima

@@ -14,7 +14,7 @@ request (the design cache: sequences of any length share a design far from their
 images only for reversible chains) and places it exactly (the cut argument).  A group's design
 (``method``, :func:`redactopt.engine.joint.design_states_release`): ``dim`` gives every cluster of
 private records (records whose windows overlap) the exact data-independent window that keeps every
-member within the budget (:func:`redactopt.solvers.kdim.kdim_windows`); ``optimal`` also gives each
+member within the budget (:func:`redactopt.solvers.dim.dim_windows`); ``optimal`` also gives each
 private record :func:`redactopt.engine.design.design`'s best verified design on its window and
 takes their elementwise maximum — private for every one of them, because redacting more never
 raises the leakage (post-processing) — and keeps the more useful of the two.  ``auto`` is fast
