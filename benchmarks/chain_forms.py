@@ -32,7 +32,7 @@ from _common import out_dir, parser, write_table  # noqa: E402
 from redactopt.engine.design import design  # noqa: E402
 from redactopt.engine.kdesign import kdesign  # noqa: E402
 from redactopt.judge.audit import audit  # noqa: E402
-from redactopt.judge.kaudit import kaudit  # noqa: E402
+from redactopt.judge.audit import kaudit  # noqa: E402
 from redactopt.judge.leakage import leakage, leakage_segment  # noqa: E402
 from redactopt.judge.lemma2 import lemma2_upper_bound  # noqa: E402
 from redactopt.model.chain import MarkovChain  # noqa: E402

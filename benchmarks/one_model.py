@@ -131,7 +131,7 @@ def _worker(root: str, data: str, repeat: int) -> None:
 
     # the k-prefixed names of a tree before issue 25, or the one name they became (issue 35 removed the old ones)
     kdesign = _first_name("redactopt.engine.kdesign:kdesign", "redactopt.engine.design:design")
-    kaudit = _first_name("redactopt.judge.kaudit:kaudit", "redactopt.judge.audit:audit")
+    kaudit = _first_name("redactopt.judge.kaudit:kaudit", "redactopt.judge.audit:kaudit")
     kleakage = _first_name("redactopt.judge.kleakage:kleakage", "redactopt.judge.leakage:leakage")
     KChain = _first_name("redactopt.model.kchain:KChain", "redactopt.model.chain:Chain")
     kdim_enumerate = _first_name("redactopt.solvers.kdim:kdim_enumerate", "redactopt.solvers.dim:dim_enumerate")

@@ -383,7 +383,7 @@ def test_bad_mechanisms():
 
 def test_kaudit_witness_lists_a_label_or_none_per_record():
     # the file format: record 1 first, None for ⊥, the state's label as text otherwise
-    from redactopt.judge.kaudit import kaudit
+    from redactopt.judge.audit import kaudit
     from redactopt.model.chain import Chain
 
     chain = Chain([[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.3, 0.3, 0.4]], labels=("lo", "mid", "hi"))

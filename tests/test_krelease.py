@@ -11,7 +11,7 @@ import pytest
 
 from redactopt.engine.kdesign import kdesign
 from redactopt.io import mechanism_from_dict
-from redactopt.judge.kaudit import kaudit
+from redactopt.judge.audit import kaudit
 from redactopt.judge.exact import exact_leakage
 from redactopt.judge.leakage import leakage, leakage_segment, log_likelihood_ratio
 from redactopt.kio import KFORMAT, chain_from_dict, kdesign_to_dict, kmechanism_from_dict

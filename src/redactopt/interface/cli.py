@@ -334,7 +334,7 @@ def maybe_matrix_audit(args: argparse.Namespace) -> int | None:
 
     Standard input is read once; for a file that is not k-state it is put back for the binary reader.
     """
-    from redactopt.judge.kaudit import kaudit
+    from redactopt.judge.audit import kaudit
     from redactopt.kio import is_kstate, kmechanisms_of
 
     if args.mechanism == STDIO:
@@ -410,7 +410,7 @@ def maybe_public_audit(args: argparse.Namespace, rng: np.random.Generator) -> in
     refuse_given(args, ["n", "private", "reading", "split", "alpha", "beta"],
                  "applies to --method only: a public report carries its designs' chain, n and private offsets")
     from redactopt.io import is_matrix_file, mechanism_from_dict
-    from redactopt.judge.kaudit import kaudit
+    from redactopt.judge.audit import kaudit
     from redactopt.kio import kmechanism_from_dict
 
     reports = []
