@@ -47,6 +47,8 @@ from redactopt.interface.cli_report import (
 )
 from redactopt.interface.options import (
     read_transition,
+    DEFAULT_ALPHA,
+    DEFAULT_BETA,
     EXIT_FAIL,
     EXIT_INTERNAL,
     EXIT_OK,
@@ -76,8 +78,6 @@ from redactopt.paper.mechanisms import markov_quilt, three_region
 
 __all__ = ["main", "build_parser"]
 
-DEFAULT_ALPHA = 0.01
-DEFAULT_BETA = 0.8
 DEFAULT_PRIVATE = "1"
 DEFAULT_TIME_LIMIT = 60.0
 #: ``audit --attack`` stops after its first batch when the run would take longer than this (seconds).
