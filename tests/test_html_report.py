@@ -29,7 +29,7 @@ from redactopt import datasets
 from redactopt.errors import UsageError
 from redactopt.interface.browser import render
 from redactopt.interface.cli_report import add_report_parser, check_html, maybe_write_html
-from redactopt.release.html import load_report, report_html, write_report_html
+from redactopt.interface.html import load_report, report_html, write_report_html
 
 PRIVATE = list(range(1119, 1179))      # rows 1120-1179, the walk-through's lunch hour
 

@@ -47,8 +47,8 @@ from redactopt.engine.window import design_sparse
 from redactopt.release.fit import fit, fit_chain
 from redactopt.io import design_to_dict, mechanism_to_dict, read_mechanism, read_mechanisms
 from redactopt import datasets
+from redactopt.version import __version__
 
-__version__ = "0.4.0"
 
 __all__ = [
     "Chain",

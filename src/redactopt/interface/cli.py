@@ -24,7 +24,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from redactopt import __version__, datasets
+from redactopt import datasets
+from redactopt.version import __version__
 from redactopt._validate import check_n
 from redactopt.engine.compare import compare_point, compare_states_point, design_point
 from redactopt.engine.design import METHODS, design, resolve_split
