@@ -82,7 +82,7 @@ def test_eps_table_independently(co2):
     import json
 
     from redactopt.kio import chain_from_dict
-    from redactopt.release.kapply import kdesign_release
+    from redactopt.release.states_plan import kdesign_release
 
     out = subprocess.run([sys.executable, "-m", "redactopt", "fit", str(co2), "--column", "CO2level",
                           "--categorical", "--format", "json"], capture_output=True, text=True, check=True).stdout

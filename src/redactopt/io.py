@@ -452,7 +452,7 @@ def read_mechanisms(path: str | os.PathLike[str]) -> list[tuple[Any, MechanismFi
     if not isinstance(d, dict) or d.get("format") not in REPORT_FORMATS:
         return [(None, mechanism_from_dict(d, where=where))]
     if "sequences" in d or "sequences_file" in d:
-        seqs = d["sequences"] if "sequences" in d else _sequence_rows(path, d, where)
+        seqs = d["sequences"] if "sequences" in d else sequence_rows(path, d, where)
         if not isinstance(seqs, list):
             raise ValueError(f"{where}: field 'sequences' must be a list")
         out = []
@@ -472,7 +472,7 @@ def read_mechanisms(path: str | os.PathLike[str]) -> list[tuple[Any, MechanismFi
     return [(None, mechanism_from_dict(require_field(d, "mechanism", where), where=f"{where}: mechanism"))]
 
 
-def _sequence_rows(path: str | os.PathLike[str], d: dict, where: str) -> list:
+def sequence_rows(path: str | os.PathLike[str], d: dict, where: str) -> list:
     """The rows of a report's ``sequences_file`` (beside the report; Parquet or JSON lines)."""
     name = d["sequences_file"]
     if not isinstance(name, str) or Path(name).name != name:

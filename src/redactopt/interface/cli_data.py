@@ -143,7 +143,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 def _fit_scan(args: argparse.Namespace, path: Any, spec: Any, bars: Any) -> tuple[Any, Any, Any, str]:
     """The scan ``fit`` estimates from: ``(state, labels, reader of the rows in sequence order, label)``."""
-    from redactopt.release.apply import ordered_scan, scan_states, scan_table
+    from redactopt.release.passes import ordered_scan, scan_states, scan_table
     from redactopt.release.codec import BinaryCodec, StatesCodec
     from redactopt.release.fit import BINARY_LABELS
     from redactopt.release.tables import TableReader
@@ -614,7 +614,7 @@ def _kapply_text(rep: dict, args: argparse.Namespace) -> str:
 
 def _cmd_apply_categorical(args: argparse.Namespace) -> int:
     """``redactopt apply INPUT --column NAME --categorical|--transition T (--private LIST | --private-column C [--by B]) --eps E --out OUT``."""
-    from redactopt.release.kapply import KAPPLY_METHODS
+    from redactopt.release.states_plan import KAPPLY_METHODS
     from redactopt.release.states import apply_states_table
 
     _kapply_refusals(args, KAPPLY_METHODS)

@@ -521,7 +521,7 @@ def release_lines(columns: dict[str, Any], fit_rows: dict[str, Any] | None, summ
     """The summary lines every release prints: what is covered, what is written but not covered (with its
     figure), what is left out, what the pattern of redactions shows (``reveals``, ``cover``), which rows the
     chain was fitted on, and the plain-language paragraph."""
-    from redactopt.release.apply import fit_rows_text
+    from redactopt.release.report import fit_rows_text
 
     lines = [f"covered   : {', '.join(columns['protected'])} (the private rows' values: the guarantee)"]
     if reveals is not None and not reveals.get("positions_protected"):
