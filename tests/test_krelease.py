@@ -14,7 +14,8 @@ from redactopt.io import mechanism_from_dict
 from redactopt.judge.audit import kaudit
 from redactopt.judge.exact import exact_leakage
 from redactopt.judge.leakage import leakage, leakage_segment, log_likelihood_ratio
-from redactopt.kio import KFORMAT, chain_from_dict, kdesign_to_dict, kmechanism_from_dict
+from redactopt.io import kmechanism_from_dict
+from redactopt.kio import KFORMAT, chain_from_dict, kdesign_to_dict
 from redactopt.model.chain import Chain
 from redactopt.release.kapply import kapply_frame, kapply_table
 from redactopt.release.fit import fit_sequences

@@ -81,7 +81,7 @@ def _window_leakage(P: np.ndarray, a: int, b: int) -> float:
 def test_eps_table_independently(co2):
     import json
 
-    from redactopt.kio import chain_from_dict
+    from redactopt.io import chain_from_dict
     from redactopt.release.states_plan import kdesign_release
 
     out = subprocess.run([sys.executable, "-m", "redactopt", "fit", str(co2), "--column", "CO2level",

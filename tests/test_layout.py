@@ -206,14 +206,13 @@ def graph() -> Graph:
 #: must still exist: delete it here when it goes).  They are engine/ and the file modules: design()
 #: dispatches to the window and class designs, which need the local design back (the core of design()
 #: must move below its front door), the window design calls the joint one, a class design writes its
-#: file through kio/classes_io, and io reads a matrix-chain file through kio (docs/architecture.md §2).
+#: file through kio/classes_io (docs/architecture.md §2).
 KNOWN_CYCLE_EDGES = {
     ("redactopt.engine.design", "redactopt.engine.window"): "design() of a long sequence -> design_sparse",
     ("redactopt.engine.design", "redactopt.engine.classes_design"): "design(cls=...) -> design_class",
     ("redactopt.engine.window", "redactopt.engine.joint"): "design_sparse of several records -> design_joint_sparse",
     ("redactopt.engine.classes_design", "redactopt.kio"): "ClassDesign.to_dict of a local design",
     ("redactopt.engine.classes_design", "redactopt.classes_io"): "ClassDesign.to_dict",
-    ("redactopt.io", "redactopt.kio"): "read_mechanism of a matrix chain -> kmechanism_from_dict",
 }
 
 

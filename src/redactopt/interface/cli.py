@@ -412,7 +412,7 @@ def maybe_public_audit(args: argparse.Namespace, rng: np.random.Generator) -> in
                  "applies to --method only: a public report carries its designs' chain, n and private offsets")
     from redactopt.io import is_matrix_file, mechanism_from_dict
     from redactopt.judge.audit import kaudit
-    from redactopt.kio import kmechanism_from_dict
+    from redactopt.io import kmechanism_from_dict
 
     reports = []
     for i, entry in enumerate(d.get("designs") or []):
