@@ -40,10 +40,9 @@ from redactopt.paper.mechanisms import (
 from redactopt.judge.certify import Certificate, DesignResult
 from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.audit import audit
-from redactopt.engine.design import design
+from redactopt.engine.design import design, design_sparse
 from redactopt.engine.joint import design_joint, design_joint_sparse
 from redactopt.engine.tuning import frontier_split, tuned_three_region
-from redactopt.engine.window import design_sparse
 from redactopt.release.fit import fit, fit_chain
 from redactopt.io import design_to_dict, mechanism_to_dict, read_mechanism, read_mechanisms
 from redactopt import datasets

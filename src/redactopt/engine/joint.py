@@ -65,7 +65,8 @@ import numpy as np
 
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_eps, check_n, check_private
-from redactopt.engine.design import METHODS, SOLVER_MAX_EPS
+from redactopt.engine.local import SOLVER_MAX_EPS
+from redactopt.engine.registry import METHODS
 from redactopt.engine.runs import RUN_AUTO_GRID, RunWindow, design_run_window, private_runs, split_bound
 from redactopt.engine.window import design_sparse, design_window
 from redactopt.errors import PrivacyCheckError

@@ -28,9 +28,11 @@ from redactopt import datasets
 from redactopt.version import __version__
 from redactopt._validate import check_n
 from redactopt.engine.compare import compare_point, compare_states_point, design_point
-from redactopt.engine.design import METHODS, design, resolve_split
+from redactopt.engine.design import METHODS, design
+from redactopt.engine.local import resolve_split
 from redactopt.engine.joint import design_joint_sparse
-from redactopt.engine.window import covers, design_sparse
+from redactopt.engine.design import design_sparse
+from redactopt.engine.window import covers
 from redactopt.engine.tuning import tuned_three_region
 from redactopt.errors import MissingExtraError, PrivacyCheckError, TooLongError, UsageError
 from redactopt.interface import report, supervise
