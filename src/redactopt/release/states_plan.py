@@ -17,8 +17,8 @@ member within the budget (:func:`redactopt.solvers.dim.dim_windows`); ``optimal`
 private record :func:`redactopt.engine.design.design`'s best verified design on its window and
 takes their elementwise maximum — private for every one of them, because redacting more never
 raises the leakage (post-processing) — and keeps the more useful of the two.  ``auto`` is fast
-first: the joint window, and the per-record optima only where they are cheap and the window's
-certificate leaves a gap.  Each sequence's mechanism is verified
+first: the joint window, and per-record local designs (a count of steps, not of seconds) only
+where they are cheap and the window's certificate leaves a gap.  Each sequence's mechanism is verified
 exactly about every private record (:func:`redactopt.judge.certify.verify`) before anything is
 drawn.
 
