@@ -401,7 +401,7 @@ def test_design_sequence_by_enumeration():
 
 
 def test_report_page_and_audit_show_the_ledger(tmp_path, capsys):
-    from redactopt.release.html import report_html
+    from redactopt.interface.html import report_html
 
     code, out1, _ = release(capsys, tmp_path, "r1", "--eps", "0.5", "--total-eps", "1", "--alpha", "0.25",
                             "--beta", "0.375")
@@ -505,7 +505,7 @@ def test_the_ledger_page_shows_the_reports_numbers(tmp_path, capsys):
     from test_html_report import Page, assert_self_contained, check_numbers
 
     from redactopt.interface.browser import render
-    from redactopt.release.html import report_html
+    from redactopt.interface.html import report_html
 
     assert release(capsys, tmp_path, "r1", "--eps", "0.5", "--total-eps", "1", "--alpha", "0.25",
                    "--beta", "0.375")[0] == 0

@@ -76,7 +76,7 @@ def test_an_open_private_record_stays_within_the_total(tmp_path, capsys):
     assert row["first"] == 5 and row["open_earlier"] == [4]
     assert rep["utility"]["expected"] <= rep["utility"]["upper_bound"] + 1e-12
     # the page shows the ledger: the history, with this release's cumulative leakage
-    from redactopt.release.html import report_html
+    from redactopt.interface.html import report_html
 
     page = report_html(rep)
     exact = page.split('data-key="ledger.releases.1.cumulative" data-value="')[1].split('"')[0]

@@ -196,7 +196,7 @@ def report_ledger_lines(path: str) -> str:
     return "\n\n" + "\n".join(lines)
 
 
-def cmd_extend(args: argparse.Namespace, ledger: Any, private: Any) -> int:
+def cmd_extend(args: argparse.Namespace, ledger: Any, private: Any, keep: Any) -> int:
     """``apply NEW_ROWS --ledger FILE --extend``: release the appended rows (:mod:`redactopt.release.ledger_extend`)."""
     import sys
 
@@ -212,7 +212,7 @@ def cmd_extend(args: argparse.Namespace, ledger: Any, private: Any) -> int:
                            private_column=args.private_column, by=args.by, alpha=_num(args.alpha),
                            beta=_num(args.beta), method=args.method, seed=args.seed, report=args.report,
                            force=args.force, chunk_rows=args.chunk_rows, time_limit=args.time_limit,
-                           workers=args.workers, keep=_keep(args), order_by=args.order_by)
+                           workers=args.workers, keep=keep, order_by=args.order_by)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL
@@ -247,9 +247,3 @@ def cmd_extend(args: argparse.Namespace, ledger: Any, private: Any) -> int:
 
 def _num(v: Any) -> float | None:
     return None if v is None else float(v)
-
-
-def _keep(args: argparse.Namespace) -> Any:
-    from redactopt.interface.cli_data import keep_option
-
-    return keep_option(args)

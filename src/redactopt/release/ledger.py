@@ -20,7 +20,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from redactopt.io import REPORT_FORMATS, _sequence_rows, load_json, read_mechanisms
+from redactopt.io import REPORT_FORMATS, load_json, read_mechanisms
+from redactopt.io import sequence_rows as _sequence_rows
 from redactopt.judge.compose import compose_audit
 
 __all__ = ["ReleasedSequence", "Release", "read_release", "compose_releases", "ComposeError", "audit_ledger"]
@@ -124,13 +125,13 @@ def _with_factors(seq: ReleasedSequence, mech: Any, led: tuple[str, int] | None,
     raw = mech.get("factors") if isinstance(mech, dict) else None
     if raw is None or seq.rows is None:
         return seq
-    from redactopt.release.ledger_file import LedgerError, _chain, _rows_from_dict
+    from redactopt.release.ledger_file import LedgerError, chain_of, rows_from_dict
 
     if led is None or not isinstance(raw, list):
         raise ComposeError(f"{where}: sequence {seq.id!r} lists 'factors' outside a ledgered release")
     try:
-        factors = tuple(((led[0], int(f["release"])), _chain(f.get("chain"), where),
-                         _rows_from_dict(f.get("blocks"), seq.n, f"{where}: sequence {seq.id!r} factor"))
+        factors = tuple(((led[0], int(f["release"])), chain_of(f.get("chain"), where),
+                         rows_from_dict(f.get("blocks"), seq.n, f"{where}: sequence {seq.id!r} factor"))
                         for f in raw)
     except (LedgerError, KeyError, TypeError, ValueError) as exc:
         raise ComposeError(f"{where}: sequence {seq.id!r}: a factor cannot be read: {exc}") from None

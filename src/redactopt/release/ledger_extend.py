@@ -45,7 +45,7 @@ from redactopt.judge.audit import as_sparse, audit_segments
 from redactopt.judge.certify import SparseRows
 from redactopt.judge.compose import ComposedAudit, compose_audit, product_rows
 from redactopt.model.chain import MarkovChain
-from redactopt.release.ledger_file import Ledger, LedgerEntry, LedgerError, LedgerSequence, now
+from redactopt.release.ledger_file import Ledger, LedgerEntry, LedgerError, LedgerSequence, json_id, now
 from redactopt.release.plan import SequencePlan, plan_release, within_time_limit
 
 __all__ = ["ExtensionChoice", "open_tail", "design_extension", "extend_table", "EXTENSION_FORMAT_NOTE"]
@@ -257,12 +257,6 @@ def window_bound(chain: MarkovChain, earlier_w: list[tuple[MarkovChain, SparseRo
     return math.nextafter(cert.upper_bound * (tail + m) * (1 + 1e-12) - tail_published * (1 - 1e-12), math.inf)
 
 
-def _json_id(v: Any) -> Any:
-    from redactopt.release.report import _json_id as jid
-
-    return jid(v)
-
-
 @within_time_limit
 def extend_table(source: Any, dest: Any, *, column: str, eps: float, ledger: Any, private: list[int] | None = None,
                  private_column: str | None = None, by: str | None = None, alpha: float | None = None,
@@ -277,10 +271,10 @@ def extend_table(source: Any, dest: Any, *, column: str, eps: float, ledger: Any
     and ``private_column`` flag private records among the new rows.
     """
     from redactopt.io import stdin_as_file
-    from redactopt.release.apply import (Span, check_release_paths, ordered_scan, plan_output, scan, splices,
+    from redactopt.release.passes import (Span, check_release_paths, ordered_scan, plan_output, scan, splices,
                                          write_csv, write_redacted)
     from redactopt.release.bits import bit_source
-    from redactopt.release.ledger_release import _LedgerRedactor, _Rows
+    from redactopt.release.ledger_release import LedgerRedactor, FactorRows
     from redactopt.release.refusals import refuse_flag_protected
     from redactopt.release.report import write_report
     from redactopt.release.tables import DEFAULT_CHUNK_ROWS, TableReader, TableWriter
@@ -324,9 +318,9 @@ def extend_table(source: Any, dest: Any, *, column: str, eps: float, ledger: Any
         ext.design(lambda e: plan_release(state, private=private or None, **dict(design, eps=e)))
         bits = bit_source(seed)
         seqs = [SequencePlan(state.ids[c], int(state.n[c]), ext.private_of(c),
-                             _Rows(ext.choices[c].factor) if c in ext.choices else None)
+                             FactorRows(ext.choices[c].factor) if c in ext.choices else None)
                 for c in range(len(state.ids))]
-        redactor = _LedgerRedactor(seqs, bits)
+        redactor = LedgerRedactor(seqs, bits)
         output, dropped = plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column,
                                       keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank)
         with TableWriter(dest, force=force) as writer:
@@ -351,7 +345,7 @@ class _Extension:
 
     def __init__(self, ledger: Any, state: Any, plan: Any, chain: MarkovChain, eps: float) -> None:
         self.lr, self.led, self.state, self.plan, self.chain, self.eps = ledger, ledger.ledger, state, plan, chain, eps
-        self.ids = [_json_id(v) for v in state.ids]
+        self.ids = [json_id(v) for v in state.ids]
         self.m = [int(v) for v in state.n.tolist()]
         self.n_old = [self.led.length(sid) for sid in self.ids]
         self.choices: dict[int, ExtensionChoice] = {}

@@ -31,7 +31,7 @@ from redactopt.judge.certify import SparseRows
 from redactopt.model.chain import MarkovChain
 
 __all__ = ["LEDGER_FORMAT", "LedgerError", "LedgerSequence", "LedgerEntry", "Ledger", "read_ledger", "ranges",
-           "from_ranges", "padded"]
+           "from_ranges", "padded", "json_id", "chain_of", "rows_from_dict"]
 
 #: The ledger's format name (versioned: a reader refuses a version it does not know).
 LEDGER_FORMAT = "redactopt.ledger/1"
@@ -75,7 +75,7 @@ def _rows_to_dict(rows: SparseRows) -> list[dict[str, Any]]:
     return [{"start": s + 1, "redact_prob": np.asarray(b, dtype=float).tolist()} for s, b in zip(rows.starts, rows.blocks)]
 
 
-def _rows_from_dict(raw: Any, n: int, where: str) -> SparseRows:
+def rows_from_dict(raw: Any, n: int, where: str) -> SparseRows:
     if not isinstance(raw, list):
         raise LedgerError(f"{where} must be a list of blocks")
     starts, blocks, end = [], [], 0
@@ -101,7 +101,7 @@ def _rows_from_dict(raw: Any, n: int, where: str) -> SparseRows:
     return SparseRows(n, tuple(starts), tuple(blocks))
 
 
-def _chain(raw: Any, where: str) -> MarkovChain:
+def chain_of(raw: Any, where: str) -> MarkovChain:
     try:
         return MarkovChain(float(raw["alpha"]), float(raw["beta"]))
     except (KeyError, TypeError, ValueError) as exc:
@@ -299,6 +299,16 @@ def _ones(m: int) -> np.ndarray:
     return np.ones((m, 2))
 
 
+def json_id(v: Any) -> Any:
+    """A sequence id as JSON holds it (numpy scalars as Python ones; anything else but str, int, float, bool and
+    None as its text), as the release reports write ids."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if v is None or isinstance(v, (str, int, float, bool)):
+        return v
+    return str(v)
+
+
 def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
@@ -374,7 +384,7 @@ def _parse(d: dict, where: str) -> Ledger:
             first = _int(s.get("first", 1), "first", sn, 1) - 1
             if first >= n:
                 raise LedgerError(f"{sn}: field 'first' {first + 1} beyond its {n} rows")
-            factor = _rows_from_dict(s.get("factor"), n, f"{sn}.factor")
+            factor = rows_from_dict(s.get("factor"), n, f"{sn}.factor")
             if factor.starts and factor.starts[0] < first:
                 raise LedgerError(f"{sn}.factor: a block before the release's first row {first + 1}")
             priv = tuple(int(p) - 1 for p in s.get("private") or [])
@@ -402,7 +412,7 @@ def _parse(d: dict, where: str) -> Ledger:
             covers.setdefault(q.id, (q.first, q.n))
         led.releases.append(LedgerEntry(
             i + 1, bool(r.get("consistent", False)), _eps(r["eps"], "eps", name), _eps(r["total_eps"], "total_eps", name),
-            _chain(r.get("chain"), name), str(r.get("method", "")), str(r.get("randomness", "")), str(r.get("time", "")),
+            chain_of(r.get("chain"), name), str(r.get("method", "")), str(r.get("randomness", "")), str(r.get("time", "")),
             r.get("report"), r.get("output"), float(r["leakage_alone"]), float(r["cumulative"]),
             float(r.get("expected_utility", math.nan)), float(r.get("upper_bound", math.nan)), seqs, covers,
             bool(r.get("extends", False))))

@@ -44,11 +44,12 @@ from redactopt.judge.certify import SparseRows
 from redactopt.judge.compose import ComposedAudit, compose_audit, product_rows
 from redactopt.model.chain import MarkovChain
 from redactopt.release.bits import BitSource
-from redactopt.release.ledger_file import Ledger, LedgerEntry, LedgerError, LedgerSequence, now, ranges
+from redactopt.release.ledger_file import Ledger, LedgerEntry, LedgerError, LedgerSequence, json_id, now, ranges
 from redactopt.release.plan import ReleasePlan, SequencePlan
 from redactopt.release.redactor import Redactor
 
-__all__ = ["LedgeredRelease", "SequenceChoice", "design_sequence", "candidate_factors", "EPS_FRACTIONS"]
+__all__ = ["LedgeredRelease", "SequenceChoice", "design_sequence", "candidate_factors", "EPS_FRACTIONS", "LedgerRedactor",
+           "FactorRows"]
 
 #: The fractions of the release's ε at which further fresh designs are proposed (besides ε itself).
 EPS_FRACTIONS = (0.85, 0.7, 0.55, 0.4, 0.25, 0.1)
@@ -141,7 +142,7 @@ def design_sequence(earlier: list[tuple[MarkovChain, SparseRows]], chain: Markov
     return best
 
 
-class _LedgerRedactor(Redactor):
+class LedgerRedactor(Redactor):
     """The plan's redactor that also records which records it left redacted (only the outcomes, never the
     draws), and with ``keep`` (``--consistent``) publishes every record outside ``keep`` (packed keys of the
     records every earlier release left redacted)."""
@@ -178,14 +179,10 @@ class _LedgerRedactor(Redactor):
 
 
 @dataclass
-class _Rows:
+class FactorRows:
+    """A factor as the redactor reads a design (:class:`~redactopt.release.plan.SequencePlan`'s ``result``)."""
+
     redact_prob: SparseRows
-
-
-def _json_id(v: Any) -> Any:
-    from redactopt.release.report import _json_id as jid
-
-    return jid(v)
 
 
 class LedgeredRelease:
@@ -220,7 +217,7 @@ class LedgeredRelease:
         self.consistent, self.column, self.by, self.seeded = consistent, column, by, seeded
         self.choices: dict[int, SequenceChoice] = {}
         self.plan: ReleasePlan | None = None
-        self.redactor_: _LedgerRedactor | None = None
+        self.redactor_: LedgerRedactor | None = None
         self.entry: LedgerEntry | None = None
 
     def chain(self, alpha: Any, beta: Any) -> tuple[Any, Any]:
@@ -239,7 +236,7 @@ class LedgeredRelease:
             raise LedgerError("--ledger composes releases under one chain each: a class of chains (--robust, "
                               "--alpha LO:HI) is not available with it yet")
         self.plan = plan
-        ids = [_json_id(v) for v in plan.state.ids]
+        ids = [json_id(v) for v in plan.state.ids]
         lengths = [(sid, int(n)) for sid, n in zip(ids, plan.state.n.tolist())]
         led = self.ledger
         if not led.empty:
@@ -252,7 +249,7 @@ class LedgeredRelease:
                 ca = compose_audit([(plan.chain, F)], priv)
                 self.choices[c] = SequenceChoice(F, F, "first", ca, dict(ca.cumulative), float(plan.mass[c]),
                                                  float(plan.upper_bound[c]))
-            self.redactor_ = _LedgerRedactor(plan, bits)
+            self.redactor_ = LedgerRedactor(plan, bits)
             return self.redactor_
         self._check_private(plan, ids, designed)
         fresh_plans: list[ReleasePlan] = [plan]
@@ -286,7 +283,7 @@ class LedgeredRelease:
                                  f"releases 1-{len(led.releases)} published can be published (their cumulative leakage "
                                  f"is already {worst:.6g}{where}); nothing written")
         seqs = [SequencePlan(plan.state.ids[c], int(plan.n[c]), plan.private_of(c),
-                             _Rows(self.choices[c].factor) if c in self.choices else None)
+                             FactorRows(self.choices[c].factor) if c in self.choices else None)
                 for c in range(len(ids))]
         keep = None
         if self.consistent:  # the records of the new blocks that no earlier output showed: the only ones redrawn
@@ -296,7 +293,7 @@ class LedgeredRelease:
                                       for st, b in zip(ch.factor.starts, ch.factor.blocks)] or [parts[0]])
                 parts.append((np.int64(c) << _POS_BITS) + pos[~led.published_by_any(ids[c], pos)])
             keep = np.sort(np.concatenate(parts))
-        self.redactor_ = _LedgerRedactor(seqs, bits, keep=keep)
+        self.redactor_ = LedgerRedactor(seqs, bits, keep=keep)
         return self.redactor_
 
     def _same_rows(self, lengths: list[tuple[Any, int]]) -> None:
@@ -351,7 +348,7 @@ class LedgeredRelease:
         assert plan is not None and self.redactor_ is not None
         led = self.ledger
         number = len(led.releases) + 1
-        ids = [_json_id(v) for v in plan.state.ids]
+        ids = [json_id(v) for v in plan.state.ids]
         red = self.redactor_.redacted_positions()
         seqs: list[LedgerSequence] = []
         for c, ch in self.choices.items():
@@ -456,7 +453,7 @@ class LedgeredRelease:
         led = self.ledger
         if led.empty:
             led.column, led.by = self.column, self.by
-            led.lengths = [(_json_id(v), int(n)) for v, n in zip(self.plan.state.ids, self.plan.state.n.tolist())]
+            led.lengths = [(json_id(v), int(n)) for v, n in zip(self.plan.state.ids, self.plan.state.n.tolist())]
             led.rows = int(self.plan.n.sum())
             led.total_eps = self.total_eps
         led.releases.append(self.entry)
