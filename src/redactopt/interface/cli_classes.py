@@ -80,9 +80,14 @@ def add_class_option(ap: argparse.ArgumentParser, command: str) -> None:
 def several_private_why(cls: str, command: str) -> str:
     """Why ``command --class cls`` refuses several private records (one line)."""
     if cls == "scan":
+        run = ", or one run of adjacent records (3-7)" if command == "design" else ""
         return ("--private: a scan publishes every record beyond its first release on each side, so it protects "
-                "one private record per sequence; give one position, or use --class local (several are designed "
-                "jointly)")
+                f"one private record per sequence{run}; give one position{' or one run' if run else ''}, or use "
+                "--class local (several are designed jointly)")
+    if command == "design":
+        return (f"--private: design --class {cls} designs the mechanism of one private record (a class-mechanism "
+                f"file holds one; a run of adjacent records: --class scan or local); several far enough apart: "
+                f"apply --class {cls} (disjoint blocks around them), or --class local (a joint design)")
     return (f"--private: design --class {cls} designs the mechanism of one private record (a class-mechanism file "
             f"holds one); several far enough apart: apply --class {cls} (disjoint blocks around them), or "
             "--class local (a joint design)")
@@ -135,14 +140,18 @@ def cmd_class_design(args: argparse.Namespace) -> int:
     n = check_n(args.n, "--n")
     eps = check_eps(args.eps, "--eps")
     private = parse_positions("1" if args.private is None else args.private, n)
-    if len(private) > 1:
+    is_run = len(private) > 1 and sorted(private) == list(range(min(private), max(private) + 1))
+    if len(private) > 1 and not (is_run and cls == "scan"):
         raise UsageError(several_private_why(cls, "design"))
+    if is_run and (getattr(chain, "k", 2) != 2):
+        raise UsageError("--private: a run of private records is designed in the scan class for two-state chains "
+                         "(--alpha/--beta or a 2x2 --transition); give one position, or --class local")
     if args.time_limit <= 0:
         raise UsageError(f"--time-limit must be > 0, got {args.time_limit:g}")
     if args.out == STDIO and args.format == "text":
         raise UsageError("--out - writes the mechanism file to standard output; the text summary needs it too "
                          "(give --out FILE, or --format json)")
-    d = design_class(chain, n, eps=eps, p=private[0], cls=cls, time_limit=args.time_limit)
+    d = design_class(chain, n, eps=eps, p=private if is_run else private[0], cls=cls, time_limit=args.time_limit)
     mech_file = json.dumps(d.to_dict(), indent=2)
     if args.out is None or args.out == STDIO:
         write_output(mech_file if fmt == "json" or args.out == STDIO else format_text(d), None)
