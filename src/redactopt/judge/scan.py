@@ -476,7 +476,7 @@ def run_contractions_exact(chain: KChain, r: int) -> list[tuple[list[list[Fracti
 
 
 def _mobius(a: Fraction, b: Fraction, c: Fraction, d: Fraction, t: Fraction | None) -> Fraction | None:
-    """:math:`(at+b)/(ct+d)` in rationals, ``t = None`` for :math:`+\infty` (the limit); ``None``: infinite."""
+    r""":math:`(at+b)/(ct+d)` in rationals, ``t = None`` for :math:`+\infty` (the limit); ``None``: infinite."""
     if t is None:
         if c > 0:
             return a / c
