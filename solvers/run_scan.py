@@ -24,6 +24,7 @@ judges exactly about every record of the run.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -92,19 +93,21 @@ class _RunBoxes(_SplitBoxes):
     def __init__(self, left: _SideOracle, right: _SideOracle, eps: float, maps: RunMaps) -> None:
         self.left, self.right, self.F, self.eps = left, right, Fraction(eps), float(eps)
         self.maps = maps
+        self._memo: dict = {}
         amax, bmax = maps.left_max(eps, outward=True)
         self.lo0 = np.zeros(2)
         self.hi0 = np.array([min(amax, left.spec.hull(0, 1)), min(bmax, left.spec.hull(1, 0))])
         self.eta = 1e-11 * max(1.0, eps)
         self.best = -math.inf
-        J = maps.pairs[0].left.det.size
-        self.singles = []
-        for j in range(J):
-            pm = []
-            for pair in maps.pairs:
-                sub = (lambda c: Contraction(c.K[j:j + 1], c.det[j:j + 1]))
-                pm.append(PairMap(sub(pair.left), sub(pair.right), pair.sl, pair.sr, (pair.caps[0], math.inf)))
-            self.singles.append((j, RunMaps((pm[0], pm[1]), maps.sigma)))
+        # one binding record per pair (each pair's right budget depends on its own left coordinate only), every
+        # combination: each is a relaxation, and on a box where those records bind it loses only second order
+        per_pair = []
+        for pair in maps.pairs:
+            sub = (lambda c, j: Contraction(c.K[j:j + 1], c.det[j:j + 1]))
+            per_pair.append([PairMap(sub(pair.left, j), sub(pair.right, j), pair.sl, pair.sr, (pair.caps[0], math.inf))
+                             for j in range(pair.left.det.size)])
+        self.singles = {(j0, j1): RunMaps((p0, p1), maps.sigma)
+                        for (j0, p0), (j1, p1) in itertools.product(enumerate(per_pair[0]), enumerate(per_pair[1]))}
         self.cuts = self._cuts()
 
     def _cuts(self) -> list[list[float]]:
@@ -143,8 +146,12 @@ class _RunBoxes(_SplitBoxes):
     def _right_of(self, maps: RunMaps, a: np.ndarray) -> tuple:
         """The right budgets ``maps`` leave at left budgets ``a``, outward (an infinite one, of a single record's
         uncapped map: that record does not constrain the side there, is raised to 1e6 nats, far past any hull)."""
-        y0, y1 = maps.right_budgets(np.array([float(a[0])]), np.array([float(a[1])]), self.eps, outward=True)
-        return tuple(Fraction(min(float(v[0]), 1e6)) for v in (y0, y1))
+        key = (id(maps), float(a[0]), float(a[1]))
+        got = self._memo.get(key)
+        if got is None:
+            y0, y1 = maps.right_budgets(np.array([key[1]]), np.array([key[2]]), self.eps, outward=True)
+            got = self._memo[key] = tuple(Fraction(min(float(v[0]), 1e6)) for v in (y0, y1))
+        return got
 
     def rb(self, a: np.ndarray) -> tuple:
         return self._right_of(self.maps, a)
@@ -161,11 +168,21 @@ class _RunBoxes(_SplitBoxes):
                 return False
         return True
 
+    def _binding(self, lo: np.ndarray, hi: np.ndarray) -> list[tuple[int, int]]:
+        """The records whose constraint binds each pair's map at the box's two ends (guidance: which single-record
+        relaxations can be tight on the box; every one of them is valid)."""
+        per = []
+        for dim, pm in enumerate(self.maps.pairs):
+            g = _each_partner(pm.left, pm.sl, pm.right, pm.sr, np.array([lo[dim], hi[dim]]), self.eps, pm.caps, False)
+            per.append(sorted(set(int(v) for v in np.argmin(np.where(g < 0, np.inf, g), axis=0))))
+        return list(itertools.product(*per))
+
     def ub(self, lo: np.ndarray, hi: np.ndarray) -> float:
         left, right, lb = self.left, self.right, self.lb
         best = math.nextafter(left.upper(lb(hi))[0] + right.upper(self.rb(lo))[0], math.inf)
         cap = [2.0 * max(right.spec.hull(0, 1), 1e-300), 2.0 * max(right.spec.hull(1, 0), 1e-300)]
-        for _, maps in self.singles:
+        for key in self._binding(lo, hi):
+            maps = self.singles[key]
             if not self._convex(maps, lo):
                 continue
             rb = (lambda a, m=maps: self._right_of(m, a))
