@@ -206,7 +206,8 @@ def _empty(kc: object, m: int) -> np.ndarray | None:
 
 
 def propose_run_scan(chain: object, n: int, *, eps: float, first: int, last: int, tol: float = 1e-6,
-                     time_limit: float = 10.0, max_boxes: int = 20000) -> RunScanProposal:
+                     time_limit: float = 10.0, max_boxes: int = 20000,
+                     start: tuple[float, float] | None = None) -> RunScanProposal:
     r"""The optimal scan of the run ``first..last`` (0-based, ``first < last``) and a proven bound over all run scans.
 
     Parameters
@@ -220,6 +221,9 @@ def propose_run_scan(chain: object, n: int, *, eps: float, first: int, last: int
         Target gap on the utility (per record of all ``n``).
     time_limit : float
         Seconds; every linear program ends by then.
+    start : (float, float), optional
+        Left budgets ``(a, b)`` to try first (guidance only: the local run design's leakages about the run's
+        first record, whose completion is a scan of the run).
 
     Returns
     -------
@@ -230,11 +234,11 @@ def propose_run_scan(chain: object, n: int, *, eps: float, first: int, last: int
     t0 = time.monotonic()
     with _until(t0 + time_limit):
         return _propose(chain, n, eps=eps, first=first, last=last, tol=tol, time_limit=time_limit,
-                        max_boxes=max_boxes, t0=t0)
+                        max_boxes=max_boxes, t0=t0, start=start)
 
 
 def _propose(chain: object, n: int, *, eps: float, first: int, last: int, tol: float, time_limit: float,
-             max_boxes: int, t0: float) -> RunScanProposal:
+             max_boxes: int, t0: float, start: tuple[float, float] | None = None) -> RunScanProposal:
     kc = as_kchain(chain)
     if kc.k != 2:
         raise ValueError(f"a run's scan is designed for two-state chains, got {kc.k} states")
@@ -272,7 +276,12 @@ def _propose(chain: object, n: int, *, eps: float, first: int, last: int, tol: f
         lo, hi = sb.lo0.copy(), sb.hi0.copy()
         end = t0 + 0.6 * time_limit
         seed_end = time.monotonic() + 0.2 * max(0.0, end - time.monotonic())
-        best_v, best_a = _seed(sb.value, lo, hi, eps, seed_end)
+        st = None if start is None else np.clip(np.array(start, dtype=float), lo, hi)
+        best_v, best_a = _seed(sb.value, lo, hi, eps, seed_end, start=st)
+        if st is not None:  # the start first: on long sides the grid may not get far before its deadline
+            v = sb.value(st)
+            if v > best_v:
+                best_v, best_a = v, tuple(st)
         with _until(end):
             res = _search(sb, best_v, best_a, 0.75 * tol * n, end, max_boxes)
         bound, stopped = res["bound"], res["stopped"]

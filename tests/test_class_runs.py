@@ -235,7 +235,7 @@ def test_design_verified_bounded_and_above_local_and_family(alpha, beta, n, firs
 def test_design_beats_local_where_local_publishes_little():
     """A slowly mixing chain: Lemma 2 forbids every local release near the run, a scan stops later and publishes."""
     chain = MarkovChain(0.05, 0.05)
-    n, first, last = 12, 5, 6
+    n, first, last = 8, 3, 4
     local, scan = compare_classes(chain, n, eps=0.5, p=[first, last], classes=("local", "scan"), time_limit=30.0)
     per, util = enum_run(scan.mechanism)
     assert all(leq_exp(r, 0.5) for r in per)
@@ -307,3 +307,33 @@ def test_cli_design_class_scan_with_a_run(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "redactopt", "design", "--class", "owner", "--n", "8", "--private",
                           "4-5", "--eps", "1"], capture_output=True, text=True)
     assert bad.returncode == 2 and "run of adjacent records" in bad.stderr
+
+
+def test_apply_class_scan_releases_a_run():
+    """A release with the run's scan: the run redacted, each side redacted only next to the run (it stops once and
+    publishes from there on), every published value the input's, and the report's mechanism private about every
+    record of the run by enumeration."""
+    pd = pytest.importorskip("pandas")
+    from redactopt.release.class_apply import class_apply_frame
+    from redactopt.release.class_audit import audit_report
+
+    chain = as_kchain(MarkovChain(0.1, 0.1))
+    values = [0, 0, 1, 1, 1, 0, 0, 0]
+    table = pd.DataFrame({"occ": values})
+    run = [3, 4]
+    for seed in range(4):
+        out, rep = class_apply_frame(table, cls="scan", eps=1.0, column="occ", binary=True, private=run,
+                                     chain=chain, seed=seed, time_limit=20.0)
+        shown = [None if pd.isna(v) or v == "" else int(v) for v in out["occ"]]
+        assert all(shown[p] is None for p in run)
+        for t, v in enumerate(shown):
+            assert v is None or v == values[t]
+        for side in (list(range(run[0] - 1, -1, -1)), list(range(run[-1] + 1, len(values)))):
+            hidden = [shown[t] is None for t in side]
+            assert hidden == sorted(hidden, reverse=True)  # a prefix of the side (next to the run) is redacted
+    mech, _ = mechanism_from_dict(rep["designs"][0]["mechanisms"][0])
+    assert isinstance(mech, RunScanMechanism) and (mech.first, mech.last) == (3, 4)
+    per, _ = enum_run(mech)
+    assert all(leq_exp(r, 1.0) for r in per)
+    aud = audit_report(json.loads(json.dumps(rep)))
+    assert aud["passed"] and not aud["problems"]

@@ -97,20 +97,22 @@ def design_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool =
 
 
 def design_run_scan(chain: object, n: int, *, eps: float, first: int, last: int, tol: float = 9e-7,
-                    time_limit: float = 10.0, max_boxes: int = 20000) -> ScanDesign:
+                    time_limit: float = 10.0, max_boxes: int = 20000,
+                    start: tuple[float, float] | None = None) -> ScanDesign:
     r"""The optimal scan of the run ``first..last`` (0-based, ``first < last``), judged about every record of the
     run, with a proven bound over every scan of the run (docs/mathematics.md §7d).
 
     The proposal of :func:`~redactopt.solvers.run_scan.propose_run_scan` is kept if
     :func:`~redactopt.judge.scan.verify_mechanism` certifies its leakage about each record of the run at most
-    ``eps`` (else the mechanism redacting everything); the certificate's bound is the proposal's verified dual
+    ``eps`` (else the mechanism redacting everything); ``start``: left budgets the search tries first; the
+    certificate's bound is the proposal's verified dual
     point divided by ``n`` (scope ``"run-scan"``), never below the verified utility.
     """
     from redactopt.solvers.run_scan import propose_run_scan
 
     t0 = time.monotonic()
     prop = propose_run_scan(chain, n, eps=eps, first=first, last=last, tol=tol, time_limit=time_limit,
-                            max_boxes=max_boxes)
+                            max_boxes=max_boxes, start=start)
     mech = prop.mechanism
     status, res = verify_mechanism(mech, eps)
     if status != "certified":

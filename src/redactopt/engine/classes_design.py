@@ -185,18 +185,41 @@ def _run_stage(cls: str, kc: KChain, n: int, eps: float, run: tuple[int, int], p
     cands = _contained(prev, cls, eps)
     trivial = math.nextafter((n - (last - first + 1)) / n, math.inf)
     bounds: list[tuple[float, str, bool]] = [(trivial, "trivial", False)]
-    d = design_run_scan(kc, n, eps=eps, first=first, last=last, tol=tol, time_limit=0.9 * left)
+    d = design_run_scan(kc, n, eps=eps, first=first, last=last, tol=tol, time_limit=0.75 * left,
+                        start=_local_split(prev))
     cands.append(_Candidate("run-scan-lp", d.mechanism, d.utility, d.leakage.leakage, d.info["verdict"]))
     bounds.append((d.certificate.upper_bound, d.certificate.solver, d.certificate.stopped))
     info: dict = dict(split=d.split, **d.info)
+    if d.certificate.stopped:  # the run's search did not close: its end records' one-record scan bounds (relaxations)
+        for j in (first, last):
+            rest = deadline - time.monotonic()
+            if rest < 0.5:
+                break
+            one = design_scan(kc, n, eps=eps, p=j, tol=tol, time_limit=0.45 * rest)
+            bounds.append((one.certificate.upper_bound, f"scan-lp (record {j + 1} alone)", one.certificate.stopped))
     best = max(cands, key=lambda c: c.utility)
     (ub, solver, stopped), refuted = _bound_of(bounds, best.utility)
     cert = make_certificate(ub, best.utility, solver=solver, scope=cls, stopped=stopped)
+    info["bound_relaxation"] = solver if "alone" in solver else None
     if refuted:
         info["refuted_bounds"] = refuted
     info.update(best=best.name, seconds=time.monotonic() - t0)
     return ClassDesign(cls, kc, n, first, float(eps), best.mechanism, best.utility, best.leakage, best.verdict, cert,
                        {c.name: c.utility for c in cands}, info, run)
+
+
+def _local_split(prev: ClassDesign) -> tuple[float, float] | None:
+    """The local run design's leakages about the run's first record, ``(A, B)`` (its completion's left side): a
+    start for the run's scan search (its completion is a scan of the run with these left budgets)."""
+    from redactopt.judge.scan import scan_side_ratios
+
+    comp = prev.info.get("completion")
+    if comp is None or comp.mechanism.side_length("left") == 0:
+        return None
+    rat = scan_side_ratios(comp.mechanism.boundary_scan("left"), "left")
+    if rat is None or not np.all(np.isfinite(rat.hi)):
+        return None
+    return float(np.log(rat.hi[0, 1])), float(np.log(rat.hi[1, 0]))
 
 
 def _run_of(p: object, n: int) -> tuple[int, int] | None:
