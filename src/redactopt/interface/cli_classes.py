@@ -61,7 +61,9 @@ def add_class_option(ap: argparse.ArgumentParser, command: str) -> None:
                              f"class against eps for one chain, --n and --private ({kinds})")
         return
     what = {"design": "design the best verified mechanism of this class, with a certified bound over the "
-                      "class (binary --alpha/--beta or k-state --transition chains; one private record). With "
+                      "class (binary --alpha/--beta or k-state --transition chains; one private record, or with scan "
+                      "and a two-state chain one run of adjacent records such as --private 49-53: each side read "
+                      "outward from the run). With "
                       "scan, owner or holder, --out FILE always writes the mechanism file (JSON, format "
                       "redactopt.class-mechanism/1, which 'redactopt audit' reads) and the text summary still "
                       "goes to standard output; --method, --split, --certify-time, --no-compare, --plot, ranges "
@@ -70,8 +72,8 @@ def add_class_option(ap: argparse.ArgumentParser, command: str) -> None:
                      "sequences gets the class's verified design, drawn exactly (secure source, or --seed); the "
                      "report holds every mechanism (format redactopt.class-mechanism/1) and 'redactopt audit' "
                      "re-judges it. The chain is given (--alpha/--beta numbers, --transition) or fitted (on the "
-                     "rows published with certainty, or --fit-on); a scan protects one private record per "
-                     "sequence, owner and holder several through disjoint blocks; --method, --robust, --workers, "
+                     "rows published with certainty, or --fit-on); a scan protects one private record (or one run "
+                     "of adjacent records of a two-state chain) per sequence, owner and holder several through disjoint blocks; --method, --robust, --workers, "
                      "--html, --chunk-rows, --backend dask and --report-sequences apply to local only"}[command]
     ap.add_argument("--class", dest="cls", type=class_name, default=None, metavar="{" + ",".join(CLASSES) + "}",
                     help=f"{what}. Default local: today's {command}, unchanged ({kinds})")
