@@ -49,6 +49,7 @@ def main() -> None:
                "local_bound": round(local.certificate.upper_bound, 8), "scan_utility": round(scan.utility, 8),
                "scan_bound": round(scan.certificate.upper_bound, 8), "gap": f"{gap:.2e}",
                "gap_records": round(gap * n, 4), "stopped": scan.certificate.stopped,
+               "bound_by": scan.certificate.solver, "s_per_program": round(scan.info.get("seconds_per_program", 0.0), 3),
                "best": scan.info.get("best"), "boxes": scan.info.get("boxes"),
                "W": "/".join(str(v) for v in (scan.info.get("W") or {}).values()), "verdict": scan.verdict}
         rows.append(row)
