@@ -248,8 +248,8 @@ def _propose(chain: object, n: int, *, eps: float, first: int, last: int, tol: f
     maps, _, _ = run_scan_maps(kc, r)
     bmaps = maps.binding(eps)
     specs = {s: SideSpec(kc, s, m, False) for s, m in (("left", mL), ("right", mR)) if m}
-    start = _first_window(kc, eps)
-    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, start=start,
+    first_w = _first_window(kc, eps)
+    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, start=first_w,
                                               deadline=time.monotonic() + 0.1 * time_limit))
             for s, sp_ in specs.items()}
     info: dict = {"W": {s: o.W for s, o in orcs.items()}, "boxes": 0}
