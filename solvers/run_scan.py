@@ -294,9 +294,21 @@ def _propose(chain: object, n: int, *, eps: float, first: int, last: int, tol: f
             res = _search(sb, best_v, best_a, 0.75 * tol * n, end, max_boxes)
         bound, stopped = res["bound"], res["stopped"]
         info.update(boxes=res["boxes"], cuts=[len(c) for c in sb.cuts])
-        tables, split = _design(orcs, maps, np.asarray(res["split"], dtype=float), eps, epsl, tol * n / 16,
-                                t0 + 0.95 * time_limit, per_lp)
-        info["search_value"] = float(res["value"])
+        a = np.asarray(res["split"], dtype=float)
+        tables, split = _design(orcs, maps, a, eps, epsl, tol * n / 16, t0 + 0.95 * time_limit, per_lp)
+        got = side_count(orcs["left"].spec, tables["left"]) + side_count(orcs["right"].spec, tables["right"])
+        # an LP value at a budget within the solver's tolerance of 0 is no promise (a 0-private rule is exactly
+        # 0-private only in rationals): where the designs fall short of the search's value, the split moved into
+        # the domain, as the one-record scan does (scan_lp._other_splits)
+        for d in (1e-6, 1e-3, 0.05, 0.25):
+            if got >= float(res["value"]) - tol * n or time.monotonic() > t0 + 0.95 * time_limit:
+                break
+            alt = np.clip(a, lo + d * (hi - lo), hi - d * (hi - lo))
+            tb, sp = _design(orcs, maps, alt, eps, epsl, tol * n / 16, t0 + 0.95 * time_limit, per_lp)
+            u = side_count(orcs["left"].spec, tb["left"]) + side_count(orcs["right"].spec, tb["right"])
+            if u > got:
+                tables, split, got = tb, sp, u
+        info.update(search_value=float(res["value"]), designed_value=got)
     mech = RunScanMechanism(kc, n, first, last, tables["left"], tables["right"])
     bound = min(float(bound), float(n - r))
     bound = bound if bound == 0 else math.nextafter(bound, math.inf)
