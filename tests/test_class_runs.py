@@ -337,3 +337,16 @@ def test_apply_class_scan_releases_a_run():
     assert all(leq_exp(r, 1.0) for r in per)
     aud = audit_report(json.loads(json.dumps(rep)))
     assert aud["passed"] and not aud["problems"]
+
+
+@pytest.mark.slow
+def test_an_optimum_on_the_domain_edge_is_designed():
+    """The run's optimum gives one side a budget of 0 (a 0-private rule, exact only in rationals): the sides are
+    designed at the split moved into the domain, and the verified design meets the certified bound (a proof)
+    within 1e-5, far above the local design, which Lemma 2 leaves at 0."""
+    chain = MarkovChain(0.0025, 0.005)
+    local, scan = compare_classes(chain, 24, eps=1.0, p=list(range(8, 16)), classes=("local", "scan"),
+                                  time_limit=60.0)
+    assert scan.verdict == "certified"
+    assert scan.certificate.gap <= 1e-5
+    assert scan.utility >= local.utility + 0.02
