@@ -35,9 +35,10 @@ import numpy as np
 from redactopt.model.chain import MarkovChain
 from redactopt.model.mechanism_classes import RunScanMechanism, as_kchain
 from redactopt.solvers.frontier import ETA, Geo
-from redactopt.solvers.runs import (Contraction, PairMap, RunMaps, _each_partner, chain_contractions, run_maps)
-from redactopt.solvers.scan_lp import (GRID1, MARGINS, SideSpec, _corner_interpolation, _first_window, _search, _seed,
-                                       _SideOracle, _SplitBoxes, _until, choose_window, side_count, side_design)
+from redactopt.solvers.runs import Contraction, PairMap, RunMaps, chain_contractions, each_partner, run_maps
+from redactopt.solvers.scan_lp import (GRID1, MARGINS, SideOracle, SideSpec, SplitBoxes, choose_window,
+                                       corner_interpolation, first_window, search_boxes, seed_split, side_count,
+                                       side_design, until)
 from redactopt.solvers.split_bound import interpolated_bound
 
 __all__ = ["RunScanProposal", "propose_run_scan", "run_scan_maps"]
@@ -83,14 +84,14 @@ def _coefficients(K: np.ndarray, det: float, s: int) -> tuple[float, float]:
     return (k10, k11) if s > 0 else (k01, k00)
 
 
-class _RunBoxes(_SplitBoxes):
+class _RunBoxes(SplitBoxes):
     r"""Boxes of the left side's budgets ``(a, b)`` of a run (module docstring); the right side gets :math:`\tau`.
 
     ``maps`` (the binding records' maps, a relaxation) rounded outward give the right budgets of the bounds;
     ``singles`` the maps of each binding record alone, uncapped, for the interpolated bound.
     """
 
-    def __init__(self, left: _SideOracle, right: _SideOracle, eps: float, maps: RunMaps) -> None:
+    def __init__(self, left: SideOracle, right: SideOracle, eps: float, maps: RunMaps) -> None:
         self.left, self.right, self.F, self.eps = left, right, Fraction(eps), float(eps)
         self.maps = maps
         self._memo: dict = {}
@@ -124,14 +125,14 @@ class _RunBoxes(_SplitBoxes):
                     cuts.add(v)
             if pm.left.det.size > 1 and self.hi0[dim] > 0:
                 grid = np.linspace(0.0, self.hi0[dim], 257)
-                g = _each_partner(pm.left, pm.sl, pm.right, pm.sr, grid, self.eps, pm.caps, False)
+                g = each_partner(pm.left, pm.sl, pm.right, pm.sr, grid, self.eps, pm.caps, False)
                 arg = np.argmin(np.where(g < 0, np.inf, g), axis=0)
                 for i in np.flatnonzero(arg[1:] != arg[:-1]):
                     lo, hi = float(grid[i]), float(grid[i + 1])
                     a0 = int(arg[i])
                     for _ in range(50):
                         mid = 0.5 * (lo + hi)
-                        gm = _each_partner(pm.left, pm.sl, pm.right, pm.sr, np.array([mid]), self.eps, pm.caps, False)
+                        gm = each_partner(pm.left, pm.sl, pm.right, pm.sr, np.array([mid]), self.eps, pm.caps, False)
                         if int(np.argmin(np.where(gm < 0, np.inf, gm)[:, 0])) == a0:
                             lo = mid
                         else:
@@ -173,7 +174,7 @@ class _RunBoxes(_SplitBoxes):
         relaxations can be tight on the box; every one of them is valid)."""
         per = []
         for dim, pm in enumerate(self.maps.pairs):
-            g = _each_partner(pm.left, pm.sl, pm.right, pm.sr, np.array([lo[dim], hi[dim]]), self.eps, pm.caps, False)
+            g = each_partner(pm.left, pm.sl, pm.right, pm.sr, np.array([lo[dim], hi[dim]]), self.eps, pm.caps, False)
             per.append(sorted(set(int(v) for v in np.argmin(np.where(g < 0, np.inf, g), axis=0))))
         return list(itertools.product(*per))
 
@@ -189,7 +190,7 @@ class _RunBoxes(_SplitBoxes):
             corner = rb(lo)  # the largest right budgets of the box (the map is non-increasing)
             if not all(float(v) <= c for v, c in zip(corner, cap)):
                 continue  # the right side saturated there: the monotone bound loses nothing to it
-            free, data, v = _corner_interpolation(left, right, lb, rb, lo, hi)
+            free, data, v = corner_interpolation(left, right, lb, rb, lo, hi)
             if data is None:
                 continue
             best = min(best, math.nextafter(v, math.inf))
@@ -232,7 +233,7 @@ def propose_run_scan(chain: object, n: int, *, eps: float, first: int, last: int
         :math:`\epsilon-2\cdot10^{-9}\max(1,\epsilon)`), and the branch and bound's proven bound (records).
     """
     t0 = time.monotonic()
-    with _until(t0 + time_limit):
+    with until(t0 + time_limit):
         return _propose(chain, n, eps=eps, first=first, last=last, tol=tol, time_limit=time_limit,
                         max_boxes=max_boxes, t0=t0, start=start)
 
@@ -248,8 +249,8 @@ def _propose(chain: object, n: int, *, eps: float, first: int, last: int, tol: f
     maps, _, _ = run_scan_maps(kc, r)
     bmaps = maps.binding(eps)
     specs = {s: SideSpec(kc, s, m, False) for s, m in (("left", mL), ("right", mR)) if m}
-    first_w = _first_window(kc, eps)
-    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, start=first_w,
+    first_w = first_window(kc, eps)
+    orcs = {s: SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, start=first_w,
                                               deadline=time.monotonic() + 0.1 * time_limit))
             for s, sp_ in specs.items()}
     info: dict = {"W": {s: o.W for s, o in orcs.items()}, "boxes": 0}
@@ -285,13 +286,13 @@ def _propose(chain: object, n: int, *, eps: float, first: int, last: int, tol: f
         end = max(min(end, t0 + 0.9 * time_limit - 25.0 * per_lp), time.monotonic())
         info["seconds_per_program"] = per_lp
         seed_end = time.monotonic() + 0.2 * max(0.0, end - time.monotonic())
-        best_v, best_a = _seed(sb.value, lo, hi, eps, seed_end, start=st)
+        best_v, best_a = seed_split(sb.value, lo, hi, eps, seed_end, start=st)
         if st is not None:
             v = sb.value(st)
             if v > best_v:
                 best_v, best_a = v, tuple(st)
-        with _until(end):
-            res = _search(sb, best_v, best_a, 0.75 * tol * n, end, max_boxes)
+        with until(end):
+            res = search_boxes(sb, best_v, best_a, 0.75 * tol * n, end, max_boxes)
         bound, stopped = res["bound"], res["stopped"]
         info.update(boxes=res["boxes"], cuts=[len(c) for c in sb.cuts])
         a = np.asarray(res["split"], dtype=float)
@@ -316,7 +317,7 @@ def _propose(chain: object, n: int, *, eps: float, first: int, last: int, tol: f
     return RunScanProposal(mech, fallback, bound, split, bool(stopped), info)
 
 
-def _quick_design(orc: _SideOracle, budgets: tuple, loss: float, deadline: float) -> np.ndarray:
+def _quick_design(orc: SideOracle, budgets: tuple, loss: float, deadline: float) -> np.ndarray:
     """A side's design on long sides: the first margin alone, the larger ones only if nothing passed there."""
     S = side_design(orc, budgets, loss, deadline, MARGINS[:1])
     if np.any(S):

@@ -1323,3 +1323,14 @@ def _propose_scan(chain: object, n: int, *, eps: float, p: int, holder: bool, to
             "boxes": boxes, "seconds": time.monotonic() - t0}
     bound = float(bound) if bound == 0 else math.nextafter(float(bound), math.inf)  # 0 only when no record may be published
     return ScanProposal(mech, mech0, bound, split, bool(stopped), info)
+
+
+# the split search's machinery under public names, shared with a run's scan (solvers/run_scan.py searches its
+# sides' budgets the same way, docs/mathematics.md §7d)
+SideOracle = _SideOracle
+SplitBoxes = _SplitBoxes
+search_boxes = _search
+seed_split = _seed
+corner_interpolation = _corner_interpolation
+first_window = _first_window
+until = _until
