@@ -621,7 +621,8 @@ def _running(spec: SideSpec, S: np.ndarray) -> np.ndarray:
     return run
 
 
-def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadline: float = math.inf) -> np.ndarray:
+def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadline: float = math.inf,
+                margins: tuple[float, ...] = MARGINS) -> np.ndarray:
     """A verified stop table for one side at these budgets (docs/beyond_local.md, §3, "Designs").
 
     An LP's absolute tolerances do not fix the ratios of events whose probability is tiny, and the
@@ -637,20 +638,21 @@ def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadli
     stop at ``W`` can cost more at small budgets than at the whole budget that chose ``W``), the side is
     designed again on a window twice as long (up to the whole side) and the better rule kept.
     """
-    best = _side_design(orc, budgets, loss, deadline)
+    best = _side_design(orc, budgets, loss, deadline, margins)
     spec = orc.spec
     while orc.W < spec.m and orc.upper(budgets)[1] - side_count(spec, best) > loss and time.monotonic() < deadline:
         orc = _SideOracle(spec, min(spec.m, 2 * orc.W))
-        wider = _side_design(orc, budgets, loss, deadline)
+        wider = _side_design(orc, budgets, loss, deadline, margins)
         if side_count(spec, wider) > side_count(spec, best):
             best = wider
     return best
 
 
-def _side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadline: float = math.inf) -> np.ndarray:
+def _side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadline: float = math.inf,
+                 margins: tuple[float, ...] = MARGINS) -> np.ndarray:
     spec = orc.spec
     best: np.ndarray | None = None
-    for margin in MARGINS:
+    for margin in margins:
         if best is not None and time.monotonic() > deadline:  # out of time: the best passing rule so far
             return best
         try:
@@ -668,7 +670,8 @@ def _side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadl
         for cand in cands:
             if side_check(spec, cand, budgets) and (best is None or side_count(spec, cand) > side_count(spec, best)):
                 best = cand
-        if best is not None and margin >= MARGINS[2] and side_count(spec, best) >= side_count(spec, S) - loss:
+        if best is not None and margin >= margins[min(2, len(margins) - 1)] and \
+                side_count(spec, best) >= side_count(spec, S) - loss:
             return best
     return best if best is not None else np.zeros((spec.m, spec.Q.shape[0], spec.Q.shape[0]))
 
@@ -1320,3 +1323,14 @@ def _propose_scan(chain: object, n: int, *, eps: float, p: int, holder: bool, to
             "boxes": boxes, "seconds": time.monotonic() - t0}
     bound = float(bound) if bound == 0 else math.nextafter(float(bound), math.inf)  # 0 only when no record may be published
     return ScanProposal(mech, mech0, bound, split, bool(stopped), info)
+
+
+# the split search's machinery under public names, shared with a run's scan (solvers/run_scan.py searches its
+# sides' budgets the same way, docs/mathematics.md §7d)
+SideOracle = _SideOracle
+SplitBoxes = _SplitBoxes
+search_boxes = _search
+seed_split = _seed
+corner_interpolation = _corner_interpolation
+first_window = _first_window
+until = _until

@@ -35,7 +35,7 @@ import pandas as pd
 from redactopt.classes_io import CLASS_REPORT_FORMAT, is_class_report, mechanism_from_dict
 from redactopt.errors import PrivacyCheckError
 from redactopt.model.chain import Chain as KChain
-from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism
+from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, RunScanMechanism, ScanMechanism
 from redactopt.release.report import fit_rows_text
 from redactopt.release.class_release import ClassRelease, MultiplePrivateError, draw, release_sequence
 from redactopt.release.data import parse_binary, sequence_key
@@ -61,7 +61,7 @@ def mechanism_reach(mech: ScanMechanism | OwnerMechanism | BlockMechanism) -> in
     distance included), and may redact the whole side if there is none; a table may redact record
     ``t`` when some row gives weight to a mask without ``t``; records outside a block are published.
     """
-    if isinstance(mech, ScanMechanism):
+    if isinstance(mech, (ScanMechanism, RunScanMechanism)):  # a run's scan: from the run's nearer end
         far = 0
         for name in ("left", "right"):
             S = mech.side(name)
@@ -230,15 +230,17 @@ def _binary_column(table: pd.DataFrame, column: str) -> pd.DataFrame:
     return table.assign(**{column: vals.astype(np.int64)})
 
 
-def _one_private_each(seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]]) -> None:
-    """:class:`MultiplePrivateError` naming the first sequence with several private records (a scan protects one)."""
+def _one_private_each(seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]], states: int = 2) -> None:
+    """:class:`MultiplePrivateError` naming the first sequence with several private records that are not one run of
+    adjacent records of a two-state chain (a scan protects one record, or one run)."""
     for (sid, rows), priv in zip(seqs, privs):
-        if len(priv) > 1:
+        if len(priv) > 1 and not (states == 2 and list(priv) == list(range(priv[0], priv[-1] + 1))):
             where = "the sequence" if sid is None else f"sequence {str(sid)!r}"
             raise MultiplePrivateError(
                 f"{where} has {len(priv)} private records (rows {', '.join(str(int(rows[p]) + 1) for p in priv[:4])}"
                 f"{', ...' if len(priv) > 4 else ''}): a scan publishes every record beyond its first release on "
-                "each side, so it protects one private record per sequence; use --class local or owner")
+                "each side, so it protects one private record per sequence (or one run of adjacent records of a "
+                "two-state chain); use --class local or owner")
 
 
 def class_apply_frame(table: pd.DataFrame, *, cls: str, eps: float, column: str | None = None,
@@ -263,7 +265,7 @@ def class_apply_frame(table: pd.DataFrame, *, cls: str, eps: float, column: str 
                          private=private, private_column=private_column, keep=keep,
                          convert=(lambda t, cols: _binary_column(t, cols[0])) if binary else None)
     if cls == "scan":  # refused before any design or fit
-        _one_private_each(prep.seqs, prep.privs)
+        _one_private_each(prep.seqs, prep.privs, 2 if binary else len(prep.labels))
 
     def plan_for(fit: ChainFit | KChain) -> _ClassPlan:
         ch = fit if isinstance(fit, KChain) else fit.chain
