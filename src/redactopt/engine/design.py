@@ -13,13 +13,15 @@ it (``info["refuted_bounds"]``) and the next valid bound certifies.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_index, check_n, check_real
 from redactopt.engine.tuning import tuned_three_region
@@ -180,8 +182,10 @@ def design(
         ``"sgp"``, ``{"gap_limit": 1e-8}`` for ``"global"``, ``{"solver": "HIGHS"}`` for
         ``"dim-milp"``).
     progress : callable, optional
-        ``progress(stage, done, total)`` as optimisers finish (``stage`` names the one
-        running next, ``"design"`` at the end).
+        ``progress(stage, done, total)`` as optimisers finish (stage ``"design"``: optimisers done
+        of all; with ``cls`` beyond local, every stage the class design reports: its classes,
+        branch-and-bound boxes, blocks).  The command line watches the same reports through
+        :mod:`redactopt._progress` (docs/commands.md, "Progress").
     verbose : bool
         Let the solvers print their logs.
     whole : bool
@@ -218,10 +222,10 @@ def design(
         clamped; a refuted SCIP bound is discarded and listed in ``info["refuted_bounds"]``).
     """
     if cls != "local":
-        return _design_of_class(chain, n, eps=eps, p=p, cls=cls, time_limit=time_limit,
-                                given={"method": method != "optimal", "split": split != "auto", "rng": rng is not None,
-                                       "certify_time": certify_time != 0.0, "options": bool(options),
-                                       "progress": progress is not None, "verbose": verbose, "whole": whole})
+        given = {"method": method != "optimal", "split": split != "auto", "rng": rng is not None,
+                 "certify_time": certify_time != 0.0, "options": bool(options), "verbose": verbose, "whole": whole}
+        with _progress.watching(progress) if progress is not None else _no_watch():
+            return _design_of_class(chain, n, eps=eps, p=p, cls=cls, time_limit=time_limit, given=given)
     if isinstance(chain, VaryingChain):
         chain = judged_chain(chain, check_n(n))
     if isinstance(chain, VaryingChain):  # steps that vary: the designs made for them (redactopt.engine.varying)
@@ -306,8 +310,7 @@ def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solv
     skipped: list[str] = []
     deadline = time.monotonic() + problem.time_limit
     for i, (solver, opts) in enumerate(runs):
-        if progress is not None:
-            progress("design", i, len(runs))
+        _tell(progress, "design", i, len(runs), note=solver.method)
         left = deadline - time.monotonic()
         if judged and left <= 0.0 and not solver.cheap:  # the time limit is the design's: nothing more starts
             skipped.append(f"{solver.method}: the time limit had passed")
@@ -325,18 +328,19 @@ def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solv
             # caller gave (0 included, which the solver refuses) is passed on as given
             kw["time_limit"] = min(float(kw["time_limit"]), max(left, MIN_SOLVER_SECONDS))
         try:
-            cand = solver.propose(problem, **kw)
+            with _progress.phase(solver.method, sub=True):
+                cand = solver.propose(problem, **kw)
         except SolverTimeout as exc:  # nothing to propose within the time left: the others stand
             skipped.append(f"{solver.method}: the time limit had passed ({exc})")
             continue
         if not bounds_hold:
             cand = dataclasses.replace(cand, upper_bound=None)
-        q, u, how, why = judge_candidate(chain, cand, eps=eps, p=p)
+        with _progress.phase("judge", sub=True):
+            q, u, how, why = judge_candidate(chain, cand, eps=eps, p=p)
         refused += why
         if q is not None:
             judged.append((cand, q, u, how))
-    if progress is not None:
-        progress("design", len(runs), len(runs))
+    _tell(progress, "design", len(runs), len(runs))
     if not judged:
         # every proposal failed: full redaction leaks nothing and is always a valid answer
         q = np.ones((n, chain.k))
@@ -362,6 +366,18 @@ def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solv
         info["skipped"] = skipped
     return finalize(chain, q, private=[p], eps=eps, method=method, upper_bound=bound,
                     solver=solver_name, info=info, tol=0.0, stopped=stopped or out_of_time, class_bound=class_bound)
+
+
+@contextlib.contextmanager
+def _no_watch() -> Iterator[None]:
+    yield
+
+
+def _tell(progress: Progress | None, stage: str, done: int, total: int, note: str | None = None) -> None:
+    """``progress`` (the caller's) and whoever watches the run (:mod:`redactopt._progress`)."""
+    if progress is not None and progress is not _progress.report:
+        progress(stage, done, total)
+    _progress.report(stage, done, total, note=note)
 
 
 def _open_gap(judged: list[tuple[Candidate, np.ndarray, float, dict]], lemma2: float, bounds_hold: bool) -> float:

@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from redactopt import _progress
 from redactopt.engine.cache import DesignCache
 from redactopt.io import STDIO, check_input_path, check_output_path, stdin_as_file
 from redactopt.release.bits import (
@@ -142,6 +143,7 @@ def _scan(reader: Any, *, column: str, by: str | None, private_column: str | Non
     return state, tally
 
 
+@_progress.timed('read')
 def scan(reader: Any, *, column: str, by: str | None = None, private_column: str | None = None,
          progress: Progress | None = None, private: PrivateIndex | None = None, codec: Any = None,
          private_rows: list | None = None, watch: Any = None) -> tuple[ScanState, tuple[str, ...]]:
@@ -336,6 +338,7 @@ class Output:
         self.first_row += len(chunk)
 
 
+@_progress.timed('write')
 def write_redacted(reader: Any, writer: TableWriter, redactor: Redactor, index: SequenceIndex, span: Span, *,
                    column: str, by: str | None, binary: tuple[str, ...] = (),
                    progress: Progress | None = None, output: Output | None = None, codec: Any = None) -> np.ndarray:
@@ -397,6 +400,7 @@ def splice_targets(reader: TableReader, redactor: Redactor, index: SequenceIndex
     return Targets(*(np.concatenate(parts) for parts in zip(*found)))
 
 
+@_progress.timed('write')
 def write_csv(reader: TableReader, writer: TableWriter, redactor: Redactor, index: SequenceIndex, span: Span, *,
               column: str, by: str | None, binary: tuple[str, ...] = (),
               progress: Progress | None = None, output: Output | None = None, codec: Any = None) -> np.ndarray:
@@ -570,6 +574,7 @@ def _read_columns(reader: Any, columns: list[str], binary: tuple[str, ...]) -> t
     return table, binary
 
 
+@_progress.timed('read')
 def ordered_scan(reader: Any, *, column: str, by: str | None, private_column: str | None, order_by: str,
                  codec: Any = None, private_rows: list | None = None) -> tuple[ScanState, Ordered]:
     """The scan of a table whose sequences are ordered by ``order_by`` (:mod:`redactopt.release.order`).
