@@ -73,8 +73,8 @@ _watches: list[Watch] = []
 
 
 def active() -> bool:
-    """Whether anything watches (to skip building a note nobody reads)."""
-    return bool(_watches)
+    """Whether a listener watches (to skip building a note nobody reads, or a solver's callback)."""
+    return any(w.listener is not None for w in _watches)
 
 
 @contextmanager

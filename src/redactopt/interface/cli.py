@@ -64,7 +64,7 @@ from redactopt.interface.options import (
     show_required,
 )
 from redactopt.interface.outputs import Output, check_outputs, existing_file, text_kind
-from redactopt.interface.progress import DELAY, Bars, iterate, phase_line, phases_of, progress_enabled, watched
+from redactopt.interface.progress import Bars, iterate, phase_line, phases_of, progress_enabled, watched
 from redactopt.io import (STDIO, atomic_open, check_input_path, check_writable, design_to_dict, read_mechanisms,
                           write_output)
 from redactopt.judge.attack import attack
@@ -962,7 +962,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     as (bars, watch):
                 args._watch = watch
                 status = int(args.func(args))
-            if bars.enabled and watch.phases and time.perf_counter() - watch.started >= DELAY:
+            if bars.enabled and watch.phases and time.perf_counter() - watch.started >= bars.delay:
                 sys.stderr.write(phase_line(args.command, watch) + "\n")
         sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at exit
     except (UsageError, ValueError, TypeError, FileExistsError, FileNotFoundError, IsADirectoryError,

@@ -31,7 +31,8 @@ __all__ = ["DELAY", "progress_enabled", "Bars", "iterate", "watched", "phases_of
 
 T = TypeVar("T")
 
-#: Seconds a stage runs before its bar appears (a run shorter than this shows nothing).
+#: Seconds a stage runs before its bar appears (a run shorter than this shows nothing); the environment
+#: variable ``REDACTOPT_PROGRESS_DELAY`` sets another (0: at once).
 DELAY = 1.0
 #: Seconds between two redraws of the open bars (their clocks tick while a solver computes).
 TICK = 0.5
@@ -39,6 +40,15 @@ TICK = 0.5
 ROW_STAGES = ("scan", "release", "read", "write")
 
 tqdm.monitor_interval = 0  # no monitor thread of tqdm's own (the redraws are this module's)
+
+
+def _delay() -> float:
+    """:data:`DELAY`, or ``REDACTOPT_PROGRESS_DELAY`` seconds where it is set to a number >= 0."""
+    try:
+        value = float(os.environ.get("REDACTOPT_PROGRESS_DELAY", DELAY))
+    except ValueError:
+        return DELAY
+    return value if value >= 0 else DELAY
 
 
 def progress_enabled(quiet: bool, stream: TextIO | None = None) -> bool:
@@ -56,12 +66,20 @@ class Bars:
     ``phase(name)`` names the phase on the first line (``title`` before it, e.g. the command).
     """
 
-    def __init__(self, enabled: bool, *, unit: str = "rows", file: TextIO | None = None, delay: float = DELAY,
+    def __init__(self, enabled: bool, *, unit: str = "rows", file: TextIO | None = None, delay: float | None = None,
                  title: str | None = None) -> None:
         self.enabled = enabled
         self.unit = unit
+        self.delay = _delay() if delay is None else float(delay)
         self.file = file
-        self.delay = delay
+        self._own: TextIO | None = None
+        if enabled and file is None:  # a copy of standard error: bars go on while a solver silences fd 2 (SCIP)
+            try:
+                self._own = open(os.dup(sys.stderr.fileno()), "w", encoding=getattr(sys.stderr, "encoding", None)
+                                 or "utf-8", errors="replace", buffering=1)
+                self.file = self._own
+            except (AttributeError, OSError, ValueError):  # pragma: no cover - no descriptor: sys.stderr itself
+                self._own = None
         self.title = title
         self._bars: dict[str, Any] = {}
         self._notes: dict[str, str] = {}
@@ -172,6 +190,13 @@ class Bars:
             if self._status is not None:
                 self._status.close()
                 self._status = None
+            if self._own is not None:
+                try:
+                    self._own.close()
+                except OSError:  # pragma: no cover
+                    pass
+                self._own = None
+                self.file = None
 
     def __enter__(self) -> "Bars":
         return self
@@ -184,7 +209,7 @@ class Bars:
 def watched(enabled: bool, title: str | None = None, **kw: Any) -> Iterator[tuple[Bars, _progress.Watch]]:
     """Bars (drawn when ``enabled``) listening to everything the library reports (:mod:`redactopt._progress`),
     and the :class:`~redactopt._progress.Watch` that times the phases."""
-    with Bars(enabled, title=title, **kw) as bars, _progress.watching(bars) as watch:
+    with Bars(enabled, title=title, **kw) as bars, _progress.watching(bars if enabled else None) as watch:
         yield bars, watch
 
 
