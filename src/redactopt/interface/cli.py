@@ -613,7 +613,10 @@ def _cmd_design(args: argparse.Namespace) -> int:
         sys.stderr.write(f"redactopt design: privacy check failed: {exc}\n")
         return EXIT_FAIL
     if fmt == "json":
-        _write_output(json.dumps(dict(design_to_dict(res), phases=phases_of(args)), indent=2), args.out, args.force)
+        d = design_to_dict(res)
+        if args.out in (None, STDIO):  # the times on standard output only: a mechanism file stays reproducible
+            d["phases"] = phases_of(args)
+        _write_output(json.dumps(d, indent=2), args.out, args.force)
     elif fmt == "csv":
         _write_chunks(report.design_csv(res) if is_markov(res.chain) else [report.states_csv(res)],
                       args.out, args.force)

@@ -131,7 +131,6 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                              "order_by": args.order_by}
         d.update(fit.to_dict())
         d.update(alt.to_dict())
-        d["phases"] = phases_of(args)
         print(json.dumps(d, indent=2))
     else:
         print(f"input     : {args.input}  column '{args.column}'" + (f"  by '{args.by}'" if args.by else "")

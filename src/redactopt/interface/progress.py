@@ -121,13 +121,13 @@ class Bars:
             cols = rows = 0
         return {"dynamic_ncols": True} if cols > 0 and rows > 0 else {"ncols": cols or 80, "nrows": rows or 24}
 
-    def _new(self, desc: str, total: float | None, rows: bool) -> Any:
+    def _new(self, desc: str, total: float | None, rows: bool, note: str | None = None) -> Any:
         fmt = None
         if not rows:
             fmt = ("{desc}: {n_fmt}/{total_fmt} |{bar}| [{elapsed}<{remaining}]{postfix}" if total
                    else "{desc}: {n_fmt} [{elapsed}]{postfix}")
         return tqdm(total=total, desc=desc, unit=self.unit if rows else "", unit_scale=rows, leave=False,
-                    file=self._out(), delay=self.delay, bar_format=fmt, **self._width())
+                    file=self._out(), delay=self.delay, bar_format=fmt, postfix=note, **self._width())
 
     def __call__(self, stage: str, done: float, total: float | None) -> None:
         if not self.enabled:
@@ -139,7 +139,7 @@ class Bars:
                 bar.close()
                 bar = None
             if bar is None:
-                bar = self._new(stage, total, stage in ROW_STAGES)
+                bar = self._new(stage, total, stage in ROW_STAGES, self._notes.get(stage))
                 self._bars[stage] = bar
                 self._born[stage] = self._phase
             elif total is not None and bar.total != total:

@@ -648,7 +648,8 @@ def plan_scan(reader: Any, *, column: str, by: str | None, private_column: str |
         # the bytes and the parser may disagree (an irregular file): then design for what the parser read
         if state.rows != n:
             state, covered = guard.draw_cover(state, private)
-        plan = planned.result() if state.rows == n else plan_release(state, private=covered, **design)
+        with _progress.phase("design"):  # what is left of the design once the values are checked
+            plan = planned.result() if state.rows == n else plan_release(state, private=covered, **design)
         return state, binary, plan, {"source": "given"}, None
     else:
         one_pass = private is not None and by is None and design["alpha"] is None and fit_on is None and not guard.k
