@@ -140,7 +140,8 @@ def phase(name: str, *, sub: bool = False) -> Iterator[None]:
 
 def _show(w: Watch) -> None:
     """Tell the listeners the phases open now (``"fit > design > frontier"``)."""
-    text = " > ".join(w._shown)
+    shown = [name for i, name in enumerate(w._shown) if i == 0 or name != w._shown[i - 1]]  # design > design: once
+    text = " > ".join(shown)
     for v in list(_watches):
         if v.listener is not None and hasattr(v.listener, "phase"):
             try:

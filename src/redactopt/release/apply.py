@@ -140,6 +140,8 @@ def _scan(reader: Any, *, column: str, by: str | None, private_column: str | Non
         state = state.merge(ScanState.of_chunk(values, ids, flags, k=codec.k))
         if progress is not None:
             progress("scan", state.rows, None)
+        if by and _progress.active():
+            _progress.report("sequences", len(state.ids), None)
     return state, tally
 
 
