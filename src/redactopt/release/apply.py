@@ -145,7 +145,7 @@ def _scan(reader: Any, *, column: str, by: str | None, private_column: str | Non
     return state, tally
 
 
-@_progress.timed('read')
+@_progress.timed("read")
 def scan(reader: Any, *, column: str, by: str | None = None, private_column: str | None = None,
          progress: Progress | None = None, private: PrivateIndex | None = None, codec: Any = None,
          private_rows: list | None = None, watch: Any = None) -> tuple[ScanState, tuple[str, ...]]:
@@ -340,7 +340,7 @@ class Output:
         self.first_row += len(chunk)
 
 
-@_progress.timed('write')
+@_progress.timed("write")
 def write_redacted(reader: Any, writer: TableWriter, redactor: Redactor, index: SequenceIndex, span: Span, *,
                    column: str, by: str | None, binary: tuple[str, ...] = (),
                    progress: Progress | None = None, output: Output | None = None, codec: Any = None) -> np.ndarray:
@@ -402,7 +402,7 @@ def splice_targets(reader: TableReader, redactor: Redactor, index: SequenceIndex
     return Targets(*(np.concatenate(parts) for parts in zip(*found)))
 
 
-@_progress.timed('write')
+@_progress.timed("write")
 def write_csv(reader: TableReader, writer: TableWriter, redactor: Redactor, index: SequenceIndex, span: Span, *,
               column: str, by: str | None, binary: tuple[str, ...] = (),
               progress: Progress | None = None, output: Output | None = None, codec: Any = None) -> np.ndarray:
@@ -576,7 +576,7 @@ def _read_columns(reader: Any, columns: list[str], binary: tuple[str, ...]) -> t
     return table, binary
 
 
-@_progress.timed('read')
+@_progress.timed("read")
 def ordered_scan(reader: Any, *, column: str, by: str | None, private_column: str | None, order_by: str,
                  codec: Any = None, private_rows: list | None = None) -> tuple[ScanState, Ordered]:
     """The scan of a table whose sequences are ordered by ``order_by`` (:mod:`redactopt.release.order`).

@@ -86,7 +86,7 @@ def fit_outside(out: Outside, labels: list[str], labels_all: list[str], sequence
 ZONE_METHODS: dict[str, str] = {"optimal": "auto"}
 
 
-@_progress.timed('fit')
+@_progress.timed("fit")
 def plan_fitted(state: ScanState, *, tally: Tally, private: list[int] | None,
                 fit_on: TransitionCounts | None = None, fit_on_label: str | None = None,
                 **design: Any) -> tuple[ReleasePlan, dict[str, Any]]:

@@ -112,7 +112,7 @@ class _KPlan:
         return self.mechs[self.keys.index((m, priv))]
 
 
-@_progress.timed('design')
+@_progress.timed("design")
 def kplan_of(chain: KChain, fit: ChainFit | None, state: ScanState, *, private: list[int] | None = None,
              state_of: np.ndarray | None = None, eps: float, method: str, time_limit: float,
              workers: int | None = None, map_designs: Any = None) -> _KPlan:

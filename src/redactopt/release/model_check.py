@@ -163,7 +163,7 @@ def _worst(vfit: VaryingFit, lp: LevelPass, mechanisms: dict[int, Any],
     return worst, where
 
 
-@_progress.timed('check')
+@_progress.timed("check")
 def release_model_check(*, plan: Any, state: Any, fit_source: dict[str, Any], reader: Any, column: str,
                         by: str | None, order_by: str | None, varies_with: LevelSpec | None = None,
                         private: list[int] | None) -> ModelCheck | None:

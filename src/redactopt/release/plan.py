@@ -541,7 +541,7 @@ def robust_box(fit: Any, robust: float) -> ChainClass:
     return ChainClass.box((alo, ahi), (blo, bhi), nominal=fit.chain)
 
 
-@_progress.timed('design')
+@_progress.timed("design")
 def plan_release(
     state: ScanState,
     *,

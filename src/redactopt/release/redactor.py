@@ -85,7 +85,7 @@ class Redactor:
             out[self._blocks_of(codes, positions)[0]] = True
         return out
 
-    @_progress.timed('draw')
+    @_progress.timed("draw")
     def redact(self, codes: np.ndarray | None, positions: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Boolean mask of redacted records for one chunk (``codes=None``: all in sequence 0)."""
         m = positions.shape[0]

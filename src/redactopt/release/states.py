@@ -370,7 +370,7 @@ def released_column(col: pd.Series, mask: np.ndarray) -> pd.Series:
     return out
 
 
-@_progress.timed('fit')
+@_progress.timed("fit")
 def plan_states(state: ScanState, codec: StatesCodec, *, tally: Any, chain: Chain | None, fitted: ChainFit | None,
                 private: list[int] | None, fit_kw: dict, design: dict) -> tuple[_KPlan, dict[str, Any]]:
     """The plan at the chain given, fitted on a public table, or fitted on the rows the release publishes with
