@@ -105,6 +105,7 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
     pool: list[concurrent.futures.ProcessPoolExecutor] = []
 
     def run(fn: Callable, args: list[tuple]) -> list:
+        _progress.report("designs", 0, len(args))
         if count < 2 or len(args) < 2:
             return [_counted(i, len(args), fn(*a)) for i, a in enumerate(args)]
         todo = collections.deque(enumerate(args))
