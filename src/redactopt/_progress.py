@@ -17,6 +17,7 @@ interpreters and watch nothing.  This module imports nothing of redactopt (any l
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -70,6 +71,17 @@ class Watch:
 
 _lock = threading.Lock()
 _watches: list[Watch] = []
+
+
+def _forget() -> None:
+    """In a child forked while watched: nothing watches there (its parent's bars are not its own)."""
+    global _lock
+    _watches.clear()
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget)
 
 
 def active() -> bool:
