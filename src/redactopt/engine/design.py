@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -224,7 +224,7 @@ def design(
     if cls != "local":
         given = {"method": method != "optimal", "split": split != "auto", "rng": rng is not None,
                  "certify_time": certify_time != 0.0, "options": bool(options), "verbose": verbose, "whole": whole}
-        with _progress.watching(progress) if progress is not None else _no_watch():
+        with _progress.watching(progress) if progress is not None else contextlib.nullcontext():
             return _design_of_class(chain, n, eps=eps, p=p, cls=cls, time_limit=time_limit, given=given)
     if isinstance(chain, VaryingChain):
         chain = judged_chain(chain, check_n(n))
@@ -366,11 +366,6 @@ def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solv
         info["skipped"] = skipped
     return finalize(chain, q, private=[p], eps=eps, method=method, upper_bound=bound,
                     solver=solver_name, info=info, tol=0.0, stopped=stopped or out_of_time, class_bound=class_bound)
-
-
-@contextlib.contextmanager
-def _no_watch() -> Iterator[None]:
-    yield
 
 
 def _tell(progress: Progress | None, stage: str, done: int, total: int, note: str | None = None) -> None:
