@@ -334,3 +334,17 @@ def test_disabled_bars_draw_nothing():
         assert not _progress.active()  # nobody is shown anything: solvers install no callbacks
     assert buf.getvalue() == ""
     assert set(watch.seconds()) == {"design"}  # the phases are timed all the same (--format json)
+
+
+def test_a_class_design_reports_to_the_callers_progress():
+    """``design(..., cls="scan", progress=f)`` (refused before): ``f`` gets the class stages, done of all,
+    and the parts below them (the local design's optimisers, the scan's split search)."""
+    from redactopt import MarkovChain, design
+
+    got = []
+    d = design(MarkovChain(0.2, 0.5), 8, eps=1.0, p=3, cls="scan", time_limit=20, progress=lambda *a: got.append(a))
+    stages = [g for g in got if g[0] == "class design"]
+    assert stages == [("class design", 0, 2), ("class design", 1, 2), ("class design", 2, 2)]
+    assert any(g[0] == "design" for g in got)  # the local stage's optimisers
+    assert d.leakage <= 1.0
+    assert not _progress.active()  # the caller's watch ended with the design
