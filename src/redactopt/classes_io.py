@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from redactopt.io import require_field
-from redactopt.kio import chain_from_dict
+from redactopt.io import chain_from_dict
 from redactopt.model.chain import Chain as KChain
 from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism
 

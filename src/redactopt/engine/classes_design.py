@@ -113,7 +113,7 @@ def _judged(name: str, mech: Any, eps: float) -> _Candidate | None:
 def _local(chain: object, n: int, eps: float, p: int, time_limit: float) -> ClassDesign:
     """Today's certified local design, re-judged as its scan completion by this module's judge."""
     if is_two_state(chain):
-        from redactopt.engine.design import design
+        from redactopt.engine.window import design_local as design  # the local design of this chain
 
         res = design(chain, n, eps=eps, p=p, time_limit=time_limit)
     else:

@@ -66,7 +66,8 @@ import numpy as np
 from redactopt import _progress
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_eps, check_n, check_private
-from redactopt.engine.design import METHODS, SOLVER_MAX_EPS
+from redactopt.engine.local import SOLVER_MAX_EPS
+from redactopt.engine.registry import METHODS
 from redactopt.engine.runs import RUN_AUTO_GRID, RunWindow, design_run_window, private_runs, split_bound
 from redactopt.engine.window import design_sparse, design_window
 from redactopt.errors import PrivacyCheckError
@@ -1012,9 +1013,9 @@ STATES_TARGET_GAP_RECORDS = 0.5
 
 def _states_dim(chain: Chain, n: int, eps: float, priv: tuple[int, ...]) -> SparseDesign:
     """The joint data-independent windows of a k-state release, verified, bounded by Lemma 2 (the cheap candidate)."""
-    from redactopt.solvers.kdim import kdim_windows  # the k-state window solver
+    from redactopt.solvers.dim import dim_windows  # the window solver of every chain
 
-    q = kdim_windows(chain, n, eps=eps, private=priv)
+    q = dim_windows(chain, n, eps=eps, private=priv)
     q[list(priv)] = 1.0
     rows = np.flatnonzero(q.max(axis=1) > 0.0)
     runs = np.split(rows, np.flatnonzero(np.diff(rows) > 1) + 1) if rows.size else []
@@ -1035,7 +1036,7 @@ def design_states_release(chain: Chain, n: int, *, eps: float, private: object, 
     """The release design of several private records on a chain of more than two states, verified.
 
     Fast first (issue 37).  ``dim``: one exact data-independent window per cluster of private records
-    whose windows overlap (:func:`redactopt.solvers.kdim.kdim_windows`: every member within the budget,
+    whose windows overlap (:func:`redactopt.solvers.dim.dim_windows`: every member within the budget,
     Lemma 1), verified exactly about each record and bounded by Lemma 2 -- linear in the window.
     ``auto`` (the release default): that design, and it stops there when its certificate is within
     :data:`STATES_TARGET_GAP_RECORDS` expected records of the sub-problem, or when the per-record optima

@@ -25,12 +25,15 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from redactopt import __version__, _progress, datasets
+from redactopt import _progress, datasets
+from redactopt.version import __version__
 from redactopt._validate import check_n
 from redactopt.engine.compare import compare_point, compare_states_point, design_point
-from redactopt.engine.design import METHODS, design, resolve_split
+from redactopt.engine.design import METHODS, design
+from redactopt.engine.local import resolve_split
 from redactopt.engine.joint import design_joint_sparse
-from redactopt.engine.window import covers, design_sparse
+from redactopt.engine.design import design_sparse
+from redactopt.engine.window import covers
 from redactopt.engine.tuning import tuned_three_region
 from redactopt.errors import MissingExtraError, PrivacyCheckError, TooLongError, UsageError
 from redactopt.interface import report, supervise
@@ -48,6 +51,8 @@ from redactopt.interface.cli_report import (
 )
 from redactopt.interface.options import (
     read_transition,
+    DEFAULT_ALPHA,
+    DEFAULT_BETA,
     EXIT_FAIL,
     EXIT_INTERNAL,
     EXIT_OK,
@@ -77,8 +82,6 @@ from redactopt.paper.mechanisms import markov_quilt, three_region
 
 __all__ = ["main", "build_parser"]
 
-DEFAULT_ALPHA = 0.01
-DEFAULT_BETA = 0.8
 DEFAULT_PRIVATE = "1"
 DEFAULT_TIME_LIMIT = 60.0
 #: ``audit --attack`` stops after its first batch when the run would take longer than this (seconds).
@@ -335,7 +338,7 @@ def maybe_matrix_audit(args: argparse.Namespace) -> int | None:
 
     Standard input is read once; for a file that is not k-state it is put back for the binary reader.
     """
-    from redactopt.judge.kaudit import kaudit
+    from redactopt.judge.audit import kaudit
     from redactopt.kio import is_kstate, kmechanisms_of
 
     if args.mechanism == STDIO:
@@ -411,8 +414,8 @@ def maybe_public_audit(args: argparse.Namespace, rng: np.random.Generator) -> in
     refuse_given(args, ["n", "private", "reading", "split", "alpha", "beta"],
                  "applies to --method only: a public report carries its designs' chain, n and private offsets")
     from redactopt.io import is_matrix_file, mechanism_from_dict
-    from redactopt.judge.kaudit import kaudit
-    from redactopt.kio import kmechanism_from_dict
+    from redactopt.judge.audit import kaudit
+    from redactopt.io import kmechanism_from_dict
 
     reports = []
     for i, entry in enumerate(d.get("designs") or []):

@@ -91,8 +91,7 @@ def several_private_why(cls: str, command: str) -> str:
 
 def _point_chain(args: argparse.Namespace, *, labels: tuple[str, ...] | None = None) -> Any:
     """The chain of ``--transition`` (a KChain) or of ``--alpha``/``--beta`` numbers (the design's defaults)."""
-    from redactopt.interface.cli import DEFAULT_ALPHA, DEFAULT_BETA
-    from redactopt.interface.options import read_transition
+    from redactopt.interface.options import DEFAULT_ALPHA, DEFAULT_BETA, read_transition
     from redactopt.model.chain import MarkovChain
     from redactopt.model.classes import parse_range
 
@@ -172,7 +171,7 @@ def _compare_chains(args: argparse.Namespace) -> list[tuple[dict[str, Any], dict
                  {"states": ",".join(kc["labels"]), "transition": shown})]
     if args.labels is not None:
         raise UsageError("--labels applies to --transition only")
-    from redactopt.interface.cli import DEFAULT_ALPHA, DEFAULT_BETA
+    from redactopt.interface.options import DEFAULT_ALPHA, DEFAULT_BETA
 
     out = []
     for a, b in itertools.product(args.alpha or [(DEFAULT_ALPHA,) * 2], args.beta or [(DEFAULT_BETA,) * 2]):
@@ -258,7 +257,8 @@ def _apply_chain(args: argparse.Namespace, binary: bool) -> Any:
 
 def cmd_class_apply(args: argparse.Namespace) -> int:
     """``redactopt apply INPUT ... --class scan|owner|holder``."""
-    from redactopt.interface.cli_data import keep_option, release_lines
+    from redactopt.interface.options import keep_option
+    from redactopt.interface.report import release_lines
     from redactopt.io import stdin_as_file
     from redactopt.release.class_apply import class_apply_table
 

@@ -22,6 +22,7 @@ from redactopt.interface.options import (
     EXIT_OK,
     add_format,
     add_quiet,
+    keep_option,
     parse_positions,
     read_transition,
     refuse_given,
@@ -30,6 +31,7 @@ from redactopt.interface.cli_classes import add_class_option
 from redactopt.interface.cli_report import add_html_option, check_html, maybe_write_html
 from redactopt import _progress
 from redactopt.interface.progress import phases_of
+from redactopt.interface.report import release_lines
 from redactopt.io import STDIO, stdin_as_file
 from redactopt.model.classes import parse_range
 
@@ -144,7 +146,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 def _fit_scan(args: argparse.Namespace, path: Any, spec: Any, bars: Any) -> tuple[Any, Any, Any, str]:
     """The scan ``fit`` estimates from: ``(state, labels, reader of the rows in sequence order, label)``."""
-    from redactopt.release.apply import ordered_scan, scan_states, scan_table
+    from redactopt.release.passes import ordered_scan, scan_states, scan_table
     from redactopt.release.codec import BinaryCodec, StatesCodec
     from redactopt.release.fit import BINARY_LABELS
     from redactopt.release.tables import TableReader
@@ -405,52 +407,12 @@ def warnings_block(warnings: list[str]) -> str:
                         for w in warnings]) + "\n\n"
 
 
-def release_lines(columns: dict[str, Any], fit_rows: dict[str, Any] | None, summary: str, *,
-                  reveals: dict[str, Any] | None = None, cover: dict[str, Any] | None = None) -> list[str]:
-    """The summary lines every release prints: what is covered, what is written but not covered (with its
-    figure), what is left out, what the pattern of redactions shows (``reveals``, ``cover``), which rows the
-    chain was fitted on, and the plain-language paragraph."""
-    from redactopt.release.apply import fit_rows_text
-
-    lines = [f"covered   : {', '.join(columns['protected'])} (the private rows' values: the guarantee)"]
-    if reveals is not None and not reveals.get("positions_protected"):
-        lines.append("positions : NOT covered: the pattern of redactions shows which sequences hold private records "
-                     "and where (--cover K hides them among decoys)")
-    if cover is not None:
-        copies = ", ".join(f"{c['per_sequence']} of length {c['length']} (real with probability <= "
-                           f"{c['bound']:.3g})" for c in cover["copies"])
-        cost = cover.get("expected_redacted") or {}
-        lines.append(f"cover     : {cover['k']} decoy(s) per private run; every sequence holds {copies}")
-        if cost:
-            lines.append(f"cover cost: {cost['without']:.6g} expected redacted rows without the cover, "
-                         f"{cost['with']:.6g} with it")
-    for f in columns["not_covered"]:
-        what = ("no published rows to measure" if f.get("accuracy") is None else
-                f"accuracy {100 * f['accuracy']:.1f}% (majority rate {100 * f['majority']:.1f}%) of the rule "
-                f"'{f['rule']}'" + (f", {f['categories']} categories" if f.get("kind") == "categories" else ""))
-        lines.append(f"NOT covered: {f['column']} ({f['role']}): {what}")
-    if columns.get("dropped"):
-        shown = ", ".join(columns["dropped"][:6]) + (" ..." if len(columns["dropped"]) > 6 else "")
-        lines.append(f"not written: {shown}  (--keep COL or --keep-all writes them, not covered)")
-    where = fit_rows_text(fit_rows or {})
-    if where:
-        lines.append(f"fit rows  : {where}")
-    lines += textwrap.wrap(summary, width=100, initial_indent="in short  : ", subsequent_indent="            ")
-    return lines
-
-
 def _point_or_range(text: str | None, name: str) -> float | tuple[float, float] | None:
     """``--alpha``/``--beta`` of apply: a number, or ``LO:HI`` for a box of chains (issue 14)."""
     if text is None:
         return None
     lo, hi = parse_range(text, name)
     return lo if lo == hi else (lo, hi)
-
-
-def keep_option(args: argparse.Namespace) -> list[str] | None:
-    """``--keep`` and ``--keep-all`` as the library's ``keep`` (``"all"`` among the names: every column)."""
-    names = [] if args.keep is None else [c.strip() for c in args.keep.split(",")]
-    return (["all"] + names) if args.keep_all else (names or None)
 
 
 def check_apply_outputs(args: argparse.Namespace) -> None:
@@ -656,7 +618,7 @@ def _kapply_text(rep: dict, args: argparse.Namespace) -> str:
 
 def _cmd_apply_categorical(args: argparse.Namespace) -> int:
     """``redactopt apply INPUT --column NAME --categorical|--transition T (--private LIST | --private-column C [--by B]) --eps E --out OUT``."""
-    from redactopt.release.kapply import KAPPLY_METHODS
+    from redactopt.release.states_plan import KAPPLY_METHODS
     from redactopt.release.states import apply_states_table
 
     _kapply_refusals(args, KAPPLY_METHODS)

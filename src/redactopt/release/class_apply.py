@@ -37,7 +37,7 @@ from redactopt.classes_io import CLASS_REPORT_FORMAT, is_class_report, mechanism
 from redactopt.errors import PrivacyCheckError
 from redactopt.model.chain import Chain as KChain
 from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism
-from redactopt.release.apply import fit_rows_text
+from redactopt.release.report import fit_rows_text
 from redactopt.release.class_release import ClassRelease, MultiplePrivateError, draw, release_sequence
 from redactopt.release.data import parse_binary, sequence_key
 from redactopt.release.disclosure import plain_summary

@@ -20,7 +20,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from redactopt.io import REPORT_FORMATS, _sequence_rows, load_json, read_mechanisms
+from redactopt.io import REPORT_FORMATS, load_json, read_mechanisms
+from redactopt.io import sequence_rows as _sequence_rows
 from redactopt.judge.compose import compose_audit
 
 __all__ = ["ReleasedSequence", "Release", "read_release", "compose_releases", "ComposeError"]

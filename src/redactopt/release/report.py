@@ -314,3 +314,15 @@ def report_text(rep: dict[str, Any]) -> str:
     body = json.dumps(jsonable(rest), indent=2)
     head = '{"notice": ' + json.dumps(rep["notice"], ensure_ascii=False)
     return head + ("}\n" if body == "{}" else ",\n" + body[2:] + "\n")
+
+
+def fit_rows_text(source: dict[str, Any]) -> str | None:
+    """Which rows a chain was fitted on, in words (``None`` for a given chain)."""
+    kind = source.get("source")
+    if kind == "fit-on":
+        return f"the separate table {source.get('table')} ({source['rows']} rows)"
+    if kind != "published rows":
+        return None
+    where = ("the sequences without private records" if source["radius"] is None else
+             f"the rows more than {source['radius']} records from every private record")
+    return f"{source['rows']} of {source['of_rows']} rows, {where} (all published with certainty)"

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from redactopt import __version__
+from redactopt.version import __version__
 from redactopt.io import REPORT_FORMATS, STDIO, check_input_path, check_output_path, write_text_atomic
 from redactopt.judge.tolerances import LEAKAGE_RTOL
 
