@@ -67,7 +67,7 @@ from redactopt.model.chain import check_problem
 from redactopt.model.influence import side_matrix
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.dim import dim_enumerate
-from redactopt.solvers.scip_global import quiet_stderr, claimed_bound, raise_if_interrupted
+from redactopt.solvers.scip_global import quiet_stderr, claimed_bound, raise_if_interrupted, scip_rounds
 
 __all__ = ["propose_kglobal", "KGLOBAL_MAX_EPS"]
 
@@ -345,7 +345,7 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
     if verbose:
         m.hideOutput(False)  # PySCIPOpt has no showOutput: un-hide the log
     accepted = [mod.add_start(s) for s in verified]
-    with quiet_stderr(verbose):
+    with quiet_stderr(verbose), scip_rounds(m, "scip branch and bound"):
         m.optimize()
     status = m.getStatus()
     raise_if_interrupted(status)

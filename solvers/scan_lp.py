@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from redactopt import _progress
 from redactopt.judge.scan import exp_enclosure, ratio_within, side_within
 from redactopt.model.chain import Chain as KChain
 from redactopt.model.mechanism_classes import ScanMechanism, as_kchain, occupation, side_chain, side_chain_exact
@@ -1118,8 +1119,11 @@ def _search(sb: _SplitBoxes, best_v: float, best_a: tuple, tol_count: float, dea
     sb.best = best_v
     heap, finals, count, boxes = [(-sb.ub(lo, hi), 0, lo, hi)], [], 1, 1
     stopped = False
+    records = sb.left.spec.m + sb.right.spec.m + 1  # n: the gap per record, as the certificate states it
     while heap:
         ub, _, blo, bhi = heap[0]
+        if _progress.active():  # each box costs linear programs: one report per box is nothing
+            _progress.report("scan split search", boxes, None, note=f"gap {(-ub - best_v) / records:.2g}")
         if -ub - best_v <= tol_count:
             break
         if time.monotonic() > deadline or boxes >= max_boxes:
@@ -1283,9 +1287,10 @@ def _propose_scan(chain: object, n: int, *, eps: float, p: int, holder: bool, to
     half = len(specs) == 2 and swap_symmetric(kc)
     # the window grows for at most a tenth of the time per side (a shorter one only loosens the bound)
     start = _first_window(kc, eps)
-    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, start=start, half=half,
-                                              deadline=time.monotonic() + 0.1 * time_limit))
-            for s, sp_ in specs.items()}
+    with _progress.phase("scan window", sub=True):
+        orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, start=start, half=half,
+                                                  deadline=time.monotonic() + 0.1 * time_limit))
+                for s, sp_ in specs.items()}
     K = len(pairs_of(kc.k))
     extra_solves = 0
     if len(orcs) == 1:
@@ -1298,7 +1303,9 @@ def _propose_scan(chain: object, n: int, *, eps: float, p: int, holder: bool, to
     else:
         # the split search gets 60 % of the time (the coupled bound to 75 %): the two sides' designs (to 90 %) and the judge follow it
         # the target gap tol * n is shared: 3/4 to the split search, 1/16 to each side's design
-        bb = _branch_and_bound(orcs["left"], orcs["right"], eps, 0.75 * tol * n, t0 + 0.6 * time_limit, max_boxes)
+        with _progress.phase("scan split search", sub=True):
+            bb = _branch_and_bound(orcs["left"], orcs["right"], eps, 0.75 * tol * n, t0 + 0.6 * time_limit,
+                                   max_boxes)
         a = bb["split"]
         bound, boxes, stopped = bb["bound"], bb["boxes"], bb["stopped"]
         extra_solves = bb.get("solves", 0)
@@ -1306,16 +1313,19 @@ def _propose_scan(chain: object, n: int, *, eps: float, p: int, holder: bool, to
         if stopped and not holder and left > 0:  # every scan is a coupled scan: that LP's bound holds too
             from redactopt.solvers.coupled_lp import coupled_scan_bound
 
-            coupled = coupled_scan_bound(kc, n, eps=eps, p=p, time_limit=left)[0] * n
+            with _progress.phase("coupled bound", sub=True):
+                coupled = coupled_scan_bound(kc, n, eps=eps, p=p, time_limit=left)[0] * n
             bound = min(bound, math.nextafter(coupled, math.inf))
         design = orcs
         if half:  # the half-budget window was judged against a sure stop at 2 W: design on 1.5 W at once (at
             # n = 10^3 a sure stop there loses ~2e-6 where one at W lost 3e-3; side_design widens it if need be)
             design = {s: _SideOracle(o.spec, min(o.spec.m, o.W + o.W // 2)) if o.W < o.spec.m else o
                       for s, o in orcs.items()}
-        a, tables = _two_sided_design(design["left"], design["right"], a, eps, tol * n / 16, t0 + 0.9 * time_limit)
-        a, tables = _other_splits(design["left"], design["right"], a, tables, bb["value"], eps, tol * n,
-                                  t0 + 0.9 * time_limit)
+        with _progress.phase("scan sides", sub=True):
+            a, tables = _two_sided_design(design["left"], design["right"], a, eps, tol * n / 16,
+                                          t0 + 0.9 * time_limit)
+            a, tables = _other_splits(design["left"], design["right"], a, tables, bb["value"], eps, tol * n,
+                                      t0 + 0.9 * time_limit)
         extra_solves += sum(o.solves for s, o in design.items() if o is not orcs[s])
         split = {pr: float(v) for pr, v in zip(pairs_of(kc.k), a)}
     mech = _assemble(kc, n, p, holder, tables)

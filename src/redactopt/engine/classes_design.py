@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt._validate import check_eps, check_index, check_n, check_real
 from redactopt.judge.certify import Certificate, make_certificate
 from redactopt.judge.scan import verify_mechanism
@@ -322,7 +323,9 @@ def _table_class(kc: KChain, n: int, eps: float, p: int, holder: bool,
     bound: tuple[float, str, bool] = (math.inf, f"{name}-window-lp", False)
     info: dict = {"blocks": []}
     last = 0.0
-    for total in range(max(3, top - 3), top + 1):
+    sizes = range(max(3, top - 3), top + 1)
+    for i, total in enumerate(sizes):
+        _progress.report(f"{name} blocks", i, len(sizes), note=f"{total} records")
         left = deadline - time.monotonic()
         if left < max(0.2, 3 * kc.k * last):  # the next block's LP has 2k times the variables
             break
@@ -342,6 +345,7 @@ def _table_class(kc: KChain, n: int, eps: float, p: int, holder: bool,
             bound = (d.certificate.upper_bound, d.certificate.solver, False)
         if best is None or d.utility > best.utility:
             best = _Candidate(f"{name}-block", d.mechanism, d.utility, d.leakage.leakage, d.info["verdict"])
+    _progress.report(f"{name} blocks", len(sizes), len(sizes))
     if not math.isfinite(bound[0]):
         ub, win = window_bound(kc, n, eps=eps, p=p, holder=holder, total=3, deadline=deadline)
         bound = (ub, f"{name}-window-lp", False)
@@ -409,18 +413,22 @@ def design_class(chain: object, n: int, *, eps: float, p: int | Sequence[int] = 
                              "of a run are not built (docs/mathematics.md §7d)")
         if kc.k != 2 or isinstance(chain, VaryingChain):
             raise ValueError("a run of private records beyond the local class needs a two-state homogeneous chain")
-    for c in CLASSES[:CLASSES.index(cls) + 1]:
+    stages = CLASSES[:CLASSES.index(cls) + 1]
+    for i, c in enumerate(stages):
         spent += shares[c]
+        _progress.report("class design", i, len(stages), note=c)
         if c not in memo:
             deadline = t0 + spent * plan
-            if run is not None:
-                memo[c] = (_local_run(chain, n, eps, run, max(0.8 * (deadline - time.monotonic()), 0.01)) if c == "local"
-                           else _run_stage(c, kc, n, eps, run, prev, deadline, tol))  # type: ignore[arg-type]
-            elif c == "local":
-                memo[c] = _local(chain, n, eps, p, max(0.8 * (deadline - time.monotonic()), 0.01))
-            else:
-                memo[c] = _stage(c, kc, n, eps, p, prev, deadline, tol)
+            with _progress.phase(c, sub=True):
+                if run is not None:
+                    memo[c] = (_local_run(chain, n, eps, run, max(0.8 * (deadline - time.monotonic()), 0.01))
+                               if c == "local" else _run_stage(c, kc, n, eps, run, prev, deadline, tol))  # type: ignore[arg-type]
+                elif c == "local":
+                    memo[c] = _local(chain, n, eps, p, max(0.8 * (deadline - time.monotonic()), 0.01))
+                else:
+                    memo[c] = _stage(c, kc, n, eps, p, prev, deadline, tol)
         prev = memo[c]
+    _progress.report("class design", len(stages), len(stages))
     assert prev is not None
     return prev
 

@@ -13,10 +13,12 @@ it (``info["refuted_bounds"]``) and the next valid bound certifies.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_index, check_n
 from redactopt.engine.varying import VARYING_METHODS, design_varying
@@ -121,8 +123,10 @@ def design(
         ``"sgp"``, ``{"gap_limit": 1e-8}`` for ``"global"``, ``{"solver": "HIGHS"}`` for
         ``"dim-milp"``).
     progress : callable, optional
-        ``progress(stage, done, total)`` as optimisers finish (``stage`` names the one
-        running next, ``"design"`` at the end).
+        ``progress(stage, done, total)`` as optimisers finish (stage ``"design"``: optimisers done
+        of all; with ``cls`` beyond local, every stage the class design reports: its classes,
+        branch-and-bound boxes, blocks).  The command line watches the same reports through
+        :mod:`redactopt._progress` (docs/commands.md, "Progress").
     verbose : bool
         Let the solvers print their logs.
     whole : bool
@@ -159,10 +163,10 @@ def design(
         clamped; a refuted SCIP bound is discarded and listed in ``info["refuted_bounds"]``).
     """
     if cls != "local":
-        return _design_of_class(chain, n, eps=eps, p=p, cls=cls, time_limit=time_limit,
-                                given={"method": method != "optimal", "split": split != "auto", "rng": rng is not None,
-                                       "certify_time": certify_time != 0.0, "options": bool(options),
-                                       "progress": progress is not None, "verbose": verbose, "whole": whole})
+        given = {"method": method != "optimal", "split": split != "auto", "rng": rng is not None,
+                 "certify_time": certify_time != 0.0, "options": bool(options), "verbose": verbose, "whole": whole}
+        with _progress.watching(progress) if progress is not None else contextlib.nullcontext():
+            return _design_of_class(chain, n, eps=eps, p=p, cls=cls, time_limit=time_limit, given=given)
     if isinstance(chain, VaryingChain):
         chain = judged_chain(chain, check_n(n))
     if isinstance(chain, VaryingChain):  # steps that vary: the designs made for them (redactopt.engine.varying)

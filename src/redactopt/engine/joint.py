@@ -63,6 +63,7 @@ from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_eps, check_n, check_private
 from redactopt.engine.local import SOLVER_MAX_EPS
@@ -1200,7 +1201,8 @@ def _auto_tries(chain: MarkovChain, eps: float, priv: tuple[int, ...], built: di
         return [(k, built[k].parts()) for k in order]
     pi = chain.stationary
     skipped, ranked = {}, [(utilities[k], 1, k, built[k].parts()) for k in order]
-    for name in order:
+    for i, name in enumerate(order):
+        _progress.report("improve", i, len(order), note=name)
         blocks = _Blocks(n, [(s, b.copy()) for s, b in built[name].parts()])
         try:
             info.setdefault("improvement", {})[name] = blocks.improve(chain, eps, priv)
@@ -1208,6 +1210,7 @@ def _auto_tries(chain: MarkovChain, eps: float, priv: tuple[int, ...], built: di
             skipped[name] = str(exc)
             continue
         ranked.append((blocks.utility(pi), 0, "improved " + name, blocks.parts()))
+    _progress.report("improve", len(order), len(order))
     if skipped:
         info.setdefault("improvement", {})["skipped"] = skipped
     return [(name, parts) for _, _, name, parts in sorted(ranked, key=lambda r: (-r[0], r[1]))]
@@ -1222,15 +1225,19 @@ def _auto_sparse(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], 
     runs' window bounds, ``relax``)."""
     t0 = time.perf_counter()
     if windows is None:
-        windows = _run_windows(chain, n, eps, priv, time_limit, math.inf, RUN_AUTO_GRID)
+        with _progress.phase("run windows", sub=True):
+            windows = _run_windows(chain, n, eps, priv, time_limit, math.inf, RUN_AUTO_GRID)
     relax = list(_run_relaxations(windows) if relax is None else relax)
     pi = chain.stationary
     errors: dict[str, str] = {}
     utilities: dict[str, float] = {}
     built: dict[str, _Blocks] = {}
-    for name, make in _auto_makers(chain, n, eps, priv, time_limit, windows).items():
+    makers = _auto_makers(chain, n, eps, priv, time_limit, windows)
+    for i, (name, make) in enumerate(makers.items()):
+        _progress.report("candidates", i, len(makers), note=name)
         try:
-            built[name] = make()
+            with _progress.phase("candidates", sub=True):
+                built[name] = make()
         except PrivacyCheckError as exc:
             errors[name] = str(exc)
             continue
@@ -1242,10 +1249,17 @@ def _auto_sparse(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], 
         info["failed"] = errors
     if windows:
         info["runs"] = [_run_info(w) for w in windows]
-    tries = _auto_tries(chain, eps, priv, built, utilities, improve, info, n)
+    _progress.report("candidates", len(makers), len(makers))
+    with _progress.phase("improve", sub=True):
+        tries = _auto_tries(chain, eps, priv, built, utilities, improve, info, n)
     # every candidate's region certificates bound every private mechanism (they depend on the
     # regions' geometry only): the smallest total certifies whichever candidate is returned
-    certified = [_block_regions(chain, n, eps, priv, parts, relax) for _, parts in tries]
+    certified = []
+    with _progress.phase("bounds", sub=True):
+        for i, (name, parts) in enumerate(tries):
+            _progress.report("bounds", i, len(tries), note=name)
+            certified.append(_block_regions(chain, n, eps, priv, parts, relax))
+        _progress.report("bounds", len(tries), len(tries))
     total = min(t for _, t in certified)
     best_bound_, solver, won = _whole_bound(n, priv, (total, "regions"), relax)
     bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)

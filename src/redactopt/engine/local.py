@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt._validate import check_real
 from redactopt.engine.ladder import judge_candidate
 from redactopt.engine.registry import METHODS, TARGET_GAP, portfolio, solver_for
@@ -146,8 +147,7 @@ def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solv
     skipped: list[str] = []
     deadline = time.monotonic() + problem.time_limit
     for i, (solver, opts) in enumerate(runs):
-        if progress is not None:
-            progress("design", i, len(runs))
+        _tell(progress, "design", i, len(runs), note=solver.method)
         left = deadline - time.monotonic()
         if judged and left <= 0.0 and not solver.cheap:  # the time limit is the design's: nothing more starts
             skipped.append(f"{solver.method}: the time limit had passed")
@@ -165,18 +165,19 @@ def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solv
             # caller gave (0 included, which the solver refuses) is passed on as given
             kw["time_limit"] = min(float(kw["time_limit"]), max(left, MIN_SOLVER_SECONDS))
         try:
-            cand = solver.propose(problem, **kw)
+            with _progress.phase(solver.method, sub=True):
+                cand = solver.propose(problem, **kw)
         except SolverTimeout as exc:  # nothing to propose within the time left: the others stand
             skipped.append(f"{solver.method}: the time limit had passed ({exc})")
             continue
         if not bounds_hold:
             cand = dataclasses.replace(cand, upper_bound=None)
-        q, u, how, why = judge_candidate(chain, cand, eps=eps, p=p)
+        with _progress.phase("judge", sub=True):
+            q, u, how, why = judge_candidate(chain, cand, eps=eps, p=p)
         refused += why
         if q is not None:
             judged.append((cand, q, u, how))
-    if progress is not None:
-        progress("design", len(runs), len(runs))
+    _tell(progress, "design", len(runs), len(runs))
     if not judged:
         # every proposal failed: full redaction leaks nothing and is always a valid answer
         q = np.ones((n, chain.k))
@@ -202,6 +203,13 @@ def _judge_runs(problem: Problem, eps: float, method: str, runs: list[tuple[Solv
         info["skipped"] = skipped
     return finalize(chain, q, private=[p], eps=eps, method=method, upper_bound=bound,
                     solver=solver_name, info=info, tol=0.0, stopped=stopped or out_of_time, class_bound=class_bound)
+
+
+def _tell(progress: Progress | None, stage: str, done: int, total: int, note: str | None = None) -> None:
+    """``progress`` (the caller's) and whoever watches the run (:mod:`redactopt._progress`)."""
+    if progress is not None and progress is not _progress.report:
+        progress(stage, done, total)
+    _progress.report(stage, done, total, note=note)
 
 
 def _open_gap(judged: list[tuple[Candidate, np.ndarray, float, dict]], lemma2: float, bounds_hold: bool) -> float:

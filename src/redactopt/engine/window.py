@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt._validate import check_eps, check_n, check_private
 from redactopt.engine.local import MIN_SOLVER_SECONDS, Progress, design_whole
 from redactopt.engine.registry import METHODS
@@ -124,6 +125,7 @@ def design_window(chain: MarkovChain, n: int, *, eps: float, p: int, method: str
             res = memo[key]
         else:
             left = max(deadline - time.monotonic(), MIN_SOLVER_SECONDS)
+            _progress.report("window", hi - lo + 1, None, note=f"records {lo + 1}-{hi + 1} of {n}")
             res = design_whole(chain, hi - lo + 1, eps=eps, p=p - lo, method=method, time_limit=left,
                                **kw)  # type: ignore[arg-type]
             if memo is not None:

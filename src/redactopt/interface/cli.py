@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import sys
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -24,7 +25,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from redactopt import datasets
+from redactopt import _progress, datasets
 from redactopt.version import __version__
 from redactopt._validate import check_n
 from redactopt.engine.compare import compare_point, compare_states_point, design_point
@@ -68,7 +69,7 @@ from redactopt.interface.options import (
     show_required,
 )
 from redactopt.interface.outputs import Output, check_outputs, existing_file, text_kind
-from redactopt.interface.progress import Bars, iterate, progress_enabled
+from redactopt.interface.progress import Bars, iterate, phase_line, phases_of, progress_enabled, watched
 from redactopt.io import (STDIO, atomic_open, check_input_path, check_writable, design_to_dict, read_mechanisms,
                           write_output)
 from redactopt.judge.attack import attack
@@ -620,28 +621,31 @@ def _cmd_design(args: argparse.Namespace) -> int:
     if matrix and args.method not in KSTATE_METHODS and not chain.binary:
         raise UsageError(f"--method {args.method} has no k-state form (it is built on the two values of a binary "
                          f"record); with a {chain.k}-state --transition use one of {', '.join(KSTATE_METHODS)}")
-    # a bar on stderr for designs longer than a second; none for JSON going to a pipe
-    shown = progress_enabled(args.quiet) and not (fmt == "json" and not sys.stdout.isatty())
+    # bars on stderr (a terminal) for designs longer than a second: main() watches (redactopt._progress)
     try:
-        with Bars(shown, unit="optimisers", delay=1.0) as bars:
-            res = _design_for(args, chain, n, private, bars)
+        res = _design_for(args, chain, n, private)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt design: privacy check failed: {exc}\n")
         return EXIT_FAIL
     if fmt == "json":
-        _write_output(json.dumps(design_to_dict(res), indent=2), args.out, args.force)
+        d = design_to_dict(res)
+        if args.out in (None, STDIO):  # the times on standard output only: a mechanism file stays reproducible
+            d["phases"] = phases_of(args)
+        _write_output(json.dumps(d, indent=2), args.out, args.force)
     elif fmt == "csv":
         _write_chunks(report.design_csv(res) if is_markov(res.chain) else [report.states_csv(res)],
                       args.out, args.force)
     elif not is_markov(res.chain):  # a chain given as a matrix (not a MarkovChain's): its states' labels
-        dim = None if args.no_compare else (
-            res if args.method == "dim" else
-            design_sparse(chain, n, eps=args.eps, p=private[0], method="dim") if len(private) == 1 else
-            design_joint_sparse(chain, n, eps=args.eps, private=private, method="dim"))
+        with _progress.phase("compare"):
+            dim = None if args.no_compare else (
+                res if args.method == "dim" else
+                design_sparse(chain, n, eps=args.eps, p=private[0], method="dim") if len(private) == 1 else
+                design_joint_sparse(chain, n, eps=args.eps, private=private, method="dim"))
         _write_output(report.states_table(res, dim), args.out, args.force)
     else:
         several = len(private) > 1
-        alts = None if args.no_compare or several else report.alternatives_for(res, time_limit=args.time_limit)
+        with _progress.phase("compare"):
+            alts = None if args.no_compare or several else report.alternatives_for(res, time_limit=args.time_limit)
         _write_output(report.design_table(res, alts), args.out, args.force)
     maybe_plot_design(args, res)
     return EXIT_OK
@@ -689,8 +693,8 @@ def _cmd_design_varying(args: argparse.Namespace, chain: VaryingChain) -> int:
     return EXIT_OK
 
 
-def _design_for(args: argparse.Namespace, chain: MarkovChain | ChainClass, n: int, private: list[int],
-                bars: Any) -> DesignResult | SparseDesign:
+def _design_for(args: argparse.Namespace, chain: MarkovChain | ChainClass, n: int,
+                private: list[int]) -> DesignResult | SparseDesign:
     """One private record: ``design`` where its window is the whole sequence, else the sparse window
     design (any n, memory of the window); several, or ``--method auto``: the joint design of
     ``apply`` (:func:`~redactopt.engine.joint.design_joint_sparse`), exactly verified about each."""
@@ -698,7 +702,7 @@ def _design_for(args: argparse.Namespace, chain: MarkovChain | ChainClass, n: in
         return design_joint_sparse(chain, n, eps=args.eps, private=private, method=args.method,
                                    time_limit=args.time_limit)
     kw = dict(method=args.method, split="auto" if args.split is None else args.split, time_limit=args.time_limit,
-              certify_time=args.certify_time or 0.0, progress=bars)
+              certify_time=args.certify_time or 0.0)
     base = chain.nominal if isinstance(chain, ChainClass) else chain
     if covers(base, n, args.eps, private[0]):
         return design(chain, n, eps=args.eps, p=private[0], **kw)  # type: ignore[arg-type]
@@ -971,7 +975,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             # a numpy RuntimeWarning is not for a user to see, except with REDACTOPT_DEBUG
             if not os.environ.get("REDACTOPT_DEBUG"):
                 warnings.simplefilter("ignore", RuntimeWarning)
-            status = int(args.func(args))
+            # progress of every long run on a terminal, and the phase times (issue 37, item 3)
+            with watched(progress_enabled(getattr(args, "quiet", False)), title=f"redactopt {args.command}") \
+                    as (bars, watch):
+                args._watch = watch
+                status = int(args.func(args))
+            if bars.enabled and watch.phases and time.perf_counter() - watch.started >= bars.delay:
+                sys.stderr.write(phase_line(args.command, watch) + "\n")
         sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at exit
     except (UsageError, ValueError, TypeError, FileExistsError, FileNotFoundError, IsADirectoryError,
             PermissionError, MissingExtraError) as exc:

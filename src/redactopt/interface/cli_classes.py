@@ -18,6 +18,7 @@ import json
 import sys
 from typing import Any
 
+from redactopt.interface.progress import phases_of
 from redactopt.errors import PrivacyCheckError, UsageError
 from redactopt.interface.cli_report import check_plot
 from redactopt.interface.options import EXIT_FAIL, EXIT_OK, parse_positions, refuse_given
@@ -155,7 +156,8 @@ def cmd_class_design(args: argparse.Namespace) -> int:
     d = design_class(chain, n, eps=eps, p=private if is_run else private[0], cls=cls, time_limit=args.time_limit)
     mech_file = json.dumps(d.to_dict(), indent=2)
     if args.out is None or args.out == STDIO:
-        write_output(mech_file if fmt == "json" or args.out == STDIO else format_text(d), None)
+        shown = json.dumps(dict(d.to_dict(), phases=phases_of(args)), indent=2) if fmt == "json" else mech_file
+        write_output(shown if fmt == "json" or args.out == STDIO else format_text(d), None)
         return EXIT_OK
     if fmt == "text":
         write_output(format_text(d), None)
@@ -292,7 +294,7 @@ def cmd_class_apply(args: argparse.Namespace) -> int:
         summary = {k: rep[k] for k in keys}
         summary.update(chain={k: rep["chain"][k] for k in ("source", "transition")}, report=args.report,
                        sequences=len(rep["sequences"]), designs=len(rep["designs"]),
-                       fit_rows=rep["chain"].get("fit_rows"))
+                       fit_rows=rep["chain"].get("fit_rows"), phases=phases_of(args))
         text = json.dumps(summary, indent=2)
     else:
         text = "\n".join(_apply_lines(rep, args) + release_lines(rep["columns"], rep["chain"].get("fit_rows"),

@@ -30,7 +30,8 @@ from redactopt.interface.options import (
 from redactopt.interface.cli_classes import add_class_option
 from redactopt.interface.cli_ledger import add_ledger_options, ledger_lines, open_ledger
 from redactopt.interface.cli_report import add_html_option, check_html, maybe_write_html
-from redactopt.interface.progress import Bars, progress_enabled
+from redactopt import _progress
+from redactopt.interface.progress import phases_of
 from redactopt.interface.report import release_lines
 from redactopt.io import STDIO, stdin_as_file
 from redactopt.model.classes import parse_range
@@ -112,20 +113,22 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     spec = None if args.varies_with is None else parse_varies_with(args.varies_with)
     options = dict(smoothing=args.smoothing or "kt") if args.categorical else {}
-    with stdin_as_file(args.input) as path, Bars(progress_enabled(args.quiet)) as bars:
-        state, labels, source, where = _fit_scan(args, path, spec, bars)
+    with stdin_as_file(args.input) as path:  # progress: main() watches (redactopt._progress)
+        state, labels, source, where = _fit_scan(args, path, spec, _progress.report)
         if state.rows == 0:
             raise UsageError(f"{where}: no data rows")
         try:
-            fit = fit_counts(state.counts(), tuple(labels), confidence=args.confidence, interval=args.interval,
-                             **options)
+            with _progress.phase("fit"):
+                fit = fit_counts(state.counts(), tuple(labels), confidence=args.confidence,
+                                 interval=args.interval, **options)
         except ValueError as exc:
             if not args.categorical:
                 raise
             raise UsageError(f"{args.input}: {exc}") from None
-        alt = model_alternatives(source, column=args.column, by=args.by, order_by=args.order_by, varies_with=spec,
-                                 labels=tuple(labels), categorical=args.categorical, fit=fit,
-                                 confidence=args.confidence, interval=args.interval, **options)
+        with _progress.phase("check"):
+            alt = model_alternatives(source, column=args.column, by=args.by, order_by=args.order_by,
+                                     varies_with=spec, labels=tuple(labels), categorical=args.categorical, fit=fit,
+                                     confidence=args.confidence, interval=args.interval, **options)
     if (args.format or "text") == "json":
         d: dict[str, Any] = {"input": str(args.input), "column": args.column, "by": args.by,
                              "order_by": args.order_by}
@@ -494,14 +497,14 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
             rep = apply_dask(args.input, args.out, **kwargs)
         else:
-            with Bars(progress_enabled(args.quiet)) as bars:
-                rep = apply_table(args.input, args.out, progress=bars, workers=args.workers, **_chunk(args),
-                                  **kwargs, **issue36)
+            rep = apply_table(args.input, args.out, progress=_progress.report, workers=args.workers, **_chunk(args),
+                              **kwargs, **issue36)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL
     summary = _summary(rep, args.report)
-    text = json.dumps(summary, indent=2) if (args.format or "text") == "json" else _summary_text(summary)
+    text = json.dumps(dict(summary, phases=phases_of(args)), indent=2) if (args.format or "text") == "json" \
+        else _summary_text(summary)
     stdout_taken = STDIO in (args.out, args.report)
     if not (stdout_taken and args.quiet):
         print(text, file=sys.stderr if stdout_taken else sys.stdout)
@@ -533,7 +536,8 @@ def _cmd_apply_varying(args: argparse.Namespace) -> int:
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL
-    text = json.dumps(rep, indent=2, default=str) if (args.format or "text") == "json" else _varying_text(rep, args)
+    text = json.dumps(dict(rep, phases=phases_of(args)), indent=2, default=str) if (args.format or "text") == "json" \
+        else _varying_text(rep, args)
     stdout_taken = STDIO in (args.out, args.report)
     if not (stdout_taken and args.quiet):
         print(text, file=sys.stderr if stdout_taken else sys.stdout)
@@ -648,16 +652,16 @@ def _cmd_apply_categorical(args: argparse.Namespace) -> int:
             rep = apply_dask(args.input, args.out, column=args.column, protect=args.protect, bins=args.bin,
                              categorical=True, **kwargs)
         else:  # streamed, chunk by chunk
-            with Bars(progress_enabled(args.quiet)) as bars:
-                rep = apply_states_table(args.input, args.out, column=args.column, protect=args.protect,
-                                         bins=args.bin, progress=bars, **_chunk(args), **kwargs,
-                                         cover=args.cover, public_report=args.public_report,
-                                         accept_model=args.accept_model)
+            rep = apply_states_table(args.input, args.out, column=args.column, protect=args.protect,
+                                     bins=args.bin, progress=_progress.report, **_chunk(args), **kwargs,
+                                     cover=args.cover, public_report=args.public_report,
+                                     accept_model=args.accept_model)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL
     rep["input"] = str(args.input)
-    text = json.dumps(_kapply_summary(rep, args), indent=2) if (args.format or "text") == "json" else \
+    text = json.dumps(dict(_kapply_summary(rep, args), phases=phases_of(args)), indent=2) \
+        if (args.format or "text") == "json" else \
         _kapply_text(rep, args)
     stdout_taken = STDIO in (args.out, args.report)
     if not (stdout_taken and args.quiet):

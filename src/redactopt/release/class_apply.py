@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from redactopt import _progress
 from redactopt.classes_io import CLASS_REPORT_FORMAT, is_class_report, mechanism_from_dict
 from redactopt.errors import PrivacyCheckError
 from redactopt.model.chain import Chain as KChain
@@ -108,6 +109,7 @@ def _combined_utility(mechs: list[Any]) -> float:
 MIN_CLASS_SECONDS = 0.2
 
 
+@_progress.timed("design")
 def _class_plan(chain: KChain, fit: ChainFit | None, labels_all: list[str], codes: np.ndarray,
                 seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]], *, eps: float, cls: str,
                 seed: int | None, time_limit: float) -> _ClassPlan:
@@ -122,6 +124,7 @@ def _class_plan(chain: KChain, fit: ChainFit | None, labels_all: list[str], code
         if not priv or (int(rows.size), priv) in plan.keys:
             continue
         share = max((deadline - time.monotonic()) / max(todo - len(plan.keys), 1), MIN_CLASS_SECONDS)
+        _progress.report("designs", len(plan.keys), todo)
         values = state_of[codes[rows]]
         bad = np.flatnonzero(values < 0)
         if bad.size:
@@ -140,6 +143,7 @@ def _class_plan(chain: KChain, fit: ChainFit | None, labels_all: list[str], code
         plan.first.append(rel)
         plan.mechs.append(mechs)
         plan.utility.append(_combined_utility(mechs))
+    _progress.report("designs", len(plan.keys), todo)
     return plan
 
 
@@ -156,6 +160,7 @@ def _hidden(plan: _ClassPlan, j: int, sid: Any, values: np.ndarray, priv: tuple[
     return out < 0
 
 
+@_progress.timed("draw")
 def _class_released(table: pd.DataFrame, plan: _ClassPlan, seqs: list[tuple[Any, np.ndarray]],
                     privs: list[tuple[int, ...]], codes: np.ndarray, flags: np.ndarray, *, cls: str, eps: float,
                     seed: int | None, cols: list[str], bins: dict, values_out: dict[str, pd.Series],

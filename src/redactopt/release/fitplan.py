@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt.release.data import ScanState, check_private_positions
 from redactopt.release.fit import ChainFit, TransitionCounts, fit_counts
 from redactopt.release.plan import ReleasePlan, plan_release
@@ -85,6 +86,7 @@ def fit_outside(out: Outside, labels: list[str], labels_all: list[str], sequence
 ZONE_METHODS: dict[str, str] = {"optimal": "auto"}
 
 
+@_progress.timed("fit")
 def plan_fitted(state: ScanState, *, tally: Tally, private: list[int] | None,
                 fit_on: TransitionCounts | None = None, fit_on_label: str | None = None,
                 **design: Any) -> tuple[ReleasePlan, dict[str, Any]]:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from redactopt import _progress
 from redactopt.io import STDIO, check_input_path, check_output_path
 from redactopt.release.columns import Bins, parse_bins, parse_columns
 from redactopt.release.fit import ChainFit, fit_counts
@@ -95,9 +96,12 @@ def _scan(reader: Any, *, column: str, by: str | None, private_column: str | Non
         state = state.merge(ScanState.of_chunk(values, ids, flags, k=codec.k))
         if progress is not None:
             progress("scan", state.rows, None)
+        if by and _progress.active():
+            _progress.report("sequences", len(state.ids), None)
     return state, tally
 
 
+@_progress.timed("read")
 def scan(reader: Any, *, column: str, by: str | None = None, private_column: str | None = None,
          progress: Progress | None = None, private: PrivateIndex | None = None, codec: Any = None,
          private_rows: list | None = None, watch: Any = None) -> tuple[ScanState, tuple[str, ...]]:
@@ -292,6 +296,7 @@ class Output:
         self.first_row += len(chunk)
 
 
+@_progress.timed("write")
 def write_redacted(reader: Any, writer: TableWriter, redactor: Redactor, index: SequenceIndex, span: Span, *,
                    column: str, by: str | None, binary: tuple[str, ...] = (),
                    progress: Progress | None = None, output: Output | None = None, codec: Any = None) -> np.ndarray:
@@ -353,6 +358,7 @@ def splice_targets(reader: TableReader, redactor: Redactor, index: SequenceIndex
     return Targets(*(np.concatenate(parts) for parts in zip(*found)))
 
 
+@_progress.timed("write")
 def write_csv(reader: TableReader, writer: TableWriter, redactor: Redactor, index: SequenceIndex, span: Span, *,
               column: str, by: str | None, binary: tuple[str, ...] = (),
               progress: Progress | None = None, output: Output | None = None, codec: Any = None) -> np.ndarray:
@@ -522,6 +528,7 @@ def _read_columns(reader: Any, columns: list[str], binary: tuple[str, ...]) -> t
     return table, binary
 
 
+@_progress.timed("read")
 def ordered_scan(reader: Any, *, column: str, by: str | None, private_column: str | None, order_by: str,
                  codec: Any = None, private_rows: list | None = None) -> tuple[ScanState, Ordered]:
     """The scan of a table whose sequences are ordered by ``order_by`` (:mod:`redactopt.release.order`).
@@ -595,7 +602,8 @@ def plan_scan(reader: Any, *, column: str, by: str | None, private_column: str |
         # the bytes and the parser may disagree (an irregular file): then design for what the parser read
         if state.rows != n:
             state, covered = guard.draw_cover(state, private)
-        plan = planned.result() if state.rows == n else plan_release(state, private=covered, **design)
+        with _progress.phase("design"):  # what is left of the design once the values are checked
+            plan = planned.result() if state.rows == n else plan_release(state, private=covered, **design)
         return state, binary, plan, {"source": "given"}, None
     else:
         one_pass = private is not None and by is None and design["alpha"] is None and fit_on is None and not guard.k

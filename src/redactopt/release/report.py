@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt.io import (
     REPORT_FORMAT,
     STDIO,
@@ -154,6 +155,7 @@ def shape_entries(plan: ReleasePlan) -> list[dict[str, Any]]:
     return [shape_entry(plan, i, int(uses[i])) for i in range(len(plan.shapes))]
 
 
+@_progress.timed("report")
 def build_report(plan: ReleasePlan, *, redacted: np.ndarray, source: BitSource, seed: int | None,
                  extra: dict[str, Any], sequences: str = "auto", to_file: bool = False,
                  ) -> tuple[dict[str, Any], Iterator[dict[str, Any]] | None]:
@@ -284,6 +286,7 @@ def _write_rows(path: Path, rows: Iterable[dict[str, Any]], fmt: str, force: boo
                 writer.close()
 
 
+@_progress.timed("report")
 def write_report(path: str | os.PathLike[str], report: dict[str, Any], *, force: bool = False,
                  rows: Iterable[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Write a report as JSON through a temporary file and a rename (``-``: standard output).

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from redactopt import _progress
 from redactopt._validate import check_eps
 from redactopt.io import STDIO, stdin_as_file, write_text_atomic
 from redactopt.model.chain import Chain
@@ -309,6 +310,7 @@ def released_column(col: pd.Series, mask: np.ndarray) -> pd.Series:
     return out
 
 
+@_progress.timed("fit")
 def plan_states(state: ScanState, codec: StatesCodec, *, tally: Any, chain: Chain | None, fitted: ChainFit | None,
                 private: list[int] | None, fit_kw: dict, design: dict) -> tuple[KPlan, dict[str, Any]]:
     """The plan at the chain given, fitted on a public table, or fitted on the rows the release publishes with

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt.engine.joint import STATES_AUTO_OPTIMAL_MAX, design_states_release
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import verify
@@ -96,6 +97,7 @@ class KPlan:
         return self.mechs[self.keys.index((m, priv))]
 
 
+@_progress.timed("design")
 def kplan_of(chain: KChain, fit: ChainFit | None, state: ScanState, *, private: list[int] | None = None,
              state_of: np.ndarray | None = None, eps: float, method: str, time_limit: float,
              workers: int | None = None, map_designs: Any = None) -> KPlan:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from redactopt import _progress
 from redactopt._validate import check_eps, check_positions
 from redactopt import _tempfiles
 from redactopt.io import check_input_path, new_file_mode, write_json_atomic
@@ -181,6 +182,7 @@ def prepare_table(table: pd.DataFrame, *, column: str | None, protect: Any, bins
                                                      for _, rows in seqs])
 
 
+@_progress.timed("fit")
 def plan_chain(prep: PreparedTable, plan_for: Any, *, chain: KChain | None, fit_on: pd.DataFrame | None,
                fit_kw: dict, reach_of: Any = None) -> tuple[Any, dict]:
     """``plan_for`` at the chain given, fitted on ``fit_on`` (a separate public table, already converted),
@@ -359,14 +361,17 @@ def release_file(input: str | os.PathLike[str], output: str | os.PathLike[str],
     for path in (src, out_path):
         table_format(path)  # a name whose format is unknown is refused before anything is read
     public = None
-    if fit_on is not None:
-        public, _ = read_table(check_input_path(fit_on))
-    df, layout = read_table(src)
+    with _progress.phase("read"):
+        if fit_on is not None:
+            public, _ = read_table(check_input_path(fit_on))
+        df, layout = read_table(src)
     released, rep = release(df, public)
     if fit_on is not None:
         rep["chain"]["fit_rows"]["table"] = str(fit_on)
-    write_release(released, df, layout, out_path)
+    with _progress.phase("write"):
+        write_release(released, df, layout, out_path)
     rep = {"input": str(input), "output": str(output), "input_format": layout.kind, **rep}
     if report is not None:
-        write_json_atomic(report, rep, force=force)
+        with _progress.phase("report"):
+            write_json_atomic(report, rep, force=force)
     return rep
