@@ -272,10 +272,17 @@ def class_apply_frame(table: pd.DataFrame, *, cls: str, eps: float, column: str 
     if cls == "scan":  # refused before any design or fit
         _one_private_each(prep.seqs, prep.privs, 2 if binary else len(prep.labels))
 
+    # the time limit is the design phase's as a whole: a chain given or fitted on a public table is designed once
+    # and gets all of it; the zone rule (pilot, refits) designs again, so each of its plans gets half of what is left
+    deadline = time.monotonic() + float(time_limit)
+    once = chain is not None or fit_on is not None
+
     def plan_for(fit: ChainFit | KChain) -> _ClassPlan:
         ch = fit if isinstance(fit, KChain) else fit.chain
+        left = deadline - time.monotonic()
+        share = max(left if once else 0.5 * left, MIN_CLASS_SECONDS)
         return _class_plan(ch, None if isinstance(fit, KChain) else fit, prep.labels, prep.codes, prep.seqs,
-                           prep.privs, eps=prep.eps, cls=cls, seed=seed, time_limit=time_limit)
+                           prep.privs, eps=prep.eps, cls=cls, seed=seed, time_limit=share)
 
     if fit_on is not None and binary:
         fit_on = _binary_column(fit_on, prep.cols[0])
