@@ -13,8 +13,8 @@ data for each form of the chain (best of ``--repeat`` runs after a warm-up):
 * ``lemma2``: the Lemma 2 upper bound at ``n``;
 * ``design``: ``design`` (binary) / ``kdesign`` (matrix, k = 3) at n = 100.
 
-The matrix form goes through the k-state names (``kleakage``, ``kaudit``, ...), which exist on
-every version since 0.2: run the script on two checkouts to compare before and after.
+The matrix form goes through the one API (``leakage``, ``lemma2_upper_bound`` on a ``Chain``; the k-prefixed
+shims of 0.2-0.4 are gone since issue 35: to time an older checkout use ``benchmarks/one_model.py``).
 Targets (issue 25): binary dense leakage >= 1e7 records/s; the matrix form of a two-state chain
 as fast as the binary one; k-state windows at least as fast as before.
 """
@@ -32,15 +32,12 @@ from _common import out_dir, parser, write_table  # noqa: E402
 from redactopt.engine.design import design  # noqa: E402
 from redactopt.engine.kdesign import kdesign  # noqa: E402
 from redactopt.judge.audit import audit  # noqa: E402
-from redactopt.judge.kaudit import kaudit  # noqa: E402
-from redactopt.judge.kleakage import kleakage, kleakage_segment  # noqa: E402
-from redactopt.judge.klemma2 import klemma2_upper_bound  # noqa: E402
-from redactopt.judge.leakage import leakage  # noqa: E402
+from redactopt.judge.audit import kaudit  # noqa: E402
+from redactopt.judge.leakage import leakage, leakage_segment  # noqa: E402
 from redactopt.judge.lemma2 import lemma2_upper_bound  # noqa: E402
 from redactopt.model.chain import MarkovChain  # noqa: E402
-from redactopt.model.kchain import KChain  # noqa: E402
+from redactopt.model.chain import Chain  # noqa: E402
 from redactopt.solvers.dim import dim_enumerate  # noqa: E402
-from redactopt.solvers.kdim import kdim_enumerate  # noqa: E402
 
 P3 = [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]]
 P4 = [[0.5, 0.2, 0.2, 0.1], [0.1, 0.6, 0.2, 0.1], [0.2, 0.1, 0.5, 0.2], [0.25, 0.25, 0.25, 0.25]]
@@ -55,7 +52,7 @@ def _best(fn, repeat: int) -> float:
 
 def _forms(binary: MarkovChain) -> list[tuple[str, object]]:
     """The chain as the binary constructor and as the exact 2x2 matrix it stands for."""
-    return [("binary", binary), ("matrix k=2", KChain.from_binary(binary))]
+    return [("binary", binary), ("matrix k=2", Chain.from_binary(binary))]
 
 
 def _utility(chain: object, cand: object) -> float:
@@ -64,13 +61,13 @@ def _utility(chain: object, cand: object) -> float:
 
 
 def _leak(chain: object) -> object:
-    return leakage if isinstance(chain, MarkovChain) else kleakage
+    return leakage  # one leakage for every chain form
 
 
 def _leakage_rows(n: int, repeat: int, rng: np.random.Generator) -> list[dict]:
     rows = []
     p = n // 2
-    chains = _forms(MarkovChain(0.01, 0.8)) + [("k=3", KChain(P3)), ("k=4", KChain(P4))]
+    chains = _forms(MarkovChain(0.01, 0.8)) + [("k=3", Chain(P3)), ("k=4", Chain(P4))]
     for form, chain in chains:
         k = chain.transition_matrix.shape[0]
         q = rng.uniform(0.3, 1.0, (n, k))
@@ -85,9 +82,9 @@ def _leakage_rows(n: int, repeat: int, rng: np.random.Generator) -> list[dict]:
         rows.append({"case": "leakage window 400", "form": form, "n": n, "seconds": t, "records_per_s": n / t,
                      "value": _leak(chain)(chain, w, p).leakage})
         if not isinstance(chain, MarkovChain):
-            t = _best(lambda: kleakage_segment(chain, w, p), repeat)
+            t = _best(lambda: leakage_segment(chain, w, p), repeat)
             rows.append({"case": "segment window 400", "form": form, "n": n, "seconds": t,
-                         "records_per_s": n / t, "value": kleakage_segment(chain, w, p).leakage})
+                         "records_per_s": n / t, "value": leakage_segment(chain, w, p).leakage})
         judge = audit if isinstance(chain, MarkovChain) else kaudit
         t = _best(lambda: judge(chain, w, private=[p], eps=5.0), repeat)
         rows.append({"case": "audit window 400", "form": form, "n": n, "seconds": t, "records_per_s": n / t,
@@ -99,16 +96,16 @@ def _model_rows(n: int, repeat: int) -> list[dict]:
     rows = []
     for a, b in DIM_CHAINS:
         for form, chain in _forms(MarkovChain(a, b)):
-            dim = dim_enumerate if isinstance(chain, MarkovChain) else kdim_enumerate
+            dim = dim_enumerate
             t = _best(lambda: dim(chain, 1000, eps=1.0, p=500), repeat)
             rows.append({"case": f"dim n=1000 alpha={a} beta={b}", "form": form, "n": 1000, "seconds": t,
                          "records_per_s": 1000 / t, "value": _utility(chain, dim(chain, 1000, eps=1.0, p=500))})
     for form, chain in _forms(MarkovChain(0.01, 0.8)):
-        bound = lemma2_upper_bound if isinstance(chain, MarkovChain) else klemma2_upper_bound
+        bound = lemma2_upper_bound
         t = _best(lambda: bound(chain, n, eps=1.0, private=[n // 2]), repeat)
         rows.append({"case": "lemma2", "form": form, "n": n, "seconds": t, "records_per_s": n / t,
                      "value": bound(chain, n, eps=1.0, private=[n // 2])})
-    for form, chain in _forms(MarkovChain(0.2, 0.3)) + [("k=3", KChain(P3))]:
+    for form, chain in _forms(MarkovChain(0.2, 0.3)) + [("k=3", Chain(P3))]:
         run = design if isinstance(chain, MarkovChain) else kdesign
         t = _best(lambda: run(chain, 100, eps=1.0, p=50), max(1, repeat // 2))
         rows.append({"case": "design n=100", "form": form, "n": 100, "seconds": t, "records_per_s": 100 / t,

@@ -355,7 +355,7 @@ Measure = Cli | Clis | Py | Bench
 # The catalogue
 # --------------------------------------------------------------------------------------------------
 
-KINDS = ("measured", "history", "experiment", "limit", "data", "unmeasured")
+KINDS = ("measured", "history", "experiment", "limit", "data", "example", "unmeasured")
 
 
 @dataclass(frozen=True)
@@ -402,6 +402,10 @@ def L(doc: str, needle: str, reason: str) -> Timing:
 
 def D(doc: str, needle: str, reason: str = "minutes of data, not a time of the software") -> Timing:
     return Timing(doc, needle, "data", reason=reason)
+
+
+def E(doc: str, needle: str, reason: str = "an example of an output's format, not a claim about speed") -> Timing:
+    return Timing(doc, needle, "example", reason=reason)
 
 
 def U(doc: str, needle: str, reason: str) -> Timing:
@@ -497,10 +501,15 @@ POL_T = ("price_of_locality.py", ("--part", "targets"))
 SIGNALS = ("signals.py", ("--repeat", "1"))
 HTML = ("html_report.py", ())
 KREL = ("kstate_release.py", ())
+LEDGER = ("ledger_extend.py", ())
+PROGRESS = ("progress_overhead.py", ())
+STARTUP = ("startup.py", ())
+RUNSCAN = ("run_scan.py", ())
 
 _COST = {LEAK: 15, APPLY4: 150, APPLY16: 500, FF_REL: 90, FF_K: 15, FF_SCAN: 40, FF_GAP: 70,
          RUNS_WALK: 100, RUNS_GRID: 900, SWEEP: 500, KSPEED: 400, MANY: 400, DASK: 200, ATTACK: 60,
-         STATES: 600, POL_T: 300, SIGNALS: 300, HTML: 90, KREL: 120}
+         STATES: 600, POL_T: 300, SIGNALS: 300, HTML: 90, KREL: 120, LEDGER: 90, PROGRESS: 200, STARTUP: 150,
+         RUNSCAN: 900}
 
 
 def B(run: tuple[str, tuple[str, ...]], csv_name: str, rows: Where, column: str, stat: str = "min") -> Bench:
@@ -564,6 +573,40 @@ CATALOGUE: list[Timing] = [
       note="apply_speed.py's redaction step, every record random (dense), seeded bits"),
     M(R, "renormalisation (≈10⁷ records/s)", B(LEAK, "leakage_speed", where(case="throughput", n="1000000"),
                                                 "records_per_s", "max")),
+    M(R, "gap 7·10⁻⁷ in 8–18 s on the shared 2-core machine", B(RUNSCAN, "run_scan", where(n="100"), "seconds",
+                                                                 "range"), note="run_scan.py's cases at n = 100"),
+    # ---------------------------------------------------------------- docs/benchmarks.md: issue 39, progress, startup
+    M(BM, "**13.8 s against 10.4 s**", B(LEDGER, "ledger_extend", lambda r: True, "extension_s"), phrase="13.8 s"),
+    M(BM, "**13.8 s against 10.4 s**", B(LEDGER, "ledger_extend", lambda r: True, "fresh_s"), phrase="10.4 s"),
+    H(BM, "relaxed to one record: 226 s, 40×", "before the candidates were screened exactly (issue 39)"),
+    M(BM, "the default design at n = 3000 1.10 s vs 1.12 s", B(PROGRESS, "progress_overhead", where(case="design n=3000"),
+                                                                "unwatched_s"), phrase="1.10 s"),
+    M(BM, "the default design at n = 3000 1.10 s vs 1.12 s", B(PROGRESS, "progress_overhead", where(case="design n=3000"),
+                                                                "with_bars_s"), phrase="1.12 s"),
+    M(BM, "(its event handler at work) 5.42 s vs 5.64 s", B(PROGRESS, "progress_overhead",
+                                                            where(case="design global n=120"), "unwatched_s"),
+      phrase="5.42 s"),
+    M(BM, "(its event handler at work) 5.42 s vs 5.64 s", B(PROGRESS, "progress_overhead",
+                                                            where(case="design global n=120"), "with_bars_s"),
+      phrase="5.64 s"),
+    M(BM, "a release of 3,000 rows 0.70 s vs 0.68 s", B(PROGRESS, "progress_overhead", where(case="apply 3000 rows"),
+                                                        "unwatched_s"), phrase="0.70 s"),
+    M(BM, "a release of 3,000 rows 0.70 s vs 0.68 s", B(PROGRESS, "progress_overhead", where(case="apply 3000 rows"),
+                                                        "with_bars_s"), phrase="0.68 s"),
+    M(BM, "varied more from run to run (32–43 s)", B(PROGRESS, "progress_overhead", where(case="class scan n=300"),
+                                                     "with_bars_s")),
+    M(BM, "(≤ 10⁻⁴ records) in 9–21 s", B(RUNSCAN, "run_scan", where(n="100"), "seconds", "range")),
+    M(BM, "gaps 0.49–6.4 records in 95–98 s", B(RUNSCAN, "run_scan", where(n="1000"), "seconds", "range")),
+    M(BM, "gaps 4.2 / 2.0 records in 106 s", B(RUNSCAN, "run_scan", where(n="2880"), "seconds")),
+    M(BM, "a side's linear program takes 0.6–0.9 s (windows of 470–568",
+      B(RUNSCAN, "run_scan", lambda r: r["n"] != "100", "s_per_program", "range")),
+    H(BM, "`import redactopt.interface.cli` 0.78 s →", "startup.py's before: the commit 025b192"),
+    U(BM, "→ 0.79 s (×1.006)", "startup.py measures the import in µs (-X importtime), not in wall seconds"),
+    H(BM, "`python -m redactopt --version` 0.956 s →", "startup.py's before: the commit 025b192"),
+    M(BM, "→ 0.965 s (×1.009)", B(STARTUP, "startup", where(case="python -m redactopt --version (s)"), "after_median")),
+    H(BM, "`redactopt design --n 10 --eps 1` 3.14 s →", "startup.py's before: the commit 025b192"),
+    M(BM, "→ 3.20 s (×1.021", B(STARTUP, "startup", where(case="python -m redactopt design --n 10 --eps 1 (s)"),
+                                 "after_median")),
     # ---------------------------------------------------------------- docs/benchmarks.md: fast first (issue 37)
     D(BM, "6 homes × 2,880 minutes of a slowly mixing", "the table's length in minutes of data"),
     H(BM, "took **1,888 s** with the default method before", "the default method before issue 37's fast first"),
@@ -786,6 +829,10 @@ CATALOGUE: list[Timing] = [
     M(CM, "(2–3·10⁶ records/s at k = 4", B(KSPEED, "kstate_speed",
                                            lambda r: r["case"].startswith("leakage throughput") and r["n"] == "1000000",
                                            "records_per_s", "range")),
+    E(CM, "`redactopt design: 9.25 s (local 1.69 s, scan 6.85 s)`"),
+    E(CM, "`redactopt apply: 22.4 s (read 0.029 s, fit 0.019 s, design 21.6 s, check 0.0026 s, write 0.0308 s, draw "
+      "0.000382 s, report 0.00911 s)`"),
+    M(CM, "it closes to 7·10⁻⁷ in 9–21 s", B(RUNSCAN, "run_scan", where(n="100"), "seconds", "range")),
     # ---------------------------------------------------------------- docs/kstate.md
     L(KS, "k = 3, n = 8, p = 1 problems within 30 s.", "issue 17's target"),
     L(KS, "| within 30 s, gap closed |", "issue 17's target"),
@@ -887,6 +934,13 @@ result = [min(s), max(s)]; cpu = None
     # ---------------------------------------------------------------- docs/releases.md
     L(RE, "`--time-limit T` (default 60 s;", "the default --time-limit"),
     D(RE, "6 homes × 2,880 minutes with two"),
+    U(RE, "whose frontier tables take ~8 s on the occupancy", "a phase inside the class release, not timed apart by "
+      "a shipped script"),
+    M(RE, "`--class scan --time-limit 10` there spends ~25 s", Cli(
+        ("apply", "{data}", "--column", "Occupancy", "--private", "1120-1179", "--eps", "1", "--seed", "2015",
+         "--class", "scan", "--time-limit", "10", "--quiet", "--out", "released.csv", "--report", "report.json"),
+        cost=30)),
+    L(RE, "(a relaxation; the side frontier, 2 s, else Lemma 2)", "the side frontier's time budget there"),
     H(RE, "the default took 1,888 s and now", "the default method before issue 37's fast first"),
     M(RE, "Apart from the design (2–4 s for the benchmark's 62 private records",
       B(APPLY4, "apply_speed", lambda r: r["records"] == "4000000" and r["design_s"] != "", "design_s", "range")),

@@ -12,7 +12,7 @@ stays the same size whatever the number of sequences: the 100 worst are listed, 
 "render" is the time from the navigation until the load event fired and two frames were painted
 (:func:`redactopt.interface.browser.render`; the browser's start is not counted), the median and
 the largest of three loads, each in a new browser.  "build" is the time of
-:func:`redactopt.release.html.report_html` (drawing every figure).  Writes html_report.csv / .md.
+:func:`redactopt.interface.html.report_html` (drawing every figure).  Writes html_report.csv / .md.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from _common import out_dir, parser, write_table  # noqa: E402
 import redactopt as ro  # noqa: E402
 from redactopt import datasets  # noqa: E402
 from redactopt.interface.browser import render  # noqa: E402
-from redactopt.release.html import load_report, report_html  # noqa: E402
+from redactopt.interface.html import load_report, report_html  # noqa: E402
 
 PRIVATE = list(range(1119, 1179))
 MAX_BYTES = 2 * 1024 * 1024

@@ -33,21 +33,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import out_dir, parser, write_table  # noqa: E402
 
 from redactopt.engine.kdesign import kdesign  # noqa: E402
-from redactopt.model.kchain import KChain  # noqa: E402
+from redactopt.model.chain import Chain  # noqa: E402
 
 TARGET_SECONDS = 30.0
 TARGET_GAP = 1e-5
 
 
-def family_chain(family: str, seed: int) -> KChain:
+def family_chain(family: str, seed: int) -> Chain:
     """The chain of ``family`` ("random" or "sticky") for ``seed`` (module docstring)."""
     rng = np.random.default_rng(seed)
     R = rng.random((3, 3))
     R /= R.sum(axis=1, keepdims=True)
     if family == "sticky":
-        return KChain(0.5 * np.eye(3) + 0.5 * R)
+        return Chain(0.5 * np.eye(3) + 0.5 * R)
     if family == "random":
-        return KChain(R)
+        return Chain(R)
     raise ValueError(f"unknown family {family!r}")
 
 

@@ -27,22 +27,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import out_dir, parser, write_table  # noqa: E402
 
 from redactopt.engine.kdesign import kdesign  # noqa: E402
-from redactopt.judge.kcertify import kverify  # noqa: E402
-from redactopt.judge.kleakage import kleakage, kleakage_bruteforce  # noqa: E402
-from redactopt.model.kchain import KChain  # noqa: E402
+from redactopt.judge.certify import verify  # noqa: E402
+from redactopt.judge.leakage import leakage, leakage_bruteforce  # noqa: E402
+from redactopt.model.chain import Chain  # noqa: E402
 
 #: k = 3 chains for the certified optimum: a mild one and a sticky one (lambda = 0.5).
 MILD3 = [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]]
 
 
-def _sticky3(seed: int = 11) -> KChain:
+def _sticky3(seed: int = 11) -> Chain:
     rng = np.random.default_rng(seed)
     R = rng.random((3, 3))
     R /= R.sum(axis=1, keepdims=True)
-    return KChain(0.5 * np.eye(3) + 0.5 * R)
+    return Chain(0.5 * np.eye(3) + 0.5 * R)
 
 
-def _random4(seed: int, zeros: bool = False) -> KChain:
+def _random4(seed: int, zeros: bool = False) -> Chain:
     rng = np.random.default_rng(seed)
     while True:
         P = rng.random((4, 4)) + (0.0 if zeros else 0.05)
@@ -50,7 +50,7 @@ def _random4(seed: int, zeros: bool = False) -> KChain:
             P[rng.random((4, 4)) < 0.25] = 0.0
         if np.all(P.sum(axis=1) > 0):
             try:
-                return KChain(P / P.sum(axis=1, keepdims=True))
+                return Chain(P / P.sum(axis=1, keepdims=True))
             except ValueError:
                 continue
 
@@ -78,8 +78,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for n in (5, 6):
         q = rng.uniform(0.0, 1.0, (n, 4))
         q[n // 2] = 1.0
-        fast, _, a = _times(lambda: kleakage(c4, q, n // 2), R)
-        brute, _, b = _times(lambda: kleakage_bruteforce(c4, q, n // 2), 1)
+        fast, _, a = _times(lambda: leakage(c4, q, n // 2), R)
+        brute, _, b = _times(lambda: leakage_bruteforce(c4, q, n // 2), 1)
         rows.append({"case": "leakage vs brute force", "k": 4, "n": n, "best_s": fast, "spread": float("nan"),
                      "records_per_s": n / fast, "result": f"{a.leakage:.10g} (brute force {b.leakage:.10g}, "
                      f"{brute / fast:.0f}x slower)", "target": "", "met": ""})
@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for n in sizes:
             q = rng.uniform(0.3, 1.0, (n, 4))  # every record redactable: the scan runs to the end
             q[n // 2] = 1.0
-            kleakage(chain, q, n // 2)  # warm-up
-            best, worst, res = _times(lambda: kleakage(chain, q, n // 2), max(R, 3))
+            leakage(chain, q, n // 2)  # warm-up
+            best, worst, res = _times(lambda: leakage(chain, q, n // 2), max(R, 3))
             rate = n / best
             rows.append({"case": f"leakage throughput ({label})", "k": 4, "n": n, "best_s": best,
                          "spread": worst / best, "records_per_s": rate, "result": f"{res.leakage:.6g}",
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                          "met": ("yes" if rate >= 1e6 else "no") if n == 10**6 else ""})
 
     # 2. certified optimum, k = 3, n = 8, p = 1: the whole 'optimal' pipeline with SCIP
-    cases = [("mild chain", KChain(MILD3), 1.0), ("sticky chain", _sticky3(), 2.0), ("sticky chain", _sticky3(), 1.0)]
+    cases = [("mild chain", Chain(MILD3), 1.0), ("sticky chain", _sticky3(), 2.0), ("sticky chain", _sticky3(), 1.0)]
     cases += [(f"sticky chain, seed {seed}", _sticky3(seed), 1.0) for seed in (1, 2, 3, 4)]
     cases = [(name, chain, eps, 0) for name, chain, eps in cases]
     # the same target read with a 0-based p = 1: one record on the left, six on the right
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for seed in (5, 6):
         chain = _random4(seed)
         best, worst, res = _times(lambda: kdesign(chain, 101, eps=1.0, p=50, method="local", time_limit=30.0), R)
-        ok = kverify(chain, np.asarray(res.redact_prob), (50,), 1.0)[1]
+        ok = verify(chain, np.asarray(res.redact_prob), (50,), 1.0)[1]
         dim = kdesign(chain, 101, eps=1.0, p=50, method="dim")
         rows.append({"case": f"local design (random P, seed {seed})", "k": 4, "n": 101, "best_s": best,
                      "spread": worst / best, "records_per_s": float("nan"),

@@ -107,19 +107,34 @@ def _check_root(root: str) -> dict:
     return files
 
 
+def _first_name(*paths: str) -> object:
+    """The object at the first ``module:name`` of ``paths`` that this tree has."""
+    import importlib
+
+    for path in paths:
+        module, _, name = path.partition(":")
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+    raise SystemExit(f"worker: none of {paths} in this tree")
+
+
 def _worker(root: str, data: str, repeat: int) -> None:
     import numpy as np
 
     from redactopt.engine.design import design
-    from redactopt.engine.kdesign import kdesign
     from redactopt.judge.audit import audit
-    from redactopt.judge.kaudit import kaudit
-    from redactopt.judge.kleakage import kleakage
     from redactopt.judge.leakage import leakage
     from redactopt.model import chain as chain_mod
     from redactopt.model.chain import MarkovChain
-    from redactopt.model.kchain import KChain
-    from redactopt.solvers.kdim import kdim_enumerate
+
+    # the k-prefixed names of a tree before issue 25, or the one name they became (issue 35 removed the old ones)
+    kdesign = _first_name("redactopt.engine.kdesign:kdesign", "redactopt.engine.design:design")
+    kaudit = _first_name("redactopt.judge.kaudit:kaudit", "redactopt.judge.audit:kaudit")
+    kleakage = _first_name("redactopt.judge.kleakage:kleakage", "redactopt.judge.leakage:leakage")
+    KChain = _first_name("redactopt.model.kchain:KChain", "redactopt.model.chain:Chain")
+    kdim_enumerate = _first_name("redactopt.solvers.kdim:kdim_enumerate", "redactopt.solvers.dim:dim_enumerate")
 
     Chain = getattr(chain_mod, "Chain", None)  # the one chain type (after issue 25)
     unified = Chain is not None

@@ -37,7 +37,7 @@ from _common import out_dir, parser, write_table  # noqa: E402
 
 from redactopt.engine.classes_design import compare_classes  # noqa: E402
 from redactopt.model.chain import MarkovChain  # noqa: E402
-from redactopt.model.kchain import KChain  # noqa: E402
+from redactopt.model.chain import Chain  # noqa: E402
 from redactopt.solvers.coupled_lp import coupled_scan_bound  # noqa: E402
 from redactopt.engine.class_judge import block_design, design_owner, design_scan  # noqa: E402
 
@@ -153,7 +153,7 @@ def part_k3(out: Path, quick: bool, time_limit: float) -> list[dict]:
     """Three 3-state chains, every class (the local optimum designed here)."""
     rows = []
     for name, P in (list(K3_CHAINS.items())[:1] if quick else K3_CHAINS.items()):
-        chain = KChain(P)
+        chain = Chain(P)
         for n in ((5,) if quick else (5, 8, 20)):
             for pos in ("start", "middle"):
                 p = 0 if pos == "start" else (n - 1) // 2

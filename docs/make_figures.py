@@ -26,7 +26,7 @@ from redactopt.engine.compare import compare_point
 from redactopt.engine.design import design
 from redactopt.interface.browser import screenshot
 from redactopt.interface.plots import compare_figure, design_figure, save_figure
-from redactopt.release.html import load_report, write_report_html
+from redactopt.interface.html import load_report, write_report_html
 
 HERE = Path(__file__).resolve().parent
 

@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from redactopt import _progress
 from redactopt._validate import check_real
 from redactopt.model.chain import MarkovChain, check_problem
 from redactopt.model.influence import delta_star
@@ -541,13 +542,18 @@ def build_tables(geo: Geo, R: int, G: int, upper: bool = True, lower: bool = Tru
     # both modes' maximisations of a step run as one dc_max (two problems end to end)
     ub = _joined(geo, [(d.qh, d.J, d.X) for d in pre])
     lb = _joined(geo, [(d.hd, d.Jl, d.Xl) for d in pre])
+    shown = _progress.active()
     for r in range(1, R + 1):
         if time.perf_counter() > deadline:
             raise SolverTimeout(f"side tables of {R} records: out of time at row {r}")
+        if shown:
+            _progress.report("frontier tables", r - 1, R)
         if upper:
             _upper_row(geo, pre, ub, Wp, Wl, r)
         if lower:
             _lower_row(pre, lb, Lw, r)
+    if shown:
+        _progress.report("frontier tables", R, R)
     return Tables(geo, G, R, grids, Wp, Wl, Lw, time.perf_counter() - t0,
                   {"N": tuple(gr.N for gr in grids), "K": K})
 

@@ -48,9 +48,10 @@ import numpy as np
 from redactopt.judge.leakage import leakage, utility
 from redactopt.judge.lemma2 import publishable
 from redactopt.model.chain import Chain as KChain
+from redactopt.model.chain import check_problem
 from redactopt.model.influence import side_matrix
 from redactopt.solvers.base import Candidate
-from redactopt.solvers.kdim import check_kproblem, kdim_enumerate
+from redactopt.solvers.dim import dim_enumerate
 
 __all__ = ["propose_klocal", "propose_kmultistart", "opening_starts", "side_constraints", "start_window"]
 
@@ -349,11 +350,11 @@ def propose_klocal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit:
         ``solver="local"``, ``status="local"`` (or ``"time_limit"``); the data-independent window
         as fallback; no upper bound.  ``info`` holds iterations, accepted steps and seconds.
     """
-    n, eps, p = check_kproblem(chain, n, eps, p)
+    n, eps, p = check_problem(chain, n, eps, p, two_state=False)
     t0 = time.perf_counter()
     target = eps * (1.0 - 1e-8) if budget is None else float(budget)
     k = chain.k
-    dim = kdim_enumerate(chain, n, eps=eps, p=p)
+    dim = dim_enumerate(chain, n, eps=eps, p=p)
     fallback = dim.fallbacks[0]
     if start is not None:
         q = np.array(start, dtype=float)
@@ -430,7 +431,7 @@ def opening_starts(chain: KChain, n: int, *, eps: float, p: int, budget: float) 
     start redacts everything), for every ``(r, v)`` that Lemma 2 leaves publishable
     (:func:`redactopt.judge.lemma2.publishable`) and whose exact leakage is within ``budget``.
     """
-    dim = kdim_enumerate(chain, n, eps=eps, p=p)
+    dim = dim_enumerate(chain, n, eps=eps, p=p)
     dl, dr = dim.info["delta_left"], dim.info["delta_right"]
     if max(dl, dr) > MAX_WINDOW:
         return []
@@ -468,7 +469,7 @@ def propose_kmultistart(chain: KChain, n: int, *, eps: float, p: int = 0, time_l
         ``solver="multistart"``, ``status="local"`` (or ``"time_limit"`` when the time ran out
         before every start was tried); ``info`` holds each start's utility.
     """
-    n, eps, p = check_kproblem(chain, n, eps, p)
+    n, eps, p = check_problem(chain, n, eps, p, two_state=False)
     t0 = time.perf_counter()
     target = eps * (1.0 - 1e-8) if budget is None else float(budget)
     first = propose_klocal(chain, n, eps=eps, p=p, time_limit=time_limit, budget=target)

@@ -63,10 +63,11 @@ from redactopt._validate import check_real
 from redactopt.judge.leakage import leakage, utility
 from redactopt.judge.lemma2 import publishable
 from redactopt.model.chain import Chain as KChain
+from redactopt.model.chain import check_problem
 from redactopt.model.influence import side_matrix
 from redactopt.solvers.base import Candidate
-from redactopt.solvers.kdim import check_kproblem, kdim_enumerate
-from redactopt.solvers.scip_global import quiet_stderr, claimed_bound, raise_if_interrupted
+from redactopt.solvers.dim import dim_enumerate
+from redactopt.solvers.scip_global import quiet_stderr, claimed_bound, raise_if_interrupted, scip_rounds
 
 __all__ = ["propose_kglobal", "KGLOBAL_MAX_EPS"]
 
@@ -321,7 +322,7 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
         verified start (numerical trouble) or ``eps <`` :data:`~redactopt.solvers.scip_global.MIN_BOUND_EPS`; ``status``
         ``"optimal"`` when SCIP closed the gap, else ``"time_limit"``.  Fallbacks: the starts.
     """
-    n, eps, p = check_kproblem(chain, n, eps, p)
+    n, eps, p = check_problem(chain, n, eps, p, two_state=False)
     time_limit = check_real(time_limit, "time_limit")
     if time_limit <= 0.0:
         raise ValueError(f"time_limit must be > 0, got {time_limit!r}")
@@ -332,7 +333,7 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
     k = chain.k
     if n == 1:
         return Candidate(np.ones((1, k)), "global", "optimal", upper_bound=0.0, bound_solver="closed-form")
-    dim = kdim_enumerate(chain, n, eps=eps, p=p)
+    dim = dim_enumerate(chain, n, eps=eps, p=p)
     offered = [dim.fallbacks[0]] + [np.asarray(s, dtype=float) for s in starts]
     verified = [s for s in offered if leakage(chain, s, p).leakage <= eps * (1.0 - 1e-9)]
     start_u = max((utility(chain, s) for s in verified), default=0.0)
@@ -344,7 +345,7 @@ def propose_kglobal(chain: KChain, n: int, *, eps: float, p: int = 0, time_limit
     if verbose:
         m.hideOutput(False)  # PySCIPOpt has no showOutput: un-hide the log
     accepted = [mod.add_start(s) for s in verified]
-    with quiet_stderr(verbose):
+    with quiet_stderr(verbose), scip_rounds(m, "scip branch and bound"):
         m.optimize()
     status = m.getStatus()
     raise_if_interrupted(status)

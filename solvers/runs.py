@@ -782,3 +782,7 @@ def run_bound(chain: MarkovChain, n: int, *, eps: float, first: int, last: int, 
     maps = run_maps(tab_ub.geo, *chain_contractions(chain, r))
     epsl = eps - 2.0 * ETA * max(1.0, eps)
     return solve_run(tab_ub, tab_lb, mL, mR, maps, eps, epsl).ub
+
+
+#: :func:`_each_partner` under a public name (a run's scan bounds boxes with one record's map: solvers/run_scan.py).
+each_partner = _each_partner

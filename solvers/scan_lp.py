@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from redactopt import _progress
 from redactopt.judge.scan import exp_enclosure, ratio_within, side_within
 from redactopt.model.chain import Chain as KChain
 from redactopt.model.mechanism_classes import ScanMechanism, as_kchain, occupation, side_chain, side_chain_exact
@@ -621,7 +622,8 @@ def _running(spec: SideSpec, S: np.ndarray) -> np.ndarray:
     return run
 
 
-def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadline: float = math.inf) -> np.ndarray:
+def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadline: float = math.inf,
+                margins: tuple[float, ...] = MARGINS) -> np.ndarray:
     """A verified stop table for one side at these budgets (docs/beyond_local.md, §3, "Designs").
 
     An LP's absolute tolerances do not fix the ratios of events whose probability is tiny, and the
@@ -637,20 +639,21 @@ def side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadli
     stop at ``W`` can cost more at small budgets than at the whole budget that chose ``W``), the side is
     designed again on a window twice as long (up to the whole side) and the better rule kept.
     """
-    best = _side_design(orc, budgets, loss, deadline)
+    best = _side_design(orc, budgets, loss, deadline, margins)
     spec = orc.spec
     while orc.W < spec.m and orc.upper(budgets)[1] - side_count(spec, best) > loss and time.monotonic() < deadline:
         orc = _SideOracle(spec, min(spec.m, 2 * orc.W))
-        wider = _side_design(orc, budgets, loss, deadline)
+        wider = _side_design(orc, budgets, loss, deadline, margins)
         if side_count(spec, wider) > side_count(spec, best):
             best = wider
     return best
 
 
-def _side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadline: float = math.inf) -> np.ndarray:
+def _side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadline: float = math.inf,
+                 margins: tuple[float, ...] = MARGINS) -> np.ndarray:
     spec = orc.spec
     best: np.ndarray | None = None
-    for margin in MARGINS:
+    for margin in margins:
         if best is not None and time.monotonic() > deadline:  # out of time: the best passing rule so far
             return best
         try:
@@ -668,7 +671,8 @@ def _side_design(orc: _SideOracle, budgets: tuple, loss: float = math.inf, deadl
         for cand in cands:
             if side_check(spec, cand, budgets) and (best is None or side_count(spec, cand) > side_count(spec, best)):
                 best = cand
-        if best is not None and margin >= MARGINS[2] and side_count(spec, best) >= side_count(spec, S) - loss:
+        if best is not None and margin >= margins[min(2, len(margins) - 1)] and \
+                side_count(spec, best) >= side_count(spec, S) - loss:
             return best
     return best if best is not None else np.zeros((spec.m, spec.Q.shape[0], spec.Q.shape[0]))
 
@@ -1115,8 +1119,11 @@ def _search(sb: _SplitBoxes, best_v: float, best_a: tuple, tol_count: float, dea
     sb.best = best_v
     heap, finals, count, boxes = [(-sb.ub(lo, hi), 0, lo, hi)], [], 1, 1
     stopped = False
+    records = sb.left.spec.m + sb.right.spec.m + 1  # n: the gap per record, as the certificate states it
     while heap:
         ub, _, blo, bhi = heap[0]
+        if _progress.active():  # each box costs linear programs: one report per box is nothing
+            _progress.report("scan split search", boxes, None, note=f"gap {(-ub - best_v) / records:.2g}")
         if -ub - best_v <= tol_count:
             break
         if time.monotonic() > deadline or boxes >= max_boxes:
@@ -1280,9 +1287,10 @@ def _propose_scan(chain: object, n: int, *, eps: float, p: int, holder: bool, to
     half = len(specs) == 2 and swap_symmetric(kc)
     # the window grows for at most a tenth of the time per side (a shorter one only loosens the bound)
     start = _first_window(kc, eps)
-    orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, start=start, half=half,
-                                              deadline=time.monotonic() + 0.1 * time_limit))
-            for s, sp_ in specs.items()}
+    with _progress.phase("scan window", sub=True):
+        orcs = {s: _SideOracle(sp_, choose_window(sp_, eps, tol * n / 8, start=start, half=half,
+                                                  deadline=time.monotonic() + 0.1 * time_limit))
+                for s, sp_ in specs.items()}
     K = len(pairs_of(kc.k))
     extra_solves = 0
     if len(orcs) == 1:
@@ -1295,7 +1303,9 @@ def _propose_scan(chain: object, n: int, *, eps: float, p: int, holder: bool, to
     else:
         # the split search gets 60 % of the time (the coupled bound to 75 %): the two sides' designs (to 90 %) and the judge follow it
         # the target gap tol * n is shared: 3/4 to the split search, 1/16 to each side's design
-        bb = _branch_and_bound(orcs["left"], orcs["right"], eps, 0.75 * tol * n, t0 + 0.6 * time_limit, max_boxes)
+        with _progress.phase("scan split search", sub=True):
+            bb = _branch_and_bound(orcs["left"], orcs["right"], eps, 0.75 * tol * n, t0 + 0.6 * time_limit,
+                                   max_boxes)
         a = bb["split"]
         bound, boxes, stopped = bb["bound"], bb["boxes"], bb["stopped"]
         extra_solves = bb.get("solves", 0)
@@ -1303,16 +1313,19 @@ def _propose_scan(chain: object, n: int, *, eps: float, p: int, holder: bool, to
         if stopped and not holder and left > 0:  # every scan is a coupled scan: that LP's bound holds too
             from redactopt.solvers.coupled_lp import coupled_scan_bound
 
-            coupled = coupled_scan_bound(kc, n, eps=eps, p=p, time_limit=left)[0] * n
+            with _progress.phase("coupled bound", sub=True):
+                coupled = coupled_scan_bound(kc, n, eps=eps, p=p, time_limit=left)[0] * n
             bound = min(bound, math.nextafter(coupled, math.inf))
         design = orcs
         if half:  # the half-budget window was judged against a sure stop at 2 W: design on 1.5 W at once (at
             # n = 10^3 a sure stop there loses ~2e-6 where one at W lost 3e-3; side_design widens it if need be)
             design = {s: _SideOracle(o.spec, min(o.spec.m, o.W + o.W // 2)) if o.W < o.spec.m else o
                       for s, o in orcs.items()}
-        a, tables = _two_sided_design(design["left"], design["right"], a, eps, tol * n / 16, t0 + 0.9 * time_limit)
-        a, tables = _other_splits(design["left"], design["right"], a, tables, bb["value"], eps, tol * n,
-                                  t0 + 0.9 * time_limit)
+        with _progress.phase("scan sides", sub=True):
+            a, tables = _two_sided_design(design["left"], design["right"], a, eps, tol * n / 16,
+                                          t0 + 0.9 * time_limit)
+            a, tables = _other_splits(design["left"], design["right"], a, tables, bb["value"], eps, tol * n,
+                                      t0 + 0.9 * time_limit)
         extra_solves += sum(o.solves for s, o in design.items() if o is not orcs[s])
         split = {pr: float(v) for pr, v in zip(pairs_of(kc.k), a)}
     mech = _assemble(kc, n, p, holder, tables)
@@ -1320,3 +1333,14 @@ def _propose_scan(chain: object, n: int, *, eps: float, p: int, holder: bool, to
             "boxes": boxes, "seconds": time.monotonic() - t0}
     bound = float(bound) if bound == 0 else math.nextafter(float(bound), math.inf)  # 0 only when no record may be published
     return ScanProposal(mech, mech0, bound, split, bool(stopped), info)
+
+
+# the split search's machinery under public names, shared with a run's scan (solvers/run_scan.py searches its
+# sides' budgets the same way, docs/mathematics.md §7d)
+SideOracle = _SideOracle
+SplitBoxes = _SplitBoxes
+search_boxes = _search
+seed_split = _seed
+corner_interpolation = _corner_interpolation
+first_window = _first_window
+until = _until

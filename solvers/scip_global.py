@@ -80,6 +80,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt._optional import require
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_real
@@ -168,6 +169,67 @@ def quiet_stderr(verbose: bool = False):
         for fd, old in zip(fds, saved):
             os.dup2(old, fd)
             os.close(old)
+
+
+@contextlib.contextmanager
+def scip_rounds(model: object, stage: str):
+    """Report SCIP's branch and bound while it runs (nodes solved, the gap; :mod:`redactopt._progress`),
+    only when someone is shown the progress (a command on a terminal) and only in the main thread: an
+    event handler on solved nodes, at most five reports a second.
+
+    The handler is Python code running inside SCIP's compiled solve, where a signal handler that raises
+    would turn into a SCIP error.  So while it is installed, SIGINT, SIGTERM and SIGHUP only note the
+    signal; the handler then interrupts the solve, and after it the signal goes to the handler it was
+    meant for (the command's stop, :mod:`redactopt.interface.supervise`), as it would have without
+    progress -- only sooner (SCIP takes SIGINT for itself during the solve anyway)."""
+    import signal
+    import threading
+
+    if not _progress.active() or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from pyscipopt import SCIP_EVENTTYPE, Eventhdlr
+
+    noted: list[int] = []
+
+    class _Rounds(Eventhdlr):  # type: ignore[misc, valid-type]
+        last = 0.0
+
+        def eventinit(self) -> None:
+            self.model.catchEvent(SCIP_EVENTTYPE.NODESOLVED, self)
+
+        def eventexit(self) -> None:
+            self.model.dropEvent(SCIP_EVENTTYPE.NODESOLVED, self)
+
+        def eventexec(self, event: object) -> dict:
+            try:
+                if noted:
+                    self.model.interruptSolve()
+                    return {}
+                now = time.monotonic()
+                if now - self.last >= 0.2:
+                    self.last = now
+                    _progress.report(stage, int(self.model.getNNodes()), None,
+                                     note=f"gap {self.model.getGap():.2g}")
+            except Exception:  # pragma: no cover - progress never breaks a solve
+                pass
+            return {}
+
+    def note(signum: int, frame: object) -> None:
+        noted.append(signum)
+
+    stops = [s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if callable(signal.getsignal(s))]
+    previous = {s: signal.getsignal(s) for s in stops}
+    model.includeEventhdlr(_Rounds(), "redactopt_progress", "progress of the branch and bound")  # type: ignore[attr-defined]
+    for s in stops:
+        signal.signal(s, note)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if noted and noted[0] in previous:
+        previous[noted[0]](noted[0], None)  # the command's stop raises here
 
 
 def raise_if_interrupted(status: str) -> None:
@@ -631,7 +693,7 @@ def propose_global(
     if verbose:
         m.hideOutput(False)  # PySCIPOpt has no showOutput: un-hide the log
     info["start_accepted"] = mod.add_start(start_q)
-    with quiet_stderr(verbose):
+    with quiet_stderr(verbose), scip_rounds(m, "scip branch and bound"):
         m.optimize()
     status = m.getStatus()
     raise_if_interrupted(status)

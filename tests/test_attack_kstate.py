@@ -105,7 +105,7 @@ def test_one_witness_fill_for_two_state_chains_with_labels():
     """A two-state chain with its own labels, audited as a matrix chain: the one whole-sequence witness
     (:meth:`WitnessRuns.of`) fills beyond the segment as for binary chains (every state possible), in the
     chain's labels, and the witness still has the audited leakage on all n records."""
-    from redactopt.judge.kaudit import kaudit
+    from redactopt.judge.audit import kaudit
     from redactopt.judge.leakage import log_likelihood_ratios
 
     from redactopt.engine.joint import design_joint_sparse

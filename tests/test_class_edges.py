@@ -22,7 +22,7 @@ from exact_refs import (enum_ratio, enum_utility, leq_exp, local_law, owner_lp_d
                         scan_law, table_law)
 from redactopt.engine.classes_design import compare_classes, design_class
 from redactopt.model.chain import MarkovChain
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain
 from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism, as_kchain
 
 #: a chain of small rationals (exact doubles): P(1, 1) / P(0, 1) = 2 exactly, a likelihood ratio of the chain
@@ -108,7 +108,7 @@ def test_eps_ln3_on_a_ratio_of_the_chain():
 
 
 def test_kstate_chain_with_zeros_scan_is_at_least_local():
-    kc = KChain([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]])
+    kc = Chain([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]])
     rows = compare_classes(kc, 100, eps=13.8, p=0, classes=("local", "scan"), time_limit=20)
     check_chain(rows)
     # every record but X_1 published: the right side's first record has ratio P(x, c)/P(x', c) in {1, inf}
@@ -175,7 +175,7 @@ def test_owner_and_holder_against_the_exact_rational_optimum(n, p, holder):
     # e^EPS2 > 2 = P(1,1)/P(0,1): OPT(2) <= OPT(e^EPS2) <= bound, and the LP value is right-continuous in E
     opt = owner_lp_exact(QUARTER_HALF, n, p, Fraction(2), holder)
     cls = "holder" if holder else "owner"
-    d = design_class(KChain(QUARTER_HALF), n, eps=EPS2, p=p, cls=cls, time_limit=20)
+    d = design_class(Chain(QUARTER_HALF), n, eps=EPS2, p=p, cls=cls, time_limit=20)
     check_by_enumeration(d)
     assert d.certificate.upper_bound >= float(opt)
     assert d.certificate.upper_bound <= float(opt) + 1e-9
@@ -186,7 +186,7 @@ def test_owner_and_holder_against_the_exact_rational_optimum(n, p, holder):
 @pytest.mark.parametrize("holder", [False, True])
 def test_kstate_owner_and_holder_against_the_exact_rational_optimum(holder):
     opt = owner_lp_exact(K3, 3, 1, Fraction(2), holder)
-    d = design_class(KChain(K3), 3, eps=EPS2, p=1, cls="holder" if holder else "owner", time_limit=20)
+    d = design_class(Chain(K3), 3, eps=EPS2, p=1, cls="holder" if holder else "owner", time_limit=20)
     check_by_enumeration(d)
     assert float(opt) <= d.certificate.upper_bound <= float(opt) + 1e-9
     assert d.utility >= float(opt) - 1e-6
@@ -195,7 +195,7 @@ def test_kstate_owner_and_holder_against_the_exact_rational_optimum(holder):
 @pytest.mark.parametrize("chain,n,p,eps,holder", [
     (MarkovChain(0.1, 0.3), 5, 2, 0.5, False), (MarkovChain(0.1, 0.3), 6, 3, 0.5, True),
     (MarkovChain(0.1, 0.3), 6, 2, 1e-6, False), (MarkovChain(0.05, 0.2), 6, 1, 1e-7, True),
-    (KChain(K3), 4, 1, 0.7, False), (KChain(K3), 4, 2, 1e-6, True),
+    (Chain(K3), 4, 1, 0.7, False), (Chain(K3), 4, 2, 1e-6, True),
 ])
 def test_bounds_agree_with_an_exact_dual_check_of_a_separate_lp(chain, n, p, eps, holder):
     # the LP built here from the definitions, its float dual point checked in rationals at a ratio above
@@ -223,7 +223,7 @@ def test_owner_program_float_bound_is_above_its_exact_value(k, n, p, holder):
     from exact_refs import stationary, tuple_prob
 
     Pq = QUARTER_HALF if k == 2 else K3
-    kc = KChain(Pq)
+    kc = Chain(Pq)
     E = exp_enclosure(0.3)[1]
     lp, masks = owner_program(kc, n, p, E, holder=holder)
     sol = solve_lp(lp)
@@ -317,7 +317,7 @@ def test_property_classes_monotone_private_and_bounded_long(case):
 def test_a_holder_lp_too_slow_for_the_time_limit_falls_back_and_says_so():
     # k = 3, n = 6, a transition of 1e-6: this design ran for more than 15 minutes; the holder LP's design
     # runs out of its share and the contained classes' designs are used, the bound still proven
-    kc = KChain([[0.999998, 1e-06, 1e-06], [0.5, 0.25, 0.25], [0.5, 0.25, 0.25]])
+    kc = Chain([[0.999998, 1e-06, 1e-06], [0.5, 0.25, 0.25], [0.5, 0.25, 0.25]])
     t = time.monotonic()
     d = design_class(kc, 6, eps=0.01, p=0, cls="holder", time_limit=2)
     assert time.monotonic() - t < 60  # generous: the 10 % + 1 s target is measured in the benchmark

@@ -315,7 +315,7 @@ def test_apply_scan_release_report_and_audit(run, capsys, tmp_path):
     src, out, rep_path = tmp_path / "in.csv", tmp_path / "out.csv", tmp_path / "rep.json"
     df = _table(src)
     argv = ["apply", str(src), "--column", "occ", "--by", "sid", "--private-column", "optout", "--eps", "1",
-            "--alpha", "0.1", "--beta", "0.3", "--class", "scan", "--seed", "5", "--time-limit", "1",
+            "--alpha", "0.1", "--beta", "0.3", "--class", "scan", "--seed", "5", "--time-limit", "20",
             "--keep", "copy", "--out", str(out), "--report", str(rep_path)]
     assert run(argv) == 0
     text = capsys.readouterr().out

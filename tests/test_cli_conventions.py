@@ -552,31 +552,20 @@ def test_design_reports_progress_as_optimisers_finish(run, capsys, monkeypatch):
     design(MarkovChain(0.2, 0.5), 4, eps=1.0, p=1, progress=lambda *a: calls.append(a))
     assert calls[0] == ("design", 0, calls[-1][2]) and calls[-1] == ("design", calls[-1][2], calls[-1][2])
     assert [c[1] for c in calls] == list(range(calls[-1][2] + 1))
-    # the CLI draws a bar on a terminal for designs longer than a second, none for JSON to a pipe
+    # the CLI draws a bar whenever stderr is a terminal (after a second; REDACTOPT_PROGRESS_DELAY=0: at once),
+    # whatever stdout is: JSON to a pipe too (tests/test_progress.py runs the real terminal case)
     term = _Terminal()
     monkeypatch.setattr(sys, "stderr", term)
-    monkeypatch.setattr("redactopt.interface.progress.tqdm", _EagerTqdm)
+    monkeypatch.setenv("REDACTOPT_PROGRESS_DELAY", "0")
     assert run(["design", "--n", "4", "--eps", "1", "--private", "2", "--no-compare"]) == 0
     assert "design:" in term.getvalue()
     term.seek(0)
     term.truncate()
     assert run(["design", "--n", "4", "--eps", "1", "--private", "2", "--format", "json"]) == 0
-    assert term.getvalue() == ""  # stdout (captured) is not a terminal
+    assert "design:" in term.getvalue()  # stdout (captured) is not a terminal: stderr is
+    term.seek(0)
+    term.truncate()
+    assert run(["design", "--n", "4", "--eps", "1", "--private", "2", "--quiet"]) == 0
+    assert term.getvalue() == ""
 
 
-class _EagerTqdm:
-    """tqdm without its one-second delay, so a test sees the bar of a short design."""
-
-    def __init__(self, *args, **kwargs):
-        from tqdm import tqdm
-
-        kwargs.pop("delay", None)
-        self._bar = tqdm(*args, **kwargs)
-        self.n = 0
-
-    def update(self, k):
-        self._bar.update(k)
-        self.n = self._bar.n
-
-    def close(self):
-        self._bar.close()

@@ -29,7 +29,7 @@ from redactopt import datasets
 from redactopt.errors import UsageError
 from redactopt.interface.browser import render
 from redactopt.interface.cli_report import add_report_parser, check_html, maybe_write_html
-from redactopt.release.html import load_report, report_html, write_report_html
+from redactopt.interface.html import load_report, report_html, write_report_html
 
 PRIVATE = list(range(1119, 1179))      # rows 1120-1179, the walk-through's lunch hour
 
@@ -304,7 +304,7 @@ def test_kstate_page(kstate):
 
 
 def test_kstate_by_page_lists_designs_and_sequences(tmp_path):
-    from redactopt.model.kchain import KChain
+    from redactopt.model.chain import Chain
     from redactopt.release.kapply import kapply_table
 
     rng = np.random.default_rng(5)
@@ -315,7 +315,7 @@ def test_kstate_by_page_lists_designs_and_sequences(tmp_path):
     opt[0, 4] = 1
     pd.DataFrame({"sid": np.repeat(np.arange(k), m), "room": rooms.ravel(), "optout": opt.ravel()}).to_csv(
         tmp_path / "rooms.csv", index=False)
-    chain = KChain([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]], labels=("a", "b", "c"))
+    chain = Chain([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]], labels=("a", "b", "c"))
     kapply_table(tmp_path / "rooms.csv", tmp_path / "out.csv", column="room", by="sid", private_column="optout",
                  eps=1.0, seed=1, chain=chain, report=tmp_path / "rep.json")
     report, _ = load_report(tmp_path / "rep.json")

@@ -166,7 +166,6 @@ from redactopt.model.influence import (  # noqa: E402
     side_log_ratio_maxima,
     window_terms,
 )
-from redactopt.model.kinfluence import kdelta_star, kmax_influence, kpointwise_influence  # noqa: E402
 
 P3_IRREVERSIBLE = [[0.1, 0.8, 0.1], [0.1, 0.1, 0.8], [0.8, 0.1, 0.1]]
 
@@ -250,13 +249,6 @@ def test_three_state_delta_star_is_the_later_side():
             assert max_influence(c, d, side=side) <= eps
             assert d == 1 or max_influence(c, d - 1, side=side) > eps
         assert delta_star(c, eps) == max(left, right)
-        assert kdelta_star(c, eps, "left") == left and kdelta_star(c, eps) == right
-
-
-def test_old_k_names_are_the_one_api():
-    c = Chain(P3_IRREVERSIBLE)
-    assert np.array_equal(kpointwise_influence(c, 3, "left"), pointwise_influence(c, 3, side="left"))
-    assert kmax_influence(c, 3) == max_influence(c, 3)
 
 
 def test_a_two_state_chain_with_an_impossible_transition_uses_the_matrix_kernel():

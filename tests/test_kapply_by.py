@@ -13,13 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from redactopt.judge.kleakage import kleakage_bruteforce
+from redactopt.judge.leakage import leakage_bruteforce
 from redactopt.kio import kmechanisms_of
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain
 from redactopt.release.kapply import kapply_frame
 
 #: a chain with a zero entry (still irreducible and aperiodic)
-CHAIN = KChain([[0.7, 0.3, 0.0], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]], labels=("home", "work", "shop"))
+CHAIN = Chain([[0.7, 0.3, 0.0], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]], labels=("home", "work", "shop"))
 
 
 def _table(rng, lengths: dict[str, int], private: dict[str, list[int]]) -> pd.DataFrame:
@@ -67,7 +67,7 @@ def test_each_sequence_private_by_brute_force(rng, method):
         assert mech["n"] == LENGTHS[pid] and mech["private"] == s["private"]
         for p in PRIVATE[pid]:
             assert np.all(q[p] == 1.0)
-            brute = kleakage_bruteforce(CHAIN, q, p).leakage
+            brute = leakage_bruteforce(CHAIN, q, p).leakage
             assert brute <= 1.0 + 1e-12  # independent enumeration of every output
             worst = max(worst, brute)
     assert rep["leakage"]["max"] == pytest.approx(worst, rel=1e-9, abs=1e-12)
@@ -223,7 +223,7 @@ def test_parquet_index_and_csv_header_are_kept(tmp_path):
 
     df = pd.DataFrame({"rid": ["r7", "r3", "r9", "r1", "r2", "r5"], "person": [1, 2, 1, 2, 1, 2],
                        "v": list("ABCABC"), "flag": [1, 0, 0, 0, 0, 1]})
-    chain = KChain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]], labels=("A", "B", "C"))
+    chain = Chain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]], labels=("A", "B", "C"))
     df.set_index("rid").to_parquet(tmp_path / "idx.parquet")
     kapply_table(tmp_path / "idx.parquet", tmp_path / "o.parquet", column="v", eps=1.0, private_column="flag",
                  by="person", chain=chain, method="dim", seed=1, keep=["all", "flag"])
@@ -299,7 +299,7 @@ def test_caller_defined_chain_class_and_labels_reach_the_workers(rng):
         WORK = "work"
         SHOP = "shop"
 
-    class MyChain(KChain):
+    class MyChain(Chain):
         pass
 
     chain = MyChain(CHAIN.transition.tolist(), labels=tuple(Place))
@@ -316,7 +316,7 @@ def test_parquet_index_named_like_a_column_and_stored_integer_index(tmp_path):
 
     from redactopt.release.kapply import kapply_table
 
-    chain = KChain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]], labels=("A", "B", "C"))
+    chain = Chain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]], labels=("A", "B", "C"))
     base = pd.DataFrame({"person": [1, 2, 1, 2, 1, 2], "val": list("ABCABC"), "flag": [1, 0, 0, 0, 0, 1]})
     kw = dict(column="val", eps=1.0, private_column="flag", chain=chain, method="dim", seed=1, workers=1,
               keep=["all", "flag"])
@@ -335,7 +335,7 @@ def test_parquet_index_named_like_a_column_and_stored_integer_index(tmp_path):
 
 
 def test_ids_equal_but_written_differently_and_categorical_dtype():
-    chain = KChain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]], labels=("A", "B", "C"))
+    chain = Chain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]], labels=("A", "B", "C"))
     df = pd.DataFrame({"p": pd.Series([1, 1.0, 1, 1.0], dtype=object), "v": list("ABCA"), "f": [1, 0, 0, 1]})
     with pytest.raises(ValueError, match="equal but written differently"):
         kapply_frame(df, column="v", eps=1.0, private_column="f", by="p", chain=chain, method="dim", workers=1)
@@ -353,7 +353,7 @@ def test_large_eps_is_the_problem_at_the_leakage_ceiling():
     the solver still refuses (tests/test_kdesign.py::test_no_scip_bound_beyond_its_numerical_range)."""
     from redactopt.engine.kdesign import kdesign
 
-    chain = KChain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]])
+    chain = Chain([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]])
     for method in ("optimal", "global", "dim"):
         res = kdesign(chain, 3, eps=50.0, p=1, method=method)
         assert res.leakage <= 50.0 and res.utility == pytest.approx(2 / 3, abs=1e-12)

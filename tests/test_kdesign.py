@@ -16,27 +16,25 @@ import pytest
 
 from redactopt.engine.design import design
 from redactopt.engine.kdesign import binary_equivalent, kdesign, kjudge_candidate
-from redactopt.judge.kcertify import kfinalize
-from redactopt.judge.kexact import certify_kexact, exact_kn_step
-from redactopt.judge.kleakage import kleakage, kutility
-from redactopt.judge.klemma2 import klemma2_upper_bound, kpublishable
+from redactopt.judge.certify import finalize
+from redactopt.judge.exact import certify_exact, exact_n_step
+from redactopt.judge.leakage import leakage, utility
+from redactopt.judge.lemma2 import lemma2_upper_bound, publishable
 from redactopt.judge.exact import ratio_at_most_exp
 from redactopt.model.chain import MarkovChain
-from redactopt.model.influence import pointwise_influence
-from redactopt.model.kchain import KChain
-from redactopt.model.kinfluence import kdelta_star, kmax_influence, kpointwise_influence, window_terms
+from redactopt.model.chain import Chain
+from redactopt.model.influence import delta_star, max_influence, pointwise_influence, window_terms
 from redactopt.errors import PrivacyCheckError
 from redactopt.solvers.base import Candidate
 from redactopt.solvers.dim import dim_enumerate
-from redactopt.solvers.kdim import kdim_enumerate
 from redactopt.solvers.klocal import side_constraints
 from redactopt.solvers.kscip import propose_kglobal
 
 from test_kleakage import random_chain
 
 
-def certified(chain: KChain, q: np.ndarray, p: int, eps: float) -> bool:
-    return certify_kexact(chain, np.asarray(q).tolist(), [p], eps).status == "certified"
+def certified(chain: Chain, q: np.ndarray, p: int, eps: float) -> bool:
+    return certify_exact(chain, np.asarray(q).tolist(), [p], eps).status == "certified"
 
 
 # --------------------------------------------------------------------------
@@ -44,11 +42,11 @@ def certified(chain: KChain, q: np.ndarray, p: int, eps: float) -> bool:
 # --------------------------------------------------------------------------
 def test_pointwise_influence_k2_is_binary():
     mc = MarkovChain(0.01, 0.8)
-    kc = KChain.from_binary(mc)
+    kc = Chain.from_binary(mc)
     for d in (1, 2, 3, 7, 20):
         want = [pointwise_influence(mc, d, x) for x in (0, 1)]
         for side in ("left", "right"):
-            assert np.allclose(kpointwise_influence(kc, d, side), want, rtol=1e-10)
+            assert np.allclose(pointwise_influence(kc, d, side=side), want, rtol=1e-10)
 
 
 def test_pointwise_influence_rational(rng):
@@ -56,8 +54,8 @@ def test_pointwise_influence_rational(rng):
         c = random_chain(rng, 3)
         for side in ("left", "right"):
             for d in (1, 2, 5):
-                ex = exact_kn_step(c, d, reverse=side == "left")
-                got = kpointwise_influence(c, d, side)
+                ex = exact_n_step(c, d, reverse=side == "left")
+                got = pointwise_influence(c, d, side=side)
                 for v in range(3):
                     vals = []
                     for x in range(3):
@@ -75,10 +73,10 @@ def test_window_terms_non_increasing_and_delta_star(rng):
         for side in ("left", "right"):
             t = window_terms(c, 30, side)
             assert np.all(np.diff(t[:30], axis=0) <= 1e-12)
-            ds = kdelta_star(c, 0.5, side)
-            assert kmax_influence(c, ds, side) <= 0.5
+            ds = delta_star(c, 0.5, side=side)
+            assert max_influence(c, ds, side=side) <= 0.5
             if ds > 1:
-                assert kmax_influence(c, ds - 1, side) > 0.5
+                assert max_influence(c, ds - 1, side=side) > 0.5
 
 
 def test_kpublishable_is_exact_where_it_excludes(rng):
@@ -87,9 +85,9 @@ def test_kpublishable_is_exact_where_it_excludes(rng):
         c = random_chain(rng, 3)
         eps = float(rng.choice([0.3, 1.0, 2.0]))
         for side in ("left", "right"):
-            allowed = kpublishable(c, 6, eps=eps, side=side)
+            allowed = publishable(c, 6, eps=eps, side=side)
             for d in range(1, 7):
-                ex = exact_kn_step(c, d, reverse=side == "left")
+                ex = exact_n_step(c, d, reverse=side == "left")
                 for v in range(3):
                     above = any(ex[x][v] > 0 and (ex[y][v] == 0 or ratio_at_most_exp(ex[x][v] / ex[y][v], eps) is False)
                                 for x in range(3) for y in range(3) if x != y)
@@ -98,15 +96,15 @@ def test_kpublishable_is_exact_where_it_excludes(rng):
 
 def test_kpublishable_boundary_exactly_on_eps():
     """eps placed exactly on an influence (as a double) keeps the value unless the rational ratio exceeds e^eps."""
-    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
-    infl = kpointwise_influence(c, 1, "right")
+    c = Chain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
+    infl = pointwise_influence(c, 1, side="right")
     for v in range(3):
         eps = float(infl[v])
-        ex = exact_kn_step(c, 1)
+        ex = exact_n_step(c, 1)
         worst = max(ex[x][v] / ex[y][v] for x in range(3) for y in range(3) if x != y)
         for e in (math.nextafter(eps, 0.0), eps, math.nextafter(eps, math.inf)):
             want = ratio_at_most_exp(worst, e) is not False
-            assert kpublishable(c, 1, eps=e)[0, v] == want
+            assert publishable(c, 1, eps=e)[0, v] == want
 
 
 # --------------------------------------------------------------------------
@@ -126,13 +124,13 @@ def test_kdim_equals_enumeration_of_all_published_sets(rng, k):
             for i, t in enumerate(others):
                 if mask >> i & 1:
                     q[t] = 0.0
-            if kleakage(c, q, p).leakage <= eps:
+            if leakage(c, q, p).leakage <= eps:
                 best = max(best, bin(mask).count("1"))
-        cand = kdim_enumerate(c, n, eps=eps, p=p)
+        cand = dim_enumerate(c, n, eps=eps, p=p)
         assert cand.upper_bound * n >= best - 1e-9
         got = int(round(float((1 - cand.fallbacks[0]).mean(axis=1).sum())))
         assert got == best
-        assert certified(c, cand.fallbacks[0], p, eps) or kleakage(c, cand.fallbacks[0], p).leakage == 0
+        assert certified(c, cand.fallbacks[0], p, eps) or leakage(c, cand.fallbacks[0], p).leakage == 0
 
 
 def test_kdim_k2_equals_binary(rng):
@@ -142,7 +140,7 @@ def test_kdim_k2_equals_binary(rng):
         n = int(rng.integers(1, 60))
         p = int(rng.integers(0, n))
         eps = float(rng.choice([0.1, 0.5, 1.0, 3.0]))
-        c1, c2 = dim_enumerate(mc, n, eps=eps, p=p), kdim_enumerate(KChain.from_binary(mc), n, eps=eps, p=p)
+        c1, c2 = dim_enumerate(mc, n, eps=eps, p=p), dim_enumerate(Chain.from_binary(mc), n, eps=eps, p=p)
         assert np.array_equal(c1.redact_prob, c2.redact_prob) and c1.upper_bound == c2.upper_bound
 
 
@@ -163,10 +161,10 @@ def test_kdim_binary_terms_by_hand(a, b):
     # issue 25: a two-state chain's window terms come from the closed form (as fast as the binary dim),
     # with the same choices as the matrix loop: the terms up to the first D where all are <= 1e-9 eps,
     # then one choice standing for every farther distance (0 outward, l(D) inward), then "none"
-    from redactopt.solvers.kdim import side_window_terms
+    from redactopt.solvers.dim import side_window_terms
 
     A, B = Fraction(a), Fraction(b)
-    chain = KChain([[1 - A, A], [B, 1 - B]])
+    chain = Chain([[1 - A, A], [B, 1 - B]])
     assert chain.binary
     eps, m = 1.0, 3000
     for side in ("left", "right"):
@@ -222,7 +220,7 @@ def test_local_design_is_exactly_private_and_beats_the_window(rng):
 # --------------------------------------------------------------------------
 # the global optimum (SCIP) on tiny problems
 # --------------------------------------------------------------------------
-def _grid_best(chain: KChain, n: int, p: int, eps: float, levels=(0.0, 0.5, 1.0)) -> float:
+def _grid_best(chain: Chain, n: int, p: int, eps: float, levels=(0.0, 0.5, 1.0)) -> float:
     k = chain.k
     free = [(t, x) for t in range(n) if t != p for x in range(k)]
     best = 0.0
@@ -230,14 +228,14 @@ def _grid_best(chain: KChain, n: int, p: int, eps: float, levels=(0.0, 0.5, 1.0)
         q = np.ones((n, k))
         for (t, x), v in zip(free, vals):
             q[t, x] = v
-        if kleakage(chain, q, p).leakage <= eps:
-            best = max(best, kutility(chain, q))
+        if leakage(chain, q, p).leakage <= eps:
+            best = max(best, utility(chain, q))
     return best
 
 
 def test_global_tiny_k3_against_grid():
     """k = 3, n = 3 with p in the middle (two-sided, exact split): SCIP's bound and design."""
-    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
+    c = Chain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
     n, p, eps = 3, 1, 0.7
     cand = propose_kglobal(c, n, eps=eps, p=p, time_limit=20)
     grid = _grid_best(c, n, p, eps)
@@ -249,7 +247,7 @@ def test_global_tiny_k3_against_grid():
 
 
 def test_global_tiny_k3_one_sided():
-    c = KChain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]])  # not reversible
+    c = Chain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]])  # not reversible
     n, p, eps = 3, 0, 1.0
     d = kdesign(c, n, eps=eps, p=p, method="global", time_limit=20)
     grid = _grid_best(c, n, p, eps)
@@ -264,7 +262,7 @@ def test_global_tiny_k3_one_sided():
 
 def test_global_k2_matches_binary():
     mc = MarkovChain(0.2, 0.3)
-    kc = KChain.from_binary(mc)
+    kc = Chain.from_binary(mc)
     for n, p in ((5, 0), (4, 2)):
         d = kdesign(kc, n, eps=0.5, p=p, method="global", time_limit=30)
         b = design(mc, n, eps=0.5, p=p)
@@ -276,7 +274,7 @@ def test_global_k2_matches_binary():
 
 @pytest.mark.slow
 def test_global_k3_n8_one_sided_certified():
-    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
+    c = Chain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
     d = kdesign(c, 8, eps=1.0, p=0, method="global", time_limit=60)
     assert certified(c, d.redact_prob, 0, 1.0)
     loc = kdesign(c, 8, eps=1.0, p=0, method="local")
@@ -289,7 +287,7 @@ def test_global_k3_n8_one_sided_certified():
 @pytest.mark.parametrize("n, p, eps", [(10, 0, 1.0), pytest.param(10, 4, 0.5, marks=pytest.mark.slow)])
 def test_kdesign_k2_matches_binary(n, p, eps):
     mc = MarkovChain(0.01, 0.8)
-    kc = KChain.from_binary(mc)
+    kc = Chain.from_binary(mc)
     assert binary_equivalent(kc) == mc
     d, b = kdesign(kc, n, eps=eps, p=p), design(mc, n, eps=eps, p=p)
     assert d.utility == pytest.approx(b.utility, rel=1e-13)
@@ -298,7 +296,7 @@ def test_kdesign_k2_matches_binary(n, p, eps):
     dd, bd = kdesign(kc, n, eps=eps, p=p, method="dim"), design(mc, n, eps=eps, p=p, method="dim")
     assert np.array_equal(dd.redact_prob, bd.redact_prob)
     # a 2-state chain whose rows are not exactly 1 - a, a is judged on its own (no binary shortcut)
-    assert binary_equivalent(KChain([[0.7, 0.3000000001], [0.4, 0.6]])) is None
+    assert binary_equivalent(Chain([[0.7, 0.3000000001], [0.4, 0.6]])) is None
 
 
 # --------------------------------------------------------------------------
@@ -309,13 +307,13 @@ def test_judge_repairs_toward_redaction(rng):
     n, p, eps = 8, 3, 0.5
     q = np.full((n, 3), 0.3)
     q[p] = 1.0
-    assert kleakage(c, q, p).leakage > eps
+    assert leakage(c, q, p).leakage > eps
     out, u, how, refused = kjudge_candidate(c, Candidate(q, "test", "heuristic"), eps=eps, p=p)
     assert refused and how["repair"]
     assert out is not None and certified(c, out, p, eps)
     assert np.all(out >= q)  # only ever more redaction
     # entries within 1e-9 of 0 or 1 are snapped before the exact check (support matters)
-    window = kdim_enumerate(c, n, eps=eps, p=p).fallbacks[0]
+    window = dim_enumerate(c, n, eps=eps, p=p).fallbacks[0]
     fuzzy = np.where(window == 1.0, 1.0 - 1e-12, 1e-12)
     out, u, how, refused = kjudge_candidate(c, Candidate(fuzzy, "test", "heuristic"), eps=eps, p=p)
     assert not refused and np.array_equal(out, window)
@@ -326,7 +324,7 @@ def test_finalize_refuses_above_eps(rng):
     q = np.zeros((5, 3))
     q[2] = 1.0
     with pytest.raises(PrivacyCheckError):
-        kfinalize(c, q, private=2, eps=1e-3, method="t", upper_bound=1.0, solver="t")
+        finalize(c, q, private=2, eps=1e-3, method="t", upper_bound=1.0, solver="t")
 
 
 def _bottom_ratio(a: float, c: float, tiny: float) -> float:
@@ -346,9 +344,9 @@ def test_finalize_keeps_a_tiny_redaction_the_privacy_needs(path):
     a, c, eps = 5e-10, 0.4, 21.0
     q = np.array([[a, 1.0], [1.0, 1.0]])
     if path == "k-state":
-        chain, tiny = KChain([[1 - c, c], [1.0, 0.0]]), 0.0
-        d = kfinalize(chain, q, private=1, eps=eps, method="t", upper_bound=1.0, solver="t")
-        assert kleakage(chain, np.array([[0.0, 1.0], [1.0, 1.0]]), 1).leakage == math.inf
+        chain, tiny = Chain([[1 - c, c], [1.0, 0.0]]), 0.0
+        d = finalize(chain, q, private=1, eps=eps, method="t", upper_bound=1.0, solver="t")
+        assert leakage(chain, np.array([[0.0, 1.0], [1.0, 1.0]]), 1).leakage == math.inf
     else:
         tiny = 2.0 ** -40  # P[1, 1], exactly 1 - beta in floats
         chain = MarkovChain(c, 1 - tiny)
@@ -365,7 +363,7 @@ def test_global_bound_holds_where_the_optimum_redacts_below_scip_tolerance():
     (5e-11 at eps = 10): below SCIP's zero tolerance, so SCIP used to "prove" the bound 0.
     The optimum is pi_0 (1 - a*) / 2 (records 0 and 1, the private one never published)."""
     c = 1e-6
-    chain = KChain([[1 - c, c], [1.0, 0.0]])
+    chain = Chain([[1 - c, c], [1.0, 0.0]])
     for eps in (8.0, 10.0):
         a_star = c / (math.exp(eps) - 1 + c)
         assert math.log(_bottom_ratio(a_star, c, 0.0)) == pytest.approx(eps, rel=1e-12)
@@ -383,10 +381,10 @@ def test_global_bound_holds_where_the_optimum_redacts_below_scip_tolerance():
 def test_chain_mixing_too_slowly_for_eps_gives_full_redaction(P, eps, method):
     """No distance within reach brings the max-influence under eps (Delta* beyond 10^7): Lemma 2
     closes every value of both neighbours (used to raise "stays above eps beyond 10000000")."""
-    c = KChain(P)
+    c = Chain(P)
     for d in (1, 2):
-        assert kmax_influence(c, d, "left") > eps and kmax_influence(c, d, "right") > eps
-    assert not kpublishable(c, 2, eps=eps, side="right").any()
+        assert max_influence(c, d, side="left") > eps and max_influence(c, d, side="right") > eps
+    assert not publishable(c, 2, eps=eps, side="right").any()
     res = kdesign(c, 3, eps=eps, p=1, method=method)
     assert res.utility == 0.0 and res.certificate.upper_bound == 0.0
     assert np.array_equal(res.redact_prob, np.ones((3, 3)))
@@ -396,15 +394,15 @@ def test_no_scip_bound_beyond_its_numerical_range():
     """A 4-state chain with entries near 1e-5 at eps = 12: SCIP's dual bound there was 0 while the
     local design below (checked here by enumerating all 5^3 outputs) publishes 36.8%.  Beyond
     KGLOBAL_MAX_EPS (10) ``optimal`` no longer runs SCIP and ``global`` refuses."""
-    from redactopt.judge.kleakage import kleakage_bruteforce
+    from redactopt.judge.leakage import leakage_bruteforce
     from redactopt.solvers.kscip import KGLOBAL_MAX_EPS
 
     a, b, c, d = 1.0606490838614705e-05, 7.8083571305918336e-05, 1.3140567988423218e-05, 0.0024385631604424965
-    chain = KChain([[0.0, 1.0, 0.0, 0.0], [a, 1 - 3 * a, a, a], [1 - 2 * b, b, b, 0.0], [0.0, c, 0.0, 1 - c]])
+    chain = Chain([[0.0, 1.0, 0.0, 0.0], [a, 1 - 3 * a, a, a], [1 - 2 * b, b, b, 0.0], [0.0, c, 0.0, 1 - c]])
     q = np.array([[d, d, 1.0, 1.0], [1.0, d, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]])
-    assert kleakage_bruteforce(chain, q, 2).leakage < 12.0 and KGLOBAL_MAX_EPS < 12.0
+    assert leakage_bruteforce(chain, q, 2).leakage < 12.0 and KGLOBAL_MAX_EPS < 12.0
     res = kdesign(chain, 3, eps=12.0, p=2, method="optimal")
-    assert res.certificate.upper_bound >= max(res.utility, kutility(chain, q))
+    assert res.certificate.upper_bound >= max(res.utility, utility(chain, q))
     assert res.certificate.solver == "lemma2"
     with pytest.raises(ValueError, match="beyond the global model's range"):
         kdesign(chain, 3, eps=12.0, p=2, method="global")
@@ -414,7 +412,7 @@ def test_lemma2_bound_dominates_designs_and_grid(rng):
     for _ in range(3):
         c = random_chain(rng, 3, zero_frac=0.0)
         n, p, eps = 3, 1, 0.8
-        ub = klemma2_upper_bound(c, n, eps=eps, private=p)
+        ub = lemma2_upper_bound(c, n, eps=eps, private=p)
         assert ub >= _grid_best(c, n, p, eps) - 1e-12
         d = kdesign(c, n, eps=eps, p=p)
         assert d.certificate.upper_bound <= ub + 1e-12
@@ -422,14 +420,14 @@ def test_lemma2_bound_dominates_designs_and_grid(rng):
 
 
 def test_kdesign_bad_input():
-    c = KChain([[0.6, 0.4], [0.3, 0.7]])
+    c = Chain([[0.6, 0.4], [0.3, 0.7]])
     with pytest.raises(ValueError, match="method"):
         kdesign(c, 5, eps=1.0, method="3r")
     with pytest.raises(ValueError, match="time_limit"):
         kdesign(c, 5, eps=1.0, time_limit=0)
     # a MarkovChain is the two-state Chain (issue 25): designed as the same exact chain given as a matrix
     binary = kdesign(MarkovChain(0.4, 0.3), 5, eps=1.0)
-    matrix = kdesign(KChain.from_binary(MarkovChain(0.4, 0.3)), 5, eps=1.0)
+    matrix = kdesign(Chain.from_binary(MarkovChain(0.4, 0.3)), 5, eps=1.0)
     assert binary.utility == matrix.utility
     assert np.array_equal(np.asarray(binary.redact_prob), np.asarray(matrix.redact_prob))
     with pytest.raises(TypeError, match="chain"):
@@ -449,19 +447,18 @@ def test_kstate_lemma2_bound_is_rounded_outward_like_the_binary_one():
     # below its exact value (issue 24: the k-state bound was a plain float sum, below the binary one)
     from fractions import Fraction
 
-    from redactopt.judge.klemma2 import klemma2_upper_bound
     from redactopt.judge.lemma2 import lemma2_upper_bound
 
     c = MarkovChain(0.01, 0.8)
-    k = KChain(c.transition_matrix)
+    k = Chain(c.transition_matrix)
     for n, p in ((10, 0), (10, 4), (100, 50), (37, 36)):
-        assert abs(klemma2_upper_bound(k, n, eps=1.0, private=[p]) - lemma2_upper_bound(c, n, eps=1.0, private=[p])) \
+        assert abs(lemma2_upper_bound(k, n, eps=1.0, private=[p]) - lemma2_upper_bound(c, n, eps=1.0, private=[p]))\
             <= 4e-16
     # by hand: n = 2, p = 0 and a huge budget: record 2 may show either value, the bound is exactly 1/2
-    kb = klemma2_upper_bound(k, 2, eps=50.0, private=[0])
+    kb = lemma2_upper_bound(k, 2, eps=50.0, private=[0])
     assert Fraction(kb) >= Fraction(1, 2) and kb - 0.5 <= 1e-15
     # a budget below the neighbour's influence: nothing may be published, the bound is exactly 0
-    assert klemma2_upper_bound(k, 2, eps=1e-6, private=[0]) == 0.0
+    assert lemma2_upper_bound(k, 2, eps=1e-6, private=[0]) == 0.0
 
 
 # --------------------------------------------------------------------------
@@ -473,9 +470,9 @@ def _counts_over_every_record(chain, n, eps, private):
     for p in private:
         allowed[p] = False
         if p > 0:
-            allowed[:p] &= kpublishable(chain, p, eps=eps, side="left")[::-1]
+            allowed[:p] &= publishable(chain, p, eps=eps, side="left")[::-1]
         if p < n - 1:
-            allowed[p + 1 :] &= kpublishable(chain, n - 1 - p, eps=eps, side="right")
+            allowed[p + 1 :] &= publishable(chain, n - 1 - p, eps=eps, side="right")
     return tuple(int(c) for c in allowed.sum(axis=0))
 
 
@@ -493,7 +490,7 @@ def test_lemma2_stretches_equal_every_record(rng):
         except ValueError:  # Delta* beyond the search limit: skip such a chain
             continue
         assert lemma2_counts((c,), n, eps=eps, private=private) == want
-        bound = klemma2_upper_bound(c, n, eps=eps, private=private)
+        bound = lemma2_upper_bound(c, n, eps=eps, private=private)
         exact = sum(Fraction(float(pi)) * cnt for pi, cnt in zip(c.stationary, want)) / n
         assert Fraction(bound) >= exact  # rounded outward, never below its exact value
         assert bound - float(exact) <= 8 * k * 2.0**-52
@@ -504,9 +501,9 @@ def test_lemma2_of_a_matrix_chain_is_the_binary_bound():
 
     for a, b in ((0.01, 0.8), (0.003, 0.012), (0.6, 0.7)):
         binary = MarkovChain(a, b)
-        matrix = KChain.from_binary(binary, labels=("x", "y"))
+        matrix = Chain.from_binary(binary, labels=("x", "y"))
         for n, private in ((1000, [500]), (10**6, [3, 400_000, 999_999])):
-            assert lemma2_upper_bound(matrix, n, eps=1.0, private=private) == \
+            assert lemma2_upper_bound(matrix, n, eps=1.0, private=private) ==\
                 lemma2_upper_bound(binary, n, eps=1.0, private=private)
 
 
@@ -515,10 +512,10 @@ def test_lemma2_cost_does_not_grow_with_n():
 
     from redactopt.judge import lemma2 as l2
 
-    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
+    c = Chain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
     l2._PUBLISHABLE.clear()
-    klemma2_upper_bound(c, 10**3, eps=1.0, private=[500])  # tables built once
+    lemma2_upper_bound(c, 10**3, eps=1.0, private=[500])  # tables built once
     t = time.perf_counter()
     for n in (10**4, 10**6, 10**8):
-        klemma2_upper_bound(c, n, eps=1.0, private=[n // 2])
+        lemma2_upper_bound(c, n, eps=1.0, private=[n // 2])
     assert time.perf_counter() - t < 0.5  # the old (n, k) array alone needed ~3 GB at n = 10^8

@@ -14,24 +14,24 @@ import numpy as np
 import pytest
 
 from redactopt.engine.kdesign import kdesign
-from redactopt.judge.kexact import certify_kexact
-from redactopt.judge.kleakage import kleakage_bruteforce, kutility
-from redactopt.model.kchain import KChain
+from redactopt.judge.exact import certify_exact
+from redactopt.judge.leakage import leakage_bruteforce, utility
+from redactopt.model.chain import Chain
 from redactopt.solvers.klocal import opening_starts, propose_kmultistart
 
 from test_kleakage import random_chain
 
 
-def sticky3() -> KChain:
+def sticky3() -> Chain:
     """The sticky k = 3 chain of benchmarks/kstate_speed.py (lambda = 0.5, seed 11)."""
     rng = np.random.default_rng(11)
     R = rng.random((3, 3))
     R /= R.sum(axis=1, keepdims=True)
-    return KChain(0.5 * np.eye(3) + 0.5 * R)
+    return Chain(0.5 * np.eye(3) + 0.5 * R)
 
 
-def brute(chain: KChain, q: np.ndarray, p: int) -> float:
-    return kleakage_bruteforce(chain, q, p).leakage
+def brute(chain: Chain, q: np.ndarray, p: int) -> float:
+    return leakage_bruteforce(chain, q, p).leakage
 
 
 def sticky_witness() -> np.ndarray:
@@ -52,8 +52,8 @@ def test_sticky_witness_is_private_and_beats_the_old_design():
     c = sticky3()
     q = sticky_witness()
     assert brute(c, q, 0) <= 1.0
-    assert certify_kexact(c, q.tolist(), [0], 1.0).status == "certified"
-    u = kutility(c, q)
+    assert certify_exact(c, q.tolist(), [0], 1.0).status == "certified"
+    u = utility(c, q)
     # pi . (1 - q) summed over the records, by hand: distances 3, 4 publish state 1 and part of state 2
     pi = c.stationary
     by_hand = (2 * pi[1] + pi[2] * (1 - 0.8306) + pi[2] * (1 - 0.2091) + 3.0) / 8
@@ -82,14 +82,14 @@ def test_multistart_finds_the_better_sticky_design():
     cand = propose_kmultistart(c, 8, eps=1.0, p=0, time_limit=60.0)
     q = np.asarray(cand.redact_prob)
     assert brute(c, q, 0) <= 1.0
-    assert kutility(c, q) >= kutility(c, sticky_witness()) - 1e-5
+    assert utility(c, q) >= utility(c, sticky_witness()) - 1e-5
     assert cand.info["starts"] > 1
 
 
-def _random_search(chain: KChain, n: int, p: int, eps: float, rng: np.random.Generator, tries: int) -> float:
+def _random_search(chain: Chain, n: int, p: int, eps: float, rng: np.random.Generator, tries: int) -> float:
     """Best utility found by random mechanisms and coordinate moves, judged by brute force alone."""
     k = chain.k
-    best = kutility(chain, np.ones((n, k)))
+    best = utility(chain, np.ones((n, k)))
     for _ in range(tries):
         q = rng.choice([0.0, 0.25, 0.5, 0.75, 1.0], size=(n, k))
         q[p] = 1.0
@@ -105,7 +105,7 @@ def _random_search(chain: KChain, n: int, p: int, eps: float, rng: np.random.Gen
                 trial[t, v] = max(0.0, q[t, v] - 0.25)
                 if brute(chain, trial, p) <= eps:
                     q, improved = trial, True
-        best = max(best, kutility(chain, q))
+        best = max(best, utility(chain, q))
     return best
 
 
@@ -123,14 +123,14 @@ def test_optimal_certificate_bounds_independent_search(seed):
 
 def test_optimal_beats_every_deterministic_mechanism_tiny():
     """n = 3, k = 3, one-sided: every mechanism with q in {0, 1} enumerated and judged by brute force."""
-    c = KChain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]])
+    c = Chain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]])
     n, p, eps = 3, 0, 1.0
     best = 0.0
     for bits in itertools.product([0.0, 1.0], repeat=(n - 1) * 3):
         q = np.ones((n, 3))
         q[1:] = np.reshape(bits, (n - 1, 3))
         if brute(c, q, p) <= eps:
-            best = max(best, kutility(c, q))
+            best = max(best, utility(c, q))
     d = kdesign(c, n, eps=eps, p=p, method="optimal")
     assert d.certificate.upper_bound >= best - 1e-12
     assert d.utility >= best - 1e-12
@@ -143,5 +143,5 @@ def test_sticky_optimal_design_and_bound():
     d = kdesign(c, 8, eps=1.0, p=0, method="optimal", certify_time=30.0)
     q = np.asarray(d.redact_prob)
     assert brute(c, q, 0) <= 1.0
-    assert d.utility >= kutility(c, sticky_witness()) - 1e-5
-    assert d.certificate.upper_bound >= kutility(c, sticky_witness())
+    assert d.utility >= utility(c, sticky_witness()) - 1e-5
+    assert d.certificate.upper_bound >= utility(c, sticky_witness())

@@ -11,13 +11,14 @@ import pytest
 
 from redactopt.engine.kdesign import kdesign
 from redactopt.io import mechanism_from_dict
-from redactopt.judge.kaudit import kaudit
-from redactopt.judge.kexact import exact_kleakage
-from redactopt.judge.kleakage import kleakage, kleakage_segment, klog_likelihood_ratio
-from redactopt.kio import KFORMAT, chain_from_dict, kdesign_to_dict, kmechanism_from_dict
-from redactopt.model.kchain import KChain
+from redactopt.judge.audit import kaudit
+from redactopt.judge.exact import exact_leakage
+from redactopt.judge.leakage import leakage, leakage_segment, log_likelihood_ratio
+from redactopt.io import kmechanism_from_dict
+from redactopt.kio import KFORMAT, chain_from_dict, kdesign_to_dict
+from redactopt.model.chain import Chain
 from redactopt.release.kapply import kapply_frame, kapply_table
-from redactopt.release.kfit import kfit_sequences
+from redactopt.release.fit import fit_sequences
 
 from test_kleakage import random_chain
 
@@ -29,7 +30,7 @@ P3 = [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]]
 # --------------------------------------------------------------------------
 def test_fit_counts_labels_and_mle_by_hand():
     seq = ["b", "b", "a", "c", "a", "a", "b", "c", "c", "a"]
-    fit = kfit_sequences([seq])
+    fit = fit_sequences([seq])
     assert fit.labels == ("b", "a", "c")  # order of first appearance
     # transitions: b->b, b->a, a->c, c->a, a->a, a->b, b->c, c->c, c->a
     want = {("b", "b"): 1, ("b", "a"): 1, ("a", "c"): 1, ("c", "a"): 2, ("a", "a"): 1, ("a", "b"): 1,
@@ -48,7 +49,7 @@ def test_fit_counts_labels_and_mle_by_hand():
 
 def test_fit_wilson_interval_formula():
     seq = ["x"] * 40 + ["y"] * 10 + ["x"] * 5 + ["y"]
-    fit = kfit_sequences([seq], confidence=0.95)
+    fit = fit_sequences([seq], confidence=0.95)
     i, j = fit.labels.index("x"), fit.labels.index("y")
     k_, m = fit.counts[i, j], fit.counts[i].sum()
     z = 1.959963984540054
@@ -61,48 +62,48 @@ def test_fit_wilson_interval_formula():
 
 
 def test_fit_sequences_are_not_joined_and_fixed_labels():
-    fit = kfit_sequences([["a", "b"], ["c", "a"]], labels=["a", "b", "c"])
+    fit = fit_sequences([["a", "b"], ["c", "a"]], labels=["a", "b", "c"])
     assert fit.counts.sum() == 2  # b -> c across the two sequences is not a transition
     assert fit.labels == ("a", "b", "c")
     assert np.allclose(fit.transition[1], 1 / 3) and any("'b' is never followed" in w for w in fit.warnings)
     with pytest.raises(ValueError, match="not one of the states"):
-        kfit_sequences([["a", "d"]], labels=["a", "b"])
+        fit_sequences([["a", "d"]], labels=["a", "b"])
 
 
 def test_fit_smoothing_none_keeps_zeros_and_errors():
     seq = list("aabbaabbcabbcaab")
-    fit = kfit_sequences([seq], smoothing="none")
+    fit = fit_sequences([seq], smoothing="none")
     assert np.array_equal(fit.transition, fit.mle)
     assert any("impossible" in w for w in fit.warnings)
     with pytest.raises(ValueError, match="at least 2"):
-        kfit_sequences([["a", "a", "a"]])
+        fit_sequences([["a", "a", "a"]])
     with pytest.raises(ValueError, match="missing value at position 2"):
-        kfit_sequences([["a", None, "b"]])
+        fit_sequences([["a", None, "b"]])
 
 
 @pytest.mark.parametrize("missing", [np.float32("nan"), pd.NA, None, float("nan"), pd.NaT])
 def test_fit_refuses_every_kind_of_missing_value(missing):
     """float32 NaN and pd.NA used to become states named 'nan' and '<NA>'."""
     with pytest.raises(ValueError, match="missing value at position 3"):
-        kfit_sequences([["a", "b", missing, "a", "b"]])
+        fit_sequences([["a", "b", missing, "a", "b"]])
 
 
 @pytest.mark.parametrize("bad", [[[-1, 2], [1, 1]], [[1.5, 2], [1, 1]], [[np.nan, 2], [1, 1]], [["1", "2"], ["1", "1"]]])
 def test_fit_counts_must_be_whole_and_non_negative(bad):
-    from redactopt.release.kfit import kfit_counts
+    from redactopt.release.fit import fit_counts
 
     with pytest.raises(ValueError, match="non-negative whole numbers"):
-        kfit_counts(bad, ["a", "b"], records=6, sequences=1)
-    fit = kfit_counts([[1.0, 3.0], [2.0, 2.0]], ["a", "b"], records=9, sequences=1, smoothing="none")
+        fit_counts(bad, ("a", "b"), records=6, sequences=1)
+    fit = fit_counts([[1.0, 3.0], [2.0, 2.0]], ("a", "b"), records=9, sequences=1, smoothing="none")
     assert fit.transition.tolist() == [[0.25, 0.75], [0.5, 0.5]]
 
 
 def test_fit_recovers_a_chain(rng):
-    c = KChain(P3, labels=("lo", "mid", "hi"))
+    c = Chain(P3, labels=("lo", "mid", "hi"))
     x = [0]
     for _ in range(60_000):
         x.append(int(rng.choice(3, p=c.transition[x[-1]])))
-    fit = kfit_sequences([[c.labels[v] for v in x]])
+    fit = fit_sequences([[c.labels[v] for v in x]])
     order = [fit.labels.index(s) for s in c.labels]
     est = fit.transition[np.ix_(order, order)]
     assert np.allclose(est, c.transition, atol=0.02)
@@ -114,7 +115,7 @@ def test_fit_recovers_a_chain(rng):
 # files
 # --------------------------------------------------------------------------
 def test_kmechanism_roundtrip_and_old_readers_refuse():
-    c = KChain(P3, labels=("lo", "mid", "hi"))
+    c = Chain(P3, labels=("lo", "mid", "hi"))
     res = kdesign(c, 9, eps=1.0, p=4, method="dim")
     d = json.loads(json.dumps(kdesign_to_dict(res)))
     assert d["format"] == KFORMAT and d["states"] == ["lo", "mid", "hi"]
@@ -135,7 +136,7 @@ def test_kmechanism_roundtrip_and_old_readers_refuse():
 
 def test_kstate_reader_refuses_adjacent_blocks_like_the_binary_reader():
     # issue 25: blocks are maximal runs separated by a row published for sure, for every k
-    c = KChain(P3, labels=("lo", "mid", "hi"))
+    c = Chain(P3, labels=("lo", "mid", "hi"))
     d = json.loads(json.dumps(kdesign_to_dict(kdesign(c, 9, eps=1.0, p=4, method="dim"))))
     (only,) = d["blocks"]
     rows, s = only["redact_prob"], only["start"]
@@ -157,18 +158,18 @@ def test_segment_leakage_equals_whole_sequence(rng):
         q[rng.random(n) < 0.3] = 0.0  # some records published with certainty
         p = int(rng.integers(0, n))
         q[p] = 1.0
-        a, b = kleakage_segment(c, q, p), kleakage(c, q, p)
+        a, b = leakage_segment(c, q, p), leakage(c, q, p)
         assert a.leakage == pytest.approx(b.leakage, rel=1e-9, abs=1e-12) or a.leakage == b.leakage
         if 0 < a.leakage < math.inf:
-            assert klog_likelihood_ratio(c, q, p, a.witness, a.pair) == pytest.approx(a.leakage, rel=1e-8)
+            assert log_likelihood_ratio(c, q, p, a.witness, a.pair) == pytest.approx(a.leakage, rel=1e-8)
 
 
 def test_kaudit_exact_and_verdicts():
-    c = KChain(P3)
+    c = Chain(P3)
     res = kdesign(c, 7, eps=0.8, p=3, method="dim")
     rep = kaudit(c, res.redact_prob, private=[3], eps=0.8, exact=True)
     assert rep["passed"] and rep["exact"]["status"] == "certified"
-    assert rep["leakage"] == pytest.approx(exact_kleakage(c, res.redact_prob.tolist(), 3).leakage, rel=1e-12)
+    assert rep["leakage"] == pytest.approx(exact_leakage(c, res.redact_prob.tolist(), 3).leakage, rel=1e-12)
     rep = kaudit(c, res.redact_prob, private=[3], eps=rep["leakage"] / 2, exact=True)
     assert not rep["passed"] and rep["exact"]["status"] == "violated"
 
@@ -176,7 +177,7 @@ def test_kaudit_exact_and_verdicts():
 # --------------------------------------------------------------------------
 # releases
 # --------------------------------------------------------------------------
-def _sample(chain: KChain, n: int, rng) -> list[str]:
+def _sample(chain: Chain, n: int, rng) -> list[str]:
     x = [int(rng.choice(chain.k, p=chain.stationary))]
     for _ in range(n - 1):
         x.append(int(rng.choice(chain.k, p=chain.transition[x[-1]])))
@@ -184,7 +185,7 @@ def _sample(chain: KChain, n: int, rng) -> list[str]:
 
 
 def test_kapply_frame(rng):
-    c = KChain([[0.8, 0.15, 0.05], [0.1, 0.8, 0.1], [0.05, 0.15, 0.8]], labels=("lo", "mid", "hi"))
+    c = Chain([[0.8, 0.15, 0.05], [0.1, 0.8, 0.1], [0.05, 0.15, 0.8]], labels=("lo", "mid", "hi"))
     vals = _sample(c, 300, rng)
     df = pd.DataFrame({"t": range(300), "level": vals})
     private = [100, 101, 250]
@@ -198,7 +199,7 @@ def test_kapply_frame(rng):
     kept = ~red
     assert (out["level"][kept] == df["level"][kept]).all() and (out["t"] == df["t"]).all()
     for p in private:
-        assert kleakage(c, q, p).leakage <= 1.0
+        assert leakage(c, q, p).leakage <= 1.0
     assert rep["leakage"]["max"] <= 1.0 and rep["utility"]["redacted"] == int(red.sum())
     assert rep["states"] == ["lo", "mid", "hi"] and rep["label"].startswith("NOT FOR REAL RELEASES")
     out2, _ = kapply_frame(df, column="level", eps=1.0, private=private, chain=c, seed=7, method="dim")
@@ -216,7 +217,7 @@ def test_kapply_frame(rng):
 
 
 def test_kapply_errors():
-    c = KChain(P3, labels=("a", "b", "c"))
+    c = Chain(P3, labels=("a", "b", "c"))
     df = pd.DataFrame({"v": ["a", "b", "d", "a"]})
     with pytest.raises(ValueError, match="row 3.*'d'"):
         kapply_frame(df, column="v", eps=1.0, private=[0], chain=c)
@@ -227,7 +228,7 @@ def test_kapply_errors():
 
 
 def test_kapply_table_csv_and_parquet(tmp_path, rng):
-    c = KChain([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [0.0, 0.3, 0.7]], labels=("x", "y", "z"))
+    c = Chain([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [0.0, 0.3, 0.7]], labels=("x", "y", "z"))
     vals = _sample(c, 200, rng)
     src = tmp_path / "in.csv"
     pd.DataFrame({"id": range(200), "s": vals}).to_csv(src, index=False)
@@ -304,7 +305,7 @@ def test_cli_k_errors_are_one_line(run, capsys, argv, msg):
 
 
 def test_cli_fit_and_apply(run, tmp_path, capsys, rng):
-    c = KChain([[0.9, 0.1, 0.0], [0.05, 0.9, 0.05], [0.0, 0.2, 0.8]], labels=("low", "mid", "high"))
+    c = Chain([[0.9, 0.1, 0.0], [0.05, 0.9, 0.05], [0.0, 0.2, 0.8]], labels=("low", "mid", "high"))
     src = tmp_path / "d.csv"
     pd.DataFrame({"level": _sample(c, 400, rng)}).to_csv(src, index=False)
     assert run(["fit", str(src), "--column", "level", "--categorical"]) == 0
@@ -326,7 +327,7 @@ def test_cli_fit_and_apply(run, tmp_path, capsys, rng):
 
 
 def _seq_csv(path, rng, n=200, sep=","):
-    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]], labels=("low", "mid", "high"))
+    c = Chain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]], labels=("low", "mid", "high"))
     pd.DataFrame({"t": range(n), "level": _sample(c, n, rng), "other": [f"o{i}" for i in range(n)]}).to_csv(
         path, index=False, sep=sep)
 
@@ -384,7 +385,7 @@ def test_cli_kdesign_csv_quotes_labels(run, tmp_path, capsys):
 def test_tiny_eps_falls_back_to_full_redaction(run, tmp_path, capsys, rng):
     """eps = 1e-13 is inside the float evaluator's rounding band for long windows; full redaction
     (leakage exactly 0: the one output is all ⊥) used to be refused as "exceeds eps"."""
-    c = KChain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
+    c = Chain([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
     d = kdesign(c, 100, eps=1e-13, p=49, method="dim")
     assert d.utility == 0.0 and np.all(d.redact_prob == 1.0) and d.leakage <= 1e-13
     src = tmp_path / "seq.csv"
@@ -413,14 +414,14 @@ def test_kaudit_decides_each_record_in_the_band_of_its_own_segment():
     # proves B private and its segment is too long for the rational check, so the audit must not pass.
     from redactopt.judge.tolerances import boundary_zone
 
-    c = KChain(P3)
+    c = Chain(P3)
     n = 1_000_010
     q = np.zeros((n, 3))
     q[1] = 1.0  # A = row 1: rows 0 and 2 published with certainty
     q[4 : n - 4] = 1e-10
     b = n // 2
     q[b] = 1.0
-    la, lb = kleakage(c, q, 1).leakage, kleakage(c, q, b).leakage
+    la, lb = leakage(c, q, 1).leakage, leakage(c, q, b).leakage
     assert lb <= la and la - lb < 1e-9  # B no higher than the worst (A: ties go to the first)
     eps = la * (1 + 1.5e-9)
     short, long_ = boundary_zone(eps, 3, 3), boundary_zone(eps, n - 6, 3)

@@ -41,7 +41,7 @@ def test_console_blocks_run_verbatim(co2):
     for block in blocks:
         for cmd, status, expected, actual in _run_block(block, co2.parent):
             assert status == 0, cmd
-            assert _matches(expected, actual), f"{cmd}\n--- page\n" + "\n".join(expected) + \
+            assert _matches(expected, actual), f"{cmd}\n--- page\n" + "\n".join(expected) +\
                 "\n--- printed\n" + "\n".join(actual)
 
 
@@ -81,8 +81,8 @@ def _window_leakage(P: np.ndarray, a: int, b: int) -> float:
 def test_eps_table_independently(co2):
     import json
 
-    from redactopt.kio import chain_from_dict
-    from redactopt.release.kapply import kdesign_release
+    from redactopt.io import chain_from_dict
+    from redactopt.release.states_plan import kdesign_release
 
     out = subprocess.run([sys.executable, "-m", "redactopt", "fit", str(co2), "--column", "CO2level",
                           "--categorical", "--format", "json"], capture_output=True, text=True, check=True).stdout
@@ -99,15 +99,15 @@ def test_eps_table_independently(co2):
         worst = max(_window_leakage(P, p + 1 - (lo - 1), hi + 1 - (p + 1)) for p in PRIVATE)
         assert worst <= eps and abs(worst - float(leak)) < 5e-5
         # one more published minute on either side breaks it for some private minute
-        assert max(_window_leakage(P, p + 1 - lo, hi + 1 - (p + 1)) for p in PRIVATE) > eps or \
+        assert max(_window_leakage(P, p + 1 - lo, hi + 1 - (p + 1)) for p in PRIVATE) > eps or\
             max(_window_leakage(P, p + 1 - (lo - 1), hi - (p + 1)) for p in PRIVATE) > eps
 
 
 def test_many_days_by_hand(co2):
     """The many-sequences example: private rows, shared design and redactions from pandas and the window."""
-    from redactopt.judge.kleakage import kleakage
-    from redactopt.model.kchain import KChain
-    from redactopt.solvers.kdim import kdim_windows
+    from redactopt.judge.leakage import leakage
+    from redactopt.model.chain import Chain
+    from redactopt.solvers.dim import dim_windows
 
     d = pd.read_csv(co2.parent / "co2days.csv", dtype=str, keep_default_na=False)
     per_day = d.groupby("day", sort=False)["lunch"].agg(lambda s: (s == "1").sum())
@@ -128,12 +128,12 @@ def test_many_days_by_hand(co2):
                                  rep["chain"]["fit_rows"]["radius"], d["day"].to_numpy(), k=3)
     assert rep["chain"]["fit"]["counts"] == C.tolist() and rep["chain"]["fit_rows"]["rows"] == rows_out
     # one design for the three weekdays: the exact window of one day under the report's chain
-    chain = KChain(rep["chain"]["transition"], labels=labels)
+    chain = Chain(rep["chain"]["transition"], labels=labels)
     private = tuple(range(751, 810))
-    q = kdim_windows(chain, 1440, eps=1.0, private=private)
+    q = dim_windows(chain, 1440, eps=1.0, private=private)
     rows = np.flatnonzero(q.any(axis=1))
     assert np.all(q[rows] == 1.0) and rows[-1] - rows[0] + 1 == rows.size
-    assert max(kleakage(chain, q, p).leakage for p in (751, 809)) <= 1.0
+    assert max(leakage(chain, q, p).leakage for p in (751, 809)) <= 1.0
     assert max(751 - rows[0], rows[-1] - 809) <= rep["chain"]["fit_rows"]["radius"]  # inside the zone left out
     assert rep["utility"]["redacted"] == 3 * rows.size
     released = pd.read_csv(out, dtype=str, keep_default_na=False)

@@ -20,13 +20,13 @@ from scipy.optimize import linprog
 from redactopt.classes_io import mechanism_from_dict, mechanism_to_dict
 from redactopt.judge.scan import owner_leakage, owner_ratio_exact, verify_mechanism
 from redactopt.model.chain import MarkovChain
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain
 from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, as_kchain
 from redactopt.engine.class_judge import block_design, design_owner
 from redactopt.solvers.owner_lp import BlockInfeasible, window_bound
 
 
-def brute_ratio(kc: KChain, n: int, p: int, table: np.ndarray, holder: bool) -> Fraction | None:
+def brute_ratio(kc: Chain, n: int, p: int, table: np.ndarray, holder: bool) -> Fraction | None:
     """Worst ratio of Definition 1: every tuple, every mask, rationals (rows divided by their exact sums)."""
     k = kc.k
     P = [list(r) for r in kc.exact_transition()]
@@ -67,7 +67,7 @@ def test_table_leakage_matches_enumeration(seed):
     n = 2 + seed % 3
     p = int(rng.integers(0, n))
     P = rng.random((k, k)) + 0.05
-    kc = KChain(P / P.sum(axis=1, keepdims=True))
+    kc = Chain(P / P.sum(axis=1, keepdims=True))
     holder = seed % 2 == 1
     rows = k ** (n if holder else n - 1)
     T = rng.random((rows, 2 ** (n - 1)))

@@ -32,7 +32,7 @@ def test_portfolio_follows_the_chain():
 
 def test_first_accepting_solver_serves_a_method():
     b, k = Problem(MarkovChain(0.1, 0.2), 10, 1.0, 3), Problem(K3, 10, 1.0, 3)
-    assert solver_for("dim", b).module.endswith(".dim") and solver_for("dim", k).module.endswith(".kdim")
+    assert solver_for("dim", b).module.endswith(".dim") and solver_for("dim", k).module.endswith(".dim")
     assert solver_for("global", b).module.endswith("scip_global") and solver_for("global", k).module.endswith("kscip")
     for m in ("frontier", "sgp", "dim-milp", "3r-calibrated"):
         with pytest.raises(ValueError, match="two-state chain.*3 states"):

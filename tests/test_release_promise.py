@@ -356,3 +356,67 @@ def test_dask_writes_the_same_columns_and_figures_as_the_file_path(tmp_path):
     assert list(parts.columns) == ["person", "x", "light"] and parts.equals(one)
     assert rep_d["columns"]["not_covered"] == rep["columns"]["not_covered"]
     assert rep_d["chain"]["fit_rows"] == rep["chain"]["fit_rows"] and rep_d["chain"]["alpha"] == rep["chain"]["alpha"]
+
+
+# --------------------------------------------------------------------------
+# --method optimal: the zone chosen with the default design, the chosen fit designed with optimal
+# --------------------------------------------------------------------------
+def _inside_read_zone(df: pd.DataFrame, rep: dict) -> bool:
+    """Every block of the release lies within the smallest radius whose outside rows the zone rule read."""
+    where = rep["chain"]["fit_rows"]
+    limit = min(r for r in (where["radius"], where.get("refused_radius")) if r is not None)
+    for sid, ranges in _blocks(rep).items():
+        priv = np.flatnonzero((df["person"] == sid).to_numpy() & (df["optout"] == 1).to_numpy()) % 1000 + 1
+        for a, b in ranges:
+            if not all(np.abs(priv - t).min() <= limit for t in range(a, b + 1)):
+                return False
+    return True
+
+
+def test_optimal_release_chooses_its_zone_with_auto_and_stays_inside_what_it_read(tmp_path, run, capsys):
+    df = _people()
+    src = tmp_path / "people.csv"
+    df.to_csv(src, index=False)
+    rep_a, _ = _apply(run, capsys, src, tmp_path / "a.csv", "--column", "x")
+    rep_o, _ = _apply(run, capsys, src, tmp_path / "o.csv", "--column", "x", "--method", "optimal")
+    wa, wo = rep_a["chain"]["fit_rows"], rep_o["chain"]["fit_rows"]
+    # the same zone rule ran (the same cheap designs decide the same radii), then one more design
+    assert wo["zone_method"] == "auto" and "zone_method" not in wa and "kept" not in wo
+    assert (wo["radius"], wo["rows"], wo.get("refused_radius")) == (wa["radius"], wa["rows"], wa.get("refused_radius"))
+    assert wo["designs"] == wa["designs"] + 1
+    assert rep_o["chain"]["fit"]["counts"] == rep_a["chain"]["fit"]["counts"]
+    C, rows = counts_outside(df["x"], df["optout"], wo["radius"], df["person"])  # recounted by hand
+    assert rep_o["chain"]["fit"]["counts"] == {"00": C[0, 0], "01": C[0, 1], "10": C[1, 0], "11": C[1, 1]}
+    assert _inside_read_zone(df, rep_o) and _inside_read_zone(df, rep_a)
+    # optimal is never worse than the default it could have released
+    assert rep_o["utility"]["expected"] >= rep_a["utility"]["expected"] - 1e-12
+    assert rep_o["leakage"]["max"] <= 1.0
+
+
+def test_an_optimal_design_reaching_into_the_read_rows_is_not_released(tmp_path, run, capsys, monkeypatch):
+    """If the optimal design of the chosen fit would redact rows the zone rule read, the default design (which
+    stays outside them) is released and the report says why."""
+    import redactopt.release.fitplan as fp
+
+    real_plan, real_reach = fp.plan_release, fp.plan_reach
+
+    def plan_release(*a, **kw):
+        plan = real_plan(*a, **kw)
+        plan.info["test_method"] = kw.get("method")
+        return plan
+
+    def plan_reach(plan):  # the optimal design pretends to reach everywhere
+        return 10**9 if plan.info.get("test_method") == "optimal" else real_reach(plan)
+
+    monkeypatch.setattr(fp, "plan_release", plan_release)
+    monkeypatch.setattr(fp, "plan_reach", plan_reach)
+    df = _people()
+    src = tmp_path / "people.csv"
+    df.to_csv(src, index=False)
+    rep_a, _ = _apply(run, capsys, src, tmp_path / "a.csv", "--column", "x")
+    rep_o, _ = _apply(run, capsys, src, tmp_path / "o.csv", "--column", "x", "--method", "optimal")
+    wo = rep_o["chain"]["fit_rows"]
+    assert "the auto design is kept" in wo["kept"] and "1000000000" in wo["kept"]
+    assert _blocks(rep_o) == _blocks(rep_a) and _inside_read_zone(df, rep_o)
+    assert rep_o["utility"]["expected"] == pytest.approx(rep_a["utility"]["expected"], abs=1e-12)
+    assert (tmp_path / "o.csv").read_text() == (tmp_path / "a.csv").read_text()  # the same seed, the same design

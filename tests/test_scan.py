@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from redactopt.classes_io import mechanism_from_dict, mechanism_to_dict
-from redactopt.judge.kleakage import kleakage
+from redactopt.judge.leakage import leakage
 from redactopt.judge.scan import scan_leakage, scan_ratio_exact, verify_mechanism
 from redactopt.model.chain import MarkovChain
-from redactopt.model.kchain import KChain
+from redactopt.model.chain import Chain
 from redactopt.model.mechanism_classes import ScanMechanism, as_kchain, local_as_scan
 from redactopt.solvers.lp_certificate import dual_bound, dual_bound_exact
 from redactopt.engine.class_judge import design_scan
@@ -31,7 +31,7 @@ from redactopt.solvers.scan_lp import SideSpec, _budget_matrix, pairs_of, side_p
 # --------------------------------------------------------------------------
 # an independent evaluator: every record tuple, every stopping distance, in rationals
 # --------------------------------------------------------------------------
-def _exact_chain(kc: KChain):
+def _exact_chain(kc: Chain):
     P = [list(r) for r in kc.exact_transition()]
     pi = list(kc.exact_stationary())
     return P, pi
@@ -81,7 +81,7 @@ def brute_ratio(mech: ScanMechanism) -> Fraction | None:
     return top
 
 
-def _random_scan(rng: np.random.Generator, kc: KChain, n: int, p: int, holder: bool) -> ScanMechanism:
+def _random_scan(rng: np.random.Generator, kc: Chain, n: int, p: int, holder: bool) -> ScanMechanism:
     k = kc.k
     sides = []
     for m in (p, n - 1 - p):
@@ -95,9 +95,9 @@ def _random_scan(rng: np.random.Generator, kc: KChain, n: int, p: int, holder: b
     return ScanMechanism(kc, n, p, sides[0], sides[1], holder=holder)
 
 
-def _random_chain(rng: np.random.Generator, k: int) -> KChain:
+def _random_chain(rng: np.random.Generator, k: int) -> Chain:
     P = rng.random((k, k)) + 0.05
-    return KChain(P / P.sum(axis=1, keepdims=True))
+    return Chain(P / P.sum(axis=1, keepdims=True))
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -158,7 +158,7 @@ def test_local_mechanism_is_its_scan_completion(seed):
     q[rng.random((n, k)) < 0.3] = 1.0
     q[p] = 1.0
     sm = local_as_scan(kc, q, p)
-    assert scan_leakage(sm).leakage == pytest.approx(kleakage(kc, q, p).leakage, abs=1e-11)
+    assert scan_leakage(sm).leakage == pytest.approx(leakage(kc, q, p).leakage, abs=1e-11)
     pi = np.array([float(v) for v in kc.exact_stationary()])
     local_utility = float(((1 - q) @ pi).sum() - (1 - q[p]) @ pi) / n
     assert sm.utility() >= local_utility - 1e-12
@@ -317,7 +317,7 @@ def test_strong_stationary_time_rule_is_zero_private():
     # the rule of docs/beyond_local.md §3: stop at d >= 2 on v with probability (1 - lam) pi_v / Q(c, v)
     alpha, beta, n = Fraction(1, 10), Fraction(3, 10), 6
     lam = 1 - alpha - beta
-    kc = KChain([[1 - alpha, alpha], [beta, 1 - beta]])
+    kc = Chain([[1 - alpha, alpha], [beta, 1 - beta]])
     Q = [[1 - alpha, alpha], [beta, 1 - beta]]
     pi = [beta / (alpha + beta), alpha / (alpha + beta)]
     S = np.zeros((n - 1, 2, 2))
@@ -508,7 +508,7 @@ def test_side_program_from_its_pattern_is_the_direct_assembly():
 
     rng = np.random.default_rng(1)
     chains = [as_kchain(MarkovChain(0.05, 0.05)), as_kchain(MarkovChain(0.01, 0.8)),
-              KChain([[0.5, 0.5, 0.0], [0.2, 0.5, 0.3], [0.0, 0.3, 0.7]])]
+              Chain([[0.5, 0.5, 0.0], [0.2, 0.5, 0.3], [0.0, 0.3, 0.7]])]
     for kc in chains:
         for holder in (False, True):
             spec = SideSpec(kc, "left", 7, holder)

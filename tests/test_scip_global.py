@@ -351,10 +351,10 @@ def test_verbose_shows_scip_log_and_changes_nothing(capfd, path):
 
         chain = MarkovChain(0.3, 0.4)
     else:
-        from redactopt.model.kchain import KChain
+        from redactopt.model.chain import Chain
         from redactopt.solvers.kscip import propose_kglobal as solve
 
-        chain = KChain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]])
+        chain = Chain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]])
     quiet = solve(chain, 4, eps=1.0, p=1, time_limit=20)
     capfd.readouterr()
     loud = solve(chain, 4, eps=1.0, p=1, time_limit=20, verbose=True)
@@ -388,7 +388,7 @@ def test_a_refuted_scip_bound_is_discarded_not_used(monkeypatch):
     import redactopt.solvers.kscip as kscip
     import redactopt.solvers.scip_global as sg
     from redactopt.engine.kdesign import kdesign
-    from redactopt.model.kchain import KChain
+    from redactopt.model.chain import Chain
     from redactopt.solvers.base import Candidate
 
     def wrong(chain, n, **kw):
@@ -400,7 +400,7 @@ def test_a_refuted_scip_bound_is_discarded_not_used(monkeypatch):
     assert d.utility > 0.3 and d.certificate.upper_bound >= d.utility and d.certificate.solver != "scip"
     assert "1e-3" in d.info["refuted_bounds"][0] or "0.001" in d.info["refuted_bounds"][0]
     monkeypatch.setattr(kscip, "propose_kglobal", wrong)
-    kd = kdesign(KChain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]]), 4, eps=1.0, p=1, method="optimal", certify_time=5)
+    kd = kdesign(Chain([[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.6, 0.1, 0.3]]), 4, eps=1.0, p=1, method="optimal", certify_time=5)
     assert kd.utility > 0.2 and kd.certificate.upper_bound >= kd.utility and kd.certificate.solver != "scip"
     assert "0.001" in kd.info["refuted_bounds"][0]
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from redactopt.judge.kleakage import kleakage_bruteforce
+from redactopt.judge.leakage import leakage_bruteforce
 from redactopt.model.chain import Chain
 from redactopt.release.apply import apply_table
 from redactopt.release.kapply import kapply_frame, kapply_table
@@ -49,7 +49,7 @@ def test_each_sequence_private_by_brute_force_and_bytes_kept(tmp_path, rng, chun
             continue
         q = _dense(rep["designs"][s["design"]])
         for p in PRIVATE[pid]:
-            brute = kleakage_bruteforce(CHAIN, q, p).leakage  # every output enumerated
+            brute = leakage_bruteforce(CHAIN, q, p).leakage  # every output enumerated
             assert brute <= 1.0 + 1e-12
             worst = max(worst, brute)
     assert rep["leakage"]["max"] == pytest.approx(worst, rel=1e-9, abs=1e-12)

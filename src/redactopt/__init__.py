@@ -39,20 +39,15 @@ from redactopt.paper.mechanisms import (
 )
 from redactopt.judge.certify import Certificate, DesignResult
 from redactopt.judge.lemma2 import lemma2_upper_bound
-from redactopt.judge import audit as _audit_module
 from redactopt.judge.audit import audit
-from redactopt.engine import design as _design_module
-from redactopt.engine.design import design
+from redactopt.engine.design import design, design_sparse
 from redactopt.engine.joint import design_joint, design_joint_sparse
 from redactopt.engine.tuning import frontier_split, tuned_three_region
-from redactopt.engine.window import design_sparse
 from redactopt.release.fit import fit, fit_chain
 from redactopt.io import design_to_dict, mechanism_to_dict, read_mechanism, read_mechanisms
-from redactopt import _legacy, datasets
+from redactopt import datasets
+from redactopt.version import __version__
 
-_legacy.install({"design": _design_module, "audit": _audit_module})
-
-__version__ = "0.4.0"
 
 __all__ = [
     "Chain",

@@ -13,6 +13,10 @@ the order of ``states``).  The mechanism is one of:
   side was released before, that the side's first record (the neighbour of ``p``) has value ``c``
   (holder scan: that :math:`X_p=c`) and that the record at distance ``d`` has value ``x``.  ``S`` may
   be shorter than its side if its last row is all ones (the side releases by then for sure).
+* ``"class": "scan"`` with ``"private"`` a run of two or more adjacent positions (``[5, 6, 7]``): the scan of a
+  run (docs/mathematics.md §7d), every record of the run redacted; ``"holder": false``; the sides as above,
+  distances counted from the run (the left side's first record is the one before the run, the right side's
+  the one after it) and ``c`` that first record's value.  Two-state chains.
 * ``"class": "owner"|"holder"`` with ``"table": rows`` -- row ``r`` holds, for every release mask ``i``
   (bit ``j`` of ``i`` set: the ``j``-th non-private record, in position order, is published), a
   non-negative weight; the row is divided by its exact sum.  Row ``r`` is read by the records whose
@@ -34,9 +38,9 @@ from typing import Any
 import numpy as np
 
 from redactopt.io import require_field
-from redactopt.kio import chain_from_dict
+from redactopt.io import chain_from_dict
 from redactopt.model.chain import Chain as KChain
-from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism
+from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, RunScanMechanism, ScanMechanism
 
 __all__ = ["CLASS_FORMAT", "CLASS_REPORT_FORMAT", "is_class_report", "mechanism_to_dict", "mechanism_from_dict", "design_to_dict", "is_class_mechanism",
            "audit_dict"]
@@ -63,9 +67,13 @@ def _side(S: np.ndarray | None) -> dict | None:
 def mechanism_to_dict(mech: ScanMechanism | OwnerMechanism | BlockMechanism, *, eps: float) -> dict[str, Any]:
     """The file object of a mechanism (module docstring); ``private`` is written 1-based."""
     chain = mech.chain
+    private = [t + 1 for t in mech.private] if isinstance(mech, RunScanMechanism) else [int(mech.p) + 1]
     d: dict[str, Any] = {"format": CLASS_FORMAT, "states": [str(s) for s in chain.labels], "chain": chain.to_dict(),
-                         "n": int(mech.n), "private": [int(mech.p) + 1], "eps": float(eps)}
-    if isinstance(mech, ScanMechanism):
+                         "n": int(mech.n), "private": private, "eps": float(eps)}
+    if isinstance(mech, RunScanMechanism):
+        d.update({"class": "scan", "holder": False,
+                  "sides": {"left": _side(mech.left), "right": _side(mech.right)}})
+    elif isinstance(mech, ScanMechanism):
         d.update({"class": "scan", "holder": bool(mech.holder),
                   "sides": {"left": _side(mech.left), "right": _side(mech.right)}})
     elif isinstance(mech, BlockMechanism):
@@ -162,11 +170,22 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> tuple[ScanMechan
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"{where}: field 'n' must be an integer >= 1, got {n!r}")
     priv = require_field(d, "private", where)
+    cls = require_field(d, "class", where)
+    if (cls == "scan" and isinstance(priv, list) and len(priv) > 1
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in priv)):
+        if priv != list(range(priv[0], priv[0] + len(priv))) or not (1 <= priv[0] and priv[-1] <= n):
+            raise ValueError(f"{where}: field 'private' of a scan must be one position or one run of adjacent "
+                             f"positions in 1..{n}, in order, got {priv!r}")
+        try:
+            mech = _run_scan(d, chain, n, priv[0] - 1, priv[-1] - 1, where)
+        except (TypeError, ValueError) as exc:
+            msg = str(exc)
+            raise ValueError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+        return mech, {k: d.get(k) for k in ("eps", "utility", "leakage", "certificate", "designed_for")}
     if (not isinstance(priv, list) or len(priv) != 1 or isinstance(priv[0], bool) or not isinstance(priv[0], int)
             or not 1 <= priv[0] <= n):
         raise ValueError(f"{where}: field 'private' must be a list of one position in 1..{n}, got {priv!r}")
     p = priv[0] - 1
-    cls = require_field(d, "class", where)
     try:
         mech = _mechanism(d, chain, n, p, cls, where)
     except (TypeError, ValueError) as exc:
@@ -174,6 +193,17 @@ def mechanism_from_dict(d: object, where: str = "mechanism") -> tuple[ScanMechan
         raise ValueError(msg if msg.startswith(where) else f"{where}: {msg}") from None
     claims = {k: d.get(k) for k in ("eps", "utility", "leakage", "certificate", "designed_for")}
     return mech, claims
+
+
+def _run_scan(d: dict, chain: KChain, n: int, first: int, last: int, where: str) -> RunScanMechanism:
+    """The scan of a run (module docstring): sides as a one-record scan's, never a holder scan."""
+    sides = require_field(d, "sides", where)
+    if not isinstance(sides, dict) or set(sides) - {"left", "right"}:
+        raise ValueError(f"{where}: field 'sides' must be an object with 'left' and 'right'")
+    if _flag(d, "holder", where):
+        raise ValueError(f"{where}: a run's scan never reads the run: field 'holder' must be false")
+    return RunScanMechanism(chain, n, first, last, _stop(sides.get("left"), where + ": sides.left"),
+                            _stop(sides.get("right"), where + ": sides.right"))
 
 
 def _mechanism(d: dict, chain: KChain, n: int, p: int, cls: object, where: str) -> Any:

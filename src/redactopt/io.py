@@ -69,6 +69,8 @@ __all__ = [
     "REPORT_FORMATS",
     "STDIO",
     "MechanismFile",
+    "KMechanismFile",
+    "kmechanism_from_dict",
     "StoredMechanism",
     "mechanism_to_dict",
     "design_to_dict",
@@ -111,7 +113,7 @@ STDIO = "-"
 @dataclass(frozen=True)
 class StoredMechanism:
     """What every parsed mechanism file holds, whatever the chain model (binary
-    :class:`MechanismFile`, k-state :class:`~redactopt.kio.KMechanismFile`); ``private`` is
+    :class:`MechanismFile`, k-state :class:`KMechanismFile`); ``private`` is
     0-based; ``utility``, ``leakage`` and ``certificate`` are what the file *claims*."""
 
     chain: Any
@@ -426,16 +428,37 @@ def load_json(path: str | os.PathLike[str]) -> tuple[Any, str]:
         raise ValueError(f"{where}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
 
 
+@dataclass(frozen=True)
+class KMechanismFile(StoredMechanism):
+    """A parsed mechanism of a chain given as a matrix; ``private`` is 0-based, ``redact_prob`` dense ``(n, k)``.
+
+    ``utility``, ``leakage`` and ``certificate`` are what the file *claims*; audits recompute them.
+    """
+
+    chain: Chain
+    redact_prob: np.ndarray
+
+
+def kmechanism_from_dict(d: object, where: str = "mechanism") -> KMechanismFile:
+    """Validate and parse a mechanism object of a chain given as a matrix (``/3`` or ``kmechanism/1``)."""
+    if not is_matrix_file(d):
+        fmt = d.get("format") if isinstance(d, dict) else None
+        raise ValueError(f"{where}: field 'format' must be {FORMAT!r} with a chain given as a matrix "
+                         f"(or the older {FORMAT_KSTATE!r}), got {fmt!r}")
+    m = parse_mechanism(d, where)
+    rows = m.redact_prob
+    q = np.asarray(rows, dtype=float) if isinstance(rows, SparseRows) else rows
+    return KMechanismFile(m.chain, q, m.private, m.eps, m.method, m.utility, m.leakage, m.certificate)
+
+
 def read_mechanism(path: str | os.PathLike[str]) -> StoredMechanism:
     """Read and validate a mechanism JSON file of any chain and format (``-``: standard input).
 
     A binary chain given by ``alpha``/``beta`` gives a :class:`MechanismFile` (rows kept sparse), a
-    chain given as a matrix a :class:`~redactopt.kio.KMechanismFile` (dense ``(n, k)`` rows).
+    chain given as a matrix a :class:`KMechanismFile` (dense ``(n, k)`` rows).
     """
     d, where = load_json(path)
     if is_matrix_file(d):
-        from redactopt.kio import kmechanism_from_dict  # builds on this module
-
         return kmechanism_from_dict(d, where=where)
     return mechanism_from_dict(d, where=where)
 
@@ -452,7 +475,7 @@ def read_mechanisms(path: str | os.PathLike[str]) -> list[tuple[Any, MechanismFi
     if not isinstance(d, dict) or d.get("format") not in REPORT_FORMATS:
         return [(None, mechanism_from_dict(d, where=where))]
     if "sequences" in d or "sequences_file" in d:
-        seqs = d["sequences"] if "sequences" in d else _sequence_rows(path, d, where)
+        seqs = d["sequences"] if "sequences" in d else sequence_rows(path, d, where)
         if not isinstance(seqs, list):
             raise ValueError(f"{where}: field 'sequences' must be a list")
         out = []
@@ -472,7 +495,7 @@ def read_mechanisms(path: str | os.PathLike[str]) -> list[tuple[Any, MechanismFi
     return [(None, mechanism_from_dict(require_field(d, "mechanism", where), where=f"{where}: mechanism"))]
 
 
-def _sequence_rows(path: str | os.PathLike[str], d: dict, where: str) -> list:
+def sequence_rows(path: str | os.PathLike[str], d: dict, where: str) -> list:
     """The rows of a report's ``sequences_file`` (beside the report; Parquet or JSON lines)."""
     name = d["sequences_file"]
     if not isinstance(name, str) or Path(name).name != name:

@@ -11,18 +11,16 @@ naming each sequence's design (``--by``); :func:`read_kmechanisms` reads all of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from redactopt.io import (FORMAT, FORMAT_KSTATE, StoredMechanism, chain_from_dict, is_matrix_file, load_json,
-                          mechanism_to_dict, parse_mechanism, require_field)
+from redactopt.io import (FORMAT, KMechanismFile, chain_from_dict, is_matrix_file, kmechanism_from_dict, load_json,
+                          mechanism_to_dict, require_field)
 from redactopt.judge.certify import SparseRows
 from redactopt.model.chain import Chain as KChain
 
-__all__ = ["KFORMAT", "KREPORT_FORMAT", "KMechanismFile", "kmechanism_to_dict", "kmechanism_from_dict",
-           "read_kmechanisms", "is_kstate", "chain_from_dict"]
+__all__ = ["KFORMAT", "KREPORT_FORMAT", "kmechanism_to_dict", "read_kmechanisms", "is_kstate"]
 
 #: The format categorical mechanisms are written in (the one format of every chain).
 KFORMAT = FORMAT
@@ -32,17 +30,6 @@ KREPORT_FORMAT = "redactopt.release.kapply-report/1"
 def is_kstate(d: object) -> bool:
     """Whether a parsed JSON object is a mechanism of a chain given as a matrix, or a categorical apply report."""
     return is_matrix_file(d) or (isinstance(d, dict) and d.get("format") == KREPORT_FORMAT)
-
-
-@dataclass(frozen=True)
-class KMechanismFile(StoredMechanism):
-    """A parsed mechanism of a chain given as a matrix; ``private`` is 0-based, ``redact_prob`` dense ``(n, k)``.
-
-    ``utility``, ``leakage`` and ``certificate`` are what the file *claims*; audits recompute them.
-    """
-
-    chain: KChain
-    redact_prob: np.ndarray
 
 
 def kmechanism_to_dict(chain: KChain, redact_prob: np.ndarray, *, private: object, eps: float, method: str,
@@ -60,18 +47,6 @@ def kdesign_to_dict(res: Any) -> dict[str, Any]:
     """:func:`kmechanism_to_dict` of a :class:`~redactopt.judge.certify.DesignResult`, with its certificate."""
     return kmechanism_to_dict(res.chain, res.redact_prob, private=res.private, eps=res.eps, method=res.method,
                               utility=res.utility, leakage=res.leakage, certificate=res.certificate.to_dict())
-
-
-def kmechanism_from_dict(d: object, where: str = "mechanism") -> KMechanismFile:
-    """Validate and parse a mechanism object of a chain given as a matrix (``/3`` or ``kmechanism/1``)."""
-    if not is_matrix_file(d):
-        fmt = d.get("format") if isinstance(d, dict) else None
-        raise ValueError(f"{where}: field 'format' must be {FORMAT!r} with a chain given as a matrix "
-                         f"(or the older {FORMAT_KSTATE!r}), got {fmt!r}")
-    m = parse_mechanism(d, where)
-    rows = m.redact_prob
-    q = np.asarray(rows, dtype=float) if isinstance(rows, SparseRows) else rows
-    return KMechanismFile(m.chain, q, m.private, m.eps, m.method, m.utility, m.leakage, m.certificate)
 
 
 def read_kmechanisms(path: str) -> list[tuple[Any, KMechanismFile]]:

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import Certificate, make_certificate
 from redactopt.judge.scan import ClassLeakage, verify_mechanism
-from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism
+from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, RunScanMechanism, ScanMechanism
 from redactopt.solvers.owner_lp import OwnerProposal, propose_block, propose_owner
 from redactopt.solvers.scan_lp import propose_scan
 
-__all__ = ["ScanDesign", "OwnerDesign", "design_scan", "design_owner", "block_design"]
+__all__ = ["ScanDesign", "OwnerDesign", "design_scan", "design_run_scan", "design_owner", "block_design"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class ScanDesign:
     left side's budget per ordered pair (the right side has ``eps`` minus it).
     """
 
-    mechanism: ScanMechanism
+    mechanism: ScanMechanism | RunScanMechanism
     utility: float
     leakage: ClassLeakage
     eps: float
@@ -93,6 +93,36 @@ def design_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool =
     cert = make_certificate(ub, u, solver="scan-lp",
                             scope="holder-scan" if holder else "scan", stopped=prop.stopped)
     info = {**prop.info, "seconds": time.monotonic() - t0, "verdict": status}
+    return ScanDesign(mech, u, res, float(eps), cert, prop.split, info)
+
+
+def design_run_scan(chain: object, n: int, *, eps: float, first: int, last: int, tol: float = 9e-7,
+                    time_limit: float = 10.0, max_boxes: int = 20000,
+                    start: tuple[float, float] | None = None) -> ScanDesign:
+    r"""The optimal scan of the run ``first..last`` (0-based, ``first < last``), judged about every record of the
+    run, with a proven bound over every scan of the run (docs/mathematics.md §7d).
+
+    The proposal of :func:`~redactopt.solvers.run_scan.propose_run_scan` is kept if
+    :func:`~redactopt.judge.scan.verify_mechanism` certifies its leakage about each record of the run at most
+    ``eps`` (else the mechanism redacting everything); ``start``: left budgets the search tries first; the
+    certificate's bound is the proposal's verified dual
+    point divided by ``n`` (scope ``"run-scan"``), never below the verified utility.
+    """
+    from redactopt.solvers.run_scan import propose_run_scan
+
+    t0 = time.monotonic()
+    prop = propose_run_scan(chain, n, eps=eps, first=first, last=last, tol=tol, time_limit=time_limit,
+                            max_boxes=max_boxes, start=start)
+    mech = prop.mechanism
+    status, res = verify_mechanism(mech, eps)
+    if status != "certified":
+        mech = prop.fallback
+        status, res = verify_mechanism(mech, eps)
+    u = mech.utility()
+    ub = 0.0 if prop.bound == 0 else math.nextafter(prop.bound / n, math.inf)
+    cert = make_certificate(ub, u, solver="run-scan-lp", scope="scan", stopped=prop.stopped)
+    info = {**prop.info, "seconds": time.monotonic() - t0, "verdict": status,
+            "proposal": "judged" if mech is prop.mechanism else "refused by the judge: all redacted"}
     return ScanDesign(mech, u, res, float(eps), cert, prop.split, info)
 
 

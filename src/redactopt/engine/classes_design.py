@@ -16,20 +16,23 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt._validate import check_eps, check_index, check_n, check_real
 from redactopt.judge.certify import Certificate, make_certificate
 from redactopt.judge.scan import verify_mechanism
 from redactopt.judge.tolerances import UTILITY_ATOL
 from redactopt.model.chain import MarkovChain, is_two_state
 from redactopt.model.chain import Chain as KChain
+from redactopt.model.varying import VaryingChain
 from redactopt.model.mechanism_classes import (CLASSES, MAX_TABLE_ENTRIES, OwnerMechanism, ScanMechanism, as_kchain,
-                                               local_as_scan, owner_as_holder, scan_as_owner)
-from redactopt.engine.class_judge import block_design, design_owner, design_scan
+                                               local_as_run_scan, local_as_scan, owner_as_holder, scan_as_owner)
+from redactopt.engine.class_judge import block_design, design_owner, design_run_scan, design_scan
 from redactopt.solvers.owner_lp import BlockInfeasible, max_exact_n, window_bound
 
 __all__ = ["ClassDesign", "STAGE_SHARES", "design_class", "compare_classes", "cli_design", "cli_compare", "format_text", "format_compare"]
@@ -52,6 +55,9 @@ class ClassDesign:
         ``upper_bound`` over every mechanism of ``cls``; ``gap`` to ``utility``.
     candidates : dict
         Verified utility of every candidate considered (by name).
+    run : tuple of int, optional
+        ``(first, last)`` (0-based) when the private records are a run of two or more adjacent records
+        (docs/mathematics.md §7d); ``p`` is then ``first`` and the leakage the largest about the run's records.
     """
 
     cls: str
@@ -66,13 +72,20 @@ class ClassDesign:
     certificate: Certificate
     candidates: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    run: tuple[int, int] | None = None
+
+    @property
+    def private(self) -> list[int]:
+        """The private records (0-based): ``p``, or every record of the run."""
+        return [self.p] if self.run is None else list(range(self.run[0], self.run[1] + 1))
 
     def to_dict(self) -> dict:
         """The mechanism file (:mod:`redactopt.classes_io`; a local design in the k-state format)."""
         if self.cls == "local" and isinstance(self.mechanism, np.ndarray):
             from redactopt.kio import kmechanism_to_dict
 
-            return kmechanism_to_dict(self.chain, self.mechanism, private=self.p, eps=self.eps, method="local",
+            return kmechanism_to_dict(self.chain, self.mechanism, private=self.p if self.run is None else self.private,
+                                      eps=self.eps, method="local",
                                       utility=self.utility, leakage=self.leakage,
                                       certificate=self.certificate.to_dict())
         from redactopt.classes_io import design_to_dict
@@ -112,7 +125,7 @@ def _judged(name: str, mech: Any, eps: float) -> _Candidate | None:
 def _local(chain: object, n: int, eps: float, p: int, time_limit: float) -> ClassDesign:
     """Today's certified local design, re-judged as its scan completion by this module's judge."""
     if is_two_state(chain):
-        from redactopt.engine.design import design
+        from redactopt.engine.window import design_local as design  # the local design of this chain
 
         res = design(chain, n, eps=eps, p=p, time_limit=time_limit)
     else:
@@ -132,6 +145,96 @@ def _local(chain: object, n: int, eps: float, p: int, time_limit: float) -> Clas
     return ClassDesign("local", kc, n, p, float(eps), q, float(res.utility), float(res.leakage), "certified",
                        res.certificate, {"local": float(res.utility)},
                        {"method": res.method, "best": "local", "completion": completion})
+
+
+def _local_run(chain: object, n: int, eps: float, run: tuple[int, int], time_limit: float) -> ClassDesign:
+    """The certified local design of a run (:func:`~redactopt.engine.joint.design_joint`, ``optimal``: the run
+    decomposition, docs/mathematics.md §7c), re-judged as its run-scan completion by the scan judge."""
+    from redactopt.engine.joint import design_joint
+
+    first, last = run
+    mc = _two_state(chain)
+    res = design_joint(mc, n, eps=eps, private=list(range(first, last + 1)), method="optimal",
+                       time_limit=time_limit)
+    kc = as_kchain(chain)
+    q = np.asarray(res.redact_prob, dtype=float)
+    completion = None
+    for rounding in ("nearest", "down", "up"):
+        comp = _judged("local-completion", local_as_run_scan(kc, q, first, last, rounding), eps)
+        if comp is not None:
+            completion = comp
+            break
+    return ClassDesign("local", kc, n, first, float(eps), q, float(res.utility), float(res.leakage), "certified",
+                       res.certificate, {"local": float(res.utility)},
+                       {"method": res.method, "best": "local", "completion": completion}, run)
+
+
+def _two_state(chain: object) -> MarkovChain:
+    """A two-state chain as the :class:`MarkovChain` of the same doubles (the run designs take one)."""
+    if isinstance(chain, MarkovChain):
+        return chain
+    P = as_kchain(chain).exact_transition()
+    return MarkovChain(float(P[0][1]), float(P[1][0]))
+
+
+def _run_stage(cls: str, kc: KChain, n: int, eps: float, run: tuple[int, int], prev: ClassDesign, deadline: float,
+               tol: float) -> ClassDesign:
+    """The scan design of a run from its optimiser and the local design's run-scan completion ``prev``."""
+    t0 = time.monotonic()
+    left = max(0.05, deadline - t0)
+    first, last = run
+    cands = _contained(prev, cls, eps)
+    trivial = math.nextafter((n - (last - first + 1)) / n, math.inf)
+    bounds: list[tuple[float, str, bool]] = [(trivial, "trivial", False)]
+    d = design_run_scan(kc, n, eps=eps, first=first, last=last, tol=tol, time_limit=0.75 * left,
+                        start=_local_split(prev))
+    cands.append(_Candidate("run-scan-lp", d.mechanism, d.utility, d.leakage.leakage, d.info["verdict"]))
+    bounds.append((d.certificate.upper_bound, d.certificate.solver, d.certificate.stopped))
+    info: dict = dict(split=d.split, **d.info)
+    if d.certificate.stopped:  # the run's search did not close: its end records' one-record scan bounds (relaxations)
+        for j in (first, last):
+            rest = deadline - time.monotonic()
+            if rest < 0.5:
+                break
+            one = design_scan(kc, n, eps=eps, p=j, tol=tol, time_limit=0.45 * rest)
+            bounds.append((one.certificate.upper_bound, f"scan-lp (record {j + 1} alone)", one.certificate.stopped))
+    best = max(cands, key=lambda c: c.utility)
+    (ub, solver, stopped), refuted = _bound_of(bounds, best.utility)
+    cert = make_certificate(ub, best.utility, solver=solver, scope=cls, stopped=stopped)
+    info["bound_relaxation"] = solver if "alone" in solver else None
+    if refuted:
+        info["refuted_bounds"] = refuted
+    info.update(best=best.name, seconds=time.monotonic() - t0)
+    return ClassDesign(cls, kc, n, first, float(eps), best.mechanism, best.utility, best.leakage, best.verdict, cert,
+                       {c.name: c.utility for c in cands}, info, run)
+
+
+def _local_split(prev: ClassDesign) -> tuple[float, float] | None:
+    """The local run design's leakages about the run's first record, ``(A, B)`` (its completion's left side): a
+    start for the run's scan search (its completion is a scan of the run with these left budgets)."""
+    from redactopt.judge.scan import scan_side_ratios
+
+    comp = prev.info.get("completion")
+    if comp is None or comp.mechanism.side_length("left") == 0:
+        return None
+    rat = scan_side_ratios(comp.mechanism.boundary_scan("left"), "left")
+    if rat is None or not np.all(np.isfinite(rat.hi)):
+        return None
+    return float(np.log(rat.hi[0, 1])), float(np.log(rat.hi[1, 0]))
+
+
+def _run_of(p: object, n: int) -> tuple[int, int] | None:
+    """``(first, last)`` when ``p`` names two or more private records forming one run; ``None`` for one record."""
+    if isinstance(p, (int, np.integer)):
+        return None
+    pos = sorted(set(check_index(v, n) for v in p))  # type: ignore[union-attr]
+    if not pos:
+        raise ValueError("p must name at least one private record")
+    if len(pos) == 1:
+        return None
+    if pos != list(range(pos[0], pos[-1] + 1)):
+        raise ValueError(f"the private records must be one run of adjacent records for a class design, got {pos}")
+    return pos[0], pos[-1]
 
 
 def _contained(prev: ClassDesign, cls: str, eps: float) -> list[_Candidate]:
@@ -220,7 +323,9 @@ def _table_class(kc: KChain, n: int, eps: float, p: int, holder: bool,
     bound: tuple[float, str, bool] = (math.inf, f"{name}-window-lp", False)
     info: dict = {"blocks": []}
     last = 0.0
-    for total in range(max(3, top - 3), top + 1):
+    sizes = range(max(3, top - 3), top + 1)
+    for i, total in enumerate(sizes):
+        _progress.report(f"{name} blocks", i, len(sizes), note=f"{total} records")
         left = deadline - time.monotonic()
         if left < max(0.2, 3 * kc.k * last):  # the next block's LP has 2k times the variables
             break
@@ -240,14 +345,15 @@ def _table_class(kc: KChain, n: int, eps: float, p: int, holder: bool,
             bound = (d.certificate.upper_bound, d.certificate.solver, False)
         if best is None or d.utility > best.utility:
             best = _Candidate(f"{name}-block", d.mechanism, d.utility, d.leakage.leakage, d.info["verdict"])
+    _progress.report(f"{name} blocks", len(sizes), len(sizes))
     if not math.isfinite(bound[0]):
         ub, win = window_bound(kc, n, eps=eps, p=p, holder=holder, total=3, deadline=deadline)
         bound = (ub, f"{name}-window-lp", False)
     return best, bound, info
 
 
-def design_class(chain: object, n: int, *, eps: float, p: int = 0, cls: str = "scan", time_limit: float = 60.0,
-                 tol: float = 9e-7, cache: dict | None = None) -> ClassDesign:
+def design_class(chain: object, n: int, *, eps: float, p: int | Sequence[int] = 0, cls: str = "scan",
+                 time_limit: float = 60.0, tol: float = 9e-7, cache: dict | None = None) -> ClassDesign:
     r"""The best verified design of class ``cls`` with a certified bound over the class.
 
     Monotone by construction: the design of ``cls`` starts from the design of every class it contains
@@ -258,8 +364,12 @@ def design_class(chain: object, n: int, *, eps: float, p: int = 0, cls: str = "s
     Parameters
     ----------
     chain : MarkovChain or KChain
-    n, p : int
-        Records and the 0-based private record.
+    n : int
+        Records.
+    p : int or sequence of int
+        The 0-based private record, or the records of a *run* of adjacent private records (two-state chains,
+        ``cls`` ``local`` or ``scan``: docs/mathematics.md §7d; every record of the run is redacted and the
+        mechanism is judged about each).
     eps : float
         Budget (nats), any finite positive double (from the smallest subnormal to 1e300).
     cls : {"local", "scan", "owner", "holder"}
@@ -283,7 +393,9 @@ def design_class(chain: object, n: int, *, eps: float, p: int = 0, cls: str = "s
     if cls not in CLASSES:
         raise ValueError(f"cls must be one of {', '.join(CLASSES)}, got {cls!r}")
     n = check_n(n)
-    p = check_index(p, n)
+    run = _run_of(p, n)
+    if run is None:
+        p = check_index(p if isinstance(p, (int, np.integer)) else list(p)[0], n)  # type: ignore[arg-type]
     eps = check_eps(eps)
     tl = check_real(time_limit, "time_limit")
     if not tl > 0:
@@ -295,15 +407,28 @@ def design_class(chain: object, n: int, *, eps: float, p: int = 0, cls: str = "s
     prev: ClassDesign | None = None
     spent = 0.0
     plan = max(0.1 * tl, 0.95 * tl - 0.25)  # what the stages plan with: judging and assembling take the rest
-    for c in CLASSES[:CLASSES.index(cls) + 1]:
+    if run is not None:
+        if cls not in ("local", "scan"):
+            raise ValueError(f"a run of private records is designed in the classes local and scan; {cls} mechanisms "
+                             "of a run are not built (docs/mathematics.md §7d)")
+        if kc.k != 2 or isinstance(chain, VaryingChain):
+            raise ValueError("a run of private records beyond the local class needs a two-state homogeneous chain")
+    stages = CLASSES[:CLASSES.index(cls) + 1]
+    for i, c in enumerate(stages):
         spent += shares[c]
+        _progress.report("class design", i, len(stages), note=c)
         if c not in memo:
             deadline = t0 + spent * plan
-            if c == "local":
-                memo[c] = _local(chain, n, eps, p, max(0.8 * (deadline - time.monotonic()), 0.01))
-            else:
-                memo[c] = _stage(c, kc, n, eps, p, prev, deadline, tol)
+            with _progress.phase(c, sub=True):
+                if run is not None:
+                    memo[c] = (_local_run(chain, n, eps, run, max(0.8 * (deadline - time.monotonic()), 0.01))
+                               if c == "local" else _run_stage(c, kc, n, eps, run, prev, deadline, tol))  # type: ignore[arg-type]
+                elif c == "local":
+                    memo[c] = _local(chain, n, eps, p, max(0.8 * (deadline - time.monotonic()), 0.01))
+                else:
+                    memo[c] = _stage(c, kc, n, eps, p, prev, deadline, tol)
         prev = memo[c]
+    _progress.report("class design", len(stages), len(stages))
     assert prev is not None
     return prev
 
@@ -358,10 +483,12 @@ def format_text(d: ClassDesign) -> str:
     kind = type(d.mechanism).__name__ if not isinstance(d.mechanism, np.ndarray) else "local table"
     best = d.info.get("best") or (max(d.candidates, key=d.candidates.get) if d.candidates else d.cls)
     scope = "local" if d.certificate.scope == "all" else d.certificate.scope
-    lines = [f"design: class={d.cls}  n={d.n}  p={d.p + 1}  eps={d.eps:g}  states={', '.join(map(str, d.chain.labels))}",
+    where = f"p={d.p + 1}" if d.run is None else f"private={d.run[0] + 1}-{d.run[1] + 1} (a run)"
+    lines = [f"design: class={d.cls}  n={d.n}  {where}  eps={d.eps:g}  states={', '.join(map(str, d.chain.labels))}",
              f"mechanism   : {kind} (best candidate: {best})",
              f"utility     : {d.utility:.10f}",
-             f"leakage     : {d.leakage:.15g} (exact, {d.verdict}; eps = {d.eps:g})",
+             f"leakage     : {d.leakage:.15g} (exact, {d.verdict}; eps = {d.eps:g}"
+             + ("" if d.run is None else "; the largest about the run's records") + ")",
              f"upper bound : {d.certificate.upper_bound:.10f} ({d.certificate.solver}; valid for all {scope} "
              "mechanisms)",
              f"gap         : {d.certificate.gap:.3g}"]

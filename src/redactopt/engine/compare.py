@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from redactopt.engine.design import design
-from redactopt.engine.window import covers, design_sparse, paper_sparse
+from redactopt.engine.design import design_sparse
+from redactopt.engine.window import covers, paper_sparse
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.audit import audit
 from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows

@@ -63,9 +63,11 @@ from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt._search import bisect_boundary
 from redactopt._validate import check_eps, check_n, check_private
-from redactopt.engine.design import METHODS, SOLVER_MAX_EPS
+from redactopt.engine.local import SOLVER_MAX_EPS
+from redactopt.engine.registry import METHODS
 from redactopt.engine.runs import RUN_AUTO_GRID, RunWindow, design_run_window, private_runs, split_bound
 from redactopt.engine.window import design_sparse, design_window
 from redactopt.errors import PrivacyCheckError
@@ -257,9 +259,13 @@ def joint_dim(chain: MarkovChain, n: int, *, eps: float, private: object) -> Des
 # one private record on a window of a long sequence
 # --------------------------------------------------------------------------
 def _local_window(chain: MarkovChain, n: int, eps: float, p: int, method: str, radius: int | None,
-                  time_limit: float, memo: dict | None = None, split: str = "auto") -> tuple[int, int, DesignResult]:
-    """:func:`redactopt.engine.window.design_window` with the joint designs' arguments."""
-    kw = {"split": split} if method in ("3r", "3r-calibrated") else {}
+                  time_limit: float, memo: dict | None = None, split: str = "auto",
+                  options: dict | None = None) -> tuple[int, int, DesignResult]:
+    """:func:`redactopt.engine.window.design_window` with the joint designs' arguments (``options``: the
+    forced method's solver options, as :func:`~redactopt.engine.design.design` takes them)."""
+    kw: dict[str, Any] = {"split": split} if method in ("3r", "3r-calibrated") else {}
+    if options:
+        kw["options"] = options
     return design_window(chain, n, eps=eps, p=p, method=method, radius=radius, memo=memo, time_limit=time_limit, **kw)
 
 
@@ -291,7 +297,8 @@ def _local_parts(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], me
 
 
 def _local_results(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], method: str,
-                   time_limit: float, split: str = "auto") -> list[tuple[int, int, DesignResult]]:
+                   time_limit: float, split: str = "auto",
+                   options: dict | None = None) -> list[tuple[int, int, DesignResult]]:
     """Each private record's window design; ``time_limit`` is shared by all of them (each gets an equal part
     of what is left when it starts: a record whose design ends early leaves its time to the others)."""
     memo: dict = {}
@@ -299,7 +306,7 @@ def _local_results(chain: MarkovChain, n: int, eps: float, priv: Sequence[int], 
     out = []
     for i, p in enumerate(priv):
         share = max((deadline - time.monotonic()) / (len(priv) - i), 0.05)
-        out.append(_local_window(chain, n, eps, p, method, None, share, memo, split))
+        out.append(_local_window(chain, n, eps, p, method, None, share, memo, split, options))
     return out
 
 
@@ -550,8 +557,8 @@ class _Blocks:
 
 
 def _combine_max_sparse(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], method: str,
-                        time_limit: float) -> SparseDesign:
-    results = _local_results(chain, n, eps, priv, method, time_limit)
+                        time_limit: float, options: dict | None = None) -> SparseDesign:
+    results = _local_results(chain, n, eps, priv, method, time_limit, options=options)
     parts = [(lo, hi, np.asarray(res.redact_prob)) for lo, hi, res in results]
     blocks = _Blocks.of_max(n, parts, priv)
     name = method if len(priv) == 1 else f"max-{method}"
@@ -957,7 +964,7 @@ STATES_JOINT = {"auto": "optimal", "optimal": "optimal", "dim": "dim", "local": 
 
 
 def _design_joint_states(chain: Chain, n: int, *, eps: float, private: object, method: str, time_limit: float,
-                         dense: bool) -> SparseDesign | DesignResult:
+                         dense: bool, options: dict | None = None) -> SparseDesign | DesignResult:
     r"""Several private records on a chain of more than two states: the paper's footnote 1.
 
     Each private record gets its design on a window (:func:`_combine_max_sparse`; ``auto`` and
@@ -972,7 +979,7 @@ def _design_joint_states(chain: Chain, n: int, *, eps: float, private: object, m
     if method not in STATES_JOINT:
         raise ValueError(f"method {method!r} has no form for {chain.k}-state chains; several private records "
                          f"take {', '.join(STATES_JOINT)}")
-    sparse = _combine_max_sparse(chain, n, eps, priv, STATES_JOINT[method], time_limit)
+    sparse = _combine_max_sparse(chain, n, eps, priv, STATES_JOINT[method], time_limit, options)
     return sparse.to_result() if dense else sparse
 
 
@@ -985,8 +992,13 @@ STATES_AUTO_CELLS = 64
 #: Below this many seconds left after the joint window, the per-record optima are not started.
 STATES_MIN_SPEND = 0.5
 
-#: ``auto``: seconds per private record of the per-record optima on those small sub-problems.
-STATES_AUTO_SECONDS = 2.0
+#: ``auto``: seconds per private record of the per-record optima on those small sub-problems (a safety limit: the
+#: count of steps below ends them first).
+STATES_AUTO_SECONDS = 10.0
+
+#: ``auto``: trust-region steps of each per-record local design (:func:`redactopt.solvers.klocal.propose_klocal`'s
+#: ``max_iter``) on those small sub-problems: a budget of work, so the design does not depend on the time taken.
+STATES_AUTO_STEPS = 150
 
 #: Kept for old imports: ``auto`` no longer counts private records (it is fast first, issue 37).
 STATES_AUTO_OPTIMAL_MAX = 4
@@ -1001,9 +1013,9 @@ STATES_TARGET_GAP_RECORDS = 0.5
 
 def _states_dim(chain: Chain, n: int, eps: float, priv: tuple[int, ...]) -> SparseDesign:
     """The joint data-independent windows of a k-state release, verified, bounded by Lemma 2 (the cheap candidate)."""
-    from redactopt.solvers.kdim import kdim_windows  # the k-state window solver
+    from redactopt.solvers.dim import dim_windows  # the window solver of every chain
 
-    q = kdim_windows(chain, n, eps=eps, private=priv)
+    q = dim_windows(chain, n, eps=eps, private=priv)
     q[list(priv)] = 1.0
     rows = np.flatnonzero(q.max(axis=1) > 0.0)
     runs = np.split(rows, np.flatnonzero(np.diff(rows) > 1) + 1) if rows.size else []
@@ -1024,14 +1036,17 @@ def design_states_release(chain: Chain, n: int, *, eps: float, private: object, 
     """The release design of several private records on a chain of more than two states, verified.
 
     Fast first (issue 37).  ``dim``: one exact data-independent window per cluster of private records
-    whose windows overlap (:func:`redactopt.solvers.kdim.kdim_windows`: every member within the budget,
+    whose windows overlap (:func:`redactopt.solvers.dim.dim_windows`: every member within the budget,
     Lemma 1), verified exactly about each record and bounded by Lemma 2 -- linear in the window.
     ``auto`` (the release default): that design, and it stops there when its certificate is within
     :data:`STATES_TARGET_GAP_RECORDS` expected records of the sub-problem, or when the per-record optima
     would be expensive (more than :data:`STATES_AUTO_CELLS` records times states); otherwise it also
-    designs each private record's optimum on its window, their elementwise maximum (footnote 1), and
-    keeps the more useful of the two verified designs with the smaller of the two bounds.
-    ``optimal``: both, always, within ``time_limit`` seconds altogether.  So ``optimal`` is never below
+    designs each private record's local optimum on its window (the successive LPs, no SCIP: its proposal
+    depends on how far it got in its time, and a seeded release must draw the same file whatever the
+    machine's load), their elementwise maximum (footnote 1), and keeps the more useful of the two verified
+    designs with the smaller of the two bounds.
+    ``optimal``: both, always, the per-record optima from the whole portfolio (SCIP included), within
+    ``time_limit`` seconds altogether.  So ``optimal`` is never below
     ``auto`` and ``auto`` never below ``dim``; every design returned is verified exactly by
     :func:`~redactopt.judge.certify.finalize_sparse`.  ``info["fast_first"]`` says where it stopped.
     """
@@ -1057,16 +1072,21 @@ def design_states_release(chain: Chain, n: int, *, eps: float, private: object, 
         return dataclasses.replace(_with_fast_first(cheap, f"stopped by the time limit at the joint window (gap "
                                                            f"{gap:.3g} records)"),
                                    certificate=dataclasses.replace(cheap.certificate, stopped=True))
-    if method == "auto":  # cheap by size, and kept so: SCIP on the smallest gets a few seconds a record
+    per_method, options = "optimal", None
+    if method == "auto":  # cheap by size, and kept so by a count of steps, not by the clock: what a design
+        # stopped by its time holds depends on the machine's load, and a seeded release must draw the same file
+        # on any machine (the time limit stays a limit, reached only on an overloaded one)
         left = min(left, STATES_AUTO_SECONDS * len(priv))
-    per = _design_joint_states(chain, n, eps=eps, private=priv, method="optimal", time_limit=left, dense=False)
+        per_method, options = "local", {"max_iter": STATES_AUTO_STEPS}
+    per = _design_joint_states(chain, n, eps=eps, private=priv, method=per_method, time_limit=left, dense=False,
+                               options=options)
     assert isinstance(per, SparseDesign)
     best, other = (per, cheap) if per.utility > cheap.utility else (cheap, per)
     bound, solver = min((c.certificate.upper_bound, c.certificate.solver) for c in (best, other))
     rows = best.redact_prob
     stopped = per.certificate.stopped or (time.monotonic() - t0 > time_limit)
     name = per.method if best is per else "dim"
-    info = dict(best.info, candidates={"dim": cheap.utility, "per-record optimal": per.utility},
+    info = dict(best.info, candidates={"dim": cheap.utility, f"per-record {per_method}": per.utility},
                 fast_first=f"the joint window (gap {gap:.3g} records), then the per-record optima")
     return finalize_sparse(chain, n, list(zip(rows.starts, rows.blocks)), private=priv, eps=eps, method=name,
                            upper_bound=bound, solver=solver, stopped=stopped, info=info)
@@ -1181,7 +1201,8 @@ def _auto_tries(chain: MarkovChain, eps: float, priv: tuple[int, ...], built: di
         return [(k, built[k].parts()) for k in order]
     pi = chain.stationary
     skipped, ranked = {}, [(utilities[k], 1, k, built[k].parts()) for k in order]
-    for name in order:
+    for i, name in enumerate(order):
+        _progress.report("improve", i, len(order), note=name)
         blocks = _Blocks(n, [(s, b.copy()) for s, b in built[name].parts()])
         try:
             info.setdefault("improvement", {})[name] = blocks.improve(chain, eps, priv)
@@ -1189,6 +1210,7 @@ def _auto_tries(chain: MarkovChain, eps: float, priv: tuple[int, ...], built: di
             skipped[name] = str(exc)
             continue
         ranked.append((blocks.utility(pi), 0, "improved " + name, blocks.parts()))
+    _progress.report("improve", len(order), len(order))
     if skipped:
         info.setdefault("improvement", {})["skipped"] = skipped
     return [(name, parts) for _, _, name, parts in sorted(ranked, key=lambda r: (-r[0], r[1]))]
@@ -1203,15 +1225,19 @@ def _auto_sparse(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], 
     runs' window bounds, ``relax``)."""
     t0 = time.perf_counter()
     if windows is None:
-        windows = _run_windows(chain, n, eps, priv, time_limit, math.inf, RUN_AUTO_GRID)
+        with _progress.phase("run windows", sub=True):
+            windows = _run_windows(chain, n, eps, priv, time_limit, math.inf, RUN_AUTO_GRID)
     relax = list(_run_relaxations(windows) if relax is None else relax)
     pi = chain.stationary
     errors: dict[str, str] = {}
     utilities: dict[str, float] = {}
     built: dict[str, _Blocks] = {}
-    for name, make in _auto_makers(chain, n, eps, priv, time_limit, windows).items():
+    makers = _auto_makers(chain, n, eps, priv, time_limit, windows)
+    for i, (name, make) in enumerate(makers.items()):
+        _progress.report("candidates", i, len(makers), note=name)
         try:
-            built[name] = make()
+            with _progress.phase("candidates", sub=True):
+                built[name] = make()
         except PrivacyCheckError as exc:
             errors[name] = str(exc)
             continue
@@ -1223,10 +1249,17 @@ def _auto_sparse(chain: MarkovChain, n: int, eps: float, priv: tuple[int, ...], 
         info["failed"] = errors
     if windows:
         info["runs"] = [_run_info(w) for w in windows]
-    tries = _auto_tries(chain, eps, priv, built, utilities, improve, info, n)
+    _progress.report("candidates", len(makers), len(makers))
+    with _progress.phase("improve", sub=True):
+        tries = _auto_tries(chain, eps, priv, built, utilities, improve, info, n)
     # every candidate's region certificates bound every private mechanism (they depend on the
     # regions' geometry only): the smallest total certifies whichever candidate is returned
-    certified = [_block_regions(chain, n, eps, priv, parts, relax) for _, parts in tries]
+    certified = []
+    with _progress.phase("bounds", sub=True):
+        for i, (name, parts) in enumerate(tries):
+            _progress.report("bounds", i, len(tries), note=name)
+            certified.append(_block_regions(chain, n, eps, priv, parts, relax))
+        _progress.report("bounds", len(tries), len(tries))
     total = min(t for _, t in certified)
     best_bound_, solver, won = _whole_bound(n, priv, (total, "regions"), relax)
     bound = lemma2_upper_bound(chain, n, eps=eps, private=priv)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from redactopt.engine.design import design
+from redactopt.engine.local import design_whole
 from redactopt.engine.ladder import judge_candidate
 from redactopt.judge.certify import DesignResult
 from redactopt.model.chain import Chain as KChain
@@ -63,5 +63,5 @@ def kdesign(chain: KChain, n: int, *, eps: float, p: int = 0, method: KMethod = 
     """
     if method not in KMETHODS:
         raise ValueError(f"method must be one of {', '.join(KMETHODS)}, got {method!r}")
-    return design(chain, n, eps=eps, p=p, method=method, time_limit=time_limit, certify_time=certify_time,
-                  verbose=verbose, whole=True)
+    return design_whole(chain, n, eps=eps, p=p, method=method, time_limit=time_limit, certify_time=certify_time,
+                        verbose=verbose)

@@ -89,9 +89,7 @@ _FRONTIER = "the side frontier of the two values' influence"
 SOLVERS: tuple[Solver, ...] = (
     Solver("frontier", "redactopt.solvers.frontier", "propose_frontier", two_state=True, portfolio=_always,
            why=_FRONTIER),
-    Solver("dim", "redactopt.solvers.dim", "dim_enumerate", two_state=True, portfolio=_always, cheap=True,
-           why="Lemma 1's closed-form window leakage"),
-    Solver("dim", "redactopt.solvers.kdim", "kdim_enumerate", portfolio=_always, cheap=True),
+    Solver("dim", "redactopt.solvers.dim", "dim_enumerate", portfolio=_always, cheap=True),
     Solver("3r-calibrated", "redactopt.engine.tuning", "calibrated_three_region", two_state=True,
            portfolio=_always, why="3R's regions of small and large influence, Eqs. 1-2"),
     Solver("local", "redactopt.solvers.klocal", "propose_klocal", portfolio=_local_k, defaults=_budget),

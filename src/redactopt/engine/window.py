@@ -34,12 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt._validate import check_eps, check_n, check_private
-from redactopt.engine.design import METHODS, MIN_SOLVER_SECONDS, design
+from redactopt.engine.local import MIN_SOLVER_SECONDS, Progress, design_whole
+from redactopt.engine.registry import METHODS
 from redactopt.judge.certify import DesignResult, SparseDesign, SparseRows, finalize_sparse
 from redactopt.judge.lemma2 import lemma2_upper_bound
 from redactopt.judge.tolerances import round_up
-from redactopt.model.chain import Chain, MarkovChain
+from redactopt.model.chain import Chain, MarkovChain, check_problem
 from redactopt.model.classes import ChainClass
 from redactopt.model.influence import delta_star, max_influence
 from redactopt.paper.mechanisms import default_split, markov_quilt_window, three_region
@@ -123,8 +125,9 @@ def design_window(chain: MarkovChain, n: int, *, eps: float, p: int, method: str
             res = memo[key]
         else:
             left = max(deadline - time.monotonic(), MIN_SOLVER_SECONDS)
-            res = design(chain, hi - lo + 1, eps=eps, p=p - lo, method=method, whole=True, time_limit=left,
-                         **kw)  # type: ignore[arg-type]
+            _progress.report("window", hi - lo + 1, None, note=f"records {lo + 1}-{hi + 1} of {n}")
+            res = design_whole(chain, hi - lo + 1, eps=eps, p=p - lo, method=method, time_limit=left,
+                               **kw)  # type: ignore[arg-type]
             if memo is not None:
                 memo[key] = res
         qw = np.asarray(res.redact_prob)
@@ -139,14 +142,14 @@ def design_window(chain: MarkovChain, n: int, *, eps: float, p: int, method: str
         R *= 2
 
 
-def design_sparse(chain: MarkovChain | ChainClass, n: int, *, eps: float, p: int = 0, method: str = "optimal",
+def design_sparse(chain: MarkovChain, n: int, *, eps: float, p: int = 0, method: str = "optimal",
                   radius: int | None = None, **kw: Any) -> SparseDesign:
     r""":func:`~redactopt.engine.design.design` of one private record in a sequence of any length.
 
     Parameters
     ----------
-    chain : MarkovChain or ChainClass
-        A class of chains goes to :func:`redactopt.engine.joint.design_joint_sparse` (one private record).
+    chain : Chain
+        One chain (a class of chains: :func:`redactopt.engine.design.design_sparse`).
     n : int
         Number of records (up to :data:`~redactopt._validate.MAX_N`; time and memory depend on the window).
     eps : float
@@ -169,10 +172,8 @@ def design_sparse(chain: MarkovChain | ChainClass, n: int, *, eps: float, p: int
         and Lemma 2's for ``n``; ``info`` adds ``window`` (0-based ``[lo, hi]``).
     """
     if isinstance(chain, ChainClass):
-        from redactopt.engine.joint import design_joint_sparse  # the joint module builds on this one
-
-        return design_joint_sparse(chain, n, eps=eps, private=[p], method=method,
-                                   time_limit=kw.get("time_limit", 60.0))
+        raise TypeError("a class of chains is designed by redactopt.design_sparse (redactopt.engine.design), "
+                        "at every deciding chain; this is the window design of one chain")
     n, eps = check_n(n), check_eps(eps)
     (p,) = check_private(p, n, "p")
     if method not in METHODS:
@@ -238,3 +239,22 @@ def paper_sparse(chain: MarkovChain, n: int, *, eps: float, p: int, which: str) 
     kw = {"eps_left": el} if which == "3r" else {"reading": "algorithm2"}
     mech = three_region(chain, hi - lo + 1, eps=eps, p=p - lo, **kw)  # type: ignore[arg-type]
     return _block_rows(n, lo, np.asarray(mech.redact_prob))
+
+
+def design_local(chain: Chain, n: int, *, eps: float, p: int = 0, method: str = "optimal",
+                 split: str | float | None = "auto", time_limit: float = 60.0,
+                 rng: np.random.Generator | None = None, certify_time: float = 0.0,
+                 options: dict[str, Any] | None = None, progress: Progress | None = None,
+                 verbose: bool = False, whole: bool = False) -> DesignResult:
+    """:func:`redactopt.engine.design.design` of one chain: a sequence longer than the window around ``p``
+    (:func:`covers`) is designed on that window by :func:`design_sparse` and densified (the cut argument),
+    any other on all its records by :func:`redactopt.engine.local.design_whole` (``whole``: always so)."""
+    n, eps, p = check_problem(chain, n, eps, p, two_state=False)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if not whole and not covers(chain, n, eps, p):
+        return design_sparse(chain, n, eps=eps, p=p, method=method, split=split, time_limit=time_limit,
+                             rng=rng, certify_time=certify_time, options=options, progress=progress,
+                             verbose=verbose).to_result()
+    return design_whole(chain, n, eps=eps, p=p, method=method, split=split, time_limit=time_limit, rng=rng,
+                        certify_time=certify_time, options=options, progress=progress, verbose=verbose)

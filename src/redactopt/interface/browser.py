@@ -1,6 +1,6 @@
 """Open an HTML file in headless Chromium and report what it rendered (standard library only).
 
-The release report (:mod:`redactopt.release.html`) is meant to be read in a browser, so its
+The release report (:mod:`redactopt.interface.html`) is meant to be read in a browser, so its
 tests, its benchmark and the README's screenshot load it in a real one: Debian's ``chromium``
 (``apt-get install chromium``), or the program named by ``REDACTOPT_CHROMIUM``.  The browser is
 driven through the DevTools protocol over a WebSocket written out here (a few dozen lines of

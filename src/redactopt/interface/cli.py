@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import sys
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -24,12 +25,15 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from redactopt import __version__, datasets
+from redactopt import _progress, datasets
+from redactopt.version import __version__
 from redactopt._validate import check_n
 from redactopt.engine.compare import compare_point, compare_states_point, design_point
-from redactopt.engine.design import METHODS, design, resolve_split
+from redactopt.engine.design import METHODS, design
+from redactopt.engine.local import resolve_split
 from redactopt.engine.joint import design_joint_sparse
-from redactopt.engine.window import covers, design_sparse
+from redactopt.engine.design import design_sparse
+from redactopt.engine.window import covers
 from redactopt.engine.tuning import tuned_three_region
 from redactopt.errors import MissingExtraError, PrivacyCheckError, TooLongError, UsageError
 from redactopt.interface import report, supervise
@@ -47,6 +51,8 @@ from redactopt.interface.cli_report import (
 )
 from redactopt.interface.options import (
     read_transition,
+    DEFAULT_ALPHA,
+    DEFAULT_BETA,
     EXIT_FAIL,
     EXIT_INTERNAL,
     EXIT_OK,
@@ -63,7 +69,7 @@ from redactopt.interface.options import (
     show_required,
 )
 from redactopt.interface.outputs import Output, check_outputs, existing_file, text_kind
-from redactopt.interface.progress import Bars, iterate, progress_enabled
+from redactopt.interface.progress import Bars, iterate, phase_line, phases_of, progress_enabled, watched
 from redactopt.io import (STDIO, atomic_open, check_input_path, check_writable, design_to_dict, read_mechanisms,
                           write_output)
 from redactopt.judge.attack import attack
@@ -76,8 +82,6 @@ from redactopt.paper.mechanisms import markov_quilt, three_region
 
 __all__ = ["main", "build_parser"]
 
-DEFAULT_ALPHA = 0.01
-DEFAULT_BETA = 0.8
 DEFAULT_PRIVATE = "1"
 DEFAULT_TIME_LIMIT = 60.0
 #: ``audit --attack`` stops after its first batch when the run would take longer than this (seconds).
@@ -225,6 +229,10 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
                     help="the cumulative exact leakage of several release reports of the same rows (apply --report, "
                          "local mechanisms, independent draws): their composition is the product mechanism, judged "
                          "exactly per private record; with --eps, exit 1 unless every record is proven within it")
+    ap.add_argument("--ledger", default=None, metavar="LEDGER",
+                    help="re-judge a ledger of releases (apply --ledger): each release's exact leakage alone and the "
+                         "cumulative leakage after it, per private record; exit 1 unless the cumulative leakage is "
+                         "proven within the ledger's total budget")
     add_quiet(ap)
     ap.set_defaults(func=_cmd_audit)
 
@@ -334,7 +342,7 @@ def maybe_matrix_audit(args: argparse.Namespace) -> int | None:
 
     Standard input is read once; for a file that is not k-state it is put back for the binary reader.
     """
-    from redactopt.judge.kaudit import kaudit
+    from redactopt.judge.audit import kaudit
     from redactopt.kio import is_kstate, kmechanisms_of
 
     if args.mechanism == STDIO:
@@ -410,8 +418,8 @@ def maybe_public_audit(args: argparse.Namespace, rng: np.random.Generator) -> in
     refuse_given(args, ["n", "private", "reading", "split", "alpha", "beta"],
                  "applies to --method only: a public report carries its designs' chain, n and private offsets")
     from redactopt.io import is_matrix_file, mechanism_from_dict
-    from redactopt.judge.kaudit import kaudit
-    from redactopt.kio import kmechanism_from_dict
+    from redactopt.judge.audit import kaudit
+    from redactopt.io import kmechanism_from_dict
 
     reports = []
     for i, entry in enumerate(d.get("designs") or []):
@@ -449,6 +457,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         from redactopt.interface.cli_ledger import cmd_compose
 
         return cmd_compose(args)
+    if args.ledger is not None:
+        from redactopt.interface.cli_ledger import cmd_ledger_audit
+
+        return cmd_ledger_audit(args)
     rng = np.random.default_rng(args.attack_seed)
     if args.mechanism is not None:
         pstatus = maybe_public_audit(args, rng)  # a public report (apply --public-report, issue 36)
@@ -494,6 +506,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         text = "\n\n".join(report.audit_text(r) for r in reports)
         text += f"\n\nresult    : {'PASS' if passed else 'FAIL'} ({sum(r['passed'] for r in reports)} of " \
                 f"{len(reports)} sequences pass)"
+    if args.mechanism is not None:  # a ledgered release: the ledger as its report states it (issue 39)
+        from redactopt.interface.cli_ledger import report_ledger_lines
+
+        text += report_ledger_lines(args.mechanism)
     print(json.dumps(out, indent=2, default=_as_list) if fmt == "json" else text)
     return EXIT_OK if passed else EXIT_FAIL
 
@@ -605,28 +621,31 @@ def _cmd_design(args: argparse.Namespace) -> int:
     if matrix and args.method not in KSTATE_METHODS and not chain.binary:
         raise UsageError(f"--method {args.method} has no k-state form (it is built on the two values of a binary "
                          f"record); with a {chain.k}-state --transition use one of {', '.join(KSTATE_METHODS)}")
-    # a bar on stderr for designs longer than a second; none for JSON going to a pipe
-    shown = progress_enabled(args.quiet) and not (fmt == "json" and not sys.stdout.isatty())
+    # bars on stderr (a terminal) for designs longer than a second: main() watches (redactopt._progress)
     try:
-        with Bars(shown, unit="optimisers", delay=1.0) as bars:
-            res = _design_for(args, chain, n, private, bars)
+        res = _design_for(args, chain, n, private)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt design: privacy check failed: {exc}\n")
         return EXIT_FAIL
     if fmt == "json":
-        _write_output(json.dumps(design_to_dict(res), indent=2), args.out, args.force)
+        d = design_to_dict(res)
+        if args.out in (None, STDIO):  # the times on standard output only: a mechanism file stays reproducible
+            d["phases"] = phases_of(args)
+        _write_output(json.dumps(d, indent=2), args.out, args.force)
     elif fmt == "csv":
         _write_chunks(report.design_csv(res) if is_markov(res.chain) else [report.states_csv(res)],
                       args.out, args.force)
     elif not is_markov(res.chain):  # a chain given as a matrix (not a MarkovChain's): its states' labels
-        dim = None if args.no_compare else (
-            res if args.method == "dim" else
-            design_sparse(chain, n, eps=args.eps, p=private[0], method="dim") if len(private) == 1 else
-            design_joint_sparse(chain, n, eps=args.eps, private=private, method="dim"))
+        with _progress.phase("compare"):
+            dim = None if args.no_compare else (
+                res if args.method == "dim" else
+                design_sparse(chain, n, eps=args.eps, p=private[0], method="dim") if len(private) == 1 else
+                design_joint_sparse(chain, n, eps=args.eps, private=private, method="dim"))
         _write_output(report.states_table(res, dim), args.out, args.force)
     else:
         several = len(private) > 1
-        alts = None if args.no_compare or several else report.alternatives_for(res, time_limit=args.time_limit)
+        with _progress.phase("compare"):
+            alts = None if args.no_compare or several else report.alternatives_for(res, time_limit=args.time_limit)
         _write_output(report.design_table(res, alts), args.out, args.force)
     maybe_plot_design(args, res)
     return EXIT_OK
@@ -674,8 +693,8 @@ def _cmd_design_varying(args: argparse.Namespace, chain: VaryingChain) -> int:
     return EXIT_OK
 
 
-def _design_for(args: argparse.Namespace, chain: MarkovChain | ChainClass, n: int, private: list[int],
-                bars: Any) -> DesignResult | SparseDesign:
+def _design_for(args: argparse.Namespace, chain: MarkovChain | ChainClass, n: int,
+                private: list[int]) -> DesignResult | SparseDesign:
     """One private record: ``design`` where its window is the whole sequence, else the sparse window
     design (any n, memory of the window); several, or ``--method auto``: the joint design of
     ``apply`` (:func:`~redactopt.engine.joint.design_joint_sparse`), exactly verified about each."""
@@ -683,7 +702,7 @@ def _design_for(args: argparse.Namespace, chain: MarkovChain | ChainClass, n: in
         return design_joint_sparse(chain, n, eps=args.eps, private=private, method=args.method,
                                    time_limit=args.time_limit)
     kw = dict(method=args.method, split="auto" if args.split is None else args.split, time_limit=args.time_limit,
-              certify_time=args.certify_time or 0.0, progress=bars)
+              certify_time=args.certify_time or 0.0)
     base = chain.nominal if isinstance(chain, ChainClass) else chain
     if covers(base, n, args.eps, private[0]):
         return design(chain, n, eps=args.eps, p=private[0], **kw)  # type: ignore[arg-type]
@@ -956,7 +975,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             # a numpy RuntimeWarning is not for a user to see, except with REDACTOPT_DEBUG
             if not os.environ.get("REDACTOPT_DEBUG"):
                 warnings.simplefilter("ignore", RuntimeWarning)
-            status = int(args.func(args))
+            # progress of every long run on a terminal, and the phase times (issue 37, item 3)
+            with watched(progress_enabled(getattr(args, "quiet", False)), title=f"redactopt {args.command}") \
+                    as (bars, watch):
+                args._watch = watch
+                status = int(args.func(args))
+            if bars.enabled and watch.phases and time.perf_counter() - watch.started >= bars.delay:
+                sys.stderr.write(phase_line(args.command, watch) + "\n")
         sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at exit
     except (UsageError, ValueError, TypeError, FileExistsError, FileNotFoundError, IsADirectoryError,
             PermissionError, MissingExtraError) as exc:

@@ -18,6 +18,7 @@ import json
 import sys
 from typing import Any
 
+from redactopt.interface.progress import phases_of
 from redactopt.errors import PrivacyCheckError, UsageError
 from redactopt.interface.cli_report import check_plot
 from redactopt.interface.options import EXIT_FAIL, EXIT_OK, parse_positions, refuse_given
@@ -61,7 +62,9 @@ def add_class_option(ap: argparse.ArgumentParser, command: str) -> None:
                              f"class against eps for one chain, --n and --private ({kinds})")
         return
     what = {"design": "design the best verified mechanism of this class, with a certified bound over the "
-                      "class (binary --alpha/--beta or k-state --transition chains; one private record). With "
+                      "class (binary --alpha/--beta or k-state --transition chains; one private record, or with scan "
+                      "and a two-state chain one run of adjacent records such as --private 49-53: each side read "
+                      "outward from the run). With "
                       "scan, owner or holder, --out FILE always writes the mechanism file (JSON, format "
                       "redactopt.class-mechanism/1, which 'redactopt audit' reads) and the text summary still "
                       "goes to standard output; --method, --split, --certify-time, --no-compare, --plot, ranges "
@@ -70,8 +73,8 @@ def add_class_option(ap: argparse.ArgumentParser, command: str) -> None:
                      "sequences gets the class's verified design, drawn exactly (secure source, or --seed); the "
                      "report holds every mechanism (format redactopt.class-mechanism/1) and 'redactopt audit' "
                      "re-judges it. The chain is given (--alpha/--beta numbers, --transition) or fitted (on the "
-                     "rows published with certainty, or --fit-on); a scan protects one private record per "
-                     "sequence, owner and holder several through disjoint blocks; --method, --robust, --workers, "
+                     "rows published with certainty, or --fit-on); a scan protects one private record (or one run "
+                     "of adjacent records of a two-state chain) per sequence, owner and holder several through disjoint blocks; --method, --robust, --workers, "
                      "--html, --chunk-rows, --backend dask and --report-sequences apply to local only"}[command]
     ap.add_argument("--class", dest="cls", type=class_name, default=None, metavar="{" + ",".join(CLASSES) + "}",
                     help=f"{what}. Default local: today's {command}, unchanged ({kinds})")
@@ -80,9 +83,14 @@ def add_class_option(ap: argparse.ArgumentParser, command: str) -> None:
 def several_private_why(cls: str, command: str) -> str:
     """Why ``command --class cls`` refuses several private records (one line)."""
     if cls == "scan":
+        run = ", or one run of adjacent records (3-7)" if command == "design" else ""
         return ("--private: a scan publishes every record beyond its first release on each side, so it protects "
-                "one private record per sequence; give one position, or use --class local (several are designed "
-                "jointly)")
+                f"one private record per sequence{run}; give one position{' or one run' if run else ''}, or use "
+                "--class local (several are designed jointly)")
+    if command == "design":
+        return (f"--private: design --class {cls} designs the mechanism of one private record (a class-mechanism "
+                f"file holds one; a run of adjacent records: --class scan or local); several far enough apart: "
+                f"apply --class {cls} (disjoint blocks around them), or --class local (a joint design)")
     return (f"--private: design --class {cls} designs the mechanism of one private record (a class-mechanism file "
             f"holds one); several far enough apart: apply --class {cls} (disjoint blocks around them), or "
             "--class local (a joint design)")
@@ -90,8 +98,7 @@ def several_private_why(cls: str, command: str) -> str:
 
 def _point_chain(args: argparse.Namespace, *, labels: tuple[str, ...] | None = None) -> Any:
     """The chain of ``--transition`` (a KChain) or of ``--alpha``/``--beta`` numbers (the design's defaults)."""
-    from redactopt.interface.cli import DEFAULT_ALPHA, DEFAULT_BETA
-    from redactopt.interface.options import read_transition
+    from redactopt.interface.options import DEFAULT_ALPHA, DEFAULT_BETA, read_transition
     from redactopt.model.chain import MarkovChain
     from redactopt.model.classes import parse_range
 
@@ -135,17 +142,22 @@ def cmd_class_design(args: argparse.Namespace) -> int:
     n = check_n(args.n, "--n")
     eps = check_eps(args.eps, "--eps")
     private = parse_positions("1" if args.private is None else args.private, n)
-    if len(private) > 1:
+    is_run = len(private) > 1 and sorted(private) == list(range(min(private), max(private) + 1))
+    if len(private) > 1 and not (is_run and cls == "scan"):
         raise UsageError(several_private_why(cls, "design"))
+    if is_run and (getattr(chain, "k", 2) != 2):
+        raise UsageError("--private: a run of private records is designed in the scan class for two-state chains "
+                         "(--alpha/--beta or a 2x2 --transition); give one position, or --class local")
     if args.time_limit <= 0:
         raise UsageError(f"--time-limit must be > 0, got {args.time_limit:g}")
     if args.out == STDIO and args.format == "text":
         raise UsageError("--out - writes the mechanism file to standard output; the text summary needs it too "
                          "(give --out FILE, or --format json)")
-    d = design_class(chain, n, eps=eps, p=private[0], cls=cls, time_limit=args.time_limit)
+    d = design_class(chain, n, eps=eps, p=private if is_run else private[0], cls=cls, time_limit=args.time_limit)
     mech_file = json.dumps(d.to_dict(), indent=2)
     if args.out is None or args.out == STDIO:
-        write_output(mech_file if fmt == "json" or args.out == STDIO else format_text(d), None)
+        shown = json.dumps(dict(d.to_dict(), phases=phases_of(args)), indent=2) if fmt == "json" else mech_file
+        write_output(shown if fmt == "json" or args.out == STDIO else format_text(d), None)
         return EXIT_OK
     if fmt == "text":
         write_output(format_text(d), None)
@@ -170,7 +182,7 @@ def _compare_chains(args: argparse.Namespace) -> list[tuple[dict[str, Any], dict
                  {"states": ",".join(kc["labels"]), "transition": shown})]
     if args.labels is not None:
         raise UsageError("--labels applies to --transition only")
-    from redactopt.interface.cli import DEFAULT_ALPHA, DEFAULT_BETA
+    from redactopt.interface.options import DEFAULT_ALPHA, DEFAULT_BETA
 
     out = []
     for a, b in itertools.product(args.alpha or [(DEFAULT_ALPHA,) * 2], args.beta or [(DEFAULT_BETA,) * 2]):
@@ -256,7 +268,8 @@ def _apply_chain(args: argparse.Namespace, binary: bool) -> Any:
 
 def cmd_class_apply(args: argparse.Namespace) -> int:
     """``redactopt apply INPUT ... --class scan|owner|holder``."""
-    from redactopt.interface.cli_data import keep_option, release_lines
+    from redactopt.interface.options import keep_option
+    from redactopt.interface.report import release_lines
     from redactopt.io import stdin_as_file
     from redactopt.release.class_apply import class_apply_table
 
@@ -281,7 +294,7 @@ def cmd_class_apply(args: argparse.Namespace) -> int:
         summary = {k: rep[k] for k in keys}
         summary.update(chain={k: rep["chain"][k] for k in ("source", "transition")}, report=args.report,
                        sequences=len(rep["sequences"]), designs=len(rep["designs"]),
-                       fit_rows=rep["chain"].get("fit_rows"))
+                       fit_rows=rep["chain"].get("fit_rows"), phases=phases_of(args))
         text = json.dumps(summary, indent=2)
     else:
         text = "\n".join(_apply_lines(rep, args) + release_lines(rep["columns"], rep["chain"].get("fit_rows"),

@@ -22,13 +22,17 @@ from redactopt.interface.options import (
     EXIT_OK,
     add_format,
     add_quiet,
+    keep_option,
     parse_positions,
     read_transition,
     refuse_given,
 )
 from redactopt.interface.cli_classes import add_class_option
+from redactopt.interface.cli_ledger import add_ledger_options, ledger_lines, open_ledger
 from redactopt.interface.cli_report import add_html_option, check_html, maybe_write_html
-from redactopt.interface.progress import Bars, progress_enabled
+from redactopt import _progress
+from redactopt.interface.progress import phases_of
+from redactopt.interface.report import release_lines
 from redactopt.io import STDIO, stdin_as_file
 from redactopt.model.classes import parse_range
 
@@ -109,20 +113,22 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     spec = None if args.varies_with is None else parse_varies_with(args.varies_with)
     options = dict(smoothing=args.smoothing or "kt") if args.categorical else {}
-    with stdin_as_file(args.input) as path, Bars(progress_enabled(args.quiet)) as bars:
-        state, labels, source, where = _fit_scan(args, path, spec, bars)
+    with stdin_as_file(args.input) as path:  # progress: main() watches (redactopt._progress)
+        state, labels, source, where = _fit_scan(args, path, spec, _progress.report)
         if state.rows == 0:
             raise UsageError(f"{where}: no data rows")
         try:
-            fit = fit_counts(state.counts(), tuple(labels), confidence=args.confidence, interval=args.interval,
-                             **options)
+            with _progress.phase("fit"):
+                fit = fit_counts(state.counts(), tuple(labels), confidence=args.confidence,
+                                 interval=args.interval, **options)
         except ValueError as exc:
             if not args.categorical:
                 raise
             raise UsageError(f"{args.input}: {exc}") from None
-        alt = model_alternatives(source, column=args.column, by=args.by, order_by=args.order_by, varies_with=spec,
-                                 labels=tuple(labels), categorical=args.categorical, fit=fit,
-                                 confidence=args.confidence, interval=args.interval, **options)
+        with _progress.phase("check"):
+            alt = model_alternatives(source, column=args.column, by=args.by, order_by=args.order_by,
+                                     varies_with=spec, labels=tuple(labels), categorical=args.categorical, fit=fit,
+                                     confidence=args.confidence, interval=args.interval, **options)
     if (args.format or "text") == "json":
         d: dict[str, Any] = {"input": str(args.input), "column": args.column, "by": args.by,
                              "order_by": args.order_by}
@@ -141,7 +147,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 def _fit_scan(args: argparse.Namespace, path: Any, spec: Any, bars: Any) -> tuple[Any, Any, Any, str]:
     """The scan ``fit`` estimates from: ``(state, labels, reader of the rows in sequence order, label)``."""
-    from redactopt.release.apply import ordered_scan, scan_states, scan_table
+    from redactopt.release.passes import ordered_scan, scan_states, scan_table
     from redactopt.release.codec import BinaryCodec, StatesCodec
     from redactopt.release.fit import BINARY_LABELS
     from redactopt.release.tables import TableReader
@@ -287,6 +293,7 @@ def _add_output_options(ap: argparse.ArgumentParser) -> None:
                          "was never observed — each refused otherwise (exit 2, nothing written); the report's first "
                          "line then says what was accepted")
     add_html_option(ap)
+    add_ledger_options(ap)
     ap.add_argument("--backend", choices=["memory", "dask"], default="memory",
                     help="memory (default, streams chunks) or dask (a CSV or Parquet dataset: a folder or a glob of "
                          "files, partitioned by file and by runs of Parquet row groups; --out is a folder of part files; "
@@ -320,6 +327,7 @@ def _summary(rep: dict[str, Any], report_path: str | None) -> dict[str, Any]:
         "model_check": (rep.get("model_check") or {}).get("alternatives", []),
         "regions": list(rep.get("regions") or [])[:REGION_LINES + 1],
         "runs": list((rep.get("design_info") or {}).get("runs") or [])[:REGION_LINES],
+        "ledger": rep.get("ledger"),
     }
 
 
@@ -366,6 +374,7 @@ def _summary_text(s: dict[str, Any]) -> str:
         "private record(s)" + (" and every chain of the box)" if box is not None else ")"),
         f"utility   : expected {s['utility']['expected']:.6g}  realised {s['utility']['realised']:.6g}",
     ]
+    lines += ledger_lines(s.get("ledger"))
     if s["sequences_count"] == 1:
         lines += region_lines(s.get("regions") or [])
         lines += [run_line(r) for r in s.get("runs") or [] if r.get("target_gap") is not None]
@@ -402,52 +411,12 @@ def warnings_block(warnings: list[str]) -> str:
                         for w in warnings]) + "\n\n"
 
 
-def release_lines(columns: dict[str, Any], fit_rows: dict[str, Any] | None, summary: str, *,
-                  reveals: dict[str, Any] | None = None, cover: dict[str, Any] | None = None) -> list[str]:
-    """The summary lines every release prints: what is covered, what is written but not covered (with its
-    figure), what is left out, what the pattern of redactions shows (``reveals``, ``cover``), which rows the
-    chain was fitted on, and the plain-language paragraph."""
-    from redactopt.release.apply import fit_rows_text
-
-    lines = [f"covered   : {', '.join(columns['protected'])} (the private rows' values: the guarantee)"]
-    if reveals is not None and not reveals.get("positions_protected"):
-        lines.append("positions : NOT covered: the pattern of redactions shows which sequences hold private records "
-                     "and where (--cover K hides them among decoys)")
-    if cover is not None:
-        copies = ", ".join(f"{c['per_sequence']} of length {c['length']} (real with probability <= "
-                           f"{c['bound']:.3g})" for c in cover["copies"])
-        cost = cover.get("expected_redacted") or {}
-        lines.append(f"cover     : {cover['k']} decoy(s) per private run; every sequence holds {copies}")
-        if cost:
-            lines.append(f"cover cost: {cost['without']:.6g} expected redacted rows without the cover, "
-                         f"{cost['with']:.6g} with it")
-    for f in columns["not_covered"]:
-        what = ("no published rows to measure" if f.get("accuracy") is None else
-                f"accuracy {100 * f['accuracy']:.1f}% (majority rate {100 * f['majority']:.1f}%) of the rule "
-                f"'{f['rule']}'" + (f", {f['categories']} categories" if f.get("kind") == "categories" else ""))
-        lines.append(f"NOT covered: {f['column']} ({f['role']}): {what}")
-    if columns.get("dropped"):
-        shown = ", ".join(columns["dropped"][:6]) + (" ..." if len(columns["dropped"]) > 6 else "")
-        lines.append(f"not written: {shown}  (--keep COL or --keep-all writes them, not covered)")
-    where = fit_rows_text(fit_rows or {})
-    if where:
-        lines.append(f"fit rows  : {where}")
-    lines += textwrap.wrap(summary, width=100, initial_indent="in short  : ", subsequent_indent="            ")
-    return lines
-
-
 def _point_or_range(text: str | None, name: str) -> float | tuple[float, float] | None:
     """``--alpha``/``--beta`` of apply: a number, or ``LO:HI`` for a box of chains (issue 14)."""
     if text is None:
         return None
     lo, hi = parse_range(text, name)
     return lo if lo == hi else (lo, hi)
-
-
-def keep_option(args: argparse.Namespace) -> list[str] | None:
-    """``--keep`` and ``--keep-all`` as the library's ``keep`` (``"all"`` among the names: every column)."""
-    names = [] if args.keep is None else [c.strip() for c in args.keep.split(",")]
-    return (["all"] + names) if args.keep_all else (names or None)
 
 
 def check_apply_outputs(args: argparse.Namespace) -> None:
@@ -480,6 +449,7 @@ def _cmd_apply(args: argparse.Namespace) -> int:
         raise UsageError("give exactly one of --column (one column) and --protect COL[,COL...] (several together)")
     if args.cover is not None and args.cover < 0:
         raise UsageError(f"--cover must be a whole number of decoys per private run (>= 0), got {args.cover}")
+    ledger = open_ledger(args)  # refuses what a ledger cannot compose, before any work
     if args.backend == "dask" or args.cls not in (None, "local"):
         why = "--backend dask" if args.backend == "dask" else f"--class {args.cls}"
         refuse_given(args, ["cover", "public_report", "accept_model"], f"applies to local releases on --backend "
@@ -500,7 +470,14 @@ def _cmd_apply(args: argparse.Namespace) -> int:
         refuse_given(args, ["workers"], "applies to --backend memory only (with Dask the cluster decides)")
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
-    private = parse_positions(args.private) if args.private is not None else None
+    if args.extend and args.private == "none":  # appended rows without private records of their own
+        args.private, private = None, []
+    else:
+        private = parse_positions(args.private) if args.private is not None else None
+    if ledger is not None and args.extend:  # issue 39: rows appended to a ledgered series
+        from redactopt.interface.cli_ledger import cmd_extend
+
+        return cmd_extend(args, ledger, private, keep_option(args))
     if args.robust is not None and (args.alpha is not None or args.beta is not None):
         raise UsageError("--robust fits the box from the data: give it without --alpha/--beta "
                          "(or give the box itself as --alpha LO:HI --beta LO:HI)")
@@ -510,6 +487,9 @@ def _cmd_apply(args: argparse.Namespace) -> int:
                   report=args.report, force=args.force, time_limit=args.time_limit,
                   report_sequences=args.report_sequences, robust=args.robust, keep=keep_option(args),
                   fit_on=args.fit_on, order_by=args.order_by)
+    if ledger is not None:  # issue 39: designed against the ledger's budget left
+        kwargs["alpha"], kwargs["beta"] = ledger.chain(kwargs["alpha"], kwargs["beta"])
+        kwargs.update(report_sequences="inline", ledger=ledger)
     issue36 = dict(cover=args.cover, public_report=args.public_report, accept_model=args.accept_model)
     try:
         if args.backend == "dask":
@@ -517,14 +497,14 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
             rep = apply_dask(args.input, args.out, **kwargs)
         else:
-            with Bars(progress_enabled(args.quiet)) as bars:
-                rep = apply_table(args.input, args.out, progress=bars, workers=args.workers, **_chunk(args),
-                                  **kwargs, **issue36)
+            rep = apply_table(args.input, args.out, progress=_progress.report, workers=args.workers, **_chunk(args),
+                              **kwargs, **issue36)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL
     summary = _summary(rep, args.report)
-    text = json.dumps(summary, indent=2) if (args.format or "text") == "json" else _summary_text(summary)
+    text = json.dumps(dict(summary, phases=phases_of(args)), indent=2) if (args.format or "text") == "json" \
+        else _summary_text(summary)
     stdout_taken = STDIO in (args.out, args.report)
     if not (stdout_taken and args.quiet):
         print(text, file=sys.stderr if stdout_taken else sys.stdout)
@@ -556,7 +536,8 @@ def _cmd_apply_varying(args: argparse.Namespace) -> int:
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL
-    text = json.dumps(rep, indent=2, default=str) if (args.format or "text") == "json" else _varying_text(rep, args)
+    text = json.dumps(dict(rep, phases=phases_of(args)), indent=2, default=str) if (args.format or "text") == "json" \
+        else _varying_text(rep, args)
     stdout_taken = STDIO in (args.out, args.report)
     if not (stdout_taken and args.quiet):
         print(text, file=sys.stderr if stdout_taken else sys.stdout)
@@ -652,7 +633,7 @@ def _kapply_text(rep: dict, args: argparse.Namespace) -> str:
 
 def _cmd_apply_categorical(args: argparse.Namespace) -> int:
     """``redactopt apply INPUT --column NAME --categorical|--transition T (--private LIST | --private-column C [--by B]) --eps E --out OUT``."""
-    from redactopt.release.kapply import KAPPLY_METHODS
+    from redactopt.release.states_plan import KAPPLY_METHODS
     from redactopt.release.states import apply_states_table
 
     _kapply_refusals(args, KAPPLY_METHODS)
@@ -671,16 +652,16 @@ def _cmd_apply_categorical(args: argparse.Namespace) -> int:
             rep = apply_dask(args.input, args.out, column=args.column, protect=args.protect, bins=args.bin,
                              categorical=True, **kwargs)
         else:  # streamed, chunk by chunk
-            with Bars(progress_enabled(args.quiet)) as bars:
-                rep = apply_states_table(args.input, args.out, column=args.column, protect=args.protect,
-                                         bins=args.bin, progress=bars, **_chunk(args), **kwargs,
-                                         cover=args.cover, public_report=args.public_report,
-                                         accept_model=args.accept_model)
+            rep = apply_states_table(args.input, args.out, column=args.column, protect=args.protect,
+                                     bins=args.bin, progress=_progress.report, **_chunk(args), **kwargs,
+                                     cover=args.cover, public_report=args.public_report,
+                                     accept_model=args.accept_model)
     except PrivacyCheckError as exc:
         sys.stderr.write(f"redactopt apply: privacy check failed: {exc}\n")
         return EXIT_FAIL
     rep["input"] = str(args.input)
-    text = json.dumps(_kapply_summary(rep, args), indent=2) if (args.format or "text") == "json" else \
+    text = json.dumps(dict(_kapply_summary(rep, args), phases=phases_of(args)), indent=2) \
+        if (args.format or "text") == "json" else \
         _kapply_text(rep, args)
     stdout_taken = STDIO in (args.out, args.report)
     if not (stdout_taken and args.quiet):

@@ -1,7 +1,7 @@
 """``redactopt report`` and the figure and page options of ``design``, ``compare`` and ``apply`` (issue 27).
 
 * ``redactopt report REPORT.json --html FILE``: the release report as one self-contained HTML
-  page (:mod:`redactopt.release.html`); the report's side file of sequences is read from beside
+  page (:mod:`redactopt.interface.html`); the report's side file of sequences is read from beside
   it (or ``--sequences FILE``).
 * ``design --plot FILE`` and ``compare --plot FILE`` draw the design or the comparison
   (:mod:`redactopt.interface.plots`) to a ``.png`` or ``.svg`` file; ``apply --html FILE`` writes
@@ -84,7 +84,7 @@ def check_html(args: argparse.Namespace) -> None:
     html = getattr(args, "html", None)
     if html is None:
         return
-    from redactopt.release.html import check_html_path
+    from redactopt.interface.html import check_html_path
 
     out, report = getattr(args, "out", None), getattr(args, "report", None)
     if html == STDIO:
@@ -144,7 +144,7 @@ def maybe_write_html(args: argparse.Namespace, report: dict[str, Any]) -> Path |
     """``apply --html``: write the page of the release just made (its side file read from beside ``--report``)."""
     if getattr(args, "html", None) is None:
         return None
-    from redactopt.release.html import write_report_html
+    from redactopt.interface.html import write_report_html
 
     path = write_report_html(report, args.html, sequences_path=_side_file(report, getattr(args, "report", None)),
                              force=bool(getattr(args, "force", False)))
@@ -159,7 +159,7 @@ def maybe_write_html(args: argparse.Namespace, report: dict[str, Any]) -> Path |
 # ---------------------------------------------------------------------------
 def add_report_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``redactopt report REPORT.json --html FILE``."""
-    from redactopt.release.html import MAX_DESIGNS_PLOTTED, MAX_SEQUENCES_SHOWN
+    from redactopt.interface.html import MAX_DESIGNS_PLOTTED, MAX_SEQUENCES_SHOWN
 
     ap = sub.add_parser(
         "report",
@@ -190,7 +190,7 @@ def add_report_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _read_report(path: str) -> tuple[dict[str, Any], Path | None]:
-    from redactopt.release.html import load_report, report_formats
+    from redactopt.interface.html import load_report, report_formats
 
     if path != STDIO:
         return load_report(path)
@@ -205,7 +205,7 @@ def _read_report(path: str) -> tuple[dict[str, Any], Path | None]:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``redactopt report REPORT.json --html FILE``: exit 0, or 2 with one line for bad input."""
-    from redactopt.release.html import write_report_html
+    from redactopt.interface.html import write_report_html
 
     fmt = args.format or "text"
     if args.max_sequences < 1:

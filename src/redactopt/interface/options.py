@@ -27,10 +27,14 @@ __all__ = [
     "read_transition",
     "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_INTERNAL",
     "Parser", "add_renamed", "merge_renamed", "rename_value", "refuse_given", "flag", "show_required",
-    "parse_positions", "list_of", "add_quiet", "add_format",
+    "parse_positions", "list_of", "add_quiet", "add_format", "keep_option", "DEFAULT_ALPHA", "DEFAULT_BETA",
 ]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+#: The chain of ``--alpha``/``--beta`` when none is given (the paper's Fig. 3).
+DEFAULT_ALPHA = 0.01
+DEFAULT_BETA = 0.8
 
 #: Appended to the help of an option whose old spelling is still accepted.
 _DEPRECATED = "; old spelling {old} accepted until the next release (deprecated)"
@@ -277,3 +281,9 @@ def read_transition(value: str, labels: str | None = None) -> Any:
         return KChain(rows, labels=labs or ())
     except (TypeError, ValueError) as exc:
         raise UsageError(f"--transition: {exc}") from None
+
+
+def keep_option(args: argparse.Namespace) -> list[str] | None:
+    """``--keep`` and ``--keep-all`` as the library's ``keep`` (``"all"`` among the names: every column)."""
+    names = [] if args.keep is None else [c.strip() for c in args.keep.split(",")]
+    return (["all"] + names) if args.keep_all else (names or None)

@@ -109,7 +109,7 @@ def _check_one(o: Output, force: bool) -> None:
 
         check_figure_path(o.path, force=force, option=o.option)
     elif o.kind == "html":
-        from redactopt.release.html import check_html_path
+        from redactopt.interface.html import check_html_path
 
         check_html_path(o.path, force=force, option=o.option)
     elif o.kind == "table":

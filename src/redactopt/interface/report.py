@@ -10,6 +10,7 @@ import csv
 import io
 import itertools
 import math
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +22,7 @@ from redactopt.engine.compare import alternatives
 from redactopt.model.influence import delta_star, region_letters
 from redactopt.paper.mechanisms import default_split
 
-__all__ = ["record_rows", "record_runs", "design_table", "design_csv", "alternatives_for", "rows_csv", "rows_markdown",
+__all__ = ["release_lines", "record_rows", "record_runs", "design_table", "design_csv", "alternatives_for", "rows_csv", "rows_markdown",
            "compare_text", "positions_text", "witness_text", "audit_text", "stopped_text"]
 
 #: Longest witness shown record by record; longer ones are shown as runs.
@@ -513,3 +514,37 @@ def varying_table(res: Any) -> str:
         f"gap         : {c.gap:.3g}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def release_lines(columns: dict[str, Any], fit_rows: dict[str, Any] | None, summary: str, *,
+                  reveals: dict[str, Any] | None = None, cover: dict[str, Any] | None = None) -> list[str]:
+    """The summary lines every release prints: what is covered, what is written but not covered (with its
+    figure), what is left out, what the pattern of redactions shows (``reveals``, ``cover``), which rows the
+    chain was fitted on, and the plain-language paragraph."""
+    from redactopt.release.report import fit_rows_text
+
+    lines = [f"covered   : {', '.join(columns['protected'])} (the private rows' values: the guarantee)"]
+    if reveals is not None and not reveals.get("positions_protected"):
+        lines.append("positions : NOT covered: the pattern of redactions shows which sequences hold private records "
+                     "and where (--cover K hides them among decoys)")
+    if cover is not None:
+        copies = ", ".join(f"{c['per_sequence']} of length {c['length']} (real with probability <= "
+                           f"{c['bound']:.3g})" for c in cover["copies"])
+        cost = cover.get("expected_redacted") or {}
+        lines.append(f"cover     : {cover['k']} decoy(s) per private run; every sequence holds {copies}")
+        if cost:
+            lines.append(f"cover cost: {cost['without']:.6g} expected redacted rows without the cover, "
+                         f"{cost['with']:.6g} with it")
+    for f in columns["not_covered"]:
+        what = ("no published rows to measure" if f.get("accuracy") is None else
+                f"accuracy {100 * f['accuracy']:.1f}% (majority rate {100 * f['majority']:.1f}%) of the rule "
+                f"'{f['rule']}'" + (f", {f['categories']} categories" if f.get("kind") == "categories" else ""))
+        lines.append(f"NOT covered: {f['column']} ({f['role']}): {what}")
+    if columns.get("dropped"):
+        shown = ", ".join(columns["dropped"][:6]) + (" ..." if len(columns["dropped"]) > 6 else "")
+        lines.append(f"not written: {shown}  (--keep COL or --keep-all writes them, not covered)")
+    where = fit_rows_text(fit_rows or {})
+    if where:
+        lines.append(f"fit rows  : {where}")
+    lines += textwrap.wrap(summary, width=100, initial_indent="in short  : ", subsequent_indent="            ")
+    return lines

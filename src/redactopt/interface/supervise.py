@@ -388,7 +388,9 @@ class _Supervisor:
 
     def _line(self, text: str) -> None:
         try:
-            sys.stderr.write(f"redactopt {self.command}: {text}\n")
+            # on a terminal, first clear the line a progress bar of a killed command may have left
+            clear = "\r\x1b[K" if sys.stderr.isatty() else ""
+            sys.stderr.write(f"{clear}redactopt {self.command}: {text}\n")
             sys.stderr.flush()
         except (OSError, ValueError):  # pragma: no cover
             pass

@@ -25,10 +25,10 @@ from redactopt.judge.exact import MAX_EXACT_N, ExactCertificate, certify_exact
 from redactopt.judge.leakage import LeakageResult, check_mechanism, leakage
 from redactopt.judge.segments import Segment, block_segments
 from redactopt.model.varying import VaryingChain, chain_window, judged_chain, row_laws
-from redactopt.model.chain import Chain, MarkovChain
+from redactopt.model.chain import Chain, MarkovChain, check_chain
 from redactopt.model.classes import ChainClass
 
-__all__ = ["audit", "exact_audit", "as_sparse", "segments", "Segment", "WitnessRuns"]
+__all__ = ["audit", "kaudit", "exact_audit", "as_sparse", "segments", "Segment", "WitnessRuns"]
 
 
 def as_sparse(redact_prob: object, k: int = 2) -> SparseRows:
@@ -208,6 +208,53 @@ def audit_segments(chain: Chain, redact_prob: object, private: object, eps: floa
     return SegmentAudit(rows, per, worst[0], worst[1], bool(passed), util)
 
 
+def kaudit(chain: Chain, redact_prob: object, *, private: object, eps: float, method: str = "file",
+           exact: bool = False) -> dict[str, Any]:
+    """The audit of a mechanism on a chain given as a matrix: :func:`audit_segments` (the one segment
+    audit of every chain; the rows stay sparse), reported with the states' labels.
+
+    A record published with certainty (its row all zeros) is observed without noise, so everything
+    beyond it cancels from every likelihood ratio (docs/mathematics.md §8; the Markov property does not
+    depend on the number of states): each private record is judged on its segment, exact for the whole
+    sequence, at the cost of the segment.
+
+    Returns a JSON-ready dict: ``leakage`` (worst, nats), ``eps``, ``passed`` (a proof), ``utility``,
+    ``witness`` (labels or ``None`` for ⊥, record 1 first), ``pair`` (the labels the witness tells apart:
+    it favours the first), ``witness_private`` (1-based), ``per_private`` (each record's leakage and
+    segment), and with ``exact`` every record's verdict in rational arithmetic on its segment.
+    """
+    if not isinstance(chain, VaryingChain):
+        check_chain(chain)
+    sa = audit_segments(chain, redact_prob, private, check_eps(eps))
+    priv = sorted(sa.per)
+    per = [{"private": p + 1, "leakage": r.leakage, "segment": [seg.lo + 1, seg.lo + seg.rows.shape[0]]}
+           for p, (r, seg) in ((p, sa.per[p]) for p in priv)]
+    res = sa.worst
+    rep: dict[str, Any] = {
+        "method": method, "n": sa.rows.n, "k": chain.k, "states": [str(v) for v in chain.labels],
+        "chain": chain.to_dict(), "private": [p + 1 for p in priv], "eps": float(eps), "leakage": res.leakage,
+        "witness_private": res.p + sa.lo + 1,
+        "witness": WitnessRuns.of(sa.rows, sa.lo, sa.worst.witness, chain).tolist(),  # JSON-ready
+        "pair": [str(chain.labels[v]) for v in res.pair], "utility": sa.utility, "per_private": per,
+    }
+    passed = sa.passed
+    if exact:
+        statuses = []
+        for p in priv:
+            seg = sa.per[p][1]
+            if seg.rows.shape[0] > MAX_EXACT_N:
+                statuses.append("too long")
+                continue
+            sub = chain.window(seg.lo, seg.lo + seg.rows.shape[0]) if isinstance(chain, VaryingChain) else chain
+            statuses.append(certify_exact(sub, seg.rows.tolist(), [p - seg.lo], eps).status)
+        status = "certified" if all(v == "certified" for v in statuses) else (
+            "violated" if any(v == "violated" for v in statuses) else "undecided")
+        rep["exact"] = {"status": status, "records": statuses}
+        passed = passed and status == "certified"
+    rep["passed"] = bool(passed)
+    return rep
+
+
 def audit(
     chain: Chain | ChainClass,
     redact_prob: object,
@@ -228,7 +275,7 @@ def audit(
     boundary).  ``witness`` is the worst output as a :class:`WitnessRuns` (a sequence of
     0, 1 and ``None`` for ⊥, record 1 first; ``.tolist()`` for the list).
 
-    A chain of more than two states is audited by :func:`redactopt.judge.kaudit.kaudit` (the same
+    A chain of more than two states is audited by :func:`kaudit` (the same
     segments, witnesses as labels, ``pair`` the two values it tells apart).
 
     With a :class:`~redactopt.model.classes.ChainClass` the mechanism is judged for every
@@ -242,8 +289,6 @@ def audit(
     if isinstance(chain, VaryingChain):
         chain = judged_chain(chain, as_sparse(redact_prob, k=chain.k).n)
     if not chain.binary or chain.varying:  # more states: the same segments and verdict, the states named by their labels
-        from redactopt.judge.kaudit import kaudit  # builds on this module
-
         rep = kaudit(chain, redact_prob, private=private, eps=check_eps(eps), method=method)
         if info:
             rep["info"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in info.items()}

@@ -152,15 +152,16 @@ def _leakages(judge: object, rows: SparseRows, private: tuple[int, ...],
 
 
 def compose_audit(releases: Sequence[tuple[Chain | VaryingChain | ChainClass, object]], private: object, *,
-                  eps: float | None = None) -> ComposedAudit:
+                  eps: float | None = None, alone: bool = True) -> ComposedAudit:
     """The cumulative exact leakage of independent local redactions of one sequence (§14).
 
     ``releases`` pairs each release's chain (or class of chains) with its redaction table (dense or
     :class:`~redactopt.judge.certify.SparseRows`) on the same ``n`` records; ``private`` are the 0-based
     private records, redacted by every release.  The product mechanism (:func:`product_rows`) is judged
     exactly under every distinct chain among the releases' (a class: at its deciding chains), each
-    release alone under its own.  With ``eps`` the verdict is a proof that the product's leakage is at
-    most ``eps`` under every one of those chains, after the rounding allowance.
+    release alone under its own (``alone=False``: not computed, ``alone`` is then empty).  With ``eps`` the
+    verdict is a proof that the product's leakage is at most ``eps`` under every one of those chains, after
+    the rounding allowance.
     """
     if not releases:
         raise ValueError("compose_audit needs at least one release")
@@ -187,6 +188,6 @@ def compose_audit(releases: Sequence[tuple[Chain | VaryingChain | ChainClass, ob
         under.append(leak)
         passed &= ok
     cumulative = {p: max(u[p] for u in under) for p in priv}
-    alone = tuple(_leakages(judge, t, priv, None)[0] for (judge, _), t in zip(releases, tables))
-    return ComposedAudit(priv, tuple(judges), tuple(under), cumulative, alone, allowance,
+    each = tuple(_leakages(judge, t, priv, None)[0] for (judge, _), t in zip(releases, tables)) if alone else ()
+    return ComposedAudit(priv, tuple(judges), tuple(under), cumulative, each, allowance,
                          None if eps is None else bool(passed))

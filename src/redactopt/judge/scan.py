@@ -39,8 +39,8 @@ import numpy as np
 from redactopt.judge.exact import exact_side_steps, exp_bounds, ratio_at_most_exp, to_fraction
 from redactopt.judge.tolerances import reversal_error
 from redactopt.model.chain import Chain as KChain
-from redactopt.model.mechanism_classes import (BlockMechanism, OwnerMechanism, ScanMechanism, output_index,
-                                               row_keys, side_chain, side_chain_exact,
+from redactopt.model.mechanism_classes import (BlockMechanism, OwnerMechanism, RunScanMechanism, ScanMechanism,
+                                               output_index, row_keys, side_chain, side_chain_exact,
                                                tuple_probabilities)
 from redactopt.model.varying import VaryingChain
 
@@ -54,6 +54,8 @@ __all__ = [
     "side_within",
     "SideRatios",
     "scan_ratio_exact",
+    "run_scan_leakage",
+    "run_contractions_exact",
     "owner_leakage",
     "owner_ratio_exact",
     "mechanism_leakage",
@@ -157,6 +159,10 @@ class ClassLeakage:
     witness: np.ndarray
     labels: tuple
     exact_ratio: Fraction | None = None
+    #: For a run's scan (:func:`run_scan_leakage`): the run's record (0-based) the worst ratio is about, and
+    #: every record's leakage (nats, in run order).
+    record: int | None = None
+    per_record: tuple[float, ...] | None = None
 
     def witness_output(self) -> list:
         """The witness with state labels and ``None`` for ⊥."""
@@ -446,6 +452,186 @@ def _exact_result(ratio: Fraction | None, pair: tuple[int, int], witness: np.nda
 
 
 # ---------------------------------------------------------------------------
+# scans of a run of private records (docs/mathematics.md §7d)
+# ---------------------------------------------------------------------------
+def run_contractions_exact(chain: KChain, r: int) -> list[tuple[list[list[Fraction]], list[list[Fraction]]]]:
+    r"""Per record ``i`` of a run of ``r`` records, the exact contractions :math:`(K^\ell_i, K^r_i)`.
+
+    :math:`K^\ell_i[x,u]=\Pr(X_{p_1}=u\mid X_{p_1+i}=x)=\tilde P^{\,i}` (the time-reversed chain, ``i`` steps back to
+    the run's first record) and :math:`K^r_i=P^{\,r-1-i}` (forward to its last record), in rationals of the
+    chain's exact entries (Chapman--Kolmogorov).
+    """
+    k = chain.k
+    eye = [[Fraction(int(a == b)) for b in range(k)] for a in range(k)]
+
+    def mul(A: list[list[Fraction]], B: list[list[Fraction]]) -> list[list[Fraction]]:
+        return [[sum((A[a][c] * B[c][b] for c in range(k)), Fraction(0)) for b in range(k)] for a in range(k)]
+
+    L, R = side_chain_exact(chain, "left"), side_chain_exact(chain, "right")
+    lefts, rights = [eye], [eye]
+    for _ in range(r - 1):
+        lefts.append(mul(L, lefts[-1]))
+        rights.append(mul(R, rights[-1]))
+    return [(lefts[i], rights[r - 1 - i]) for i in range(r)]
+
+
+def _mobius(a: Fraction, b: Fraction, c: Fraction, d: Fraction, t: Fraction | None) -> Fraction | None:
+    r""":math:`(at+b)/(ct+d)` in rationals, ``t = None`` for :math:`+\infty` (the limit); ``None``: infinite."""
+    if t is None:
+        if c > 0:
+            return a / c
+        return None if a > 0 else b / d
+    den = c * t + d
+    num = a * t + b
+    return None if den == 0 else num / den
+
+
+def _mobius_float(a: float, b: float, c: float, d: float, lo: float, hi: float) -> tuple[float, float]:
+    r"""A proven enclosure of :math:`(at+b)/(ct+d)` over :math:`t\in[lo,hi]` (a monotone map: its ends), for
+    non-negative coefficients each within one rounding of its exact value; ``inf`` ends allowed."""
+    vals = []
+    for t in (lo, hi):
+        if math.isinf(t):
+            v = a / c if c > 0 else (math.inf if a > 0 else b / d)
+        else:
+            den = c * t + d
+            v = math.inf if den == 0 else (a * t + b) / den
+        vals.append(v)
+    g = _gamma(8)
+    grow = (1 + g) / (1 - g)
+    top, bot = max(vals), min(vals)
+    return (bot / grow, math.inf if math.isinf(top) else math.nextafter(top * grow, math.inf))
+
+
+def _run_factors(K: list[list[float]], A: tuple[float, float], B: tuple[float, float]) -> list[tuple[float, float]]:
+    r"""Per direction (``(0, 1)`` then ``(1, 0)``) the enclosure of a side's largest factor
+    :math:`\max_\rho\Phi_K(\rho)` (resp. of :math:`1/\Phi_K`) over its event ratios, whose extremes are
+    :math:`e^{A}` and :math:`e^{-B}` (``A``, ``B``: enclosures of :math:`e^{A}`, :math:`e^{B}`)."""
+    (k00, k01), (k10, k11) = K
+    out = []
+    for coeffs in (((k00, k01, k10, k11), (k01, k00, k11, k10)), ((k10, k11, k00, k01), (k11, k10, k01, k00))):
+        e1 = _mobius_float(*coeffs[0], *A)   # at rho = e^A
+        e2 = _mobius_float(*coeffs[1], *B)   # at rho = e^-B, written in sigma = e^B
+        out.append((max(e1[0], e2[0]), max(e1[1], e2[1])))
+    return out
+
+
+def _run_factors_exact(K: list[list[Fraction]], A: Fraction | None, B: Fraction | None) -> list[Fraction | None]:
+    """:func:`_run_factors` in rationals (``None``: infinite; ``A``/``B`` ``None``: an infinite side ratio)."""
+    (k00, k01), (k10, k11) = K
+    out: list[Fraction | None] = []
+    for coeffs in (((k00, k01, k10, k11), (k01, k00, k11, k10)), ((k10, k11, k00, k01), (k11, k10, k01, k00))):
+        v1, v2 = _mobius(*coeffs[0], A), _mobius(*coeffs[1], B)
+        out.append(None if v1 is None or v2 is None else max(v1, v2))
+    return out
+
+
+def run_scan_leakage(mech: RunScanMechanism) -> ClassLeakage:
+    r"""Exact leakage of a run's scan about every record of the run (docs/mathematics.md §7d), with a witness.
+
+    Given :math:`X_{p_j}` the two sides are independent and each depends on it only through its boundary
+    record, so :math:`\Pr(y\mid X_{p_j}=x)=(K^\ell_j g_\ell)_x\,(K^r_j g_r)_x` with :math:`g_s` the side's event
+    likelihoods about its boundary record: the ratio about :math:`X_{p_j}` is :math:`\Phi_{K^\ell_j}(\rho_\ell)
+    \Phi_{K^r_j}(\rho_r)`, a monotone Möbius map of each side's event ratio, so its largest value is taken at the
+    side's extreme ratios :math:`e^{A_s}`, :math:`e^{-B_s}` (:func:`scan_side_ratios` of the side's
+    :meth:`~redactopt.model.mechanism_classes.RunScanMechanism.boundary_scan`, proven enclosures) and the
+    sides' outputs combine freely.  The contractions are exact rationals rounded once; every enclosure is
+    outward; where a record's verdict is undecided the sides' extreme ratios, the contractions and the
+    ratio are recomputed in rationals (sides of at most :data:`EXACT_MAX_RECORDS` records; beyond, the
+    enclosure stands and the verdict stays undecided).  ``record`` is the run's record of the worst
+    ratio, ``per_record`` every record's leakage.
+    """
+    r = mech.last - mech.first + 1
+    Ks = run_contractions_exact(mech.chain, r)
+    sides: dict[str, tuple] = {}
+    for name in ("left", "right"):
+        if mech.side_length(name) == 0:
+            sides[name] = ((1.0, 1.0), (1.0, 1.0), [[(0, -1)] * 2] * 2)
+            continue
+        rat = scan_side_ratios(mech.boundary_scan(name), name)
+        if rat is None:  # outside the proven float range: the side's extremes in rationals
+            best, arg = _side_best_exact(mech.boundary_scan(name), name)
+            enc = []
+            for x, y in ((0, 1), (1, 0)):
+                v = best[x][y]
+                if v is None:
+                    enc.append((math.inf, math.inf))
+                else:
+                    e = _exact_result(v, (x, y), np.zeros(0), ())
+                    enc.append((e.ratio_lo, e.ratio_hi))
+            sides[name] = (enc[0], enc[1], arg)
+        else:
+            sides[name] = ((float(rat.lo[0, 1]), float(rat.hi[0, 1])), (float(rat.lo[1, 0]), float(rat.hi[1, 0])),
+                           rat.events)
+    per_lo, per_hi = np.empty((r, 2)), np.empty((r, 2))
+    for i, (Kl, Kr) in enumerate(Ks):
+        fl = _run_factors([[float(v) for v in row] for row in Kl], sides["left"][0], sides["left"][1])
+        fr = _run_factors([[float(v) for v in row] for row in Kr], sides["right"][0], sides["right"][1])
+        for dirn in range(2):
+            lo = fl[dirn][0] * fr[dirn][0] * (1.0 - 2 * U)
+            top = fl[dirn][1] * fr[dirn][1]
+            per_lo[i, dirn] = max(lo, 1.0)
+            per_hi[i, dirn] = max(math.inf if math.isinf(top) else math.nextafter(top * (1.0 + 2 * U), math.inf), 1.0)
+    i, dirn = np.unravel_index(int(np.argmax(per_hi)), per_hi.shape)
+    i, dirn = int(i), int(dirn)
+    pair = (0, 1) if dirn == 0 else (1, 0)
+    with np.errstate(divide="ignore"):
+        mids = np.where(np.isinf(per_hi), np.inf, np.log(np.sqrt(per_lo * np.where(np.isinf(per_hi), 1.0, per_hi))))
+    per = tuple(float(v) for v in mids.max(axis=1))
+    witness = _run_witness(mech, sides, Ks[i], dirn)
+    lo, hi = float(per_lo[i, dirn]), float(per_hi[i, dirn])
+    leak = per[i] if math.isfinite(hi) else math.inf
+    if not any(mech.side(s) is not None and np.any(mech.side(s)) for s in ("left", "right")):
+        return ClassLeakage(0.0, 1.0, 1.0, pair, witness, mech.chain.labels, None, mech.first + i,
+                            tuple(0.0 for _ in range(r)))
+    return ClassLeakage(leak, lo, hi, pair, witness, mech.chain.labels, None, mech.first + i, per)
+
+
+def _run_witness(mech: RunScanMechanism, sides: dict, K: tuple, dirn: int) -> np.ndarray:
+    """An output of positive probability attaining (up to the enclosure) the worst ratio: each side's extreme event."""
+    out = -np.ones(mech.n, dtype=np.int64)
+    for name, Kx in (("left", K[0]), ("right", K[1])):
+        if mech.side_length(name) == 0:
+            continue
+        A, B, events = sides[name]
+        Kf = [[float(v) for v in row] for row in Kx]
+        fa = _run_factors(Kf, A, (1.0, 1.0))[dirn][1]  # the factor of the side's e^A alone, and of its e^-B
+        fb = _run_factors(Kf, (1.0, 1.0), B)[dirn][1]
+        ev = events[0][1] if fa >= fb else events[1][0]
+        sm = mech.boundary_scan(name)
+        if name == "left":
+            out[: mech.first + 1] = _scan_witness(sm, ev, (0, -1))
+        else:
+            out[mech.last:] = _scan_witness(sm, (0, -1), ev)
+    out[mech.first: mech.last + 1] = -1
+    return out
+
+
+def run_scan_ratio_exact(mech: RunScanMechanism) -> tuple[Fraction | None, int, tuple[int, int]]:
+    """The worst ratio of a run's scan over its records and both directions in rationals (``None``: infinite),
+    the record (0-based) and the pair."""
+    if max(mech.side_length("left"), mech.side_length("right")) > EXACT_MAX_RECORDS:
+        raise ValueError(f"run_scan_ratio_exact: sides of at most {EXACT_MAX_RECORDS} records")
+    ext = {}
+    for name in ("left", "right"):
+        if mech.side_length(name) == 0:
+            ext[name] = (Fraction(1), Fraction(1))
+        else:
+            best, _ = _side_best_exact(mech.boundary_scan(name), name)
+            ext[name] = (best[0][1], best[1][0])
+    top: Fraction | None = Fraction(-1)
+    rec, pair = mech.first, (0, 1)
+    for i, (Kl, Kr) in enumerate(run_contractions_exact(mech.chain, mech.last - mech.first + 1)):
+        fl = _run_factors_exact(Kl, *ext["left"])
+        fr = _run_factors_exact(Kr, *ext["right"])
+        for dirn in range(2):
+            v = None if fl[dirn] is None or fr[dirn] is None else fl[dirn] * fr[dirn]
+            if top is not None and (v is None or v > top):
+                top, rec, pair = v, mech.first + i, ((0, 1) if dirn == 0 else (1, 0))
+    return top, rec, pair
+
+
+# ---------------------------------------------------------------------------
 # owner and holder tables
 # ---------------------------------------------------------------------------
 def owner_leakage(mech: OwnerMechanism | BlockMechanism) -> ClassLeakage:
@@ -588,6 +774,8 @@ def mechanism_leakage(mech: ScanMechanism | OwnerMechanism | BlockMechanism) -> 
     """Exact leakage of any mechanism of this module (dispatch on its type)."""
     if isinstance(mech, ScanMechanism):
         return scan_leakage(mech)
+    if isinstance(mech, RunScanMechanism):
+        return run_scan_leakage(mech)
     if isinstance(mech, (OwnerMechanism, BlockMechanism)):
         return owner_leakage(mech)
     raise TypeError(f"not a scan/owner/holder mechanism: {type(mech).__name__}")
@@ -597,6 +785,14 @@ def verify_mechanism(mech: ScanMechanism | OwnerMechanism | BlockMechanism, eps:
     """The exact verdict :math:`\\mathcal L\\le\\epsilon` (rationals decide what the float enclosure cannot)."""
     res = mechanism_leakage(mech)
     status = res.verdict(eps)
+    if isinstance(mech, RunScanMechanism):
+        if status == "undecided" and max(mech.side_length("left"), mech.side_length("right")) <= EXACT_MAX_RECORDS:
+            ratio, rec, pair = run_scan_ratio_exact(mech)
+            ex = _exact_result(ratio, pair, res.witness, mech.chain.labels)
+            res = ClassLeakage(ex.leakage, ex.ratio_lo, ex.ratio_hi, pair, res.witness, res.labels, ratio, rec,
+                               res.per_record)
+            status = res.verdict(eps)
+        return status, res
     if status == "undecided" and res.exact_ratio is None:
         small = (isinstance(mech, ScanMechanism) and max(mech.side_length("left"), mech.side_length("right"))
                  <= EXACT_MAX_RECORDS) or (not isinstance(mech, ScanMechanism) and

@@ -37,6 +37,8 @@ from redactopt.model.varying import VaryingChain, judged_chain
 __all__ = [
     "CLASSES",
     "ScanMechanism",
+    "RunScanMechanism",
+    "local_as_run_scan",
     "OwnerMechanism",
     "BlockMechanism",
     "as_kchain",
@@ -227,6 +229,115 @@ class ScanMechanism:
             counts = m - np.arange(S.shape[0], dtype=float)
             total += float(np.einsum("cdv,d->", mu, counts))
         return total / self.n
+
+
+@dataclass(frozen=True, eq=False)
+class RunScanMechanism:
+    r"""A scan mechanism for a *run* of private records ``first..last`` (docs/mathematics.md §7d).
+
+    Every record of the run is redacted.  Each side of the run is read outward from the run, record by
+    record, and stops once: it publishes the record it stops at and every farther record of the side.
+    ``left`` / ``right`` are stop tables ``S[d-1][c][x]`` exactly as for :class:`ScanMechanism`, with
+    distance ``d`` counted from the run's boundary record (the left side's first record is ``first - 1``,
+    the right side's ``last + 1``) and ``c`` the value of the side's first record.  The decisions read
+    only the side's records read so far, never a record of the run; the two sides decide independently.
+
+    A side is, about its boundary record (``first`` on the left, ``last`` on the right), exactly the side
+    of a one-record scan whose private record is that boundary record (:meth:`boundary_scan`).  A run of
+    one record is a :class:`ScanMechanism`.  Two-state homogeneous chains (the decomposition the judge and
+    the optimiser use is a two-state result).
+    """
+
+    chain: KChain
+    n: int
+    first: int
+    last: int
+    left: np.ndarray | None
+    right: np.ndarray | None
+
+    def __post_init__(self) -> None:
+        n = check_n(self.n)
+        if isinstance(self.chain, VaryingChain):
+            raise ValueError("a run's scan mechanism on a chain that varies with the step: not supported")
+        chain = as_kchain(self.chain)
+        if chain.k != 2:
+            raise ValueError(f"a run's scan mechanism needs a two-state chain, got {chain.k} states")
+        first = check_index(self.first, n, "first")
+        last = check_index(self.last, n, "last")
+        if not first < last:
+            raise ValueError(f"a run has at least two records: first < last, got {first}..{last} (one record: "
+                             "ScanMechanism)")
+        object.__setattr__(self, "chain", chain)
+        object.__setattr__(self, "n", n)
+        object.__setattr__(self, "first", first)
+        object.__setattr__(self, "last", last)
+        object.__setattr__(self, "left", _check_stop(self.left, first, 2, "left"))
+        object.__setattr__(self, "right", _check_stop(self.right, n - 1 - last, 2, "right"))
+
+    @property
+    def k(self) -> int:
+        """Number of states (2)."""
+        return self.chain.k
+
+    @property
+    def private(self) -> list[int]:
+        """The run's records (0-based), all redacted."""
+        return list(range(self.first, self.last + 1))
+
+    @property
+    def holder(self) -> bool:
+        """A run scan never reads the run (there is no holder variant)."""
+        return False
+
+    def side(self, name: str) -> np.ndarray | None:
+        """The stop table of side ``"left"`` or ``"right"`` (``None``: no records)."""
+        if name not in ("left", "right"):
+            raise ValueError(f"side must be 'left' or 'right', got {name!r}")
+        return self.left if name == "left" else self.right
+
+    def side_length(self, name: str) -> int:
+        """Number of records on side ``name`` (outside the run)."""
+        return self.first if name == "left" else self.n - 1 - self.last
+
+    def boundary_scan(self, name: str) -> ScanMechanism:
+        r"""Side ``name`` as the one-sided scan of its records and its boundary record (the private record there).
+
+        On a stationary chain the side's events have the same likelihoods about the boundary record as this
+        scan's about its private record: records ``0..first`` with ``p = first`` on the left, records
+        ``last..n-1`` with ``p = 0`` on the right (re-indexed).
+        """
+        if name == "left":
+            return ScanMechanism(self.chain, self.first + 1, self.first, self.left, None)
+        return ScanMechanism(self.chain, self.n - self.last, 0, None, self.right)
+
+    def side_count(self, name: str) -> float:
+        """Expected number of the side's records published."""
+        m = self.side_length(name)
+        if m == 0:
+            return 0.0
+        return self.boundary_scan(name).utility() * (m + 1)
+
+    def utility(self) -> float:
+        r"""Expected fraction of the ``n`` records published (Definition 2); the run's records count 0."""
+        return (self.side_count("left") + self.side_count("right")) / self.n
+
+
+def local_as_run_scan(chain: object, redact_prob: object, first: int, last: int,
+                      rounding: str = "nearest") -> RunScanMechanism:
+    r"""The scan completion of a local mechanism redacting the run ``first..last`` with certainty.
+
+    Each side stops at distance ``d`` (from the run) on value ``x`` with probability ``1 - q[t][x]``: its first
+    released record is the local mechanism's, so every event has the same probability about each record of the
+    run (docs/mathematics.md §7d) and it publishes at least as much, up to the rounding of ``1 - q``
+    (``rounding`` as in :func:`local_as_scan`).
+    """
+    q = np.asarray(redact_prob, dtype=float)
+    n = q.shape[0]
+    if not np.all(q[first:last + 1] == 1.0):
+        raise ValueError("the local mechanism must redact every record of the run with certainty")
+    left = local_as_scan(chain, q[:first + 1], first, rounding).left
+    right = local_as_scan(chain, q[last:], 0, rounding).right
+    return RunScanMechanism(as_kchain(chain), n, first, last, left, right)
 
 
 def occupation(Q: np.ndarray, S: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

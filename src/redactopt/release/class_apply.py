@@ -32,11 +32,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from redactopt import _progress
 from redactopt.classes_io import CLASS_REPORT_FORMAT, is_class_report, mechanism_from_dict
 from redactopt.errors import PrivacyCheckError
 from redactopt.model.chain import Chain as KChain
-from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism
-from redactopt.release.apply import fit_rows_text
+from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, RunScanMechanism, ScanMechanism
+from redactopt.release.report import fit_rows_text
 from redactopt.release.class_release import ClassRelease, MultiplePrivateError, draw, release_sequence
 from redactopt.release.data import parse_binary, sequence_key
 from redactopt.release.disclosure import plain_summary
@@ -61,7 +62,7 @@ def mechanism_reach(mech: ScanMechanism | OwnerMechanism | BlockMechanism) -> in
     distance included), and may redact the whole side if there is none; a table may redact record
     ``t`` when some row gives weight to a mask without ``t``; records outside a block are published.
     """
-    if isinstance(mech, ScanMechanism):
+    if isinstance(mech, (ScanMechanism, RunScanMechanism)):  # a run's scan: from the run's nearer end
         far = 0
         for name in ("left", "right"):
             S = mech.side(name)
@@ -108,6 +109,7 @@ def _combined_utility(mechs: list[Any]) -> float:
 MIN_CLASS_SECONDS = 0.2
 
 
+@_progress.timed("design")
 def _class_plan(chain: KChain, fit: ChainFit | None, labels_all: list[str], codes: np.ndarray,
                 seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]], *, eps: float, cls: str,
                 seed: int | None, time_limit: float) -> _ClassPlan:
@@ -122,6 +124,7 @@ def _class_plan(chain: KChain, fit: ChainFit | None, labels_all: list[str], code
         if not priv or (int(rows.size), priv) in plan.keys:
             continue
         share = max((deadline - time.monotonic()) / max(todo - len(plan.keys), 1), MIN_CLASS_SECONDS)
+        _progress.report("designs", len(plan.keys), todo)
         values = state_of[codes[rows]]
         bad = np.flatnonzero(values < 0)
         if bad.size:
@@ -140,6 +143,7 @@ def _class_plan(chain: KChain, fit: ChainFit | None, labels_all: list[str], code
         plan.first.append(rel)
         plan.mechs.append(mechs)
         plan.utility.append(_combined_utility(mechs))
+    _progress.report("designs", len(plan.keys), todo)
     return plan
 
 
@@ -156,6 +160,7 @@ def _hidden(plan: _ClassPlan, j: int, sid: Any, values: np.ndarray, priv: tuple[
     return out < 0
 
 
+@_progress.timed("draw")
 def _class_released(table: pd.DataFrame, plan: _ClassPlan, seqs: list[tuple[Any, np.ndarray]],
                     privs: list[tuple[int, ...]], codes: np.ndarray, flags: np.ndarray, *, cls: str, eps: float,
                     seed: int | None, cols: list[str], bins: dict, values_out: dict[str, pd.Series],
@@ -230,15 +235,17 @@ def _binary_column(table: pd.DataFrame, column: str) -> pd.DataFrame:
     return table.assign(**{column: vals.astype(np.int64)})
 
 
-def _one_private_each(seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]]) -> None:
-    """:class:`MultiplePrivateError` naming the first sequence with several private records (a scan protects one)."""
+def _one_private_each(seqs: list[tuple[Any, np.ndarray]], privs: list[tuple[int, ...]], states: int = 2) -> None:
+    """:class:`MultiplePrivateError` naming the first sequence with several private records that are not one run of
+    adjacent records of a two-state chain (a scan protects one record, or one run)."""
     for (sid, rows), priv in zip(seqs, privs):
-        if len(priv) > 1:
+        if len(priv) > 1 and not (states == 2 and list(priv) == list(range(priv[0], priv[-1] + 1))):
             where = "the sequence" if sid is None else f"sequence {str(sid)!r}"
             raise MultiplePrivateError(
                 f"{where} has {len(priv)} private records (rows {', '.join(str(int(rows[p]) + 1) for p in priv[:4])}"
                 f"{', ...' if len(priv) > 4 else ''}): a scan publishes every record beyond its first release on "
-                "each side, so it protects one private record per sequence; use --class local or owner")
+                "each side, so it protects one private record per sequence (or one run of adjacent records of a "
+                "two-state chain); use --class local or owner")
 
 
 def class_apply_frame(table: pd.DataFrame, *, cls: str, eps: float, column: str | None = None,
@@ -263,12 +270,19 @@ def class_apply_frame(table: pd.DataFrame, *, cls: str, eps: float, column: str 
                          private=private, private_column=private_column, keep=keep,
                          convert=(lambda t, cols: _binary_column(t, cols[0])) if binary else None)
     if cls == "scan":  # refused before any design or fit
-        _one_private_each(prep.seqs, prep.privs)
+        _one_private_each(prep.seqs, prep.privs, 2 if binary else len(prep.labels))
+
+    # the time limit is the design phase's as a whole: a chain given or fitted on a public table is designed once
+    # and gets all of it; the zone rule (pilot, refits) designs again, so each of its plans gets half of what is left
+    deadline = time.monotonic() + float(time_limit)
+    once = chain is not None or fit_on is not None
 
     def plan_for(fit: ChainFit | KChain) -> _ClassPlan:
         ch = fit if isinstance(fit, KChain) else fit.chain
+        left = deadline - time.monotonic()
+        share = max(left if once else 0.5 * left, MIN_CLASS_SECONDS)
         return _class_plan(ch, None if isinstance(fit, KChain) else fit, prep.labels, prep.codes, prep.seqs,
-                           prep.privs, eps=prep.eps, cls=cls, seed=seed, time_limit=time_limit)
+                           prep.privs, eps=prep.eps, cls=cls, seed=seed, time_limit=share)
 
     if fit_on is not None and binary:
         fit_on = _binary_column(fit_on, prep.cols[0])

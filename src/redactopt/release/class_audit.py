@@ -92,7 +92,7 @@ def _design_problems(j: int, des: object, cls: str, eps: float, chain: Any, wher
             problems.append(f"{mw}: designed for {m.get('designed_for')!r}, the report's class is {cls!r}")
         if mech.n != rows:
             problems.append(f"{mw}: it covers {mech.n} records, the design {rows}")
-        covered.append(mech.p + 1)
+        covered.extend([t + 1 for t in mech.private] if hasattr(mech, "first") else [mech.p + 1])
         spans.append((mech.start, mech.start + mech.inner.n) if isinstance(mech, BlockMechanism) else (0, mech.n))
         if isinstance(mech, ScanMechanism) and len(mechs) > 1:
             problems.append(f"{mw}: a scan publishes everything beyond its first release and protects one "

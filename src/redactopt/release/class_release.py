@@ -24,7 +24,7 @@ import numpy as np
 
 from redactopt.classes_io import mechanism_to_dict
 from redactopt.judge.scan import verify_mechanism
-from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, ScanMechanism, as_kchain
+from redactopt.model.mechanism_classes import BlockMechanism, OwnerMechanism, RunScanMechanism, ScanMechanism, as_kchain
 from redactopt.release.bits import BitSource, SecureBits, SeededBits, bernoulli_exact, bit_source
 
 __all__ = ["draw", "ClassRelease", "release_sequence", "release_sequences", "MultiplePrivateError"]
@@ -42,6 +42,23 @@ def _scan_side(mech: ScanMechanism, values: np.ndarray, name: str, out: np.ndarr
     step = -1 if name == "left" else 1
     pos = list(range(mech.p + step, -1 if step < 0 else mech.n, step))
     c = int(values[mech.p]) if mech.holder else int(values[pos[0]])
+    for d, t in enumerate(pos):
+        if d >= S.shape[0]:
+            break
+        if bernoulli_exact([S[d][c][int(values[t])]], source, key=key, positions=np.array([t]))[0]:
+            for u in pos[d:]:
+                out[u] = values[u]
+            return
+
+
+def _run_scan_side(mech: RunScanMechanism, values: np.ndarray, name: str, out: np.ndarray, source: BitSource,
+                   key: int) -> None:
+    """One side of a run's scan: read outward from the run, stop once, publish from there on."""
+    S = mech.side(name)
+    if S is None:
+        return
+    pos = list(range(mech.first - 1, -1, -1)) if name == "left" else list(range(mech.last + 1, mech.n))
+    c = int(values[pos[0]])
     for d, t in enumerate(pos):
         if d >= S.shape[0]:
             break
@@ -82,7 +99,7 @@ def _table_draw(inner: OwnerMechanism, values: np.ndarray, source: BitSource, ke
     return out
 
 
-def draw(mech: ScanMechanism | OwnerMechanism | BlockMechanism, values: object, *, seed: int | None = None,
+def draw(mech: ScanMechanism | RunScanMechanism | OwnerMechanism | BlockMechanism, values: object, *, seed: int | None = None,
          key: int = 0) -> np.ndarray:
     """One release of ``values`` (state indices, length ``n``): the output with -1 for ⊥ (module docstring)."""
     v = np.asarray(values, dtype=np.int64)
@@ -93,6 +110,11 @@ def draw(mech: ScanMechanism | OwnerMechanism | BlockMechanism, values: object, 
         out = -np.ones(mech.n, dtype=np.int64)
         for name in ("left", "right"):
             _scan_side(mech, v, name, out, source, key)
+        return out
+    if isinstance(mech, RunScanMechanism):
+        out = -np.ones(mech.n, dtype=np.int64)
+        for name in ("left", "right"):
+            _run_scan_side(mech, v, name, out, source, key)
         return out
     if isinstance(mech, BlockMechanism):
         out = v.copy()
@@ -110,7 +132,7 @@ class ClassRelease:
     report: dict
 
 
-def _design(chain: Any, n: int, eps: float, p: int, cls: str, time_limit: float) -> Any:
+def _design(chain: Any, n: int, eps: float, p: int | list[int], cls: str, time_limit: float) -> Any:
     from redactopt.engine.classes_design import design_class
 
     return design_class(chain, n, eps=eps, p=p, cls=cls, time_limit=time_limit)
@@ -143,7 +165,8 @@ def release_sequence(values: list, chain: Any, *, eps: float, private: list[int]
     r"""Design a mechanism of class ``cls`` for this sequence, judge it, and release the sequence once.
 
     ``values`` are state labels (or indices) of the ``n`` records, ``private`` 0-based positions.  A
-    scan protects one private record (several: :class:`MultiplePrivateError`, one line); owner and
+    scan protects one private record, or on a two-state chain one run of adjacent private records (the
+    run's scan, docs/mathematics.md §7d; anything else: :class:`MultiplePrivateError`, one line); owner and
     holder protect several through disjoint blocks.  The report holds every mechanism file
     (:mod:`redactopt.classes_io`), its exact verdict, utility and certificate, and the draws' source.
     """
@@ -155,9 +178,13 @@ def release_sequence(values: list, chain: Any, *, eps: float, private: list[int]
     if len(priv) == 1:
         d = _design(kc, n, eps, priv[0], cls, time_limit)
         mechs, designs = [d.mechanism], [d.to_dict()]
+    elif cls == "scan" and priv == list(range(priv[0], priv[-1] + 1)) and kc.k == 2:
+        d = _design(kc, n, eps, priv, cls, time_limit)
+        mechs, designs = [d.mechanism], [d.to_dict()]
     elif cls == "scan":
         raise MultiplePrivateError("a scan publishes every record beyond its first release on each side, so it "
-                                   "protects one private record per sequence; use --class local or owner")
+                                   "protects one private record, or one run of adjacent records of a two-state "
+                                   "chain, per sequence; use --class local or owner")
     else:
         mechs = _blocks(kc, n, eps, priv, cls == "holder")
         designs = [mechanism_to_dict(m, eps=eps) for m in mechs]
@@ -166,8 +193,11 @@ def release_sequence(values: list, chain: Any, *, eps: float, private: list[int]
     for m in mechs:
         status, res = verify_mechanism(m, eps)
         if status != "certified":
-            raise RuntimeError(f"mechanism for private record {m.p + 1} is not certified ({status}); nothing released")
-        verdicts.append({"private": m.p + 1, "leakage": res.leakage, "verdict": status})
+            where = (f"private record {m.p + 1}" if not isinstance(m, RunScanMechanism)
+                     else f"the run of private records {m.first + 1}-{m.last + 1}")
+            raise RuntimeError(f"mechanism for {where} is not certified ({status}); nothing released")
+        verdicts.append({"private": [t + 1 for t in m.private] if isinstance(m, RunScanMechanism) else m.p + 1,
+                         "leakage": res.leakage, "verdict": status})
         drawn = draw(m, idx, seed=seed, key=key)
         out = np.where(drawn < 0, -1, out)
     out[priv] = -1

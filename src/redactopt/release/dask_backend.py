@@ -51,9 +51,9 @@ from redactopt.engine.cache import DesignCache
 from redactopt.io import STDIO, new_file_mode
 from redactopt import _tempfiles
 from redactopt.io import write_text_atomic
-from redactopt.release.apply import (Output, Span, _reader_columns, binary_chain, check_release_paths,
-                                     describe_release, fit_on_counts, is_categorical, plan_output,
-                                     refuse_binary_options, scan, splices, tally_zones, write_csv, write_redacted)
+from redactopt.release.apply import binary_chain, describe_release, is_categorical, refuse_binary_options
+from redactopt.release.passes import (Output, Span, reader_columns, check_release_paths, fit_on_counts, plan_output,
+                                      scan, splices, tally_zones, write_csv, write_redacted)
 from redactopt.release.codec import StatesCodec
 from redactopt.release.bits import bit_source
 from redactopt.release.data import MAX_TRIPLE_STATES, ScanState, SequenceIndex, check_private_positions
@@ -369,7 +369,7 @@ def _apply_states_dask(dask: Any, parts: list[Partition], fmt: str, source: Any,
                                      Redactor(kplan.release, bit_source(seed)), state, output, codec)
         rep = states_report(kplan, state, redacted, private_rows, seed=seed, codec=codec, by=by, output=output,
                             dropped=dropped, fit_source=fit_source, order_by=None,
-                            written=output.columns or _reader_columns(first), guard=guard)
+                            written=output.columns or reader_columns(first), guard=guard)
         rep = {"notice": rep["notice"], "input": str(source), "output": str(dst), "input_format": fmt,
                "backend": "dask", "partitions": len(parts), **rep}
         if rep_path is not None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt.release.data import ScanState, check_private_positions
 from redactopt.release.fit import ChainFit, TransitionCounts, fit_counts
 from redactopt.release.plan import ReleasePlan, plan_release
@@ -79,6 +80,13 @@ def fit_outside(out: Outside, labels: list[str], labels_all: list[str], sequence
     return fit_counts(TransitionCounts(C, T, out.rows, sequences), tuple(labels), **fit_kw)
 
 
+#: The method whose designs choose the fit's zone when the release asks for a costlier one: the zone needs
+#: only each fit's reach, so the pilot and refits are designed cheaply and the chosen fit once with the method
+#: asked (kept when it stays inside the zone; otherwise the cheap design, which does, is released).
+ZONE_METHODS: dict[str, str] = {"optimal": "auto"}
+
+
+@_progress.timed("fit")
 def plan_fitted(state: ScanState, *, tally: Tally, private: list[int] | None,
                 fit_on: TransitionCounts | None = None, fit_on_label: str | None = None,
                 **design: Any) -> tuple[ReleasePlan, dict[str, Any]]:
@@ -110,16 +118,32 @@ def plan_fitted(state: ScanState, *, tally: Tally, private: list[int] | None,
         return read[out.radius]
 
     plans: list[ReleasePlan] = []
+    method = design.get("method", "auto")
+    zone_method = ZONE_METHODS.get(method, method)
 
-    def plan_for(c: TransitionCounts) -> ReleasePlan:
-        plans.append(plan_release(state, private=private, counts=c, **design))
+    def plan_for(c: TransitionCounts, how: str = zone_method) -> ReleasePlan:
+        plans.append(plan_release(state, private=private, counts=c, **{**design, "method": how}))
         return plans[-1]
 
     fitted, plan, zone = choose_zone(counted, fit=counts, plan=plan_for, reach_of=plan_reach, total_rows=state.rows,
                                      free_sequences=free_sequences(state, private))
+    final_note = None
+    if zone_method != method:  # the zone was chosen with the cheap designs; the chosen fit gets the asked one
+        final = plan_for(fitted, method)
+        # the smallest radius whose outside rows the rule read (a refused refit read closer in)
+        limit = zone.radius if zone.refused_radius is None else min(zone.radius, zone.refused_radius)
+        if plan_reach(final) <= limit:
+            plan = final
+        else:  # it would redact rows the rule read: the cheap design, which stays outside them, is kept
+            final_note = (f"the {method} design of the chosen fit redacts rows up to {plan_reach(final)} records from "
+                          f"a private record, within the {limit} the zone rule read: the {zone_method} design is kept")
     # the design time of the release is that of every design the zone rule made
     plan.design_seconds = sum(p.design_seconds for p in plans)
     plan.info["fit_counts"] = read.get(zone.radius)  # the rows the chosen fit read
     where = zone.to_dict()
     where["designs"] = len(plans)
+    if zone_method != method:
+        where["zone_method"] = zone_method
+        if final_note is not None:
+            where["kept"] = final_note
     return plan, where

@@ -22,9 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from redactopt.engine.cache import DesignCache
-from redactopt.release.apply import (binary_chain, check_release_options, describe_release, fit_on_counts,
-                                     is_categorical, judge_plan, ordered_scan, plan_output, plan_scan,
-                                     redacted_rows, refuse_binary_options, scan)
+from redactopt.release.apply import binary_chain, describe_release, is_categorical, judge_plan, refuse_binary_options
+from redactopt.release.passes import (check_release_options, fit_on_counts, ordered_scan, plan_output, plan_scan,
+                                      redacted_rows, scan)
 from redactopt.release.guard import ReleaseGuard
 from redactopt.release.refusals import refuse_flag_protected
 from redactopt.release.bits import bit_source

@@ -20,10 +20,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from redactopt.io import REPORT_FORMATS, _sequence_rows, load_json, read_mechanisms
+from redactopt.io import REPORT_FORMATS, load_json, read_mechanisms
+from redactopt.io import sequence_rows as _sequence_rows
 from redactopt.judge.compose import compose_audit
 
-__all__ = ["ReleasedSequence", "Release", "read_release", "compose_releases", "ComposeError"]
+__all__ = ["ReleasedSequence", "Release", "read_release", "compose_releases", "ComposeError", "audit_ledger"]
 
 
 class ComposeError(ValueError):
@@ -40,6 +41,7 @@ class ReleasedSequence:
     private: tuple[int, ...]
     judge: Any
     rows: Any
+    factors: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Release:
     eps: float
     column: Any
     sequences: tuple[ReleasedSequence, ...]
+    ledger: tuple[str, int] | None = None
 
 
 _REFUSED = {
@@ -90,17 +93,64 @@ def read_release(path: str | os.PathLike[str]) -> Release:
         return Release(where, fmt, int(d.get("rows", sum(s.n for s in seqs))), seed, float(d["eps"]),
                        d.get("column"), seqs)
     mechs = read_mechanisms(path)  # validates the mechanisms (and rebuilds /3 sequences from their shapes)
+    led = _ledger_of(d, where)
     if fmt in REPORT_FORMATS and ("sequences" in d or "sequences_file" in d):
         rows = d["sequences"] if "sequences" in d else _sequence_rows(path, d, where)
         by_id = {sid: mf for sid, mf in mechs}
-        seqs = tuple(_sequence(s.get("id"), s.get("n"), s.get("private"), by_id.get(s.get("id")), where)
+        seqs = tuple(_with_factors(_sequence(s.get("id"), s.get("n"), s.get("private"), by_id.get(s.get("id")),
+                                             where), s.get("mechanism"), led, where)
                      for s in rows if isinstance(s, dict))
     else:
         mf = mechs[0][1]
-        seqs = (ReleasedSequence(None, mf.n, tuple(mf.private), mf.chain_class or mf.chain, mf.redact_prob),)
+        seqs = (_with_factors(ReleasedSequence(None, mf.n, tuple(mf.private), mf.chain_class or mf.chain,
+                                               mf.redact_prob), d.get("mechanism"), led, where),)
     eps = d.get("eps", mechs[0][1].eps) if isinstance(d, dict) else mechs[0][1].eps
     return Release(where, str(fmt), int(d.get("rows", sum(s.n for s in seqs))), seed, float(eps), d.get("column"),
-                   seqs)
+                   seqs, led)
+
+
+def _ledger_of(d: Any, where: str) -> tuple[str, int] | None:
+    """A ledgered release's ``(ledger id, release number)`` (report field ``ledger``), else ``None``."""
+    raw = d.get("ledger") if isinstance(d, dict) else None
+    if raw is None:
+        return None
+    if not (isinstance(raw, dict) and isinstance(raw.get("id"), str) and isinstance(raw.get("release"), int)):
+        raise ComposeError(f"{where}: field 'ledger' must name the ledger's 'id' and the 'release' number")
+    return raw["id"], raw["release"]
+
+
+def _with_factors(seq: ReleasedSequence, mech: Any, led: tuple[str, int] | None, where: str) -> ReleasedSequence:
+    """A ``--consistent`` ledgered release's sequence with the factors its output composes (every earlier
+    release's fresh draw and its own: ``mechanism.factors``); other sequences are returned as they are."""
+    raw = mech.get("factors") if isinstance(mech, dict) else None
+    if raw is None or seq.rows is None:
+        return seq
+    from redactopt.release.ledger_file import LedgerError, chain_of, rows_from_dict
+
+    if led is None or not isinstance(raw, list):
+        raise ComposeError(f"{where}: sequence {seq.id!r} lists 'factors' outside a ledgered release")
+    try:
+        factors = tuple(((led[0], int(f["release"])), chain_of(f.get("chain"), where),
+                         rows_from_dict(f.get("blocks"), seq.n, f"{where}: sequence {seq.id!r} factor"))
+                        for f in raw)
+    except (LedgerError, KeyError, TypeError, ValueError) as exc:
+        raise ComposeError(f"{where}: sequence {seq.id!r}: a factor cannot be read: {exc}") from None
+    return ReleasedSequence(seq.id, seq.n, seq.private, seq.judge, seq.rows, factors)
+
+
+def _factors(releases: list[Release], j: int) -> list[tuple[Any, Any]]:
+    """The independent draws that releases' sequence ``j`` compose, each once: a ``--consistent`` ledgered
+    release contributes every factor its output composes; any other release its own mechanism (keyed by
+    its ledger's release number when it has one, so that a factor is never counted twice)."""
+    seen: dict[Any, tuple[Any, Any]] = {}
+    for i, r in enumerate(releases):
+        s = r.sequences[j]
+        if s.factors:
+            for key, chain, rows in s.factors:
+                seen.setdefault(key, (chain, rows))
+        else:
+            seen.setdefault(r.ledger if r.ledger is not None else ("report", i), (s.judge, s.rows))
+    return list(seen.values())
 
 
 def _sequence(sid: Any, n: Any, private: Any, mf: Any, where: str) -> ReleasedSequence:
@@ -172,12 +222,13 @@ def compose_releases(paths: list[str], *, eps: float | None = None) -> dict[str,
         if not s0.private:
             continue
         seqs = [r.sequences[j] for r in releases]
-        ca = compose_audit([(s.judge, s.rows) for s in seqs], s0.private, eps=eps)
+        ca = compose_audit(_factors(releases, j), s0.private, eps=eps)
+        alone = [compose_audit([(s.judge, s.rows)], s0.private).cumulative for s in seqs]
         chains = max(chains, len(ca.judges))
         passed = passed and bool(ca.passed)
         for p in ca.private:
             rec: dict[str, Any] = {"sequence": s0.id, "private": p + 1, "cumulative": ca.cumulative[p],
-                                   "alone": [a[p] for a in ca.alone], "rounding_allowance": ca.allowance[p]}
+                                   "alone": [a[p] for a in alone], "rounding_allowance": ca.allowance[p]}
             if len(ca.judges) > 1:
                 rec["under_each_chain"] = [u[p] for u in ca.under]
             records.append(rec)
@@ -201,3 +252,56 @@ def compose_releases(paths: list[str], *, eps: float | None = None) -> dict[str,
         "passed": None if eps is None else bool(passed),
         "records": records,
     }
+
+
+def audit_ledger(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Every release of a ledger (``redactopt.ledger/1``) re-judged from its factors, JSON-ready.
+
+    For release ``j`` and each private record: its leakage alone (its own factor under its chain; a
+    ``consistent`` release shows the composition of releases ``1..j``, so alone it leaks what they leak
+    together) and the cumulative exact leakage of releases ``1..j`` (the product of their factors,
+    judged under every chain among theirs: :func:`redactopt.judge.compose.compose_audit`).  ``passed``:
+    proven at most the ledger's total budget after the last release; the stored figures are compared with
+    the re-judged ones (``stored_matches``).
+    """
+    from redactopt.release.ledger_file import read_ledger
+
+    led = read_ledger(path)
+    if led.empty:
+        raise ComposeError(f"{led.path}: the ledger holds no release yet")
+    records: dict[tuple[Any, int], dict[str, Any]] = {}
+    releases = []
+    passed = True
+    m = len(led.releases)
+    for j, e in enumerate(led.releases, start=1):
+        alone_w = cum_w = -math.inf
+        sids = list(dict.fromkeys(s.id for x in led.releases[:j] for s in x.sequences if s.private))
+        for sid in sids:
+            priv = tuple(sorted({p for x in led.releases[:j] if (q := x.sequence(sid)) is not None
+                                 for p in q.private}))
+            n_j = max(cov[1] for x in led.releases[:j] if (cov := x.cover(sid)) is not None)
+            factors = led.factors(sid, n_j)[:j]
+            ca = compose_audit(factors, priv, eps=led.total_eps if j == m else None)
+            if j == m:
+                passed = passed and bool(ca.passed)
+            own = e.sequence(sid)
+            mine = own.private if own is not None else ()
+            alone = (ca.cumulative if e.consistent else
+                     compose_audit([factors[-1]], mine).cumulative if mine else {})
+            for p in priv:
+                rec = records.setdefault((sid, p), {"sequence": sid, "private": p + 1, "alone": [None] * m,
+                                                    "cumulative": [None] * m})
+                rec["cumulative"][j - 1] = ca.cumulative[p]
+                cum_w = max(cum_w, ca.cumulative[p])
+                if p in mine:
+                    rec["alone"][j - 1] = alone[p]
+                    alone_w = max(alone_w, alone[p])
+        alone_w = max(alone_w, 0.0)  # an extension without private records of its own leaks nothing alone
+        matches = math.isclose(alone_w, e.leakage_alone, rel_tol=1e-9, abs_tol=1e-12) and \
+            math.isclose(cum_w, e.cumulative, rel_tol=1e-9, abs_tol=1e-12)
+        releases.append(dict(e.summary(), leakage_alone=alone_w, cumulative=cum_w, stored_matches=matches,
+                             stored={"leakage_alone": e.leakage_alone, "cumulative": e.cumulative}))
+    return {"format": "redactopt.ledger-audit/1", "ledger": led.path, "id": led.id, "rows": led.rows,
+            "column": led.column, "by": led.by, "total_eps": led.total_eps, "releases": releases,
+            "cumulative": releases[-1]["cumulative"], "passed": bool(passed),
+            "stored_matches": all(r["stored_matches"] for r in releases), "records": list(records.values())}

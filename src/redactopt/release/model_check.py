@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt.judge.leakage import leakage
 from redactopt.judge.segments import block_segments
 from redactopt.release.codec import BinaryCodec
@@ -162,6 +163,7 @@ def _worst(vfit: VaryingFit, lp: LevelPass, mechanisms: dict[int, Any],
     return worst, where
 
 
+@_progress.timed("check")
 def release_model_check(*, plan: Any, state: Any, fit_source: dict[str, Any], reader: Any, column: str,
                         by: str | None, order_by: str | None, varies_with: LevelSpec | None = None,
                         private: list[int] | None) -> ModelCheck | None:

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt._validate import check_eps, check_probability_open
 from redactopt.engine.cache import DesignCache, DesignKey, Shape, design_in_worker, design_shape, far_start
 from redactopt.engine.joint import JOINT_METHODS, STATES_RELEASE_METHODS, bound_tables, region_bound, seed_bound_tables
@@ -540,6 +541,7 @@ def robust_box(fit: Any, robust: float) -> ChainClass:
     return ChainClass.box((alo, ahi), (blo, bhi), nominal=fit.chain)
 
 
+@_progress.timed("design")
 def plan_release(
     state: ScanState,
     *,

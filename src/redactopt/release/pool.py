@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from redactopt import _progress
+
 __all__ = ["MapDesigns", "pool_map", "warm_pool", "worker_count"]
 
 #: ``map_designs(fn, argument tuples)`` returns ``[fn(*a) for a in argument tuples]`` in order.
@@ -103,8 +105,9 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
     pool: list[concurrent.futures.ProcessPoolExecutor] = []
 
     def run(fn: Callable, args: list[tuple]) -> list:
+        _progress.report("designs", 0, len(args))
         if count < 2 or len(args) < 2:
-            return [fn(*a) for a in args]
+            return [_counted(i, len(args), fn(*a)) for i, a in enumerate(args)]
         todo = collections.deque(enumerate(args))
         lock = threading.Lock()
         out: dict[int, Any] = {}
@@ -129,6 +132,7 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
                     for f in done:
                         running.discard(f)
                         out[index.pop(f)] = f
+                        _progress.report("designs", len(out), len(args))
                     hand_out()
             except BaseException as exc:  # pragma: no cover - a broken pool: raised below
                 failed.append(exc)
@@ -148,6 +152,7 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
                         break
                     i, a = todo.pop()
                 out[i] = fn(*a)
+                _progress.report("designs", len(out), len(args))
         except BaseException:
             # stop handing out, and do not wait for the designs still running: the pool's processes are
             # terminated on leaving (the feeder, a daemon, ends with them)
@@ -178,6 +183,12 @@ def pool_map(workers: int | None) -> Iterator[MapDesigns]:
     finally:
         for p in pool:
             p.shutdown(cancel_futures=True)
+
+
+def _counted(i: int, total: int, result: Any) -> Any:
+    """``result``, the ``i``-th of ``total`` designs, reported done (:mod:`redactopt._progress`)."""
+    _progress.report("designs", i + 1, total)
+    return result
 
 
 def _adopt_temp_dir() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt.release.bits import BitSource, decide, exact_thresholds
 from redactopt.release.data import sequence_key
 from redactopt.release.plan import ReleasePlan, SequencePlan
@@ -84,6 +85,7 @@ class Redactor:
             out[self._blocks_of(codes, positions)[0]] = True
         return out
 
+    @_progress.timed("draw")
     def redact(self, codes: np.ndarray | None, positions: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Boolean mask of redacted records for one chunk (``codes=None``: all in sequence 0)."""
         m = positions.shape[0]

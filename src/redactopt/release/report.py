@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from redactopt import _progress
 from redactopt.io import (
     REPORT_FORMAT,
     STDIO,
@@ -154,6 +155,7 @@ def shape_entries(plan: ReleasePlan) -> list[dict[str, Any]]:
     return [shape_entry(plan, i, int(uses[i])) for i in range(len(plan.shapes))]
 
 
+@_progress.timed("report")
 def build_report(plan: ReleasePlan, *, redacted: np.ndarray, source: BitSource, seed: int | None,
                  extra: dict[str, Any], sequences: str = "auto", to_file: bool = False,
                  ) -> tuple[dict[str, Any], Iterator[dict[str, Any]] | None]:
@@ -284,6 +286,7 @@ def _write_rows(path: Path, rows: Iterable[dict[str, Any]], fmt: str, force: boo
                 writer.close()
 
 
+@_progress.timed("report")
 def write_report(path: str | os.PathLike[str], report: dict[str, Any], *, force: bool = False,
                  rows: Iterable[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Write a report as JSON through a temporary file and a rename (``-``: standard output).
@@ -311,3 +314,15 @@ def report_text(rep: dict[str, Any]) -> str:
     body = json.dumps(jsonable(rest), indent=2)
     head = '{"notice": ' + json.dumps(rep["notice"], ensure_ascii=False)
     return head + ("}\n" if body == "{}" else ",\n" + body[2:] + "\n")
+
+
+def fit_rows_text(source: dict[str, Any]) -> str | None:
+    """Which rows a chain was fitted on, in words (``None`` for a given chain)."""
+    kind = source.get("source")
+    if kind == "fit-on":
+        return f"the separate table {source.get('table')} ({source['rows']} rows)"
+    if kind != "published rows":
+        return None
+    where = ("the sequences without private records" if source["radius"] is None else
+             f"the rows more than {source['radius']} records from every private record")
+    return f"{source['rows']} of {source['of_rows']} rows, {where} (all published with certainty)"

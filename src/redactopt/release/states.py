@@ -13,7 +13,7 @@ the same passes over the file, chunk by chunk, with the protected column read th
    (:func:`redactopt.release.zones.choose_zone` on one more pass,
    :func:`redactopt.release.apply.tally_zones`), with the fitted chain's states those rows show
    (:func:`redactopt.release.fitplan.fit_outside`).
-3. **Plan** (:func:`redactopt.release.kapply.kplan_of`): the one planner's groups, placements and
+3. **Plan** (:func:`redactopt.release.states_plan.kplan_of`): the one planner's groups, placements and
    design cache, each distinct mechanism verified again exactly on the caller's chain.
 4. **Write**: a CSV release of every column copies the input's bytes and empties the redacted
    fields (:mod:`redactopt.release.splice`); every other release streams Arrow batches with the
@@ -22,7 +22,7 @@ the same passes over the file, chunk by chunk, with the protected column read th
 
 Memory grows with the chunk size, the number of sequences and the designs' mechanisms, not with
 the file.  The report is the categorical release report (``redactopt.release.kapply-report/1``,
-:func:`redactopt.release.kapply.sequence_entries`), read by ``audit`` and the HTML page; for the
+:func:`redactopt.release.states_plan.sequence_entries`), read by ``audit`` and the HTML page; for the
 same rows, chain and seed it is the in-memory release's, value for value.
 """
 
@@ -35,19 +35,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from redactopt import _progress
 from redactopt._validate import check_eps
 from redactopt.io import STDIO, stdin_as_file, write_text_atomic
 from redactopt.model.chain import Chain
-from redactopt.release.apply import (Output, Progress, Span, _reader_columns, check_release_options,
-                                     check_release_paths, ordered_scan, plan_output, redacted_rows, scan, splices,
-                                     tally_zones, write_csv, write_redacted)
+from redactopt.release.passes import (Output, Progress, Span, reader_columns, check_release_options, fit_states_on,
+                                      protected_columns, scan_protected,
+                                      check_release_paths, plan_output, redacted_rows, splices,
+                                      tally_zones, write_csv, write_redacted)
 from redactopt.release.bits import bit_source
 from redactopt.release.codec import StatesCodec
-from redactopt.release.columns import Bins, parse_bins, parse_columns
 from redactopt.release.data import ScanState, SequenceIndex, check_private_positions
-from redactopt.release.fit import ChainFit, fit_counts
+from redactopt.release.fit import ChainFit
 from redactopt.release.fitplan import fit_outside, free_sequences, private_index
-from redactopt.release.kapply import (KAPPLY_METHODS, _kreach, _kreport, _ksummary, _KPlan, kplan_of,
+from redactopt.release.states_plan import (KAPPLY_METHODS, kreach, kreport, ksummary, KPlan, kplan_of,
                                       sequence_entries)
 from redactopt.release.guard import ReleaseGuard, count_real, decoy_records
 from redactopt.release.redactor import Redactor
@@ -57,68 +58,8 @@ from redactopt.release.tables import DEFAULT_CHUNK_ROWS, MemoryReader, TableRead
 from redactopt.release.zones import choose_zone
 from redactopt.release.plan import within_time_limit
 
-__all__ = ["apply_states_table", "apply_states_frame", "fit_states_on", "plan_states", "plan_states_release",
+__all__ = ["apply_states_table", "apply_states_frame", "plan_states", "plan_states_release",
            "states_report", "released_column"]
-
-
-def _scan_states(reader: Any, codec: StatesCodec, *, by: str | None, private_column: str | None,
-                 order_by: str | None, progress: Progress | None,
-                 private_rows: list | None = None, watch: Any = None) -> tuple[ScanState, Any]:
-    """The scan of the protected column(s) in sequence order (and the order, with ``order_by``); the codec's
-    states are fixed after it.  ``watch``: the time columns seen by the scan (without ``order_by``)."""
-    ordered = None
-    if order_by is not None:
-        state, ordered = ordered_scan(reader, column=codec.column, by=by, private_column=private_column,
-                                      order_by=order_by, codec=codec, private_rows=private_rows)
-    else:
-        state, _ = scan(reader, column=codec.column, by=by, private_column=private_column, progress=progress,
-                        codec=codec, private_rows=private_rows, watch=watch)
-    codec.freeze()
-    return state, ordered
-
-
-def protected_columns(reader: Any, column: str | None, protect: Any, bins: Any) -> tuple[list[str], dict[str, Bins]]:
-    """The protected columns (``column`` or ``protect``, exactly one) and the bins, checked against the table
-    (``reader.require(*names)`` raises for a column the table lacks)."""
-    if (column is None) == (protect is None):
-        raise ValueError("give exactly one of column= and protect= (--column, --protect)")
-    cols = [column] if column is not None else parse_columns(protect, "--protect")
-    if not cols:
-        raise ValueError("--protect: no column named")
-    bins_ = bins if isinstance(bins, dict) else parse_bins(bins)
-    reader.require(*cols, *bins_)
-    for c in bins_:
-        if c not in cols:
-            raise ValueError(f"--bin {c}: the column is not protected (name it in --protect or --column)")
-    return cols, bins_
-
-
-def fit_states_on(path: Any, *, columns: str | list[str], by: str | None, order_by: str | None,
-                  bins: dict[str, Bins] | None = None, chunk_rows: int = DEFAULT_CHUNK_ROWS,
-                  **fit_kw: Any) -> ChainFit:
-    """The categorical fit of a separate, public table (``fit_on``): the same column(s) and bins, ``by`` and
-    ``order_by`` where the table has them; its states are those the table shows
-    (:meth:`~redactopt.release.codec.StatesCodec.fit_labels`)."""
-    reader = TableReader(path, chunk_rows=chunk_rows) if isinstance(path, (str, os.PathLike)) else path
-    codec = StatesCodec(columns, bins=bins)
-    reader.require(*codec.columns)
-    state, _ = _scan_states(reader, codec, by=by if by in reader.columns else None, private_column=None,
-                            order_by=order_by if order_by in reader.columns else None, progress=None)
-    if state.rows == 0:
-        raise ValueError(f"{reader.label}: --fit-on table has no data rows")
-    labels = codec.fit_labels(range(len(codec.labels)))
-    counts = state.counts()
-    if labels != codec.labels or counts.pairs.shape[0] != len(labels):  # the alphabet's order, or one state only
-        at = [labels.index(s) for s in codec.labels]
-        k, m = len(labels), len(at)
-        pairs = np.zeros((k, k), dtype=np.int64)
-        pairs[np.ix_(at, at)] = counts.pairs[:m, :m]
-        triples = None
-        if counts.triples is not None:
-            triples = np.zeros((k, k, k), dtype=np.int64)
-            triples[np.ix_(at, at, at)] = counts.triples[:m, :m, :m]
-        counts = type(counts)(pairs, triples, counts.records, counts.sequences)
-    return fit_counts(counts, tuple(labels), **fit_kw)
 
 
 def _private_rows(private: list[int] | None, flagged: list, ordered: Any) -> list[int]:
@@ -139,7 +80,7 @@ class Planned:
     codec: StatesCodec
     state: ScanState
     ordered: Any
-    kplan: _KPlan
+    kplan: KPlan
     fit_source: dict[str, Any]
     private_rows: list[int]
     output: Output
@@ -151,7 +92,7 @@ class Planned:
                ) -> dict[str, Any]:
         return states_report(self.kplan, self.state, redacted, self.private_rows, seed=seed, codec=self.codec, by=by,
                              output=self.output, dropped=self.dropped, fit_source=self.fit_source,
-                             order_by=order_by, written=self.output.columns or _reader_columns(self.reader),
+                             order_by=order_by, written=self.output.columns or reader_columns(self.reader),
                              guard=self.guard)
 
 
@@ -180,7 +121,7 @@ def plan_states_release(reader: Any, *, column: str | None, protect: Any, bins: 
         fit_on, columns=cols, bins=bins_, by=by, order_by=order_by, **fit_kw)
     codec = StatesCodec(cols, None if chain is None else [str(s) for s in chain.labels], bins=bins_)
     flagged: list = []
-    state, ordered = _scan_states(reader, codec, by=by, private_column=private_column, order_by=order_by,
+    state, ordered = scan_protected(reader, codec, by=by, private_column=private_column, order_by=order_by,
                                   progress=progress, private_rows=flagged, watch=guard.watch)
     guard.watched = True
     if state.rows == 0:
@@ -257,7 +198,7 @@ def apply_states_table(
     The options are :func:`redactopt.release.apply.apply_table`'s (``private`` 0-based); ``chain``
     (a :class:`~redactopt.model.chain.Chain`) is the chain, else it is fitted (``confidence``,
     ``smoothing``, ``simultaneous``: :func:`redactopt.release.fit.fit_counts`); ``method`` is one of
-    :data:`redactopt.release.kapply.KAPPLY_METHODS`.  A value the chain does not have, in a sequence
+    :data:`redactopt.release.states_plan.KAPPLY_METHODS`.  A value the chain does not have, in a sequence
     with private records, is an error naming its row (nothing is written).
     """
     src, dst, rep_path = check_release_paths(source, dest, report, private=private, private_column=private_column,
@@ -313,16 +254,16 @@ def apply_states_frame(table: pd.DataFrame, *, column: str | None = None, eps: f
         private = [int(private)]
     # a DataFrame's own checks first (as for a class release): named columns exist, no value is missing,
     # ids of one type (1 and "1" are one sequence's text), the private flags mark a row
-    from redactopt.release.table_release import _complete_column, _private_flags, _protected_columns, _sequences
+    from redactopt.release.table_release import complete_column, private_flags, table_protected_columns, table_sequences
 
-    cols, _ = _protected_columns(table, column, protect, bins)
+    cols, _ = table_protected_columns(table, column, protect, bins)
     for c in (by, order_by, private_column):
         if c is not None and c not in table.columns:
             raise ValueError(f"column {c!r} not found; the columns are {list(map(str, table.columns))}")
     for c in cols:
-        _complete_column(table, c)
-    _sequences(table, by)
-    _private_flags(table, private, private_column, by)
+        complete_column(table, c)
+    table_sequences(table, by)
+    private_flags(table, private, private_column, by)
     reader = MemoryReader(table, chunk_rows=chunk_rows, label="table")
     public = None if fit_on is None else MemoryReader(fit_on, label="<table>")
     p = plan_states_release(reader, column=column, protect=protect, bins=bins, eps=eps, private=private,
@@ -369,13 +310,14 @@ def released_column(col: pd.Series, mask: np.ndarray) -> pd.Series:
     return out
 
 
+@_progress.timed("fit")
 def plan_states(state: ScanState, codec: StatesCodec, *, tally: Any, chain: Chain | None, fitted: ChainFit | None,
-                private: list[int] | None, fit_kw: dict, design: dict) -> tuple[_KPlan, dict[str, Any]]:
+                private: list[int] | None, fit_kw: dict, design: dict) -> tuple[KPlan, dict[str, Any]]:
     """The plan at the chain given, fitted on a public table, or fitted on the rows the release publishes with
     certainty (``tally(private_index)``: the zone tally, one more pass in sequence order); and where the
-    chain came from.  ``design``: :func:`~redactopt.release.kapply.kplan_of`'s options."""
+    chain came from.  ``design``: :func:`~redactopt.release.states_plan.kplan_of`'s options."""
 
-    def plan_for(fit: ChainFit | Chain) -> _KPlan:
+    def plan_for(fit: ChainFit | Chain) -> KPlan:
         ch = fit if isinstance(fit, Chain) else fit.chain
         return kplan_of(ch, None if isinstance(fit, Chain) else fit, state, private=private, **design)
 
@@ -392,12 +334,12 @@ def plan_states(state: ScanState, codec: StatesCodec, *, tally: Any, chain: Chai
     def fit_zone(out: Any) -> ChainFit:
         return fit_outside(out, codec.fit_labels(out.states), codec.labels, len(state.ids), **fit_kw)
 
-    _, kplan, zone = choose_zone(counted, fit=fit_zone, plan=plan_for, reach_of=_kreach, total_rows=state.rows,
+    _, kplan, zone = choose_zone(counted, fit=fit_zone, plan=plan_for, reach_of=kreach, total_rows=state.rows,
                                  free_sequences=free_sequences(state, private))
     return kplan, zone.to_dict()
 
 
-def states_report(kplan: _KPlan, state: ScanState, redacted: np.ndarray, private_rows: list[int], *,
+def states_report(kplan: KPlan, state: ScanState, redacted: np.ndarray, private_rows: list[int], *,
                   seed: int | None, codec: StatesCodec, by: str | None, output: Any, dropped: list[str],
                   fit_source: dict[str, Any], order_by: str | None, written: list[str],
                   guard: ReleaseGuard | None = None) -> dict[str, Any]:
@@ -408,7 +350,7 @@ def states_report(kplan: _KPlan, state: ScanState, redacted: np.ndarray, private
     plan = kplan.release
     privs = [tuple(sorted(plan.private_of(c))) for c in range(len(state.ids))]
     rows_of, worst, expected = sequence_entries(kplan, list(state.ids), [int(m) for m in state.n], privs, redacted)
-    rep = _kreport(kplan, rows_of, worst, private_rows, state.rows, int(redacted.sum()), expected, seed=seed,
+    rep = kreport(kplan, rows_of, worst, private_rows, state.rows, int(redacted.sum()), expected, seed=seed,
                    column=codec.column, by=by)
     rep["columns"] = {"protected": list(codec.columns), "written": list(written),
                       "not_covered": output.disclosure.figures() if output.disclosure is not None else [],
@@ -423,6 +365,6 @@ def states_report(kplan: _KPlan, state: ScanState, redacted: np.ndarray, private
     if guard.cover is not None:
         rep["leakage"]["decoy_records"] = decoy_records(guard)
     rep = guard.finish(rep, sequences=len(state.ids), with_private=holding)
-    rep["summary"] = _ksummary(rep, kplan, list(codec.columns), fit_source, sequences=holding,
+    rep["summary"] = ksummary(rep, kplan, list(codec.columns), fit_source, sequences=holding,
                                positions=rep["reveals"]["short"])
     return rep

@@ -20,18 +20,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from redactopt import _progress
 from redactopt._validate import check_eps, check_positions
 from redactopt import _tempfiles
 from redactopt.io import check_input_path, new_file_mode, write_json_atomic
 from redactopt.release.refusals import refuse_flag_protected
 from redactopt.model.chain import Chain as KChain
-from redactopt.release.apply import check_release_paths
+from redactopt.release.passes import check_release_options, check_release_paths, fit_states_on, protected_columns
 from redactopt.release.codec import StatesCodec
 from redactopt.release.columns import Bins, output_columns
 from redactopt.release.disclosure import Disclosure
 from redactopt.release.fit import ChainFit
 from redactopt.release.fitplan import fit_outside
-from redactopt.release.kapply import ORDER_TEST_MAX_STATES, _kreach
+from redactopt.release.states_plan import ORDER_TEST_MAX_STATES, kreach
 from redactopt.release.order import order_frame, order_keys
 from redactopt.release.tables import Chunk, MemoryReader, compression_suffix, csv_delimiter, open_binary, table_format
 from redactopt.release.zones import PrivateIndex, ZoneTally, choose_zone
@@ -40,7 +41,7 @@ __all__ = ["prepare_table", "PreparedTable", "plan_chain", "describe_columns", "
            "write_release"]
 
 
-def _complete_column(table: pd.DataFrame, name: str) -> pd.Series:
+def complete_column(table: pd.DataFrame, name: str) -> pd.Series:
     """The column ``name``; an error naming the columns if it is absent, or the first row it misses."""
     if name not in table.columns:
         raise ValueError(f"column {name!r} not found; the columns are {list(map(str, table.columns))}")
@@ -51,13 +52,13 @@ def _complete_column(table: pd.DataFrame, name: str) -> pd.Series:
     return col
 
 
-def _sequences(table: pd.DataFrame, by: str | None) -> list[tuple[Any, np.ndarray]]:
+def table_sequences(table: pd.DataFrame, by: str | None) -> list[tuple[Any, np.ndarray]]:
     """``(id, rows)`` of every sequence: the rows of one ``by`` value in table order, ids in order of
     first appearance (one sequence, id ``None``, without ``by``)."""
     n = len(table)
     if by is None:
         return [(None, np.arange(n))]
-    ids = _complete_column(table, by)
+    ids = complete_column(table, by)
     codes, uniques = pd.factorize(ids, sort=False)
     # the draws of a sequence are keyed by its id's text (the same from CSV and Parquet), so ids and
     # their texts must group the rows alike: not 1 and "1" apart, not 1 and 1.0 together
@@ -76,9 +77,8 @@ def _sequences(table: pd.DataFrame, by: str | None) -> list[tuple[Any, np.ndarra
     return [(uniques[i], rows) for i, rows in enumerate(np.split(order, bounds))]
 
 
-def _private_flags(table: pd.DataFrame, private: object, private_column: str | None, by: str | None) -> np.ndarray:
+def private_flags(table: pd.DataFrame, private: object, private_column: str | None, by: str | None) -> np.ndarray:
     """Boolean flags of the private rows, from 0-based positions or a 0/1 column."""
-    from redactopt.release.apply import check_release_options
     from redactopt.release.data import parse_binary
 
     check_release_options(private=private, private_column=private_column, by=by)
@@ -87,7 +87,7 @@ def _private_flags(table: pd.DataFrame, private: object, private_column: str | N
     if private_column is None:
         flags[list(check_positions(private, n))] = True
         return flags
-    vals = _complete_column(table, private_column).to_numpy()
+    vals = complete_column(table, private_column).to_numpy()
     if vals.dtype == object:
         vals = np.array([str(v) for v in vals])
     flags[:] = parse_binary(vals, column=private_column, first_row=1, where="table") == 1
@@ -100,8 +100,8 @@ def _private_flags(table: pd.DataFrame, private: object, private_column: str | N
 
 
 def _ordered_sequences(table: pd.DataFrame, by: str | None, order_by: str | None) -> list[tuple[Any, np.ndarray]]:
-    """:func:`_sequences`, each sequence's rows sorted by ``order_by`` (:mod:`redactopt.release.order`)."""
-    seqs = _sequences(table, by)
+    """:func:`table_sequences`, each sequence's rows sorted by ``order_by`` (:mod:`redactopt.release.order`)."""
+    seqs = table_sequences(table, by)
     if order_by is None:
         return seqs
     codes = np.empty(len(table), dtype=np.int64)
@@ -116,9 +116,7 @@ def _ordered_sequences(table: pd.DataFrame, by: str | None, order_by: str | None
 def _kfit_on(table: pd.DataFrame, protect: list[str], bins: dict[str, Bins], by: str | None,
              order_by: str | None, **fit_kw: Any) -> ChainFit:
     """The k-state fit of a separate, public table (``fit_on``): its sequences, ``by``/``order_by`` where it
-    has them (:func:`redactopt.release.states.fit_states_on`)."""
-    from redactopt.release.states import fit_states_on  # builds on this module's callers
-
+    has them (:func:`redactopt.release.passes.fit_states_on`)."""
     return fit_states_on(MemoryReader(table, label="<table>"), columns=protect, bins=bins, by=by,
                          order_by=order_by, **fit_kw)
 
@@ -158,7 +156,7 @@ def prepare_table(table: pd.DataFrame, *, column: str | None, protect: Any, bins
     """
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
-    cols, bins_ = _protected_columns(table, column, protect, bins)
+    cols, bins_ = table_protected_columns(table, column, protect, bins)
     eps = check_eps(eps)
     if len(table) == 0:
         raise ValueError("no data rows")
@@ -170,9 +168,9 @@ def prepare_table(table: pd.DataFrame, *, column: str | None, protect: Any, bins
     written_cols, kept = output_columns(list(map(str, table.columns)), protected=cols, by=by, order_by=order_by,
                                         private_column=private_column, keep=keep)
     refuse_flag_protected(cols, private_column)
-    flags = _private_flags(table, private, private_column, by)
+    flags = private_flags(table, private, private_column, by)
     for c in cols:
-        _complete_column(table, c)
+        complete_column(table, c)
     codec = StatesCodec(cols, bins=bins_)  # the states of every release's codec
     codes = codec.values(Chunk(1, table[cols]), "table")
     codec.freeze()
@@ -184,6 +182,7 @@ def prepare_table(table: pd.DataFrame, *, column: str | None, protect: Any, bins
                                                      for _, rows in seqs])
 
 
+@_progress.timed("fit")
 def plan_chain(prep: PreparedTable, plan_for: Any, *, chain: KChain | None, fit_on: pd.DataFrame | None,
                fit_kw: dict, reach_of: Any = None) -> tuple[Any, dict]:
     """``plan_for`` at the chain given, fitted on ``fit_on`` (a separate public table, already converted),
@@ -199,7 +198,7 @@ def plan_chain(prep: PreparedTable, plan_for: Any, *, chain: KChain | None, fit_
                                   "transitions": int(fitted.counts.sum()), "sequences": fitted.sequences}
     return _kplan_zones(prep.codes, prep.labels, prep.seqs, prep.privs, plan_for,
                         lambda out: fit_outside(out, prep.codec.fit_labels(out.states), prep.labels, len(prep.seqs),
-                                                **fit_kw), reach_of=reach_of or _kreach)
+                                                **fit_kw), reach_of=reach_of or kreach)
 
 
 def describe_columns(rep: dict, table: pd.DataFrame, labels: Any, state_idx: np.ndarray, mask: np.ndarray, *,
@@ -222,12 +221,10 @@ def describe_columns(rep: dict, table: pd.DataFrame, labels: Any, state_idx: np.
         rep["order"] = {"by": order_by}
 
 
-def _protected_columns(table: pd.DataFrame, column: str | None, protect: Any, bins: Any,
+def table_protected_columns(table: pd.DataFrame, column: str | None, protect: Any, bins: Any,
                        ) -> tuple[list[str], dict[str, Bins]]:
     """The protected columns (``column`` or ``protect``, exactly one) and the bins, checked against the table
-    (:func:`redactopt.release.states.protected_columns`, naming a missing column as a DataFrame's check does)."""
-    from redactopt.release.states import protected_columns  # builds on this module's callers
-
+    (:func:`redactopt.release.passes.protected_columns`, naming a missing column as a DataFrame's check does)."""
     class _Columns:
         @staticmethod
         def require(*names: Any) -> None:
@@ -240,11 +237,11 @@ def _protected_columns(table: pd.DataFrame, column: str | None, protect: Any, bi
 
 def _kplan_zones(codes: np.ndarray, labels_all: list[str], seqs: list[tuple[Any, np.ndarray]],
                  privs: list[tuple[int, ...]], plan_for: Any, fit_outside: Any,
-                 reach_of: Any = _kreach) -> tuple[Any, dict]:
+                 reach_of: Any = kreach) -> tuple[Any, dict]:
     """Fit on the rows the release publishes with certainty (:func:`~redactopt.release.zones.choose_zone`) and plan.
 
     ``reach_of(plan)``: how far from its nearest private record the plan's designs may redact
-    (:func:`_kreach` for local designs; the class releases of :mod:`redactopt.release.class_apply`
+    (:func:`kreach` for local designs; the class releases of :mod:`redactopt.release.class_apply`
     pass their own)."""
     order = np.concatenate([rows for _, rows in seqs])
     seq_code = np.repeat(np.arange(len(seqs)), [rows.size for _, rows in seqs])
@@ -364,14 +361,17 @@ def release_file(input: str | os.PathLike[str], output: str | os.PathLike[str],
     for path in (src, out_path):
         table_format(path)  # a name whose format is unknown is refused before anything is read
     public = None
-    if fit_on is not None:
-        public, _ = read_table(check_input_path(fit_on))
-    df, layout = read_table(src)
+    with _progress.phase("read"):
+        if fit_on is not None:
+            public, _ = read_table(check_input_path(fit_on))
+        df, layout = read_table(src)
     released, rep = release(df, public)
     if fit_on is not None:
         rep["chain"]["fit_rows"]["table"] = str(fit_on)
-    write_release(released, df, layout, out_path)
+    with _progress.phase("write"):
+        write_release(released, df, layout, out_path)
     rep = {"input": str(input), "output": str(output), "input_format": layout.kind, **rep}
     if report is not None:
-        write_json_atomic(report, rep, force=force)
+        with _progress.phase("report"):
+            write_json_atomic(report, rep, force=force)
     return rep

@@ -34,8 +34,9 @@ from redactopt.io import STDIO, stdin_as_file
 from redactopt.judge.segments import block_segments
 from redactopt.judge.leakage import leakage
 from redactopt.kio import KREPORT_FORMAT
-from redactopt.release.apply import (Span, check_release_paths, fit_rows_text, ordered_scan, plan_output, positions,
-                                     scan, splices, write_csv, write_redacted)
+from redactopt.release.passes import (Span, check_release_paths, ordered_scan, plan_output, positions, scan, splices,
+                                      write_csv, write_redacted)
+from redactopt.release.report import fit_rows_text
 from redactopt.release.bits import bit_source
 from redactopt.release.codec import BinaryCodec
 from redactopt.release.data import SequenceIndex, check_private_positions, ids_of

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from redactopt import __version__
+from redactopt.version import __version__
 from redactopt.io import REPORT_FORMATS, STDIO, check_input_path, check_output_path, write_text_atomic
 from redactopt.judge.tolerances import LEAKAGE_RTOL
 
@@ -801,6 +801,38 @@ def _leakage_section(rep: dict[str, Any], seqs: SequenceTable | None) -> str:
     return "".join(out) + "</section>"
 
 
+def _ledger_section(rep: dict[str, Any]) -> str:
+    """A ledgered release (``apply --ledger``, issue 39): every release of the ledger up to this one, its
+    leakage alone and the cumulative leakage after it (empty for a release without a ledger)."""
+    led = rep.get("ledger")
+    if not isinstance(led, dict) or not isinstance(led.get("releases"), list):
+        return ""
+    total = led.get("total_eps")
+    rows = [[_e(r.get("release")), _e(r.get("time") or ""), "yes" if r.get("consistent") else "no",
+             _num(r.get("eps"), f"ledger.releases.{i}.eps"),
+             _num(r.get("leakage_alone"), f"ledger.releases.{i}.leakage_alone", digits=10),
+             _num(r.get("cumulative"), f"ledger.releases.{i}.cumulative", digits=10)]
+            for i, r in enumerate(led["releases"])]
+    u = led.get("utility") or {}
+    out = ['<section id="ledger"><h2>Ledger: this release and the earlier ones</h2>',
+           f"<p>Release {_e(led.get('release'))} of the ledger <code>{_e(led.get('file'))}</code>. The cumulative "
+           "leakage is the exact leakage of every ledgered release together — independent local redactions "
+           "compose into the product of their redaction probabilities (docs/mathematics.md §14), judged under "
+           f"every chain of the ledger — and it is at most the total budget {_num(total)}; not a sum of the "
+           "releases' leakages."
+           + (" This release published again every value an earlier release published: it reveals what the "
+              "composition reveals, alone or with them." if led.get("consistent") else "") + "</p>",
+           _table(["release", "time", "consistent", "ε", "leakage alone", "cumulative"], rows, right={0, 3, 4, 5}),
+           _facts([("total budget", _num(total, "ledger.total_eps")),
+                   ("cumulative now", _num(led.get("cumulative"), "ledger.cumulative", digits=10)),
+                   ("this release alone", _num(led.get("leakage_alone"), "ledger.leakage_alone", digits=10)),
+                   ("expected utility", _num(u.get("expected"), "ledger.utility.expected")),
+                   ("certified upper bound", _num(u.get("upper_bound"), "ledger.utility.upper_bound")),
+                   ("gap", _num(u.get("gap"), "ledger.utility.gap"))]),
+           "</section>"]
+    return "".join(out)
+
+
 def _sequence_figure(seqs: SequenceTable, eps: float) -> Any:
     from redactopt.interface.plots import FONT, SMALL, new_figure
 
@@ -1005,10 +1037,11 @@ def report_html(report: dict[str, Any], *, sequences_path: str | os.PathLike[str
     sections = [_overview(report), (_chain_k if k else _chain_binary)(report),
                 (_designs_k if k else _designs_binary)(report, max_designs), _leakage_section(report, seqs),
                 _sequences_section(report, seqs, max_sequences), _columns_section(report), _provenance(report)]
+    sections.insert(4, _ledger_section(report))
     nav = " ".join(f'<a href="#{a}">{b}</a>' for a, b in (
         ("summary", "Summary"), ("chain", "Chain"), ("designs", "Designs"), ("leakage", "Leakage"),
-        ("sequences", "Sequences"), ("columns", "Columns"), ("provenance", "Provenance"))
-        if a != "sequences" or sections[4])
+        ("ledger", "Ledger"), ("sequences", "Sequences"), ("columns", "Columns"), ("provenance", "Provenance"))
+        if (a != "sequences" or sections[5]) and (a != "ledger" or sections[4]))
     sub = (f"{_num(report.get('rows'))} rows · ε = {_num(report.get('eps'))} · "
            f"{'k-state' if k else 'binary'} release · redactopt {_e(__version__)}")
     banner, top = _top(report)
