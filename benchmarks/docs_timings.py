@@ -646,9 +646,10 @@ CATALOGUE: list[Timing] = [
     M(BM, "the four misses the occupancy chain at n = 200 (11–24 s under load",
       B(RUNS_GRID, "runs_grid", lambda r: r["n"] == "200" and float(r["seconds"]) > 10.0, "seconds", "range"),
       note="the cases of runs_grid over 10 s"),
-    M(BM, "at 414 MB, in 65 s under load", B(RUNS_WALK, "runs_walk", where(method="optimal"), "seconds")),
-    L(BM, "— above the 30 s target;", "issue 34's target"),
-    M(BM, "(within 0.04 records of optimal; bound 457.96) in 20 s", B(RUNS_WALK, "runs_walk", where(method="auto"),
+    M(BM, "at 366 MB, in 15.1 s (load", B(RUNS_WALK, "runs_walk", where(method="optimal"), "seconds")),
+    H(BM, "1.1–1.4; 65 s before, when", "the walk-through's optimal release before its zone rule used auto's designs"),
+    L(BM, "— within the 30 s target;", "issue 34's target"),
+    M(BM, "(within 0.04 records of optimal; bound 457.96) in 11.1 s", B(RUNS_WALK, "runs_walk", where(method="auto"),
                                                                      "seconds")),
     # ---------------------------------------------------------------- docs/benchmarks.md: design
     M(BM, "exact leakage: 10⁶ records in 88 ms", B(LEAK, "leakage_speed", where(case="throughput", n="1000000"),
