@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from redactopt.errors import PrivacyCheckError
 from redactopt.judge.certify import Certificate, make_certificate
@@ -59,6 +60,16 @@ def _certified(mech: object, eps: float) -> bool:
     return verify_mechanism(mech, eps)[0] == "certified"
 
 
+
+def _judged_or_fallback(prop: Any, eps: float) -> tuple[Any, str, Any]:
+    """The proposal's mechanism if the exact judge certifies it, else its fallback (judged too): the
+    mechanism, the verdict and the judge's result."""
+    status, res = verify_mechanism(prop.mechanism, eps)
+    if status == "certified":
+        return prop.mechanism, status, res
+    status, res = verify_mechanism(prop.fallback, eps)
+    return prop.fallback, status, res
+
 def design_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool = False, tol: float = 9e-7,
                 time_limit: float = 10.0, max_boxes: int = 20000) -> ScanDesign:
     r"""The optimal scan mechanism (holder scan with ``holder=True``), judged, with a proven bound.
@@ -83,11 +94,7 @@ def design_scan(chain: object, n: int, *, eps: float, p: int = 0, holder: bool =
     """
     t0 = time.monotonic()
     prop = propose_scan(chain, n, eps=eps, p=p, holder=holder, tol=tol, time_limit=time_limit, max_boxes=max_boxes)
-    mech = prop.mechanism
-    status, res = verify_mechanism(mech, eps)
-    if status != "certified":
-        mech = prop.fallback
-        status, res = verify_mechanism(mech, eps)
+    mech, status, res = _judged_or_fallback(prop, eps)
     u = mech.utility()
     ub = 0.0 if prop.bound == 0 else math.nextafter(prop.bound / n, math.inf)
     cert = make_certificate(ub, u, solver="scan-lp",
@@ -113,11 +120,7 @@ def design_run_scan(chain: object, n: int, *, eps: float, first: int, last: int,
     t0 = time.monotonic()
     prop = propose_run_scan(chain, n, eps=eps, first=first, last=last, tol=tol, time_limit=time_limit,
                             max_boxes=max_boxes, start=start)
-    mech = prop.mechanism
-    status, res = verify_mechanism(mech, eps)
-    if status != "certified":
-        mech = prop.fallback
-        status, res = verify_mechanism(mech, eps)
+    mech, status, res = _judged_or_fallback(prop, eps)
     u = mech.utility()
     ub = 0.0 if prop.bound == 0 else math.nextafter(prop.bound / n, math.inf)
     cert = make_certificate(ub, u, solver="run-scan-lp", scope="scan", stopped=prop.stopped)
