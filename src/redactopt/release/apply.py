@@ -43,19 +43,12 @@ from redactopt.release.bits import (
     bit_source,
     exact_thresholds,
 )
-from redactopt.release.disclosure import plain_summary
-from redactopt.release.alternatives import varying_alternatives
-from redactopt.release.guard import ReleaseGuard, count_real, decoy_records
-from redactopt.release.refusals import refuse_flag_protected
-from redactopt.release.order import Ordered
-from redactopt.release.model_check import release_model_check
-from redactopt.release.data import ScanState
+from redactopt.release.driver import binary_report, binary_request, plan_binary
+from redactopt.release.guard import ReleaseGuard
 from redactopt.release.plan import ReleasePlan, SequencePlan, plan_release, within_time_limit
-from redactopt.release.pool import warm_pool
-from redactopt.release.passes import (Output, Progress, Span, check_release_paths, fit_on_counts, plan_output,
-                                      plan_scan, splices, write_csv, write_redacted)
+from redactopt.release.passes import Progress, Span, check_release_paths, fit_on_counts, splices, write_csv, write_redacted
 from redactopt.release.redactor import Redactor
-from redactopt.release.report import (NOT_FOR_RELEASE, build_report, fit_rows_text, write_report)
+from redactopt.release.report import NOT_FOR_RELEASE, write_report
 from redactopt.release.tables import (DEFAULT_CHUNK_ROWS, TableReader, TableWriter)
 
 
@@ -268,9 +261,9 @@ def apply_table(
                                   order_by=order_by, fit_on=fit_on, progress=progress, protect=protect, bins=bins,
                                   cover=cover, public_report=public_report, accept_model=accept_model)
     alpha, beta = binary_chain(chain, alpha, beta, smoothing=smoothing, simultaneous=simultaneous)
-    if column is None:
-        raise ValueError("column= names the 0/1 column to protect (protect= several categorical columns)")
-    refuse_flag_protected([column], private_column)
+    request = binary_request(column=column, eps=eps, private=private, private_column=private_column, by=by,
+                             alpha=alpha, beta=beta, method=method, time_limit=time_limit, cache=cache,
+                             workers=workers, robust=robust, keep=keep, order_by=order_by)
     guard = ReleaseGuard(cover=cover, accept_model=accept_model, seed=seed, public_report=public_report, force=force)
     src, dst, rep_path = check_release_paths(source, dest, report, private=private,
                                              private_column=private_column, by=by, force=force,
@@ -278,47 +271,26 @@ def apply_table(
     guard.check_paths(source, dest, report)
     with stdin_as_file(source) as path:
         reader = TableReader(path, chunk_rows=chunk_rows, label="<stdin>" if str(source) == STDIO else None)
-        reader.require(column, by, private_column, order_by)
-        guard.watch_columns(reader, exclude=[column, by, private_column], order_by=order_by)
-        plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column, keep=keep,
-                    rows=0)  # bad --keep before anything is read
-        counts = None if fit_on is None else fit_on_counts(fit_on, column=column, by=by, order_by=order_by,
-                                                           chunk_rows=chunk_rows)
-        if by is not None:  # many sequences: designs in worker processes, whose start overlaps the scan
-            warm_pool(workers)
-        design = dict(eps=eps, alpha=alpha, beta=beta, method=method, time_limit=time_limit,
-                      cache=cache, workers=workers, robust=robust)
-        state, binary, plan, fit_source, ordered = plan_scan(
-            reader, column=column, by=by, private_column=private_column, order_by=order_by, private=private,
-            fit_on=counts, progress=progress, design=design, guard=guard)
-        judge_plan(guard, plan, design)
-        if fit_on is not None:
-            fit_source["table"] = str(fit_on)
-        models = release_model_check(plan=plan, state=state, fit_source=fit_source, column=column, by=by,
-                                     reader=reader if ordered is None else ordered.reader, order_by=order_by,
-                                     private=private)
-        if models is not None:  # the hourly and weekday chains: refused, or accepted, as the order alternative is
-            guard.add_alternatives(varying_alternatives(models.to_dict(), float(plan.eps)), float(plan.eps))
-        output, dropped = plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column,
-                                      keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank)
+        planned = plan_binary(reader, request, guard=guard, progress=progress, warm=True,
+                              fit_counts=None if fit_on is None else lambda: fit_on_counts(
+                                  fit_on, column=column, by=by, order_by=order_by, chunk_rows=chunk_rows),
+                              fit_table=None if fit_on is None else str(fit_on))
         bits = bit_source(seed)
+        plan, state = planned.plan, planned.state
         if ledger is None:
             redactor = Redactor(plan, bits)
         else:  # designed against the ledger's budget left (the fresh plan at other eps on request)
-            redactor = ledger.redactor(plan, bits, lambda e: plan_release(state, private=private, **dict(design, eps=e)))
+            redactor = ledger.redactor(plan, bits, lambda e: plan_release(
+                state, private=private, **dict(request.design, eps=e)))
         t0 = time.perf_counter()
         with TableWriter(dest, force=force) as writer:
+            output = planned.output
             write = write_csv if splices(reader, writer, output) else write_redacted
             redacted = write(reader, writer, redactor, state.index(), Span.whole(state), column=column, by=by,
-                             binary=binary, progress=progress, output=output)
-            rep, rows = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
-                "input": str(src), "output": str(dst), "column": column, "by": by,
-                "private_column": private_column}, sequences=report_sequences, to_file=_to_file(report))
-            if models is not None:
-                rep["model_check"] = models.to_dict()
-            rep = describe_release(rep, plan, protected=[column], output=output, dropped=dropped,
-                                   fit_source=fit_source, order_by=order_by, ordered=ordered, guard=guard)
-            rep["apply_seconds"] = time.perf_counter() - t0
+                             binary=planned.binary, progress=progress, output=output)
+            rep, rows = binary_report(planned, request, redacted=redacted, bits=bits, seed=seed, guard=guard,
+                                      extra={"input": str(src), "output": str(dst)}, sequences=report_sequences,
+                                      to_file=_to_file(report), started=t0)
             if ledger is not None:
                 rep = ledger.annotate(rep, report=None if rep_path is None else str(rep_path), output=str(dst))
             if rep_path is not None:  # before the output appears: a report that cannot be written leaves nothing
@@ -328,55 +300,3 @@ def apply_table(
                 ledger.commit()
             writer.commit()
     return rep
-
-
-def judge_plan(guard: ReleaseGuard, plan: ReleasePlan, design: dict[str, Any]) -> None:
-    """After the plan, before anything is written: the model checks of ``guard`` (refused or accepted) and
-    the cover's cost (the same design without the decoys)."""
-    guard.judge_model(plan, fit=plan.fit, counts=plan.info.get("fit_counts"))
-
-    def without(state: ScanState, private: list[int] | None) -> float:
-        box = plan.chain_class
-        chain_kw = (dict(alpha=box.alpha, beta=box.beta) if box is not None else
-                    dict(alpha=plan.chain.alpha, beta=plan.chain.beta))
-        rest = {k: v for k, v in design.items() if k not in ("alpha", "beta", "robust")}
-        return float(plan_release(state, private=private, **chain_kw, **rest).mass.sum())
-
-    guard.price_cover(float(plan.mass.sum()), without)
-
-
-def describe_release(rep: dict[str, Any], plan: ReleasePlan, *, protected: list[str], output: Output,
-                     dropped: list[str], fit_source: dict[str, Any], order_by: str | None,
-                     ordered: Ordered | None, guard: ReleaseGuard | None = None) -> dict[str, Any]:
-    """A binary release's report with what it writes and covers, where the chain came from, what it
-    reveals, and the plain-language summary (:func:`redactopt.release.disclosure.plain_summary`);
-    ``guard``: the release's issue-36 checks (:meth:`~redactopt.release.guard.ReleaseGuard.finish`)."""
-    guard = ReleaseGuard() if guard is None else guard
-    real, holding = count_real(guard) if guard.real is not None else (rep["leakage"]["private_records"],
-                                                                       int(plan.designed().size))
-    if guard.cover is not None:  # the decoys' records are judged like the private ones
-        rep["leakage"]["judged_records"] = rep["leakage"]["private_records"]
-        rep["leakage"]["decoy_records"] = decoy_records(guard)
-        rep["leakage"]["private_records"] = real
-    figures = output.disclosure.figures() if output.disclosure is not None else []
-    written = output.columns if output.columns is not None else None
-    rep["columns"] = {"protected": protected, "written": written if written is not None else "all",
-                      "not_covered": figures, "dropped": dropped}
-    rep["chain"]["fit_rows"] = fit_source
-    if order_by is not None:
-        rep["order"] = {"by": order_by, "kind": ordered.kind if ordered else None,
-                        "rows_moved": ordered.moved if ordered else 0}
-    fit = plan.fit
-    test = None if fit is None else fit.order_summary()
-    model = (f"two-state Markov chain alpha = {plan.chain.alpha:.6g}, beta = {plan.chain.beta:.6g}"
-             if plan.chain_class is None else "class of two-state Markov chains of the report's box")
-    rep = guard.finish(rep, sequences=len(plan.state.ids), with_private=holding)
-    rep["summary"] = plain_summary(
-        eps=plan.eps, protected=protected, private_records=real,
-        sequences=holding, model=model + (" (given)" if fit is None and "table" not in fit_source else ""),
-        fit_rows=fit_rows_text(fit_source), order_test=test, figures=figures, rows=rep["rows"],
-        redacted=rep["utility"]["redacted"], expected_utility=rep["utility"]["expected"],
-        positions=rep["reveals"]["short"])
-    return rep
-
-

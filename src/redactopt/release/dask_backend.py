@@ -51,7 +51,8 @@ from redactopt.engine.cache import DesignCache
 from redactopt.io import STDIO, new_file_mode
 from redactopt import _tempfiles
 from redactopt.io import write_text_atomic
-from redactopt.release.apply import binary_chain, describe_release, is_categorical, refuse_binary_options
+from redactopt.release.apply import binary_chain, is_categorical, refuse_binary_options
+from redactopt.release.driver import Planned, binary_report, binary_request
 from redactopt.release.passes import (Output, Span, reader_columns, check_release_paths, fit_on_counts, plan_output,
                                       scan, splices, tally_zones, write_csv, write_redacted)
 from redactopt.release.codec import StatesCodec
@@ -63,7 +64,7 @@ from redactopt.release.guard import ReleaseGuard
 from redactopt.release.refusals import refuse_flag_protected
 from redactopt.release.zones import PrivateIndex, ZoneTally
 from redactopt.release.redactor import Redactor
-from redactopt.release.report import build_report, report_text, write_report
+from redactopt.release.report import report_text, write_report
 from redactopt.release.tables import TableReader, TableWriter, table_format
 from redactopt.release.plan import within_time_limit
 
@@ -242,7 +243,9 @@ def apply_dask(
                                   report=report, force=force, time_limit=time_limit, keep=keep, fit_on=fit_on,
                                   fit_kw=dict(smoothing=smoothing, simultaneous=simultaneous))
     alpha, beta = binary_chain(chain, alpha, beta, smoothing=smoothing, simultaneous=simultaneous)
-    refuse_flag_protected([column], private_column)
+    request = binary_request(column=column, eps=eps, private=private, private_column=private_column, by=by,
+                             alpha=alpha, beta=beta, method=method, time_limit=time_limit, cache=cache,
+                             workers=None, robust=robust, keep=keep, order_by=None)
     scans = dask.compute(*[dask.delayed(_scan_partition)(p, column, by, private_column) for p in parts])
     state, spans = _merged_scans(scans)
     first = _reader(parts[0])
@@ -269,18 +272,17 @@ def apply_dask(
         fit_source["table"] = str(fit_on)
     output, dropped = plan_output(first, column=column, by=by, order_by=None, private_column=private_column,
                                   keep=keep, rows=state.rows)
+    planned = Planned(state=state, binary=(), plan=plan, fit_source=fit_source, ordered=None, output=output,
+                      dropped=dropped, models=None)
     bits = bit_source(seed)
     t0 = time.perf_counter()
 
     def write(tmp: Path) -> dict[str, Any]:
         redacted = _write_partitions(dask, parts, scans, spans, tmp, column, by, Redactor(plan, bits), state, output)
-        rep, rows = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
-            "input": str(source), "output": str(dst), "column": column, "by": by,
-            "private_column": private_column, "backend": "dask", "dataset_format": fmt,
-            "partitions": len(parts)}, sequences=report_sequences, to_file=report is not None and str(report) != STDIO)
-        rep = describe_release(rep, plan, protected=[column], output=output, dropped=dropped,
-                               fit_source=fit_source, order_by=None, ordered=None, guard=guard)
-        rep["apply_seconds"] = time.perf_counter() - t0
+        rep, rows = binary_report(planned, request, redacted=redacted, bits=bits, seed=seed, guard=guard, extra={
+            "input": str(source), "output": str(dst), "backend": "dask", "dataset_format": fmt,
+            "partitions": len(parts)}, sequences=report_sequences, to_file=report is not None and str(report) != STDIO,
+            started=t0)
         if rep_path is not None:
             rep = write_report(report, rep, rows=rows, force=force)  # type: ignore[arg-type]
         return rep

@@ -22,14 +22,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from redactopt.engine.cache import DesignCache
-from redactopt.release.apply import binary_chain, describe_release, is_categorical, judge_plan, refuse_binary_options
-from redactopt.release.passes import (check_release_options, fit_on_counts, ordered_scan, plan_output, plan_scan,
-                                      redacted_rows, scan)
+from redactopt.release.apply import binary_chain, is_categorical, refuse_binary_options
+from redactopt.release.driver import Planned, binary_report, binary_request, plan_binary
+from redactopt.release.passes import check_release_options, fit_on_counts, ordered_scan, redacted_rows, scan
 from redactopt.release.guard import ReleaseGuard
-from redactopt.release.refusals import refuse_flag_protected
 from redactopt.release.bits import bit_source
 from redactopt.release.redactor import Redactor
-from redactopt.release.report import build_report
 from redactopt.release.tables import DEFAULT_CHUNK_ROWS, MemoryReader, written_metadata
 from redactopt.release.plan import within_time_limit
 
@@ -125,10 +123,10 @@ def apply_frame(
                                   bins=bins, keep=keep, order_by=order_by, fit_on=fit_on, chunk_rows=chunk_rows,
                                   cover=cover, accept_model=accept_model)
     alpha, beta = binary_chain(chain, alpha, beta, smoothing=smoothing, simultaneous=simultaneous)
-    if column is None:
-        raise ValueError("column= names the 0/1 column to protect (protect= several categorical columns)")
+    request = binary_request(column=column, eps=eps, private=private, private_column=private_column, by=by,
+                             alpha=alpha, beta=beta, method=method, time_limit=time_limit, cache=cache,
+                             workers=workers, robust=robust, keep=keep, order_by=order_by)
     check_release_options(private=private, private_column=private_column, by=by)
-    refuse_flag_protected([column], private_column)
     guard = ReleaseGuard(cover=cover, accept_model=accept_model, seed=seed)
     if report_sequences not in ("auto", "inline", "none"):
         raise ValueError(f"report_sequences must be 'auto', 'inline' or 'none' without a report file, "
@@ -136,45 +134,38 @@ def apply_frame(
     polars = type(data).__module__.split(".")[0] == "polars"
     table = data.to_arrow() if polars else data
     reader = MemoryReader(table, chunk_rows=chunk_rows)
-    reader.require(column, by, private_column, order_by)
-    plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column, keep=keep, rows=0)
-    guard.watch_columns(reader, exclude=[column, by, private_column], order_by=order_by)
-    counts = None if fit_on is None else _fit_on(fit_on, column=column, by=by, order_by=order_by)
-    design = dict(eps=eps, alpha=alpha, beta=beta, method=method, time_limit=time_limit, cache=cache,
-                  workers=workers, robust=robust)
-    state, _, plan, fit_source, ordered = plan_scan(reader, column=column, by=by, private_column=private_column,
-                                                order_by=order_by, private=private, fit_on=counts, progress=None,
-                                                design=design, guard=guard)
-    judge_plan(guard, plan, design)
-    output, dropped = plan_output(reader, column=column, by=by, order_by=order_by, private_column=private_column,
-                                  keep=keep, rows=state.rows, rank=None if ordered is None else ordered.rank)
+    planned = plan_binary(reader, request, guard=guard, fit_table=None if fit_on is None else (
+        fit_on if isinstance(fit_on, str) else "<table>"), fit_counts=None if fit_on is None else lambda: _fit_on(
+            fit_on, column=request.column, by=by, order_by=order_by))
     bits = bit_source(seed)
-    redactor = Redactor(plan, bits)
     t0 = time.perf_counter()
-    k = len(plan.state.ids)
-    counter = np.zeros(k, dtype=np.int64)
-    redacted = np.zeros(k, dtype=np.int64)
-    mask = np.zeros(reader.num_rows, dtype=bool)
-    read = list(dict.fromkeys([column] + (output.columns or reader.columns)))
-    for chunk, values, codes, m in redacted_rows(reader, redactor, plan.state.index(), column=column, by=by,
-                                                 counter=counter, columns=read, rank=output.rank):
-        mask[chunk.first_row - 1 : chunk.first_row - 1 + len(chunk)] = m
-        redacted += np.bincount(codes[m], minlength=k) if codes is not None else [int(m.sum())]
-        output.observe(chunk, values, m)
-    released = _released(table, column, mask, output.columns)
+    mask, redacted = _redact(reader, planned, Redactor(planned.plan, bits), request.column, by)
+    released = _released(table, request.column, mask, planned.output.columns)
     if polars:
         import polars as pl
 
         released = pl.from_arrow(released)
-    rep, _ = build_report(plan, redacted=redacted, source=bits, seed=seed, extra={
-        "input": None, "output": None, "column": column, "by": by, "private_column": private_column},
-        sequences=report_sequences)
-    if fit_on is not None:
-        fit_source["table"] = fit_on if isinstance(fit_on, str) else "<table>"
-    rep = describe_release(rep, plan, protected=[column], output=output, dropped=dropped, fit_source=fit_source,
-                           order_by=order_by, ordered=ordered, guard=guard)
-    rep["apply_seconds"] = time.perf_counter() - t0
+    rep, _ = binary_report(planned, request, redacted=redacted, bits=bits, seed=seed, guard=guard,
+                           extra={"input": None, "output": None}, sequences=report_sequences, started=t0)
     return released, rep
+
+
+def _redact(reader: MemoryReader, planned: Planned, redactor: Redactor, column: str,
+            by: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """Draw every row of ``reader``: the mask of redacted rows and the number redacted per sequence
+    (the output's disclosure measures the written columns as they go)."""
+    output = planned.output
+    k = len(planned.plan.state.ids)
+    counter = np.zeros(k, dtype=np.int64)
+    redacted = np.zeros(k, dtype=np.int64)
+    mask = np.zeros(reader.num_rows, dtype=bool)
+    read = list(dict.fromkeys([column] + (output.columns or reader.columns)))
+    for chunk, values, codes, m in redacted_rows(reader, redactor, planned.plan.state.index(), column=column, by=by,
+                                                 counter=counter, columns=read, rank=output.rank):
+        mask[chunk.first_row - 1 : chunk.first_row - 1 + len(chunk)] = m
+        redacted += np.bincount(codes[m], minlength=k) if codes is not None else [int(m.sum())]
+        output.observe(chunk, values, m)
+    return mask, redacted
 
 
 def _fit_on(table: Any, *, column: str, by: str | None, order_by: str | None) -> Any:
