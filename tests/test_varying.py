@@ -350,6 +350,37 @@ def test_model_check_leakage_is_the_varying_leakage_of_the_mechanism(tmp_path):
     assert mc["leakage"] == pytest.approx(want, rel=1e-9)
 
 
+def test_a_table_in_memory_gets_the_model_check_and_refusal_of_a_file(tmp_path):
+    """apply_frame runs the same driver as apply_table: a datetime order_by's hourly alternative, which the
+    data prefer and under which the release leaks more than eps, refuses the release in memory too
+    (issue 36), and with accept_model the report carries the model check the file release reports."""
+    import pandas as pd
+
+    from redactopt import apply_frame, apply_table
+    from redactopt.errors import ReleaseRefused
+
+    rng = np.random.default_rng(12)
+    n = 3000
+    ts = pd.date_range("2021-03-01 00:00", periods=n, freq="min")
+    hours = ts.hour.to_numpy()
+    x = np.zeros(n, dtype=int)
+    for i in range(1, n):  # a chain that changes at 02:00 (as the test above)
+        a, b = (0.002, 0.004) if hours[i - 1] < 2 or hours[i - 1] >= 3 else (0.2, 0.3)
+        x[i] = (rng.random() < a) if x[i - 1] == 0 else (rng.random() >= b)
+    df = pd.DataFrame({"ts": ts, "x": x})
+    kw = dict(column="x", eps=1.0, private=list(range(1500, 1520)), order_by="ts", seed=1)
+    with pytest.raises(ReleaseRefused):
+        apply_frame(df, **kw)
+    released, rep = apply_frame(df, accept_model=True, **kw)
+    path = tmp_path / "in.csv"
+    df.to_csv(path, index=False)
+    file_rep = apply_table(path, tmp_path / "out.csv", accept_model=True, **kw)
+    got, want = rep["model_check"]["alternatives"][0], file_rep["model_check"]["alternatives"][0]
+    assert got["model"] == want["model"] == "ts:hour"
+    assert got["leakage"] > 1.0 and got["leakage"] == pytest.approx(want["leakage"], rel=1e-12)
+    assert int(released["x"].isna().sum()) == file_rep["utility"]["redacted"]
+
+
 def test_design_chain_file_cli_and_audit(tmp_path):
     """design --chain FILE writes a mechanism file whose chain is the varying chain; audit judges it again and
     passes, and fails once a row is lowered below what the budget allows (checked by the exact evaluator)."""
